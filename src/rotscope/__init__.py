@@ -1,0 +1,30 @@
+"""rotscope: measure where a language model stops using its context well."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+__version__ = "0.1.0"
+
+if TYPE_CHECKING:
+    from rotscope.config import ExperimentConfig
+
+__all__ = ["__version__", "load_summary", "run"]
+
+
+def run(config: ExperimentConfig | Path | str) -> Path:
+    """Run an experiment from an ``ExperimentConfig`` or a YAML path; returns the run folder."""
+    from rotscope.config import ExperimentConfig, load_config
+    from rotscope.runner import run_experiment
+
+    if not isinstance(config, ExperimentConfig):
+        config = load_config(Path(config))
+    return run_experiment(config)
+
+
+def load_summary(run_dir: Path | str) -> dict[str, Any]:
+    """The summary JSON (see design.md) of a run folder."""
+    from rotscope.summary import load_summary as _load
+
+    return _load(run_dir)

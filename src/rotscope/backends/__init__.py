@@ -1,0 +1,55 @@
+"""Backends: one module each, registered by provider prefix (``llamacpp/PATH``, ``fake/NAME``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from rotscope.config import BUNDLED_MODEL, ExperimentConfig
+from rotscope.errors import BadInput
+from rotscope.types import Backend
+
+BackendFactory = Callable[[str, ExperimentConfig], Backend]
+"""Builds a backend from the model name after the provider prefix and the experiment config."""
+
+BACKENDS: dict[str, BackendFactory] = {}
+
+
+def register_backend(provider: str) -> Callable[[BackendFactory], BackendFactory]:
+    def add(factory: BackendFactory) -> BackendFactory:
+        BACKENDS[provider] = factory
+        return factory
+
+    return add
+
+
+def split_model(model: str) -> tuple[str, str]:
+    """``(provider, name)`` of a model string; a bare path ending in .gguf is a llama.cpp model."""
+    if model == BUNDLED_MODEL:
+        from rotscope.backends.llamacpp import bundled_model_path
+
+        return "llamacpp", str(bundled_model_path())
+    provider, slash, name = model.partition("/")
+    if slash and provider in _known_providers():
+        return provider, name
+    if model.endswith(".gguf") or Path(model).suffix:
+        return "llamacpp", model
+    raise BadInput(
+        f"model: {model!r} is neither a .gguf path nor provider/name (providers: {', '.join(_known_providers())})"
+    )
+
+
+def _known_providers() -> list[str]:
+    from rotscope.backends import fake, llamacpp  # noqa: F401  (registers the built-in backends)
+
+    return sorted(BACKENDS)
+
+
+def canonical_model(model: str) -> str:
+    provider, name = split_model(model)
+    return f"{provider}/{name}"
+
+
+def create_backend(config: ExperimentConfig) -> Backend:
+    provider, name = split_model(config.model)
+    return BACKENDS[provider](name, config)

@@ -1,0 +1,91 @@
+"""A deterministic fake model for tests and docs: a string matcher, as a saturated NIAH rewards.
+
+``fake/lexical`` answers with the context line that shares the most words with the question, or
+abstains when none shares two; ``fake/lexical-recent`` reads only the last half of the context,
+so it shows a position effect. Neither sees the oracle.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from rotscope.backends import register_backend
+from rotscope.config import ExperimentConfig
+from rotscope.errors import BadInput
+from rotscope.tasks.overlap import content_stems
+from rotscope.tokenizers import FakeTokenizer
+from rotscope.types import Completion, GenerateRequest
+
+Responder = Callable[[GenerateRequest], str]
+
+
+def _context_and_question(request: GenerateRequest) -> tuple[list[str], str]:
+    user = request.messages[-1]["content"]
+    context = user.split("<context>", 1)[-1].split("</context>", 1)[0]
+    question = re.search(r"Question: (.*)", user)
+    return [line for line in context.splitlines() if line.strip()], question.group(1) if question else ""
+
+
+def lexical_responder(recent_fraction: float = 1.0) -> Responder:
+    def respond(request: GenerateRequest) -> str:
+        lines, question = _context_and_question(request)
+        visible = lines[int(len(lines) * (1 - recent_fraction)) :]
+        wanted = content_stems(question)
+        best = max(visible, key=lambda line: len(wanted & content_stems(line)), default="")
+        if len(wanted & content_stems(best)) < 2:
+            return "not in the context"
+        return best.strip()
+
+    return respond
+
+
+RESPONDERS: dict[str, Responder] = {
+    "lexical": lexical_responder(),
+    "lexical-recent": lexical_responder(0.5),
+}
+
+
+class FakeBackend:
+    """Calls ``responder`` on each request. A responder that raises becomes an error row."""
+
+    context_window = 1_000_000
+
+    def __init__(self, name: str, responder: Responder) -> None:
+        self.model_id = f"fake/{name}"
+        self._responder = responder
+        self._tokenizer = FakeTokenizer()
+        self.calls = 0
+
+    def tokenizer(self) -> FakeTokenizer:
+        return self._tokenizer
+
+    def reserve(self, max_prompt_tokens: int, max_new_tokens: int) -> None:
+        return None
+
+    async def generate(self, request: GenerateRequest) -> Completion:
+        self.calls += 1
+        try:
+            text = self._responder(request)
+        except Exception as error:
+            return Completion(text="", error=f"{type(error).__name__}: {error}")
+        return Completion(
+            text=text,
+            prompt_tokens=len(request.token_ids),
+            completion_tokens=self._tokenizer.count(text),
+        )
+
+    def describe(self) -> dict[str, Any]:
+        return {"backend": "fake", "model": self.model_id, "tokenizer": self._tokenizer.name}
+
+    def close(self) -> None:
+        return None
+
+
+@register_backend("fake")
+def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
+    responder = RESPONDERS.get(name)
+    if responder is None:
+        raise BadInput(f"model: unknown fake model {name!r} (known: {', '.join(sorted(RESPONDERS))})")
+    return FakeBackend(name, responder)

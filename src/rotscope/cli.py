@@ -1,0 +1,193 @@
+"""The command line: each command parses, builds one config object and calls the library."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, Any, NoReturn, TypeVar
+
+import typer
+from rich.console import Console
+
+from rotscope.config import ExperimentConfig, build_config, read_config_file
+from rotscope.errors import BadInput
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, help="Measure where a model stops using its context.")
+console = Console()
+errors = Console(stderr=True)
+T = TypeVar("T")
+
+EXIT_BAD_INPUT = 2
+EXIT_INTERRUPTED = 130
+
+
+def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
+    errors.print(f"rotscope: {message}", markup=False, highlight=False, soft_wrap=True)
+    raise typer.Exit(code)
+
+
+def _guarded(action: Callable[[], T]) -> T:
+    """Run a command body; bad input becomes one line on stderr and exit 2, Ctrl-C exit 130."""
+    from rotscope.runner import Interrupted
+
+    try:
+        return action()
+    except BadInput as error:
+        _fail(str(error))
+    except Interrupted as stop:
+        _fail(
+            f"interrupted: {stop.done} of {stop.total} items done and kept in {stop.run_dir}; "
+            f"continue with: rotscope run --resume {stop.run_dir}",
+            EXIT_INTERRUPTED,
+        )
+    except KeyboardInterrupt:
+        _fail("interrupted", EXIT_INTERRUPTED)
+
+
+def _split(value: str | None) -> list[str] | None:
+    if value is None:
+        return None
+    return [part.strip() for part in value.split(",") if part.strip()]
+
+
+def _numbers(value: str | None, kind: type, field: str) -> list[Any] | None:
+    parts = _split(value)
+    if parts is None:
+        return None
+    parsed: list[Any] = []
+    for part in parts:
+        try:
+            parsed.append(kind(part))
+        except ValueError:
+            if field == "depths":
+                parsed.append(part)
+            else:
+                raise BadInput(f"--{field}: {part!r} is not a number") from None
+    return parsed
+
+
+def _build(config_path: Path | None, overrides: dict[str, Any]) -> ExperimentConfig:
+    from rotscope.config import quick_config_data
+
+    data = read_config_file(config_path) if config_path else quick_config_data()
+    data.update({key: value for key, value in overrides.items() if value is not None})
+    return build_config(data, str(config_path) if config_path else "quick experiment")
+
+
+@app.command()
+def run(
+    config: Annotated[Path | None, typer.Argument(help="Experiment YAML; none runs the quick experiment.")] = None,
+    model: Annotated[str | None, typer.Option(help="GGUF path or provider/name.")] = None,
+    task: Annotated[str | None, typer.Option(help="Task families, comma separated.")] = None,
+    lengths: Annotated[str | None, typer.Option(help="Prompt lengths in model tokens, e.g. 256,512.")] = None,
+    depths: Annotated[str | None, typer.Option(help="Fractions in [0,1] or named positions.")] = None,
+    trials: Annotated[int | None, typer.Option()] = None,
+    limit: Annotated[int | None, typer.Option(help="Keep the first N cases of each task.")] = None,
+    seed: Annotated[int | None, typer.Option()] = None,
+    out: Annotated[Path | None, typer.Option(help="Run folder.")] = None,
+    resume: Annotated[Path | None, typer.Option(help="Continue this run folder.")] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan and verify; call no model.")] = False,
+) -> None:
+    """Run an experiment (or continue one with --resume) and show its heatmap."""
+    from rotscope.report.progress import ProgressBar
+    from rotscope.report.terminal import print_summary
+    from rotscope.runner import dry_run as plan_only
+    from rotscope.runner import resume_experiment, run_experiment
+    from rotscope.summary import load_summary
+
+    def body() -> None:
+        if resume is not None:
+            if config is not None:
+                raise BadInput("--resume takes the run folder alone; its config.yaml is used")
+            run_dir = resume_experiment(resume, reporter=ProgressBar(console))
+        else:
+            overrides = {
+                "model": model,
+                "tasks": _split(task),
+                "lengths": _numbers(lengths, int, "lengths"),
+                "depths": _numbers(depths, float, "depths"),
+                "trials": trials,
+                "limit": limit,
+                "seed": seed,
+                "out": str(out) if out else None,
+            }
+            experiment = _build(config, overrides)
+            if dry_run:
+                plan = plan_only(experiment)
+                console.print(
+                    f"{len(plan.items)} work items, {len({i.prompt.token_ids for i in plan.items})} distinct "
+                    f"prompts, {len(plan.rejected)} rejected by the verifier; prompt tokens: naive "
+                    f"{plan.naive_prefill:,}, lower bound {plan.lower_bound:,}; corpus {plan.corpus['source']} "
+                    f"({plan.corpus['tokens']:,} tokens, digest {plan.corpus['digest']}); cost $0.00 (local)"
+                )
+                for reason in plan.rejected:
+                    console.print(f"rejected: {reason}", markup=False)
+                return
+            run_dir = run_experiment(experiment, reporter=ProgressBar(console))
+        print_summary(load_summary(run_dir), console)
+        console.print(f"run folder: {run_dir}")
+
+    _guarded(body)
+
+
+@app.command()
+def show(
+    run_dir: Annotated[Path, typer.Argument(help="Run folder.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary JSON.")] = False,
+) -> None:
+    """Show a run: heatmap and a line per length, or the summary JSON."""
+    from rotscope.report.terminal import print_summary
+    from rotscope.summary import load_summary
+
+    summary = _guarded(lambda: load_summary(run_dir))
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    else:
+        print_summary(summary, console)
+
+
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="Run folder.")],
+    format: Annotated[str, typer.Option("--format", help="csv or jsonl.")] = "csv",
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="File; default stdout.")] = None,
+) -> None:
+    """Export one row per work item."""
+    from rotscope.export import write_rows
+
+    def body() -> None:
+        handle = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
+        try:
+            write_rows(run_dir, format, handle)
+        finally:
+            if output:
+                handle.close()
+
+    _guarded(body)
+
+
+@app.command()
+def models() -> None:
+    """List backends and the models each can find."""
+    from rotscope.backends import BACKENDS, split_model
+    from rotscope.backends.fake import RESPONDERS
+
+    split_model("fake/lexical")  # registers the built-in backends
+    for provider in sorted(BACKENDS):
+        console.print(f"[bold]{provider}[/bold]")
+        if provider == "llamacpp":
+            try:
+                _, path = split_model("bundled")
+                console.print(f"  bundled -> {path}")
+            except BadInput as error:
+                console.print(f"  bundled model unavailable: {error}")
+            console.print("  any GGUF file: --model path/to/model.gguf")
+        elif provider == "fake":
+            for name in sorted(RESPONDERS):
+                console.print(f"  fake/{name}")
+
+
+def main() -> None:
+    app()

@@ -1,0 +1,159 @@
+"""The experiment file: a YAML document validated by pydantic, with command-line overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from rotscope.errors import BadInput
+
+NAMED_POSITIONS: dict[str, float] = {
+    "beginning": 0.0,
+    "early-middle": 0.25,
+    "midpoint": 0.5,
+    "late-middle": 0.75,
+    "end": 1.0,
+}
+
+BUNDLED_MODEL = "bundled"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class FillerConfig(_Strict):
+    """Where haystack text comes from.
+
+    ``code``: the source files of an installed package (``package``) or a directory (``path``);
+    with neither, the Python standard library. ``text``: files matching ``glob``, or one
+    ``field`` of each line of a ``jsonl`` file.
+    """
+
+    kind: Literal["code", "text"] = "code"
+    package: str | None = None
+    path: str | None = None
+    glob: str | None = None
+    jsonl: str | None = None
+    field: str = "text"
+    allow_repeat: bool = False
+
+
+class GenerationConfig(_Strict):
+    temperature: float = Field(default=0.0, ge=0.0)
+    max_tokens: int = Field(default=32, gt=0)
+    seed: int = 0
+
+
+class LlamaCppOptions(_Strict):
+    """Engine settings of the llama.cpp backend; ``None`` lets rotscope pick measured defaults."""
+
+    n_threads: int | None = Field(default=None, gt=0)
+    n_batch: int = Field(default=2048, gt=0)
+
+
+class ExperimentConfig(_Strict):
+    name: str = "experiment"
+    model: str = BUNDLED_MODEL
+    tasks: list[str] = Field(default_factory=lambda: ["niah"], min_length=1)
+    lengths: list[int] = Field(default_factory=lambda: [256, 512, 1024], min_length=1)
+    depths: list[float | str] = Field(default_factory=lambda: [0.0, 0.5, 1.0], min_length=1)
+    trials: int = Field(default=1, gt=0)
+    seed: int = 0
+    limit: int | None = Field(default=None, gt=0)
+    controls: bool = True
+    filler: FillerConfig = Field(default_factory=FillerConfig)
+    generation: GenerationConfig = Field(default_factory=GenerationConfig)
+    llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
+    system_prompt: str | None = None
+    length_tolerance: float = Field(default=0.05, gt=0.0, lt=1.0)
+    out: str | None = None
+
+    @field_validator("lengths")
+    @classmethod
+    def _positive_lengths(cls, lengths: list[int]) -> list[int]:
+        for length in lengths:
+            if length <= 0:
+                raise ValueError(f"length {length} is not positive")
+        return sorted(set(lengths))
+
+    @field_validator("depths")
+    @classmethod
+    def _known_depths(cls, depths: list[float | str]) -> list[float | str]:
+        for depth in depths:
+            if isinstance(depth, str):
+                if depth not in NAMED_POSITIONS:
+                    names = ", ".join(NAMED_POSITIONS)
+                    raise ValueError(f"unknown position {depth!r} (use a fraction in [0, 1] or {names})")
+            elif not 0.0 <= depth <= 1.0:
+                raise ValueError(f"depth {depth} is outside [0, 1]")
+        return depths
+
+    def positions(self) -> list[tuple[float, str | None]]:
+        """Depths as (fraction, name or None), in the order given, without repeats."""
+        seen: dict[float, str | None] = {}
+        for depth in self.depths:
+            if isinstance(depth, str):
+                seen.setdefault(NAMED_POSITIONS[depth], depth)
+            else:
+                seen.setdefault(float(depth), None)
+        return list(seen.items())
+
+
+def _first_error(error: ValidationError, source: str) -> str:
+    first = error.errors()[0]
+    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
+    if first["type"] == "extra_forbidden":
+        return f"{source}: unknown key {where!r}"
+    message = first["msg"].removeprefix("Value error, ")
+    return f"{source}: field {where!r}: {message} (got {first.get('input')!r})"
+
+
+def build_config(data: dict[str, Any], source: str = "config") -> ExperimentConfig:
+    """Validate a mapping into an ``ExperimentConfig``; bad input raises ``BadInput`` in one line."""
+    try:
+        return ExperimentConfig.model_validate(data)
+    except ValidationError as error:
+        raise BadInput(_first_error(error, source)) from None
+
+
+def read_config_file(path: Path) -> dict[str, Any]:
+    """The raw mapping of a YAML experiment file, or ``BadInput`` naming what is wrong."""
+    if not path.is_file():
+        raise BadInput(f"{path}: config file not found")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as error:
+        mark = getattr(error, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        raise BadInput(f"{path}: malformed YAML{where}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise BadInput(f"{path}: the experiment file must be a mapping of fields, got {type(data).__name__}")
+    return data
+
+
+def load_config(path: Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
+    """Read a YAML experiment file, apply command-line overrides (non-None values), validate."""
+    data = read_config_file(path)
+    data.update({key: value for key, value in (overrides or {}).items() if value is not None})
+    return build_config(data, str(path))
+
+
+def dump_config(config: ExperimentConfig) -> str:
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
+
+
+def quick_config_data() -> dict[str, Any]:
+    """The built-in quick experiment, sized to finish in minutes on two CPU cores."""
+    return {
+        "name": "quick",
+        "tasks": ["niah", "nolima"],
+        "lengths": [256, 512, 1024],
+        "depths": ["beginning", "midpoint", "end"],
+        "limit": 3,
+    }

@@ -1,0 +1,32 @@
+"""Export a run's rows, one per work item, as CSV or JSON Lines."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import TextIO
+
+from rotscope.errors import BadInput
+from rotscope.store import ITEM_COLUMNS, RunStore
+
+FORMATS = ("csv", "jsonl")
+
+
+def write_rows(run_dir: Path, format: str, handle: TextIO) -> int:
+    """Write every item row of ``run_dir`` to ``handle``; returns the number of rows."""
+    if format not in FORMATS:
+        raise BadInput(f"--format: {format!r} is not one of {', '.join(FORMATS)}")
+    store = RunStore.open_existing(run_dir)
+    try:
+        rows = store.rows()
+    finally:
+        store.close()
+    if format == "csv":
+        writer = csv.DictWriter(handle, fieldnames=ITEM_COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    else:
+        for row in rows:
+            handle.write(json.dumps(row) + "\n")
+    return len(rows)

@@ -1,0 +1,65 @@
+"""Source code as filler: an installed package, a directory, or by default the standard library."""
+
+from __future__ import annotations
+
+import importlib.util
+import random
+import sysconfig
+from collections.abc import Iterator
+from pathlib import Path
+
+from rotscope.config import FillerConfig
+from rotscope.errors import BadInput
+from rotscope.filler import Document, register_filler
+
+_SKIPPED_PARTS = {"site-packages", "dist-packages", "test", "tests", "__pycache__", "idlelib"}
+
+
+def _package_root(name: str) -> Path:
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        spec = None
+    if spec is None:
+        raise BadInput(f"filler.package: no installed package named {name!r}")
+    if spec.submodule_search_locations:
+        return Path(next(iter(spec.submodule_search_locations)))
+    if spec.origin:
+        return Path(spec.origin)
+    raise BadInput(f"filler.package: package {name!r} has no source files")
+
+
+def _root(config: FillerConfig) -> Path:
+    if config.package and config.path:
+        raise BadInput("filler: give either package or path for code filler, not both")
+    if config.package:
+        return _package_root(config.package)
+    if config.path:
+        root = Path(config.path)
+        if not root.exists():
+            raise BadInput(f"filler.path: {root} does not exist")
+        return root
+    return Path(sysconfig.get_paths()["stdlib"])
+
+
+def source_files(root: Path) -> list[Path]:
+    if root.is_file():
+        return [root]
+    return sorted(
+        path
+        for path in root.rglob("*.py")
+        if path.is_file() and not _SKIPPED_PARTS.intersection(path.relative_to(root).parts)
+    )
+
+
+@register_filler("code")
+def code_documents(config: FillerConfig, seed: int) -> Iterator[Document]:
+    root = _root(config)
+    files = source_files(root)
+    if not files:
+        raise BadInput(f"filler: no Python source files under {root}")
+    random.Random(seed).shuffle(files)
+    for path in files:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if text.strip():
+            yield Document(name=str(path.relative_to(root) if root.is_dir() else path.name), text=text)

@@ -1,0 +1,59 @@
+"""Users' own domain text as filler: files by glob, or one field of each line of a JSONL file."""
+
+from __future__ import annotations
+
+import glob
+import json
+import random
+from collections.abc import Iterator
+from pathlib import Path
+
+from rotscope.config import FillerConfig
+from rotscope.errors import BadInput
+from rotscope.filler import Document, register_filler
+
+
+def _jsonl_documents(path: Path, field: str) -> list[Document]:
+    if not path.is_file():
+        raise BadInput(f"filler.jsonl: {path} does not exist")
+    found: list[Document] = []
+    with path.open(encoding="utf-8") as lines:
+        for number, line in enumerate(lines, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError:
+                raise BadInput(f"{path}: line {number} is not valid JSON") from None
+            if not isinstance(record, dict) or field not in record:
+                raise BadInput(f"{path}: line {number} has no field {field!r}")
+            value = record[field]
+            if not isinstance(value, str):
+                raise BadInput(f"{path}: line {number}: field {field!r} is not a string")
+            found.append(Document(name=f"{path.name}:{number}", text=value))
+    return found
+
+
+def _glob_documents(pattern: str) -> list[Document]:
+    paths = sorted(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
+    return [
+        Document(name=str(path), text=path.read_text(encoding="utf-8", errors="replace")) for path in paths
+    ]
+
+
+@register_filler("text")
+def text_documents(config: FillerConfig, seed: int) -> Iterator[Document]:
+    if bool(config.glob) == bool(config.jsonl):
+        raise BadInput("filler: text filler needs exactly one of glob or jsonl")
+    if config.jsonl:
+        found = _jsonl_documents(Path(config.jsonl), config.field)
+        origin = config.jsonl
+    else:
+        assert config.glob is not None
+        found = _glob_documents(config.glob)
+        origin = config.glob
+    found = [document for document in found if document.text.strip()]
+    if not found:
+        raise BadInput(f"filler: corpus {origin} is empty (no non-blank documents)")
+    random.Random(seed).shuffle(found)
+    yield from found

@@ -1,0 +1,243 @@
+"""Place evidence into filler, render the final prompt in the model's tokens, and verify it.
+
+A prompt is assembled from token arrays: the chat template's prefix, a header, a slice of the
+tokenized corpus with each evidence line inserted at a line start, a footer with the question,
+and the template's suffix. Its length is the length of that whole id sequence. Before a prompt
+may be sent, ``verify_prompt`` re-checks it from scratch: the evidence bytes at each recorded span,
+each exactly once, the length within tolerance, header and footer intact, and every joint between
+parts re-encoding to the same ids (so the ids are what the tokenizer itself makes of the text).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from functools import cached_property
+
+from rotscope.errors import BadInput
+from rotscope.filler.corpus import TokenizedCorpus
+from rotscope.types import Case, Evidence, Layout, RenderedPrompt, Span, Tokenizer
+
+HEADER = "Answer the question at the end using only this context.\n\n<context>\n"
+FOOTER = (
+    "\n</context>\n\nQuestion: {question}\n"
+    "Answer with the exact name, number or phrase from the context. "
+    "If the context does not say, reply: not in the context."
+)
+_SENTINEL = "\u2063ROTSCOPE-USER-CONTENT\u2063"
+_CANDIDATE_TRIES = 8
+_END_SEARCH = 16
+
+
+class PlacementError(Exception):
+    """No position near the asked depth gave a prompt that passes verification."""
+
+
+@dataclass(frozen=True)
+class Frame:
+    """The parts of a prompt that do not depend on the haystack, as token ids."""
+
+    prefix: tuple[int, ...]
+    header: tuple[int, ...]
+    footer: tuple[int, ...]
+    suffix: tuple[int, ...]
+    system: str | None
+
+    @property
+    def fixed_tokens(self) -> int:
+        return len(self.prefix) + len(self.header) + len(self.footer) + len(self.suffix)
+
+
+def evidence_unit(evidence: Evidence, at_start: bool) -> str:
+    """The bytes inserted for a piece: a line of its own, before all filler or ending a filler line."""
+    return evidence.text + "\n" if at_start else "\n" + evidence.text
+
+
+class PromptBuilder:
+    """Renders cases into prompts of exact token lengths for one tokenizer and one corpus."""
+
+    def __init__(
+        self,
+        tokenizer: Tokenizer,
+        corpus: TokenizedCorpus,
+        *,
+        system_prompt: str | None = None,
+        tolerance: float = 0.05,
+    ) -> None:
+        self.tokenizer = tokenizer
+        self.corpus = corpus
+        self.system_prompt = system_prompt
+        self.tolerance = tolerance
+        self._frames: dict[str, Frame] = {}
+
+    @cached_property
+    def _template_parts(self) -> tuple[str, str]:
+        rendered = self.tokenizer.render_chat(self._messages(_SENTINEL))
+        if rendered.count(_SENTINEL) != 1:
+            raise BadInput(f"{self.tokenizer.name}: the chat template does not place the user message once")
+        prefix, suffix = rendered.split(_SENTINEL)
+        return prefix, suffix
+
+    def _messages(self, user_content: str) -> tuple[dict[str, str], ...]:
+        system = () if self.system_prompt is None else ({"role": "system", "content": self.system_prompt},)
+        return (*system, {"role": "user", "content": user_content})
+
+    def frame(self, question: str) -> Frame:
+        found = self._frames.get(question)
+        if found is None:
+            prefix, suffix = self._template_parts
+            encode = self.tokenizer.encode
+            found = Frame(
+                prefix=tuple(encode(prefix, special=True)),
+                header=tuple(encode(HEADER)),
+                footer=tuple(encode(FOOTER.format(question=question))),
+                suffix=tuple(encode(suffix, special=True)),
+                system=self.system_prompt,
+            )
+            self._frames[question] = found
+        return found
+
+    def fixed_tokens(self, case: Case) -> int:
+        """Tokens of everything but filler: template, header, footer with question, evidence."""
+        frame = self.frame(case.question)
+        return frame.fixed_tokens + sum(self.tokenizer.count(evidence_unit(e, False)) for e in case.evidence)
+
+    def render(self, case: Case, layout: Layout) -> RenderedPrompt:
+        """The verified prompt for ``case`` at ``layout``, or ``PlacementError`` with the reasons."""
+        frame = self.frame(case.question)
+        budget = layout.length_tokens - self.fixed_tokens(case)
+        if budget < 0:
+            raise BadInput(
+                f"length {layout.length_tokens} is shorter than the fixed parts of the prompt for case "
+                f"{case.case_id} ({layout.length_tokens - budget} tokens: template, question, evidence)"
+            )
+        if budget > self.corpus.size:
+            raise BadInput(f"filler: corpus has {self.corpus.size} tokens, length needs {budget}")
+        end = self._haystack_end(frame, budget)
+        reasons: list[str] = []
+        for cut in self.corpus.nearest_line_ends(layout.depth * end, end)[:_CANDIDATE_TRIES]:
+            prompt = self._assemble(frame, case.evidence, cut, end)
+            problems = verify_prompt(prompt, case, layout, self.tokenizer, frame, self.tolerance)
+            if not problems:
+                return prompt
+            reasons.extend(problems)
+        raise PlacementError(f"case {case.case_id} at {layout}: " + "; ".join(dict.fromkeys(reasons)))
+
+    def _haystack_end(self, frame: Frame, budget: int) -> int:
+        """Where the filler stops: as close to ``budget`` tokens as the joint with the footer
+        re-encodes cleanly, else the last line end within budget."""
+        ids = self.corpus.ids
+        for end in range(budget, max(budget - _END_SEARCH, 0), -1):
+            line_start = end - 1
+            while line_start > 0 and not self.tokenizer.piece(int(ids[line_start - 1])).endswith(b"\n"):
+                line_start -= 1
+            local = [*(int(i) for i in ids[line_start:end]), *frame.footer]
+            if joint_is_clean(local, end - line_start, self.tokenizer):
+                return end
+        return self.corpus.prefix_end(budget)
+
+    def _assemble(
+        self,
+        frame: Frame,
+        evidence: Sequence[Evidence],
+        cut: int,
+        end: int,
+    ) -> RenderedPrompt:
+        corpus_ids = self.corpus.ids
+        before = [int(i) for i in corpus_ids[:cut]]
+        after = [int(i) for i in corpus_ids[cut:end]]
+        ids: list[int] = [*frame.prefix, *frame.header, *before]
+        spans: list[Span] = []
+        depth = cut / end if end else 0.0
+        for item in evidence:
+            piece = self.tokenizer.encode(evidence_unit(item, at_start=cut == 0))
+            spans.append(Span(item.evidence_id, len(ids), len(ids) + len(piece), depth))
+            ids.extend(piece)
+        ids.extend(after)
+        ids.extend(frame.footer)
+        ids.extend(frame.suffix)
+        body = ids[len(frame.prefix) : len(ids) - len(frame.suffix)]
+        return RenderedPrompt(
+            messages=self._messages(self.tokenizer.decode(body)),
+            text=self.tokenizer.decode(ids),
+            token_ids=tuple(ids),
+            spans=tuple(spans),
+            haystack_tokens=end,
+            corpus_digest=self.corpus.digest,
+        )
+
+
+def _joints(prompt: RenderedPrompt, frame: Frame) -> list[int]:
+    """Token indices where two separately encoded parts meet."""
+    total = prompt.prompt_tokens
+    joints = {
+        len(frame.prefix),
+        len(frame.prefix) + len(frame.header),
+        total - len(frame.suffix) - len(frame.footer),
+        total - len(frame.suffix),
+    }
+    for span in prompt.spans:
+        joints.update((span.token_start, span.token_end))
+    return sorted(j for j in joints if 0 < j < total)
+
+
+def _line_window(ids: Sequence[int], joint: int, tokenizer: Tokenizer) -> tuple[int, int]:
+    """The whole lines around ``joint``: tokenizers do not merge across a newline-ending token."""
+    start = joint - 1
+    while start > 0 and not tokenizer.piece(ids[start - 1]).endswith(b"\n"):
+        start -= 1
+    end = joint
+    while end < len(ids) and not tokenizer.piece(ids[end]).endswith(b"\n"):
+        end += 1
+    return max(start, 0), min(end + 1, len(ids))
+
+
+def joint_is_clean(ids: Sequence[int], joint: int, tokenizer: Tokenizer) -> bool:
+    """Whether the whole lines around ``joint`` re-encode to the same ids."""
+    start, end = _line_window(ids, joint, tokenizer)
+    window = ids[start:end]
+    return tuple(tokenizer.encode(tokenizer.decode(window), special=True)) == tuple(window)
+
+
+def _round_trip_problems(prompt: RenderedPrompt, frame: Frame, tokenizer: Tokenizer) -> list[str]:
+    return [
+        f"tokens around position {joint} change when the text is re-encoded"
+        for joint in _joints(prompt, frame)
+        if not joint_is_clean(prompt.token_ids, joint, tokenizer)
+    ]
+
+
+def verify_prompt(
+    prompt: RenderedPrompt,
+    case: Case,
+    layout: Layout,
+    tokenizer: Tokenizer,
+    frame: Frame,
+    tolerance: float,
+) -> list[str]:
+    """Every reason this prompt must not be sent; an empty list means it is verified."""
+    problems: list[str] = []
+    ids = prompt.token_ids
+    text = prompt.text
+    if len(prompt.spans) != len(case.evidence):
+        problems.append(f"{len(case.evidence)} evidence pieces but {len(prompt.spans)} spans")
+    for evidence, span in zip(case.evidence, prompt.spans, strict=False):
+        found = tokenizer.decode(ids[span.token_start : span.token_end])
+        units = (evidence_unit(evidence, True), evidence_unit(evidence, False))
+        if span.evidence_id != evidence.evidence_id or found not in units:
+            problems.append(f"evidence {evidence.evidence_id} is not at its span [{span.token_start}, {span.token_end})")
+        occurrences = text.count(evidence.text)
+        if occurrences != 1:
+            problems.append(f"evidence {evidence.evidence_id} occurs {occurrences} times in the prompt")
+    allowed = max(1, int(tolerance * layout.length_tokens))
+    if abs(len(ids) - layout.length_tokens) > allowed:
+        problems.append(f"prompt has {len(ids)} tokens, target {layout.length_tokens} ± {allowed}")
+    head = (*frame.prefix, *frame.header)
+    tail = (*frame.footer, *frame.suffix)
+    if ids[: len(head)] != head:
+        problems.append("template prefix or header is missing or altered")
+    if len(ids) < len(head) + len(tail) or ids[len(ids) - len(tail) :] != tail:
+        problems.append("prompt is truncated: question footer or template suffix is missing")
+    if not problems:
+        problems.extend(_round_trip_problems(prompt, frame, tokenizer))
+    return problems

@@ -1,0 +1,1 @@
+"""Views of a run: the terminal heatmap and progress bar."""

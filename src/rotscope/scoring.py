@@ -1,0 +1,64 @@
+"""Deterministic scoring: normalised answer matching, abstention detection, one outcome per item."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+from rotscope.types import Completion, Oracle, Score
+
+_NUMBER_WORDS = {
+    "zero": "0", "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6",
+    "seven": "7", "eight": "8", "nine": "9", "ten": "10", "eleven": "11", "twelve": "12",
+}
+ABSTENTION_PATTERNS = (
+    r"not in the context",
+    r"not (?:mentioned|stated|specified|given|provided|found|present|included)",
+    r"(?:does|do|did) not (?:say|mention|state|specify|contain|include|provide)",
+    r"doesn'?t (?:say|mention|state|specify|contain|include|provide)",
+    r"no (?:information|mention|answer)",
+    r"(?:cannot|can'?t|unable to) (?:find|determine|answer|tell)",
+    r"\bunknown\b",
+    r"i (?:do not|don'?t) know",
+)
+_ABSTENTION = re.compile("|".join(ABSTENTION_PATTERNS))
+
+
+def normalise(text: str) -> str:
+    """Lower case, accents folded, digit groups joined (4,817 -> 4817), punctuation to spaces."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
+    text = re.sub(r"(?<=\d)[,_](?=\d{3}\b)", "", text)
+    text = re.sub(r"[^\w\s-]|_", " ", text)
+    text = re.sub(r"(?<!\w)-|-(?!\w)", " ", text)
+    words = [_NUMBER_WORDS.get(word, word) for word in text.split()]
+    return " ".join(words)
+
+
+def contains_answer(response: str, answer: str) -> bool:
+    wanted = normalise(answer)
+    if not wanted:
+        return False
+    return re.search(rf"(?<![\w-]){re.escape(wanted)}(?![\w-])", normalise(response)) is not None
+
+
+def is_abstention(response: str) -> bool:
+    return _ABSTENTION.search(response.lower().replace("’", "'")) is not None
+
+
+def score(oracle: Oracle, completion: Completion) -> Score:
+    """Exactly one of correct / incorrect / abstained / error for a reply.
+
+    An infrastructure failure is ``error`` (never counted as wrong). For an evidence-absent
+    control the right reply is an abstention; any answer there is an incorrect (hallucinated) one.
+    """
+    if completion.error is not None:
+        return Score("error", "error")
+    response = completion.text
+    if oracle.abstain:
+        return Score("correct") if is_abstention(response) else Score("incorrect", "hallucinated")
+    if any(contains_answer(response, accepted) for accepted in oracle.accepted()):
+        return Score("correct")
+    if is_abstention(response) or not response.strip():
+        return Score("abstained", "abstained")
+    return Score("incorrect", "wrong_answer")

@@ -1,0 +1,143 @@
+"""The run store: one SQLite file per run folder, one row per work item, committed as each finishes.
+
+The schema is versioned (``PRAGMA user_version``) with named migrations, so old run folders stay
+readable as rotscope grows.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import zlib
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from rotscope.errors import BadInput
+
+PLANNED_COLUMNS = (
+    "item_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model", "backend",
+    "length_target", "prompt_tokens", "haystack_tokens", "depth", "position", "spans", "trial", "seed",
+    "prompt_digest", "expected",
+)  # fmt: skip
+RESULT_COLUMNS = (
+    "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
+    "cached_tokens", "latency_s", "cost", "error", "attempts", "created_at", "finished_at",
+)  # fmt: skip
+ITEM_COLUMNS = PLANNED_COLUMNS + RESULT_COLUMNS
+
+MIGRATIONS: tuple[tuple[str, str], ...] = (
+    (
+        "initial",
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE prompts (prompt_digest TEXT PRIMARY KEY, messages BLOB NOT NULL);
+        CREATE TABLE items (
+            item_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, plan_order INTEGER NOT NULL,
+            task TEXT NOT NULL, case_id TEXT NOT NULL, instance_id TEXT NOT NULL,
+            control INTEGER NOT NULL, model TEXT NOT NULL, backend TEXT NOT NULL,
+            length_target INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL,
+            haystack_tokens INTEGER NOT NULL, depth REAL NOT NULL, position TEXT, spans TEXT NOT NULL,
+            trial INTEGER NOT NULL, seed INTEGER NOT NULL, prompt_digest TEXT NOT NULL,
+            expected TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending',
+            response TEXT, outcome TEXT, category TEXT, usage_prompt_tokens INTEGER,
+            usage_completion_tokens INTEGER, cached_tokens INTEGER, latency_s REAL, cost REAL,
+            error TEXT, attempts INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, finished_at TEXT
+        );
+        CREATE INDEX items_status ON items (status);
+        """,
+    ),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+class RunStore:
+    """Read and write one run's ``run.db``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db = sqlite3.connect(path)
+        self._db.row_factory = sqlite3.Row
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._migrate()
+
+    @classmethod
+    def open_existing(cls, run_dir: Path) -> RunStore:
+        path = run_dir / "run.db"
+        if not path.is_file():
+            raise BadInput(f"{run_dir}: not a run folder (no run.db)")
+        try:
+            return cls(path)
+        except sqlite3.DatabaseError as error:
+            raise BadInput(f"{path}: not a readable run store ({error})") from None
+
+    def _migrate(self) -> None:
+        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise BadInput(f"{self.path}: written by a newer rotscope (schema {version} > {SCHEMA_VERSION})")
+        for number, (_name, script) in enumerate(MIGRATIONS[version:], start=version + 1):
+            with self._db:
+                self._db.executescript(script)
+                self._db.execute(f"PRAGMA user_version = {number}")
+
+    def close(self) -> None:
+        self._db.close()
+
+    def set_meta(self, values: Mapping[str, Any]) -> None:
+        with self._db:
+            self._db.executemany(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                [(key, json.dumps(value)) for key, value in values.items()],
+            )
+
+    def meta(self) -> dict[str, Any]:
+        return {row["key"]: json.loads(row["value"]) for row in self._db.execute("SELECT key, value FROM meta")}
+
+    def add_planned(self, rows: Iterable[Mapping[str, Any]], prompts: Mapping[str, str]) -> int:
+        """Insert planned items (pending) that are not stored yet; returns how many were new."""
+        created = _now()
+        with self._db:
+            self._db.executemany(
+                "INSERT OR IGNORE INTO prompts (prompt_digest, messages) VALUES (?, ?)",
+                [(digest, zlib.compress(text.encode("utf-8"))) for digest, text in prompts.items()],
+            )
+            before = self._db.total_changes
+            self._db.executemany(
+                f"INSERT OR IGNORE INTO items ({', '.join(PLANNED_COLUMNS)}, created_at) "
+                f"VALUES ({', '.join('?' for _ in PLANNED_COLUMNS)}, ?)",
+                [(*(row[key] for key in PLANNED_COLUMNS), created) for row in rows],
+            )
+            return self._db.total_changes - before
+
+    def unfinished(self) -> set[str]:
+        """Items still to run: pending, and errors (which are retried)."""
+        return {row[0] for row in self._db.execute("SELECT item_id FROM items WHERE status != 'ok'")}
+
+    def record(self, item_id: str, values: Mapping[str, Any]) -> None:
+        """Write one finished item and commit at once, so a crash loses nothing that finished."""
+        assignments = ", ".join(f"{key} = ?" for key in values)
+        with self._db:
+            self._db.execute(
+                f"UPDATE items SET {assignments}, attempts = attempts + 1, finished_at = ? WHERE item_id = ?",
+                (*values.values(), _now(), item_id),
+            )
+
+    def rows(self) -> list[dict[str, Any]]:
+        cursor = self._db.execute(f"SELECT {', '.join(ITEM_COLUMNS)} FROM items ORDER BY plan_order")
+        return [dict(row) for row in cursor]
+
+    def prompt_messages(self, prompt_digest: str) -> list[dict[str, str]]:
+        row = self._db.execute(
+            "SELECT messages FROM prompts WHERE prompt_digest = ?", (prompt_digest,)
+        ).fetchone()
+        if row is None:
+            raise KeyError(prompt_digest)
+        loaded: list[dict[str, str]] = json.loads(zlib.decompress(row[0]).decode("utf-8"))
+        return loaded
+

@@ -1,0 +1,151 @@
+"""Tokenizers: the target model's own vocabulary, and a deterministic one for tests.
+
+Every length and span in rotscope is counted with these, on the final rendered prompt.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+from rotscope.errors import BadInput
+from rotscope.quiet import quiet_stderr
+
+
+def _raise_template_error(message: str) -> None:
+    raise ValueError(f"chat template error: {message}")
+
+
+def render_template(template: str, messages: Sequence[dict[str, str]], **special: str) -> str:
+    """Render a Hugging Face style jinja chat template with the generation prompt appended."""
+    environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
+    environment.globals["raise_exception"] = _raise_template_error
+    return environment.from_string(template).render(
+        messages=list(messages), add_generation_prompt=True, **special
+    )
+
+
+class LlamaCppTokenizer:
+    """The vocabulary and chat template stored in a GGUF file, read through llama.cpp."""
+
+    def __init__(self, model_path: Path, llama: Any | None = None) -> None:
+        from llama_cpp import Llama
+
+        self.model_path = model_path
+        if llama is None:
+            with quiet_stderr():
+                llama = Llama(model_path=str(model_path), vocab_only=True, verbose=False)
+        self._llama = llama
+        self.name = f"llamacpp:{model_path.name}"
+        self._vocab = self._llama._model.vocab
+        self._pieces: dict[int, bytes] = {}
+        self.context_window = int(self._llama.metadata.get(f"{self._llama.metadata.get('general.architecture', 'llama')}.context_length", 0))
+        self.template: str = self._llama.metadata.get("tokenizer.chat_template", "")
+        if not self.template:
+            raise BadInput(f"{model_path}: the GGUF file has no chat template (tokenizer.chat_template)")
+        self._bos_text = self._token_text(self._llama.token_bos())
+        self._eos_text = self._token_text(self._llama.token_eos())
+        self._adds_bos = bool(self._llama._model.add_bos_token())
+
+    def _token_text(self, token_id: int) -> str:
+        if token_id < 0:
+            return ""
+        return self.piece(token_id).decode("utf-8", errors="replace")
+
+    def encode(self, text: str, *, special: bool = False) -> list[int]:
+        return list(self._llama.tokenize(text.encode("utf-8"), add_bos=False, special=special))
+
+    def piece(self, token_id: int) -> bytes:
+        found = self._pieces.get(token_id)
+        if found is None:
+            found = self._read_piece(token_id)
+            self._pieces[token_id] = found
+        return found
+
+    def _read_piece(self, token_id: int) -> bytes:
+        import llama_cpp
+
+        size = 64
+        while True:
+            buffer = ctypes.create_string_buffer(size)
+            length = llama_cpp.llama_token_to_piece(self._vocab, token_id, buffer, size, 0, True)
+            if length >= 0:
+                return buffer.raw[:length]
+            size = -length
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return b"".join(self.piece(token_id) for token_id in ids).decode("utf-8", errors="replace")
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
+        text = render_template(
+            self.template, messages, bos_token=self._bos_text, eos_token=self._eos_text
+        )
+        if self._adds_bos and not text.startswith(self._bos_text):
+            text = self._bos_text + text
+        return text
+
+    def digest(self) -> str:
+        """Identifies vocabulary and template together, so a changed tokenizer is never mistaken."""
+        sample = ",".join(str(i) for i in self.encode("rotscope tokenizer digest: 0123456789 éß 漢字 \n\t"))
+        material = f"{self.template}\n{sample}\n{self._llama.n_vocab()}"
+        return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
+
+
+_FAKE_PIECES = re.compile(r"<\|[a-z_]+\|>|\n+|[ \t]+|\w+|[^\w\s]")
+_FAKE_SPECIAL = re.compile(r"<\|[a-z_]+\|>")
+FAKE_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
+)
+
+
+class FakeTokenizer:
+    """Deterministic word/space/punctuation tokenizer for unit tests: pieces are exact,
+    special tokens ``<|name|>`` are single ids only when ``special=True``."""
+
+    def __init__(self) -> None:
+        self.name = "fake:regex"
+        self._ids: dict[str, int] = {}
+        self._pieces: list[str] = []
+
+    def _id(self, piece: str) -> int:
+        token_id = self._ids.get(piece)
+        if token_id is None:
+            token_id = len(self._pieces)
+            self._ids[piece] = token_id
+            self._pieces.append(piece)
+        return token_id
+
+    def encode(self, text: str, *, special: bool = False) -> list[int]:
+        ids: list[int] = []
+        for match in _FAKE_PIECES.finditer(text):
+            piece = match.group()
+            if _FAKE_SPECIAL.fullmatch(piece) and not special:
+                ids.extend(self._id(part) for part in re.findall(r"\w+|[^\w\s]", piece))
+            else:
+                ids.append(self._id(piece))
+        return ids
+
+    def piece(self, token_id: int) -> bytes:
+        return self._pieces[token_id].encode("utf-8")
+
+    def decode(self, ids: Sequence[int]) -> str:
+        return "".join(self._pieces[token_id] for token_id in ids)
+
+    def count(self, text: str) -> int:
+        return len(self.encode(text))
+
+    def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
+        return render_template(FAKE_TEMPLATE, messages)
+
+    def digest(self) -> str:
+        return "fake-regex-1"

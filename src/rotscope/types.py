@@ -1,0 +1,199 @@
+"""The core types of rotscope: read this module first.
+
+Data flows one way: a task family builds ``Case``s; a ``Layout`` says where each evidence
+piece goes in which filler and at what length; the layout step renders a ``RenderedPrompt``
+with exact token spans; a ``WorkItem`` pairs it with a model and trial; a ``Backend`` turns
+its ``GenerateRequest`` into a ``Completion``; a scorer turns that into a ``Score``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+Outcome = Literal["correct", "incorrect", "abstained", "error"]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """A piece of text planted in the haystack; ``text`` is inserted byte-exact as one line."""
+
+    evidence_id: str
+    text: str
+
+
+@dataclass(frozen=True)
+class Oracle:
+    """What counts as a right answer. ``abstain`` means the right answer is 'not in the context'."""
+
+    answer: str
+    aliases: tuple[str, ...] = ()
+    abstain: bool = False
+
+    def accepted(self) -> tuple[str, ...]:
+        return (self.answer, *self.aliases)
+
+
+@dataclass(frozen=True)
+class Case:
+    """One task instance: evidence to plant, a question about it, and its oracle.
+
+    ``control`` marks the evidence-absent control of a case: same layout, no evidence,
+    the right answer is an explicit abstention.
+    """
+
+    case_id: str
+    task: str
+    evidence: tuple[Evidence, ...]
+    question: str
+    oracle: Oracle
+    control: bool = False
+
+    def absent_control(self) -> Case:
+        return Case(
+            case_id=f"{self.case_id}~absent",
+            task=self.task,
+            evidence=(),
+            question=self.question,
+            oracle=Oracle(answer="", abstain=True),
+            control=True,
+        )
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a case goes: the whole prompt's target length in model tokens and the evidence depth.
+
+    ``depth`` is the fraction of filler tokens that precede the evidence (0 = first, 1 = last);
+    ``position`` is its name when one was asked for (``midpoint``), else ``None``.
+    """
+
+    length_tokens: int
+    depth: float
+    position: str | None = None
+
+
+@dataclass(frozen=True)
+class Span:
+    """Exact placement of one evidence piece in the final prompt's token ids, ``[start, end)``."""
+
+    evidence_id: str
+    token_start: int
+    token_end: int
+    depth: float
+
+
+@dataclass(frozen=True)
+class RenderedPrompt:
+    """The final prompt as the model will see it: chat messages, full text and token ids."""
+
+    messages: tuple[dict[str, str], ...]
+    text: str
+    token_ids: tuple[int, ...]
+    spans: tuple[Span, ...]
+    haystack_tokens: int
+    corpus_digest: str
+
+    @property
+    def prompt_tokens(self) -> int:
+        return len(self.token_ids)
+
+
+@dataclass(frozen=True)
+class GenerationParams:
+    temperature: float = 0.0
+    max_tokens: int = 32
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class GenerateRequest:
+    """What a backend receives. Backends never see the oracle."""
+
+    messages: tuple[dict[str, str], ...]
+    token_ids: tuple[int, ...]
+    params: GenerationParams
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cached_tokens: int = 0
+    latency_s: float = 0.0
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Score:
+    outcome: Outcome
+    category: str | None = None
+
+
+@dataclass(frozen=True)
+class WorkItem:
+    """One model call. ``item_id`` hashes everything that determines the result."""
+
+    item_id: str
+    case: Case
+    layout: Layout
+    model: str
+    trial: int
+    prompt: RenderedPrompt
+    params: GenerationParams
+    instance_id: str = field(default="")
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """A model's own tokenizer. Ids round-trip through ``piece`` as raw bytes."""
+
+    name: str
+
+    def encode(self, text: str, *, special: bool = False) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def piece(self, token_id: int) -> bytes:
+        """The exact bytes one token contributes to the decoded text."""
+        ...
+
+    def count(self, text: str) -> int: ...
+
+    def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
+        """The model's chat template applied to ``messages``, generation prompt included."""
+        ...
+
+    def digest(self) -> str:
+        """Identifies vocabulary and chat template, so results on another tokenizer never mix."""
+        ...
+
+
+class Backend(Protocol):
+    """A model endpoint. ``generate`` never raises for model or network faults: it returns
+    a ``Completion`` whose ``error`` is set, so the failure is recorded, never scored."""
+
+    model_id: str
+    context_window: int
+
+    def tokenizer(self) -> Tokenizer: ...
+
+    def reserve(self, max_prompt_tokens: int, max_new_tokens: int) -> None:
+        """Prepare for prompts up to this size before the first call (a local engine's context)."""
+        ...
+
+    async def generate(self, request: GenerateRequest) -> Completion: ...
+
+    def describe(self) -> dict[str, Any]:
+        """Name, arguments and digests that identify this model, stored with every run."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class TaskFamily(Protocol):
+    name: str
+
+    def cases(self) -> Iterable[Case]: ...

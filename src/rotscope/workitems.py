@@ -1,0 +1,131 @@
+"""From a config to verified work items: cases x layouts x trials, each rendered and hashed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from rotscope.config import ExperimentConfig, FillerConfig
+from rotscope.errors import BadInput
+from rotscope.filler import documents
+from rotscope.filler.corpus import tokenize_corpus
+from rotscope.layout import PlacementError, PromptBuilder
+from rotscope.schedule import prefill_bounds
+from rotscope.tasks import get_task
+from rotscope.types import Backend, Case, GenerationParams, Layout, WorkItem
+
+CONTROL_POSITION = "absent"
+
+
+@dataclass
+class Plan:
+    """Everything a run will send, verified, before any model call."""
+
+    items: list[WorkItem]
+    rejected: list[str]
+    corpus: dict[str, Any]
+    naive_prefill: int
+    lower_bound: int
+    backend: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def max_prompt_tokens(self) -> int:
+        return max((item.prompt.prompt_tokens for item in self.items), default=0)
+
+
+def describe_filler(filler: FillerConfig) -> str:
+    if filler.kind == "code":
+        return f"code:{filler.package or filler.path or 'stdlib'}"
+    return f"text:{filler.glob or filler.jsonl}"
+
+
+def select_cases(config: ExperimentConfig) -> list[Case]:
+    """Each task's cases (the first ``limit`` of each), followed by their evidence-absent controls."""
+    selected: list[Case] = []
+    for task in config.tasks:
+        cases = list(get_task(task).cases())[: config.limit]
+        selected.extend(cases)
+        if config.controls:
+            selected.extend(case.absent_control() for case in cases)
+    return selected
+
+
+def layouts_for(case: Case, config: ExperimentConfig) -> list[Layout]:
+    if case.control:
+        return [Layout(length, 0.0, CONTROL_POSITION) for length in config.lengths]
+    return [Layout(length, depth, name) for length in config.lengths for depth, name in config.positions()]
+
+
+def item_id(model_key: dict[str, Any], token_ids: tuple[int, ...], params: GenerationParams, case: Case, trial: int) -> str:
+    """Hash of what determines a result: model identity, exact prompt ids, decoding, trial, case."""
+    prompt_digest = hashlib.sha256(np.asarray(token_ids, dtype=np.int64).tobytes()).hexdigest()
+    material = json.dumps(
+        [model_key, prompt_digest, params.__dict__, trial, case.task, case.case_id], sort_keys=True
+    )
+    return hashlib.sha256(material.encode()).hexdigest()[:24]
+
+
+def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
+    """Render and verify every prompt of the experiment; prompts that fail verification are
+    listed in ``rejected`` with the reason and never sent."""
+    longest = max(config.lengths)
+    needed = longest + config.generation.max_tokens
+    if needed > backend.context_window:
+        raise BadInput(
+            f"lengths: {longest} tokens plus max_tokens {config.generation.max_tokens} exceed the context "
+            f"window of {backend.model_id} ({backend.context_window} tokens)"
+        )
+    tokenizer = backend.tokenizer()
+    origin = describe_filler(config.filler)
+    corpus = tokenize_corpus(
+        documents(config.filler, config.seed),
+        tokenizer,
+        longest,
+        allow_repeat=config.filler.allow_repeat,
+        origin=origin,
+    )
+    builder = PromptBuilder(
+        tokenizer, corpus, system_prompt=config.system_prompt, tolerance=config.length_tolerance
+    )
+    description = backend.describe()
+    model_key = {key: description.get(key) for key in ("backend", "model", "model_digest", "tokenizer_digest")}
+    items: list[WorkItem] = []
+    rejected: list[str] = []
+    for case in select_cases(config):
+        for layout in layouts_for(case, config):
+            try:
+                prompt = builder.render(case, layout)
+            except PlacementError as error:
+                rejected.append(str(error))
+                continue
+            for trial in range(config.trials):
+                params = GenerationParams(
+                    temperature=config.generation.temperature,
+                    max_tokens=config.generation.max_tokens,
+                    seed=config.generation.seed + trial,
+                )
+                items.append(
+                    WorkItem(
+                        item_id=item_id(model_key, prompt.token_ids, params, case, trial),
+                        case=case,
+                        layout=layout,
+                        model=backend.model_id,
+                        trial=trial,
+                        prompt=prompt,
+                        params=params,
+                        instance_id=case.case_id,
+                    )
+                )
+    naive, lower = prefill_bounds([item.prompt.token_ids for item in items])
+    return Plan(
+        items=items,
+        rejected=rejected,
+        corpus={"source": origin, "digest": corpus.digest, "documents": corpus.documents, "tokens": corpus.size},
+        naive_prefill=naive,
+        lower_bound=lower,
+        backend=description,
+    )
