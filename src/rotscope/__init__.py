@@ -10,7 +10,16 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:
     from rotscope.config import ExperimentConfig
 
-__all__ = ["__version__", "load_summary", "run"]
+__all__ = ["__version__", "load_summary", "run", "stats"]
+
+
+def __getattr__(name: str) -> Any:
+    # Submodules on first use, so `rotscope --help` does not pay for scipy and statsmodels.
+    if name == "stats":
+        import importlib
+
+        return importlib.import_module("rotscope.stats")
+    raise AttributeError(name)
 
 
 def run(config: ExperimentConfig | Path | str) -> Path:

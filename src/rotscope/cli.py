@@ -14,7 +14,9 @@ from rich.console import Console
 from rotscope.config import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, help="Measure where a model stops using its context.")
+app = typer.Typer(
+    add_completion=False, no_args_is_help=True, help="Measure where a model stops using its context."
+)
 console = Console()
 errors = Console(stderr=True)
 T = TypeVar("T")
@@ -78,7 +80,9 @@ def _build(config_path: Path | None, overrides: dict[str, Any]) -> ExperimentCon
 
 @app.command()
 def run(
-    config: Annotated[Path | None, typer.Argument(help="Experiment YAML; none runs the quick experiment.")] = None,
+    config: Annotated[
+        Path | None, typer.Argument(help="Experiment YAML; none runs the quick experiment.")
+    ] = None,
     model: Annotated[str | None, typer.Option(help="GGUF path or provider/name.")] = None,
     task: Annotated[str | None, typer.Option(help="Task families, comma separated.")] = None,
     lengths: Annotated[str | None, typer.Option(help="Prompt lengths in model tokens, e.g. 256,512.")] = None,

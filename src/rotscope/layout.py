@@ -225,7 +225,9 @@ def verify_prompt(
         found = tokenizer.decode(ids[span.token_start : span.token_end])
         units = (evidence_unit(evidence, True), evidence_unit(evidence, False))
         if span.evidence_id != evidence.evidence_id or found not in units:
-            problems.append(f"evidence {evidence.evidence_id} is not at its span [{span.token_start}, {span.token_end})")
+            problems.append(
+                f"evidence {evidence.evidence_id} is not at its span [{span.token_start}, {span.token_end})"
+            )
         occurrences = text.count(evidence.text)
         if occurrences != 1:
             problems.append(f"evidence {evidence.evidence_id} occurs {occurrences} times in the prompt")

@@ -129,7 +129,9 @@ def _check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
         store.close()
         if stored != digest:
             raise BadInput(f"out: {run_dir} holds a different run; choose another --out")
-        raise BadInput(f"out: {run_dir} holds this run already; continue it with rotscope run --resume {run_dir}")
+        raise BadInput(
+            f"out: {run_dir} holds this run already; continue it with rotscope run --resume {run_dir}"
+        )
     if run_dir.exists() and any(run_dir.iterdir()):
         raise BadInput(f"out: {run_dir} is not empty and holds no rotscope run")
 

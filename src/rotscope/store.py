@@ -97,7 +97,9 @@ class RunStore:
             )
 
     def meta(self) -> dict[str, Any]:
-        return {row["key"]: json.loads(row["value"]) for row in self._db.execute("SELECT key, value FROM meta")}
+        return {
+            row["key"]: json.loads(row["value"]) for row in self._db.execute("SELECT key, value FROM meta")
+        }
 
     def add_planned(self, rows: Iterable[Mapping[str, Any]], prompts: Mapping[str, str]) -> int:
         """Insert planned items (pending) that are not stored yet; returns how many were new."""
@@ -140,4 +142,3 @@ class RunStore:
             raise KeyError(prompt_digest)
         loaded: list[dict[str, str]] = json.loads(zlib.decompress(row[0]).decode("utf-8"))
         return loaded
-

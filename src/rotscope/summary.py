@@ -63,10 +63,13 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     controls = [row for row in rows if row["control"]]
     cells = [
         _cell({"task": task, "length": length, "depth": depth, "position": position}, group)
-        for (task, length, depth, position), group in _group(probes, "task", "length_target", "depth", "position").items()
+        for (task, length, depth, position), group in _group(
+            probes, "task", "length_target", "depth", "position"
+        ).items()
     ]
     per_length = {
-        length: _cell({"length": length}, group) for (length,), group in _group(probes, "length_target").items()
+        length: _cell({"length": length}, group)
+        for (length,), group in _group(probes, "length_target").items()
     }
     scores = {length: cell["accuracy"] for length, cell in per_length.items() if cell["accuracy"] is not None}
     base = base_score(scores) if scores else None
@@ -79,8 +82,12 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         "cells": cells,
         "lengths": list(per_length.values()),
         "controls": [
-            {"task": task, "length": length, **_counts(group),
-             "hallucinated": sum(row["category"] == "hallucinated" for row in group)}
+            {
+                "task": task,
+                "length": length,
+                **_counts(group),
+                "hallucinated": sum(row["category"] == "hallucinated" for row in group),
+            }
             for (task, length), group in _group(controls, "task", "length_target").items()
         ],  # fmt: skip
         "effective_length": {

@@ -45,7 +45,11 @@ class LlamaCppTokenizer:
         self.name = f"llamacpp:{model_path.name}"
         self._vocab = self._llama._model.vocab
         self._pieces: dict[int, bytes] = {}
-        self.context_window = int(self._llama.metadata.get(f"{self._llama.metadata.get('general.architecture', 'llama')}.context_length", 0))
+        self.context_window = int(
+            self._llama.metadata.get(
+                f"{self._llama.metadata.get('general.architecture', 'llama')}.context_length", 0
+            )
+        )
         self.template: str = self._llama.metadata.get("tokenizer.chat_template", "")
         if not self.template:
             raise BadInput(f"{model_path}: the GGUF file has no chat template (tokenizer.chat_template)")
@@ -86,9 +90,7 @@ class LlamaCppTokenizer:
         return len(self.encode(text))
 
     def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
-        text = render_template(
-            self.template, messages, bos_token=self._bos_text, eos_token=self._eos_text
-        )
+        text = render_template(self.template, messages, bos_token=self._bos_text, eos_token=self._eos_text)
         if self._adds_bos and not text.startswith(self._bos_text):
             text = self._bos_text + text
         return text

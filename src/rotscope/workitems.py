@@ -60,7 +60,9 @@ def layouts_for(case: Case, config: ExperimentConfig) -> list[Layout]:
     return [Layout(length, depth, name) for length in config.lengths for depth, name in config.positions()]
 
 
-def item_id(model_key: dict[str, Any], token_ids: tuple[int, ...], params: GenerationParams, case: Case, trial: int) -> str:
+def item_id(
+    model_key: dict[str, Any], token_ids: tuple[int, ...], params: GenerationParams, case: Case, trial: int
+) -> str:
     """Hash of what determines a result: model identity, exact prompt ids, decoding, trial, case."""
     prompt_digest = hashlib.sha256(np.asarray(token_ids, dtype=np.int64).tobytes()).hexdigest()
     material = json.dumps(
@@ -92,7 +94,9 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
         tokenizer, corpus, system_prompt=config.system_prompt, tolerance=config.length_tolerance
     )
     description = backend.describe()
-    model_key = {key: description.get(key) for key in ("backend", "model", "model_digest", "tokenizer_digest")}
+    model_key = {
+        key: description.get(key) for key in ("backend", "model", "model_digest", "tokenizer_digest")
+    }
     items: list[WorkItem] = []
     rejected: list[str] = []
     for case in select_cases(config):
@@ -124,7 +128,12 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     return Plan(
         items=items,
         rejected=rejected,
-        corpus={"source": origin, "digest": corpus.digest, "documents": corpus.documents, "tokens": corpus.size},
+        corpus={
+            "source": origin,
+            "digest": corpus.digest,
+            "documents": corpus.documents,
+            "tokens": corpus.size,
+        },
         naive_prefill=naive,
         lower_bound=lower,
         backend=description,

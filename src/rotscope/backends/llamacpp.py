@@ -115,7 +115,9 @@ class LlamaCppBackend:
                 latency_s=time.perf_counter() - started,
             )
         except Exception as error:  # recorded as an error row, never scored
-            return Completion(text="", latency_s=time.perf_counter() - started, error=f"{type(error).__name__}: {error}")
+            return Completion(
+                text="", latency_s=time.perf_counter() - started, error=f"{type(error).__name__}: {error}"
+            )
 
     async def generate(self, request: GenerateRequest) -> Completion:
         return await asyncio.to_thread(self._generate, request)
