@@ -123,8 +123,9 @@ def run(
                 console.print(
                     f"{len(plan.items)} work items, {len({i.prompt.token_ids for i in plan.items})} distinct "
                     f"prompts, {len(plan.rejected)} rejected by the verifier; prompt tokens: naive "
-                    f"{plan.naive_prefill:,}, lower bound {plan.lower_bound:,}; corpus {plan.corpus['source']} "
-                    f"({plan.corpus['tokens']:,} tokens, digest {plan.corpus['digest']}); cost $0.00 (local)"
+                    f"{plan.naive_prefill:,}, lower bound {plan.lower_bound:,}; corpus "
+                    f"{plan.corpus['source']} ({plan.corpus['tokens']:,} tokens, digest "
+                    f"{plan.corpus['digest']}); cost $0.00 (local)"
                 )
                 for reason in plan.rejected:
                     console.print(f"rejected: {reason}", markup=False)

@@ -19,6 +19,7 @@ NAMED_POSITIONS: dict[str, float] = {
 }
 
 BUNDLED_MODEL = "bundled"
+DEFAULT_DEPTHS: tuple[float | str, ...] = ("beginning", "midpoint", "end")
 
 
 class _Strict(BaseModel):
@@ -60,7 +61,7 @@ class ExperimentConfig(_Strict):
     model: str = BUNDLED_MODEL
     tasks: list[str] = Field(default_factory=lambda: ["niah"], min_length=1)
     lengths: list[int] = Field(default_factory=lambda: [256, 512, 1024], min_length=1)
-    depths: list[float | str] = Field(default_factory=lambda: [0.0, 0.5, 1.0], min_length=1)
+    depths: list[float | str] = Field(default_factory=lambda: list(DEFAULT_DEPTHS), min_length=1)
     trials: int = Field(default=1, gt=0)
     seed: int = 0
     limit: int | None = Field(default=None, gt=0)

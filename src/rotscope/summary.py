@@ -89,7 +89,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
                 "hallucinated": sum(row["category"] == "hallucinated" for row in group),
             }
             for (task, length), group in _group(controls, "task", "length_target").items()
-        ],  # fmt: skip
+        ],
         "effective_length": {
             "definition": EFFECTIVE_LENGTH_DEFINITION,
             "value": effective_length(scores, base=base) if scores else None,

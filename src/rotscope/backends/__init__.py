@@ -34,9 +34,8 @@ def split_model(model: str) -> tuple[str, str]:
         return provider, name
     if model.endswith(".gguf") or Path(model).suffix:
         return "llamacpp", model
-    raise BadInput(
-        f"model: {model!r} is neither a .gguf path nor provider/name (providers: {', '.join(_known_providers())})"
-    )
+    providers = ", ".join(_known_providers())
+    raise BadInput(f"model: {model!r} is neither a .gguf path nor provider/name (providers: {providers})")
 
 
 def _known_providers() -> list[str]:

@@ -20,7 +20,8 @@ class NonLexicalTask:
             shared = shared_content_words(case.question, case.evidence[0].text)
             if shared:
                 raise ValueError(
-                    f"nolima case {case.case_id}: question shares content words {sorted(shared)} with its needle"
+                    f"nolima case {case.case_id}: question shares content words "
+                    f"{sorted(shared)} with its needle"
                 )
         return cases
 
