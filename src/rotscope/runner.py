@@ -73,7 +73,12 @@ def _planned_row(item: WorkItem, order: int, run_id: str, backend: str) -> dict[
         "haystack_tokens": prompt.haystack_tokens,
         "depth": item.layout.depth,
         "position": item.layout.position,
-        "spans": json.dumps([span.__dict__ for span in prompt.spans]),
+        "spans": json.dumps(
+            [
+                {**span.__dict__, "text": e.text}
+                for span, e in zip(prompt.spans, item.case.evidence, strict=True)
+            ]
+        ),
         "trial": item.trial,
         "seed": item.params.seed,
         "prompt_digest": _prompt_digest(item),
@@ -114,7 +119,8 @@ async def _execute(
     for item in items:
         request = GenerateRequest(item.prompt.messages, item.prompt.token_ids, item.params)
         completion = await backend.generate(request)
-        store.record(item.item_id, _result_row(completion, score(item.case.oracle, completion)))
+        result = score(item.case.oracle, completion, context=item.prompt.messages[-1]["content"])
+        store.record(item.item_id, _result_row(completion, result))
         if reporter is not None:
             reporter.advance(item, completion)
 

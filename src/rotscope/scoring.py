@@ -57,11 +57,22 @@ def is_abstention(response: str) -> bool:
     return _ABSTENTION.search(response.lower().replace("’", "'")) is not None
 
 
-def score(oracle: Oracle, completion: Completion) -> Score:
+def _wrong_answer_category(oracle: Oracle, response: str, context: str | None) -> str:
+    """Why a wrong answer is wrong: it names a decoy, repeats something from the filler, or neither."""
+    if any(contains_answer(response, decoy) for decoy in oracle.decoys):
+        return "decoy"
+    reply = normalise(response.strip().splitlines()[0]) if response.strip() else ""
+    if context is not None and reply and re.search(rf"(?<!\w){re.escape(reply)}(?!\w)", normalise(context)):
+        return "context_value"
+    return "wrong_answer"
+
+
+def score(oracle: Oracle, completion: Completion, context: str | None = None) -> Score:
     """Exactly one of correct / incorrect / abstained / error for a reply.
 
     An infrastructure failure is ``error`` (never counted as wrong). For an evidence-absent
     control the right reply is an abstention; any answer there is an incorrect (hallucinated) one.
+    ``context`` (the prompt's text) lets a wrong answer be traced to a value copied from it.
     """
     if completion.error is not None:
         return Score("error", "error")
@@ -72,4 +83,4 @@ def score(oracle: Oracle, completion: Completion) -> Score:
         return Score("correct")
     if is_abstention(response) or not response.strip():
         return Score("abstained", "abstained")
-    return Score("incorrect", "wrong_answer")
+    return Score("incorrect", _wrong_answer_category(oracle, response, context))

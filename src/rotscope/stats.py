@@ -1,10 +1,35 @@
-"""Statistics on independent instances: Wilson intervals and effective length."""
+"""Statistics on independent instances: intervals, paired gaps, effective length, position effects.
+
+An instance is the unit that varies independently (a case in a cell; questions that share one
+prompt are one instance). Items of one instance are averaged before any interval is computed,
+so repeated trials never shrink an interval by themselves.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
 
+import numpy as np
+from scipy import stats as scipy_stats
+from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
+
+IntervalMethod = Literal["wilson", "clopper-pearson"]
+_STATSMODELS_METHOD = {"wilson": "wilson", "clopper-pearson": "beta"}
+SATURATED_LOWER_BOUND = 0.99
+TOO_HARD_POINT = 0.90
+
+
+def proportion_interval(
+    k: float, n: float, confidence: float = 0.95, method: IntervalMethod = "wilson"
+) -> tuple[float, float]:
+    """Interval for ``k`` successes in ``n`` independent instances (statsmodels, never Wald)."""
+    if n <= 0:
+        return (0.0, 1.0)
+    low, high = proportion_confint(k, n, alpha=1 - confidence, method=_STATSMODELS_METHOD[method])
+    return (float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0)))
 
 
 def wilson(k: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
@@ -13,18 +38,29 @@ def wilson(k: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
     ``k`` may be fractional when each instance contributes its mean over repeated items, so
     that 270/270 items over 30 instances is judged as 30/30, not 270/270.
     """
-    if n <= 0:
-        return (0.0, 1.0)
-    low, high = proportion_confint(k, n, alpha=1 - confidence, method="wilson")
-    return (float(low), float(high))
+    return proportion_interval(k, n, confidence, "wilson")
+
+
+def choose_base_lengths(tested: Sequence[int], base_lengths: Sequence[int] = (250, 500, 1000)) -> list[int]:
+    """The ``base_lengths`` that were tested; else every tested length up to 1K; else the shortest."""
+    lengths = sorted(tested)
+    chosen = [length for length in base_lengths if length in lengths]
+    return chosen or [length for length in lengths if length <= 1000] or lengths[:1]
 
 
 def base_score(scores: Mapping[int, float], base_lengths: Sequence[int] = (250, 500, 1000)) -> float:
-    """Mean score at ``base_lengths`` that were tested; else at every length up to 1K; else the shortest."""
-    lengths = sorted(scores)
-    chosen = [length for length in base_lengths if length in scores]
-    chosen = chosen or [length for length in lengths if length <= 1000] or lengths[:1]
+    """Mean score at the base lengths (see ``choose_base_lengths``)."""
+    chosen = choose_base_lengths(list(scores), base_lengths)
     return sum(scores[length] for length in chosen) / len(chosen)
+
+
+def _last_passing(scores: Mapping[int, float], threshold: float) -> int | None:
+    effective: int | None = None
+    for length in sorted(scores):
+        if scores[length] < threshold:
+            break
+        effective = length
+    return effective
 
 
 def effective_length(
@@ -42,13 +78,83 @@ def effective_length(
     """
     if not scores:
         return None
-    lengths = sorted(scores)
     if base is None:
         base = base_score(scores, base_lengths)
-    threshold = ratio * base
-    effective: int | None = None
-    for length in lengths:
-        if scores[length] < threshold:
-            break
-        effective = length
-    return effective
+    return _last_passing(scores, ratio * base)
+
+
+def absolute_effective_length(scores: Mapping[int, float], threshold: float) -> int | None:
+    """RULER-style: scanning up, the longest length before the first score below ``threshold``."""
+    return _last_passing(scores, threshold)
+
+
+def calibration(point: float | None, low: float | None) -> str:
+    """Whether the probe can show rot at the control length at all."""
+    if point is None or low is None:
+        return "no data"
+    if low > SATURATED_LOWER_BOUND:
+        return "saturated"
+    if point < TOO_HARD_POINT:
+        return "too hard"
+    return "in band"
+
+
+@dataclass(frozen=True)
+class Gap:
+    """Mean paired difference (long minus short) over instances present in both, with its interval."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    pairs: int
+    method: str
+
+
+def paired_gap(
+    short: Mapping[str, float],
+    long: Mapping[str, float],
+    *,
+    confidence: float = 0.95,
+    resamples: int = 2000,
+    seed: int = 0,
+) -> Gap:
+    """Cluster bootstrap of the paired gap: the inputs are per-instance means keyed by instance,
+    so resampling draws whole instances. BCa falls back to percentile when it is degenerate."""
+    keys = sorted(set(short) & set(long))
+    if not keys:
+        return Gap(None, None, None, 0, "none")
+    differences = np.array([long[key] - short[key] for key in keys], dtype=float)
+    estimate = float(differences.mean())
+    if len(keys) < 2 or np.all(differences == differences[0]):
+        return Gap(estimate, estimate, estimate, len(keys), "degenerate")
+    for method in ("BCa", "percentile"):
+        with np.errstate(all="ignore"):
+            result = scipy_stats.bootstrap(
+                (differences,),
+                np.mean,
+                confidence_level=confidence,
+                n_resamples=resamples,
+                method=method,
+                random_state=np.random.default_rng(seed),
+            )
+        low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+        if np.isfinite(low) and np.isfinite(high):
+            return Gap(estimate, low, high, len(keys), method)
+    return Gap(estimate, None, None, len(keys), "failed")
+
+
+def sign_test(differences: Sequence[float]) -> float:
+    """Two-sided exact sign test p-value on paired differences (zeros dropped)."""
+    positive = sum(1 for d in differences if d > 0)
+    negative = sum(1 for d in differences if d < 0)
+    if positive + negative == 0:
+        return 1.0
+    return float(scipy_stats.binomtest(positive, positive + negative, 0.5).pvalue)
+
+
+def benjamini_hochberg(p_values: Sequence[float], alpha: float = 0.05) -> tuple[list[bool], list[float]]:
+    """Rejections and adjusted p-values under Benjamini-Hochberg (explicitly ``fdr_bh``)."""
+    if not p_values:
+        return [], []
+    reject, adjusted, _, _ = multipletests(list(p_values), alpha=alpha, method="fdr_bh")
+    return [bool(r) for r in reject], [float(p) for p in adjusted]

@@ -2,58 +2,199 @@
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rotscope.stats import base_score, effective_length, wilson
+from rotscope.stats import (
+    absolute_effective_length,
+    base_score,
+    benjamini_hochberg,
+    calibration,
+    choose_base_lengths,
+    effective_length,
+    paired_gap,
+    proportion_interval,
+    sign_test,
+)
 from rotscope.store import RunStore
 
-EFFECTIVE_LENGTH_DEFINITION = "nolima-0.85"
+NOLIMA_RATIO = 0.85
+RULER_THRESHOLD = 0.856
+Row = dict[str, Any]
 
 
-def _instance_score(rows: Iterable[dict[str, Any]]) -> tuple[float, int]:
-    """(successes, instances): each instance contributes the mean of its scored items."""
+def _scored(rows: Iterable[Row]) -> list[Row]:
+    return [row for row in rows if row["status"] == "ok"]
+
+
+def instance_means(rows: Iterable[Row], key: str = "instance_id") -> dict[str, float]:
+    """Each instance's mean correctness over its scored items."""
     by_instance: dict[str, list[int]] = defaultdict(list)
-    for row in rows:
-        if row["status"] == "ok":
-            by_instance[row["instance_id"]].append(int(row["outcome"] == "correct"))
-    return sum(sum(v) / len(v) for v in by_instance.values()), len(by_instance)
+    for row in _scored(rows):
+        by_instance[row[key]].append(int(row["outcome"] == "correct"))
+    return {instance: sum(v) / len(v) for instance, v in by_instance.items()}
 
 
-def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
-    outcomes = [row["outcome"] for row in rows if row["status"] == "ok"]
+def _counts(rows: list[Row]) -> dict[str, int]:
+    outcomes = Counter(row["outcome"] for row in _scored(rows))
     return {
         "n": len(rows),
         "instances": len({row["instance_id"] for row in rows}),
-        "correct": outcomes.count("correct"),
-        "incorrect": outcomes.count("incorrect"),
-        "abstained": outcomes.count("abstained"),
+        "correct": outcomes["correct"],
+        "incorrect": outcomes["incorrect"],
+        "abstained": outcomes["abstained"],
         "errors": sum(row["status"] == "error" for row in rows),
         "pending": sum(row["status"] == "pending" for row in rows),
     }
 
 
-def _cell(key: dict[str, Any], rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
     counts = _counts(rows)
     scored = counts["n"] - counts["errors"] - counts["pending"]
-    successes, instances = _instance_score(rows)
-    low, high = wilson(successes, instances)
+    means = instance_means(rows)
+    low, high = proportion_interval(sum(means.values()), len(means))
+    categories = Counter(row["category"] for row in _scored(rows) if row["category"])
     return {
         **key,
         **counts,
         "accuracy": counts["correct"] / scored if scored else None,
-        "ci_low": low if instances else None,
-        "ci_high": high if instances else None,
+        "instance_correct": sum(means.values()),
+        "ci_low": low if means else None,
+        "ci_high": high if means else None,
+        "error_rate": counts["errors"] / counts["n"] if counts["n"] else 0.0,
+        "categories": dict(sorted(categories.items())),
     }
 
 
-def _group(rows: Iterable[dict[str, Any]], *keys: str) -> dict[tuple[Any, ...], list[dict[str, Any]]]:
-    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = defaultdict(list)
+def _group(rows: Iterable[Row], *keys: str) -> dict[tuple[Any, ...], list[Row]]:
+    groups: dict[tuple[Any, ...], list[Row]] = defaultdict(list)
     for row in rows:
         groups[tuple(row[key] for key in keys)].append(row)
-    return dict(sorted(groups.items()))
+    return dict(sorted(groups.items(), key=lambda item: tuple(str(v) if v is None else v for v in item[0])))
+
+
+def _effective_lengths(per_length: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    points = {length: cell["accuracy"] for length, cell in per_length.items() if cell["accuracy"] is not None}
+    lows = {length: cell["ci_low"] for length, cell in per_length.items() if cell["ci_low"] is not None}
+    if not points:
+        return {"definition": f"nolima-{NOLIMA_RATIO}", "value": None, "base_score": None, "definitions": []}
+    base = base_score(points)
+    base_lengths = choose_base_lengths(list(points))
+    base_cells = [per_length[length] for length in base_lengths]
+    nolima_point = effective_length(points, base=base, ratio=NOLIMA_RATIO)
+    return {
+        "definition": f"nolima-{NOLIMA_RATIO}",
+        "value": nolima_point,
+        "base_score": base,
+        "base_lengths": base_lengths,
+        "base_ci": list(
+            proportion_interval(
+                sum(c["instance_correct"] for c in base_cells), sum(c["instances"] for c in base_cells)
+            )
+        ),
+        "definitions": [
+            {
+                "definition": f"nolima-{NOLIMA_RATIO}",
+                "value": nolima_point,
+                "conservative": effective_length(lows, base=base, ratio=NOLIMA_RATIO),
+            },
+            {
+                "definition": f"absolute-{RULER_THRESHOLD}",
+                "value": absolute_effective_length(points, RULER_THRESHOLD),
+                "conservative": absolute_effective_length(lows, RULER_THRESHOLD),
+            },
+        ],
+    }
+
+
+def _position_effect(task_rows: list[Row], depths: list[float]) -> list[dict[str, Any]]:
+    """Per length: worst position, range, middle-vs-ends sign test, cells below the row's best.
+    Benjamini-Hochberg runs over the lengths (middle vs ends) and over all cell comparisons."""
+    ends = {min(depths), max(depths)}
+    middle = [d for d in depths if d not in ends]
+    results: list[dict[str, Any]] = []
+    tests: list[tuple[int, float]] = []
+    comparisons: list[tuple[int, float, float]] = []
+    for (length,), rows in _group(task_rows, "length_target").items():
+        by_depth = {
+            depth: instance_means(group, "case_id") for (depth,), group in _group(rows, "depth").items()
+        }
+        accuracy = {d: sum(m.values()) / len(m) for d, m in by_depth.items() if m}
+        if not accuracy:
+            continue
+        best = max(accuracy, key=lambda d: accuracy[d])
+        worst = min(accuracy, key=lambda d: accuracy[d])
+        entry: dict[str, Any] = {
+            "length": length,
+            "worst_depth": worst,
+            "best_depth": best,
+            "range": accuracy[best] - accuracy[worst],
+            "middle_vs_ends": None,
+            "flagged_depths": [],
+        }
+        results.append(entry)
+        if middle:
+            cases = set.intersection(*(set(by_depth.get(d, {})) for d in depths))
+            differences = [
+                sum(by_depth[d][c] for d in middle) / len(middle)
+                - sum(by_depth[d][c] for d in ends) / len(ends)
+                for c in sorted(cases)
+            ]
+            if differences:
+                tests.append((len(results) - 1, sign_test(differences)))
+                entry["middle_vs_ends"] = {
+                    "difference": sum(differences) / len(differences),
+                    "pairs": len(cases),
+                }
+        for depth in accuracy:
+            if depth == best:
+                continue
+            shared = sorted(set(by_depth[best]) & set(by_depth[depth]))
+            differences = [by_depth[best][c] - by_depth[depth][c] for c in shared]
+            comparisons.append((len(results) - 1, depth, sign_test(differences)))
+    reject, adjusted = benjamini_hochberg([p for _, p in tests])
+    for (index, p_value), significant, p_adjusted in zip(tests, reject, adjusted, strict=True):
+        effect = results[index]["middle_vs_ends"]
+        effect.update({"p_value": p_value, "p_adjusted": p_adjusted, "significant": significant})
+    reject, _ = benjamini_hochberg([p for _, _, p in comparisons])
+    for (index, depth, _), significant in zip(comparisons, reject, strict=True):
+        if significant:
+            results[index]["flagged_depths"].append(depth)
+    return results
+
+
+def _task_analysis(task: str, rows: list[Row]) -> dict[str, Any]:
+    per_length = {
+        length: _cell({"length": length}, group) for (length,), group in _group(rows, "length_target").items()
+    }
+    control_length = min(per_length)
+    control_cell = per_length[control_length]
+    short = instance_means((r for r in rows if r["length_target"] == control_length), "case_id")
+    degradation = []
+    for length in sorted(per_length):
+        if length == control_length:
+            continue
+        long = instance_means((r for r in rows if r["length_target"] == length), "case_id")
+        gap = paired_gap(short, long)
+        degradation.append(
+            {"length": length, "gap": gap.estimate, "ci_low": gap.low, "ci_high": gap.high,
+             "pairs": gap.pairs, "method": gap.method}
+        )  # fmt: skip
+    return {
+        "task": task,
+        "lengths": list(per_length.values()),
+        "effective_length": _effective_lengths(per_length),
+        "calibration": {
+            "length": control_length,
+            "accuracy": control_cell["accuracy"],
+            "ci_low": control_cell["ci_low"],
+            "verdict": calibration(control_cell["accuracy"], control_cell["ci_low"]),
+        },
+        "degradation": degradation,
+        "position_effect": _position_effect(rows, sorted({row["depth"] for row in rows})),
+    }
 
 
 def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
@@ -71,9 +212,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         length: _cell({"length": length}, group)
         for (length,), group in _group(probes, "length_target").items()
     }
-    scores = {length: cell["accuracy"] for length, cell in per_length.items() if cell["accuracy"] is not None}
-    base = base_score(scores) if scores else None
-    done = [row for row in rows if row["status"] == "ok"]
+    done = _scored(rows)
     tokens = meta.get("tokens", {})
     return {
         "run": run_dir.name,
@@ -81,6 +220,8 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         "task": ",".join(dict.fromkeys(row["task"] for row in rows)),
         "cells": cells,
         "lengths": list(per_length.values()),
+        "effective_length": _effective_lengths(per_length),
+        "tasks": [_task_analysis(task, group) for (task,), group in _group(probes, "task").items()],
         "controls": [
             {
                 "task": task,
@@ -90,11 +231,6 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             }
             for (task, length), group in _group(controls, "task", "length_target").items()
         ],
-        "effective_length": {
-            "definition": EFFECTIVE_LENGTH_DEFINITION,
-            "value": effective_length(scores, base=base) if scores else None,
-            "base_score": base,
-        },
         "items": {
             "total": len(rows),
             "done": len(done),
@@ -107,8 +243,14 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             "evaluated": sum((row["usage_prompt_tokens"] or 0) - (row["cached_tokens"] or 0) for row in done),
             "cached": sum(row["cached_tokens"] or 0 for row in done),
         },
+        "timing": {
+            "latency_s": sum(row["latency_s"] or 0.0 for row in done),
+            "started": min((row["created_at"] for row in rows), default=None),
+            "finished": max((row["finished_at"] for row in rows if row["finished_at"]), default=None),
+        },
         "corpus": meta.get("corpus"),
         "backend": meta.get("backend"),
+        "config": meta.get("config"),
     }
 
 

@@ -30,6 +30,7 @@ class Oracle:
     answer: str
     aliases: tuple[str, ...] = ()
     abstain: bool = False
+    decoys: tuple[str, ...] = ()
 
     def accepted(self) -> tuple[str, ...]:
         return (self.answer, *self.aliases)
