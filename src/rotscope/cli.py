@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -15,7 +16,10 @@ from rotscope.config import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput
 
 app = typer.Typer(
-    add_completion=False, no_args_is_help=True, help="Measure where a model stops using its context."
+    add_completion=False,
+    no_args_is_help=True,
+    pretty_exceptions_show_locals=False,  # locals could hold secrets
+    help="Measure where a model stops using its context.",
 )
 console = Console()
 errors = Console(stderr=True)
@@ -38,6 +42,8 @@ def _guarded(action: Callable[[], T]) -> T:
         return action()
     except BadInput as error:
         _fail(str(error))
+    except sqlite3.DatabaseError as error:
+        _fail(f"run store unreadable ({error}); was it written by another rotscope version?")
     except Interrupted as stop:
         _fail(
             f"interrupted: {stop.done} of {stop.total} items done and kept in {stop.run_dir}; "
@@ -154,15 +160,34 @@ def show(
 
 
 @app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="Run folder.")],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="HTML file; default DIR/report.html.")
+    ] = None,
+) -> None:
+    """Write a self-contained HTML report (opens offline)."""
+    from rotscope.report.html import write_report
+
+    written = _guarded(lambda: write_report(run_dir, output or run_dir / "report.html"))
+    console.print(f"report: {written}")
+
+
+@app.command()
 def export(
     run_dir: Annotated[Path, typer.Argument(help="Run folder.")],
-    format: Annotated[str, typer.Option("--format", help="csv or jsonl.")] = "csv",
+    format: Annotated[str, typer.Option("--format", help="csv, jsonl or parquet.")] = "csv",
     output: Annotated[Path | None, typer.Option("-o", "--output", help="File; default stdout.")] = None,
 ) -> None:
     """Export one row per work item."""
-    from rotscope.export import write_rows
+    from rotscope.export import write_parquet, write_rows
 
     def body() -> None:
+        if format == "parquet":
+            if output is None:
+                raise BadInput("--format parquet needs -o FILE")
+            write_parquet(run_dir, output)
+            return
         handle = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
         try:
             write_rows(run_dir, format, handle)

@@ -82,6 +82,7 @@ def _planned_row(item: WorkItem, order: int, run_id: str, backend: str) -> dict[
         "trial": item.trial,
         "seed": item.params.seed,
         "prompt_digest": _prompt_digest(item),
+        "question": item.case.question,
         "expected": "not in the context" if item.case.oracle.abstain else item.case.oracle.answer,
     }
 

@@ -19,7 +19,7 @@ from rotscope.errors import BadInput
 PLANNED_COLUMNS = (
     "item_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model", "backend",
     "length_target", "prompt_tokens", "haystack_tokens", "depth", "position", "spans", "trial", "seed",
-    "prompt_digest", "expected",
+    "prompt_digest", "question", "expected",
 )  # fmt: skip
 RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
@@ -40,7 +40,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             length_target INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL,
             haystack_tokens INTEGER NOT NULL, depth REAL NOT NULL, position TEXT, spans TEXT NOT NULL,
             trial INTEGER NOT NULL, seed INTEGER NOT NULL, prompt_digest TEXT NOT NULL,
-            expected TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending',
+            question TEXT NOT NULL, expected TEXT NOT NULL, status TEXT NOT NULL DEFAULT 'pending',
             response TEXT, outcome TEXT, category TEXT, usage_prompt_tokens INTEGER,
             usage_completion_tokens INTEGER, cached_tokens INTEGER, latency_s REAL, cost REAL,
             error TEXT, attempts INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, finished_at TEXT

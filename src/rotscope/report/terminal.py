@@ -31,7 +31,9 @@ def heatmap(summary: dict[str, Any], task: str) -> Table:
     cells = [cell for cell in summary["cells"] if cell["task"] == task]
     lengths = sorted({cell["length"] for cell in cells})
     depths = sorted({(cell["depth"], _depth_label(cell)) for cell in cells})
-    table = Table(title=f"{task}: accuracy by depth x length (n items)", title_justify="left")
+    table = Table(
+        title=f"{task}: accuracy by depth x length (n items, Wilson 95% on instances)", title_justify="left"
+    )
     table.add_column("depth \\ length", justify="right")
     for length in lengths:
         table.add_column(f"{length:,}", justify="center")
@@ -43,32 +45,55 @@ def heatmap(summary: dict[str, Any], task: str) -> Table:
             if cell is None or cell["accuracy"] is None:
                 row.append(Text("·" if cell is None else f"- ({cell['n']})"))
             else:
-                row.append(Text(f"{cell['accuracy']:.2f} ({cell['n']})", style=_colour(cell["accuracy"])))
+                label = (
+                    f"{cell['accuracy']:.2f} n={cell['n']}\n[{_fmt(cell['ci_low'])}, {_fmt(cell['ci_high'])}]"
+                )
+                row.append(Text(label, style=_colour(cell["accuracy"])))
         table.add_row(*row)
     return table
 
 
-def print_summary(summary: dict[str, Any], console: Console) -> None:
-    for task in dict.fromkeys(cell["task"] for cell in summary["cells"]):
-        console.print(heatmap(summary, task))
-    for line in summary["lengths"]:
-        console.print(
-            f"length {line['length']:>6,}: accuracy {_fmt(line['accuracy'])} "
-            f"[{_fmt(line['ci_low'])}, {_fmt(line['ci_high'])}] Wilson 95% on {line['instances']} instances, "
-            f"n={line['n']}, errors={line['errors']}"
+def headline(effective: dict[str, Any]) -> str:
+    value = effective["value"]
+    shown = f"{value:,} tokens" if value is not None else "below the shortest length tested"
+    interval = ""
+    if effective.get("base_ci"):
+        interval = f" [{_fmt(effective['base_ci'][0])}, {_fmt(effective['base_ci'][1])}]"
+    base = _fmt(effective["base_score"])
+    return f"Effective length: {shown} ({effective['definition']}); base score {base}{interval}"
+
+
+def _print_task(analysis: dict[str, Any], console: Console) -> None:
+    gaps = {gap["length"]: gap for gap in analysis["degradation"]}
+    for line in analysis["lengths"]:
+        gap = gaps.get(line["length"])
+        gap_text = (
+            f"; gap to {analysis['calibration']['length']:,}: {_fmt(gap['gap'])} "
+            f"[{_fmt(gap['ci_low'])}, {_fmt(gap['ci_high'])}] on {gap['pairs']} pairs"
+            if gap
+            else " (control length)"
         )
+        console.print(
+            f"  length {line['length']:>6,}: accuracy {_fmt(line['accuracy'])} "
+            f"[{_fmt(line['ci_low'])}, {_fmt(line['ci_high'])}] on {line['instances']} instances, "
+            f"n={line['n']}, errors={line['errors']}{gap_text}"
+        )
+    calibration = analysis["calibration"]
+    console.print(f"  calibration at {calibration['length']:,}: {calibration['verdict']}")
+    console.print(f"  {headline(analysis['effective_length'])}")
+
+
+def print_summary(summary: dict[str, Any], console: Console) -> None:
+    for analysis in summary["tasks"]:
+        console.print(heatmap(summary, analysis["task"]))
+        _print_task(analysis, console)
     for control in summary["controls"]:
         scored = control["n"] - control["errors"] - control["pending"]
         console.print(
             f"evidence-absent control {control['task']} @ {control['length']:,}: "
             f"{control['correct']}/{scored} abstained correctly, {control['hallucinated']} answered anyway"
         )
-    effective = summary["effective_length"]
-    value = effective["value"]
-    shown = f"{value:,} tokens" if value is not None else "below the shortest length tested"
-    console.print(
-        f"Effective length ({effective['definition']}): {shown}; base score {_fmt(effective['base_score'])}"
-    )
+    console.print(f"[bold]{headline(summary['effective_length'])}[/bold] (all tasks pooled)")
     items = summary["items"]
     tokens = summary["tokens"]
     console.print(
