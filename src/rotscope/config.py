@@ -71,6 +71,7 @@ class ExperimentConfig(_Strict):
     llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
     system_prompt: str | None = None
     length_tolerance: float = Field(default=0.05, gt=0.0, lt=1.0)
+    depth_tolerance: float = Field(default=0.1, gt=0.0, le=1.0)
     out: str | None = None
 
     @field_validator("lengths")

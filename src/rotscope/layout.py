@@ -63,11 +63,13 @@ class PromptBuilder:
         *,
         system_prompt: str | None = None,
         tolerance: float = 0.05,
+        depth_tolerance: float = 0.1,
     ) -> None:
         self.tokenizer = tokenizer
         self.corpus = corpus
         self.system_prompt = system_prompt
         self.tolerance = tolerance
+        self.depth_tolerance = depth_tolerance
         self._frames: dict[str, Frame] = {}
 
     @cached_property
@@ -117,7 +119,15 @@ class PromptBuilder:
         reasons: list[str] = []
         for cut in self.corpus.nearest_line_ends(layout.depth * end, end)[:_CANDIDATE_TRIES]:
             prompt = self._assemble(frame, case.evidence, cut, end)
-            problems = verify_prompt(prompt, case, layout, self.tokenizer, frame, self.tolerance)
+            problems = verify_prompt(
+                prompt,
+                case,
+                layout,
+                self.tokenizer,
+                frame,
+                self.tolerance,
+                depth_tolerance=self.depth_tolerance,
+            )
             if not problems:
                 return prompt
             reasons.extend(problems)
@@ -214,8 +224,14 @@ def verify_prompt(
     tokenizer: Tokenizer,
     frame: Frame,
     tolerance: float,
+    *,
+    depth_tolerance: float = 0.1,
 ) -> list[str]:
-    """Every reason this prompt must not be sent; an empty list means it is verified."""
+    """Every reason this prompt must not be sent; an empty list means it is verified.
+
+    The depth actually reached is recomputed from the spans (filler tokens before the piece over
+    all filler tokens) and must be within ``depth_tolerance`` of the asked depth: a short haystack
+    of long lines cannot put evidence at its midpoint, and must not pretend to."""
     problems: list[str] = []
     ids = prompt.token_ids
     text = prompt.text
@@ -231,6 +247,17 @@ def verify_prompt(
         occurrences = text.count(evidence.text)
         if occurrences != 1:
             problems.append(f"evidence {evidence.evidence_id} occurs {occurrences} times in the prompt")
+    haystack_start = len(frame.prefix) + len(frame.header)
+    evidence_before = 0
+    for span in prompt.spans:
+        filler_before = span.token_start - haystack_start - evidence_before
+        evidence_before += span.token_end - span.token_start
+        reached = filler_before / prompt.haystack_tokens if prompt.haystack_tokens else layout.depth
+        if abs(reached - layout.depth) > depth_tolerance:
+            problems.append(
+                f"evidence {span.evidence_id} sits at depth {reached:.2f}, asked {layout.depth:.2f} "
+                f"(tolerance {depth_tolerance}; the haystack has {prompt.haystack_tokens} tokens)"
+            )
     allowed = max(1, int(tolerance * layout.length_tokens))
     if abs(len(ids) - layout.length_tokens) > allowed:
         problems.append(f"prompt has {len(ids)} tokens, target {layout.length_tokens} ± {allowed}")

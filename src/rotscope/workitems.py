@@ -61,12 +61,19 @@ def layouts_for(case: Case, config: ExperimentConfig) -> list[Layout]:
 
 
 def item_id(
-    model_key: dict[str, Any], token_ids: tuple[int, ...], params: GenerationParams, case: Case, trial: int
+    model_key: dict[str, Any],
+    token_ids: tuple[int, ...],
+    params: GenerationParams,
+    case: Case,
+    layout: Layout,
+    trial: int,
 ) -> str:
-    """Hash of what determines a result: model identity, exact prompt ids, decoding, trial, case."""
+    """Hash of what determines a result (model identity, exact prompt ids, decoding, trial) and of
+    the cell it counts in (case, layout): two cells whose prompts coincide are still two items."""
     prompt_digest = hashlib.sha256(np.asarray(token_ids, dtype=np.int64).tobytes()).hexdigest()
     material = json.dumps(
-        [model_key, prompt_digest, params.__dict__, trial, case.task, case.case_id], sort_keys=True
+        [model_key, prompt_digest, params.__dict__, trial, case.task, case.case_id, layout.__dict__],
+        sort_keys=True,
     )
     return hashlib.sha256(material.encode()).hexdigest()[:24]
 
@@ -91,7 +98,11 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
         origin=origin,
     )
     builder = PromptBuilder(
-        tokenizer, corpus, system_prompt=config.system_prompt, tolerance=config.length_tolerance
+        tokenizer,
+        corpus,
+        system_prompt=config.system_prompt,
+        tolerance=config.length_tolerance,
+        depth_tolerance=config.depth_tolerance,
     )
     description = backend.describe()
     model_key = {
@@ -114,7 +125,7 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
                 )
                 items.append(
                     WorkItem(
-                        item_id=item_id(model_key, prompt.token_ids, params, case, trial),
+                        item_id=item_id(model_key, prompt.token_ids, params, case, layout, trial),
                         case=case,
                         layout=layout,
                         model=backend.model_id,

@@ -41,8 +41,9 @@ class TokenizedCorpus:
         return int(self.line_ends[max(index, 0)])
 
     def nearest_line_ends(self, target: float, end: int) -> list[int]:
-        """Line ends in ``[0, end]`` ordered by distance to ``target`` (the best first)."""
-        candidates = self.line_ends[self.line_ends <= end]
+        """Line ends in ``[0, end]``, and ``end`` itself (the haystack's last position, where the
+        prompt's footer starts a new line), ordered by distance to ``target`` (the best first)."""
+        candidates = np.union1d(self.line_ends[self.line_ends <= end], [end])
         order = np.argsort(np.abs(candidates - target), kind="stable")
         return [int(candidates[i]) for i in order]
 
