@@ -180,22 +180,9 @@ def export(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="File; default stdout.")] = None,
 ) -> None:
     """Export one row per work item."""
-    from rotscope.export import write_parquet, write_rows
+    from rotscope.export import export_rows
 
-    def body() -> None:
-        if format == "parquet":
-            if output is None:
-                raise BadInput("--format parquet needs -o FILE")
-            write_parquet(run_dir, output)
-            return
-        handle = output.open("w", encoding="utf-8", newline="") if output else sys.stdout
-        try:
-            write_rows(run_dir, format, handle)
-        finally:
-            if output:
-                handle.close()
-
-    _guarded(body)
+    _guarded(lambda: export_rows(run_dir, format, output, sys.stdout))
 
 
 @app.command()

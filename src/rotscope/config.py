@@ -128,6 +128,8 @@ def read_config_file(path: Path) -> dict[str, Any]:
         raise BadInput(f"{path}: config file not found")
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not UTF-8 text") from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

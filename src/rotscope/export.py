@@ -1,19 +1,19 @@
-"""Export a run's rows, one per work item, as CSV or JSON Lines."""
+"""Export a run's rows, one per work item, as CSV, JSON Lines or Parquet."""
 
 from __future__ import annotations
 
 import csv
 import json
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from rotscope.errors import BadInput
 from rotscope.store import ITEM_COLUMNS, RunStore
 
-FORMATS = ("csv", "jsonl")
+FORMATS = ("csv", "jsonl", "parquet")
 
 
-def _read_rows(run_dir: Path) -> list[dict[str, object]]:
+def _read_rows(run_dir: Path) -> list[dict[str, Any]]:
     store = RunStore.open_existing(run_dir)
     try:
         return store.rows()
@@ -21,23 +21,16 @@ def _read_rows(run_dir: Path) -> list[dict[str, object]]:
         store.close()
 
 
-def write_parquet(run_dir: Path, output: Path) -> int:
-    """Write every item row of ``run_dir`` as a Parquet file (needs pyarrow: rotscope[parquet])."""
+def _write_parquet(rows: list[dict[str, Any]], output: Path) -> None:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
     except ImportError:
         raise BadInput("--format parquet needs pyarrow: pip install 'rotscope[parquet]'") from None
-    rows = _read_rows(run_dir)
     pq.write_table(pa.Table.from_pylist(rows), output)
-    return len(rows)
 
 
-def write_rows(run_dir: Path, format: str, handle: TextIO) -> int:
-    """Write every item row of ``run_dir`` to ``handle``; returns the number of rows."""
-    if format not in FORMATS:
-        raise BadInput(f"--format: {format!r} is not one of {', '.join(FORMATS)}")
-    rows = _read_rows(run_dir)
+def _write_text(rows: list[dict[str, Any]], format: str, handle: TextIO) -> None:
     if format == "csv":
         writer = csv.DictWriter(handle, fieldnames=ITEM_COLUMNS)
         writer.writeheader()
@@ -45,4 +38,27 @@ def write_rows(run_dir: Path, format: str, handle: TextIO) -> int:
     else:
         for row in rows:
             handle.write(json.dumps(row) + "\n")
+
+
+def export_rows(run_dir: Path, format: str, output: Path | None, stdout: TextIO) -> int:
+    """Write every item row of ``run_dir`` to ``output`` (or ``stdout``); returns the row count.
+
+    The run is read before the output is opened, so a mistyped run folder never empties a file.
+    """
+    if format not in FORMATS:
+        raise BadInput(f"--format: {format!r} is not one of {', '.join(FORMATS)}")
+    if format == "parquet" and output is None:
+        raise BadInput("--format parquet needs -o FILE")
+    rows = _read_rows(run_dir)
+    try:
+        if format == "parquet":
+            assert output is not None
+            _write_parquet(rows, output)
+        elif output is None:
+            _write_text(rows, format, stdout)
+        else:
+            with output.open("w", encoding="utf-8", newline="") as handle:
+                _write_text(rows, format, handle)
+    except OSError as error:
+        raise BadInput(f"-o: cannot write {output}: {error.strerror or error}") from None
     return len(rows)

@@ -139,6 +139,8 @@ def _check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
         raise BadInput(
             f"out: {run_dir} holds this run already; continue it with rotscope run --resume {run_dir}"
         )
+    if run_dir.exists() and not run_dir.is_dir():
+        raise BadInput(f"out: {run_dir} is a file, not a folder")
     if run_dir.exists() and any(run_dir.iterdir()):
         raise BadInput(f"out: {run_dir} is not empty and holds no rotscope run")
 

@@ -78,7 +78,10 @@ def score(oracle: Oracle, completion: Completion, context: str | None = None) ->
         return Score("error", "error")
     response = completion.text
     if oracle.abstain:
-        return Score("correct") if is_abstention(response) else Score("incorrect", "hallucinated")
+        if is_abstention(response):
+            return Score("correct")
+        # An empty reply is no explicit abstention, but no invented answer either.
+        return Score("incorrect", "hallucinated" if response.strip() else "empty")
     if any(contains_answer(response, accepted) for accepted in oracle.accepted()):
         return Score("correct")
     if is_abstention(response) or not response.strip():

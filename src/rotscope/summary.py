@@ -217,7 +217,9 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     return {
         "run": run_dir.name,
         "model": meta.get("model"),
-        "task": ",".join(dict.fromkeys(row["task"] for row in rows)),
+        "task": ",".join(
+            (meta.get("config") or {}).get("tasks") or dict.fromkeys(row["task"] for row in rows)
+        ),
         "cells": cells,
         "lengths": list(per_length.values()),
         "effective_length": _effective_lengths(per_length),

@@ -49,7 +49,9 @@ class TokenizedCorpus:
 
 
 def _normalise(text: str) -> str:
-    return text.strip("\n").replace("\r\n", "\n") + "\n"
+    """One document as lines: no leading blank or indented start (a BPE tokenizer would merge it
+    with the preceding line break), CRLF as LF, one final newline."""
+    return text.replace("\r\n", "\n").lstrip().rstrip("\n") + "\n"
 
 
 def _line_ends(offsets: np.ndarray, data: bytes) -> np.ndarray:

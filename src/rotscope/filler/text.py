@@ -17,20 +17,23 @@ def _jsonl_documents(path: Path, field: str) -> list[Document]:
     if not path.is_file():
         raise BadInput(f"filler.jsonl: {path} does not exist")
     found: list[Document] = []
-    with path.open(encoding="utf-8") as lines:
-        for number, line in enumerate(lines, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError:
-                raise BadInput(f"{path}: line {number} is not valid JSON") from None
-            if not isinstance(record, dict) or field not in record:
-                raise BadInput(f"{path}: line {number} has no field {field!r}")
-            value = record[field]
-            if not isinstance(value, str):
-                raise BadInput(f"{path}: line {number}: field {field!r} is not a string")
-            found.append(Document(name=f"{path.name}:{number}", text=value))
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except UnicodeDecodeError:
+        raise BadInput(f"{path}: not UTF-8 text") from None
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError:
+            raise BadInput(f"{path}: line {number} is not valid JSON") from None
+        if not isinstance(record, dict) or field not in record:
+            raise BadInput(f"{path}: line {number} has no field {field!r}")
+        value = record[field]
+        if not isinstance(value, str):
+            raise BadInput(f"{path}: line {number}: field {field!r} is not a string")
+        found.append(Document(name=f"{path.name}:{number}", text=value))
     return found
 
 
@@ -52,6 +55,8 @@ def text_documents(config: FillerConfig, seed: int) -> Iterator[Document]:
         assert config.glob is not None
         found = _glob_documents(config.glob)
         origin = config.glob
+        if not found:
+            raise BadInput(f"filler.glob: {origin} matches no files")
     found = [document for document in found if document.text.strip()]
     if not found:
         raise BadInput(f"filler: corpus {origin} is empty (no non-blank documents)")
