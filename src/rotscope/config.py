@@ -54,6 +54,9 @@ class LlamaCppOptions(_Strict):
 
     n_threads: int | None = Field(default=None, gt=0)
     n_batch: int = Field(default=2048, gt=0)
+    prefix_cache: bool = True
+    """Keep the KV cache of the previous prompt and evaluate only what differs; ``false`` runs
+    every prompt cold (the correctness guard compares both)."""
 
 
 class ExperimentConfig(_Strict):

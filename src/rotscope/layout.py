@@ -42,6 +42,10 @@ class Frame:
     footer: tuple[int, ...]
     suffix: tuple[int, ...]
     system: str | None
+    prefix_bytes: bytes
+    header_bytes: bytes
+    footer_bytes: bytes
+    suffix_bytes: bytes
 
     @property
     def fixed_tokens(self) -> int:
@@ -88,13 +92,18 @@ class PromptBuilder:
         found = self._frames.get(question)
         if found is None:
             prefix, suffix = self._template_parts
+            footer = FOOTER.format(question=question)
             encode = self.tokenizer.encode
             found = Frame(
                 prefix=tuple(encode(prefix, special=True)),
                 header=tuple(encode(HEADER)),
-                footer=tuple(encode(FOOTER.format(question=question))),
+                footer=tuple(encode(footer)),
                 suffix=tuple(encode(suffix, special=True)),
                 system=self.system_prompt,
+                prefix_bytes=prefix.encode("utf-8"),
+                header_bytes=HEADER.encode("utf-8"),
+                footer_bytes=footer.encode("utf-8"),
+                suffix_bytes=suffix.encode("utf-8"),
             )
             self._frames[question] = found
         return found
@@ -118,7 +127,7 @@ class PromptBuilder:
         end = self._haystack_end(frame, budget)
         reasons: list[str] = []
         for cut in self.corpus.nearest_line_ends(layout.depth * end, end)[:_CANDIDATE_TRIES]:
-            prompt = self._assemble(frame, case.evidence, cut, end)
+            prompt = self._assemble(frame, [(item, cut) for item in case.evidence], end)
             problems = verify_prompt(
                 prompt,
                 case,
@@ -149,31 +158,38 @@ class PromptBuilder:
     def _assemble(
         self,
         frame: Frame,
-        evidence: Sequence[Evidence],
-        cut: int,
+        placements: Sequence[tuple[Evidence, int]],
         end: int,
     ) -> RenderedPrompt:
-        corpus_ids = self.corpus.ids
-        before = [int(i) for i in corpus_ids[:cut]]
-        after = [int(i) for i in corpus_ids[cut:end]]
-        ids: list[int] = [*frame.prefix, *frame.header, *before]
+        """Concatenate token ids (and their exact bytes) of template, header, filler with each
+        evidence unit at its cut, footer and template suffix. ``placements`` are in cut order."""
+        corpus = self.corpus
+        ids: list[int] = [*frame.prefix, *frame.header]
+        body = bytearray(frame.header_bytes)
         spans: list[Span] = []
-        depth = cut / end if end else 0.0
-        for item in evidence:
-            piece = self.tokenizer.encode(evidence_unit(item, at_start=cut == 0))
-            spans.append(Span(item.evidence_id, len(ids), len(ids) + len(piece), depth))
+        filler_start = 0
+        for item, cut in placements:
+            ids.extend(corpus.ids[filler_start:cut].tolist())
+            body += corpus.data[corpus.offsets[filler_start] : corpus.offsets[cut]]
+            unit = evidence_unit(item, at_start=cut == 0)
+            piece = self.tokenizer.encode(unit)
+            spans.append(Span(item.evidence_id, len(ids), len(ids) + len(piece), cut / end if end else 0.0))
             ids.extend(piece)
-        ids.extend(after)
+            body += unit.encode("utf-8")
+            filler_start = cut
+        ids.extend(corpus.ids[filler_start:end].tolist())
+        body += corpus.data[corpus.offsets[filler_start] : corpus.offsets[end]]
         ids.extend(frame.footer)
         ids.extend(frame.suffix)
-        body = ids[len(frame.prefix) : len(ids) - len(frame.suffix)]
+        body += frame.footer_bytes
+        content = body.decode("utf-8", errors="replace")
         return RenderedPrompt(
-            messages=self._messages(self.tokenizer.decode(body)),
-            text=self.tokenizer.decode(ids),
+            messages=self._messages(content),
+            text=(frame.prefix_bytes + body + frame.suffix_bytes).decode("utf-8", errors="replace"),
             token_ids=tuple(ids),
             spans=tuple(spans),
             haystack_tokens=end,
-            corpus_digest=self.corpus.digest,
+            corpus_digest=corpus.digest,
         )
 
 

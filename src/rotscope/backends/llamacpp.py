@@ -92,6 +92,8 @@ class LlamaCppBackend:
         started = time.perf_counter()
         try:
             llama = self._load()
+            if not self.options.prefix_cache:
+                llama.reset()
             previous = list(llama._input_ids)
             ids = list(request.token_ids)
             cached = 0
