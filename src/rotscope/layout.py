@@ -26,6 +26,7 @@ FOOTER = (
 )
 _SENTINEL = "\u2063ROTSCOPE-USER-CONTENT\u2063"
 _CANDIDATE_TRIES = 8
+FULL_CHECK_TOKENS = 8192
 _END_SEARCH = 16
 
 
@@ -147,11 +148,8 @@ class PromptBuilder:
         re-encodes cleanly, else the last line end within budget."""
         ids = self.corpus.ids
         for end in range(budget, max(budget - _END_SEARCH, 0), -1):
-            line_start = end - 1
-            while line_start > 0 and not self.tokenizer.piece(int(ids[line_start - 1])).endswith(b"\n"):
-                line_start -= 1
-            local = [*(int(i) for i in ids[line_start:end]), *frame.footer]
-            if joint_is_clean(local, end - line_start, self.tokenizer):
+            local = [*frame.header, *ids[:end].tolist(), *frame.footer]
+            if joint_is_clean(local, len(frame.header) + end, self.tokenizer):
                 return end
         return self.corpus.prefix_end(budget)
 
@@ -207,31 +205,66 @@ def _joints(prompt: RenderedPrompt, frame: Frame) -> list[int]:
     return sorted(j for j in joints if 0 < j < total)
 
 
-def _line_window(ids: Sequence[int], joint: int, tokenizer: Tokenizer) -> tuple[int, int]:
-    """The whole lines around ``joint``: tokenizers do not merge across a newline-ending token."""
+def _char_class(byte: int) -> str:
+    character = chr(byte)
+    if character.isspace():
+        return "space"
+    if character.isalpha() or byte >= 0x80:
+        return "letter"
+    return "digit" if character.isdigit() else "mark"
+
+
+def _hard_edge(ids: Sequence[int], index: int, tokenizer: Tokenizer) -> bool:
+    """Whether no tokenizer pre-split would join the tokens either side of ``index``: both sides
+    are visible characters of different classes (a letter next to a mark, a digit next to a letter)."""
+    if index <= 0 or index >= len(ids):
+        return True
+    left, right = tokenizer.piece(ids[index - 1]), tokenizer.piece(ids[index])
+    if not left or not right:
+        return False
+    classes = (_char_class(left[-1]), _char_class(right[0]))
+    return "space" not in classes and classes[0] != classes[1]
+
+
+def _window(ids: Sequence[int], joint: int, tokenizer: Tokenizer) -> tuple[int, int]:
+    """Tokens around ``joint`` out to a line break and then a hard edge on each side, so that runs of
+    whitespace (which can merge across lines) and words are never cut at the window's edge."""
     start = joint - 1
     while start > 0 and not tokenizer.piece(ids[start - 1]).endswith(b"\n"):
         start -= 1
+    while start > 0 and not _hard_edge(ids, start, tokenizer):
+        start -= 1
     end = joint
-    while end < len(ids) and not tokenizer.piece(ids[end]).endswith(b"\n"):
+    while end < len(ids) and b"\n" not in tokenizer.piece(ids[end]):
         end += 1
-    return max(start, 0), min(end + 1, len(ids))
+    while end < len(ids) and not _hard_edge(ids, end, tokenizer):
+        end += 1
+    return max(start, 0), min(end, len(ids))
 
 
 def joint_is_clean(ids: Sequence[int], joint: int, tokenizer: Tokenizer) -> bool:
-    """Whether the whole lines around ``joint`` re-encode to the same ids."""
-    start, end = _line_window(ids, joint, tokenizer)
+    """Whether the tokens around ``joint`` re-encode to the same ids."""
+    start, end = _window(ids, joint, tokenizer)
     window = ids[start:end]
     return tuple(tokenizer.encode(tokenizer.decode(window), special=True)) == tuple(window)
 
 
 def _round_trip_problems(prompt: RenderedPrompt, frame: Frame, tokenizer: Tokenizer) -> list[str]:
-    """Joints whose lines do not re-encode to the same ids. A window can fail where the full text
-    does not (whitespace at a window's edge tokenizes differently), so a failing window is settled
-    by re-encoding the whole prompt."""
+    """Joints whose surroundings do not re-encode to the same ids. Prompts up to
+    ``FULL_CHECK_TOKENS`` are re-encoded whole, which is exact for any tokenizer; longer ones are
+    checked around each joint, and a failing window is settled by re-encoding the whole prompt."""
+    whole_is_clean = None
+    if prompt.prompt_tokens <= FULL_CHECK_TOKENS:
+        whole_is_clean = tuple(tokenizer.encode(prompt.text, special=True)) == prompt.token_ids
+        if whole_is_clean:
+            return []
     suspects = [j for j in _joints(prompt, frame) if not joint_is_clean(prompt.token_ids, j, tokenizer)]
-    if not suspects or tuple(tokenizer.encode(prompt.text, special=True)) == prompt.token_ids:
+    if whole_is_clean is None and suspects:
+        whole_is_clean = tuple(tokenizer.encode(prompt.text, special=True)) == prompt.token_ids
+    if whole_is_clean is not False:
         return []
+    if not suspects:
+        return ["the prompt's tokens change when its text is re-encoded"]
     return [f"tokens around position {joint} change when the text is re-encoded" for joint in suspects]
 
 

@@ -1,0 +1,84 @@
+"""Shared fixtures: the real tokenizer of the bundled GGUF, the fake tokenizer, and corpus helpers."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rotscope.filler import Document
+from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
+from rotscope.tokenizers import FakeTokenizer, LlamaCppTokenizer
+from rotscope.types import Tokenizer
+
+CorpusFactory = Callable[..., TokenizedCorpus]
+
+FILLER_WORDS = (
+    "the river stone paper quiet window table garden lantern morning harbor field "
+    "copper bridge orchard meadow signal ledger thread valley summer winter"
+).split()
+
+
+def filler_text(lines: int = 120, seed: int = 0) -> str:
+    """Plain prose lines of lowercase filler words, no trailing whitespace, a blank line now and then."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    for number in range(lines):
+        if number % 9 == 8:
+            out.append("")
+            continue
+        words = [rng.choice(FILLER_WORDS) for _ in range(rng.randint(4, 12))]
+        out.append(" ".join(words).capitalize() + rng.choice([".", ",", ";", ""]))
+    return "\n".join(out)
+
+
+@pytest.fixture(scope="session")
+def bundled_path() -> Path:
+    from rotscope.backends.llamacpp import bundled_model_path
+
+    path = bundled_model_path()
+    if not path.is_file():
+        pytest.skip(f"bundled model not found at {path}")
+    return path
+
+
+@pytest.fixture(scope="session")
+def real_tokenizer(bundled_path: Path) -> LlamaCppTokenizer:
+    """The vocabulary and chat template of the bundled SmolLM2 GGUF (vocabulary only, fast)."""
+    return LlamaCppTokenizer(bundled_path)
+
+
+@pytest.fixture(scope="session")
+def fake_tokenizer() -> FakeTokenizer:
+    return FakeTokenizer()
+
+
+@pytest.fixture(scope="session", params=["fake", "real"])
+def tokenizer(request: pytest.FixtureRequest) -> Tokenizer:
+    """Each test using this runs once with the fake tokenizer and once with the real one."""
+    if request.param == "fake":
+        return FakeTokenizer()
+    return request.getfixturevalue("real_tokenizer")  # type: ignore[no-any-return]
+
+
+def make_corpus(
+    text: str, tokenizer: Tokenizer, min_tokens: int = 1, *, allow_repeat: bool = True
+) -> TokenizedCorpus:
+    """A ``TokenizedCorpus`` of one document holding ``text``."""
+    return tokenize_corpus(
+        [Document("generated", text)], tokenizer, min_tokens, allow_repeat=allow_repeat, origin="generated"
+    )
+
+
+@pytest.fixture(scope="session")
+def corpus_from_text() -> CorpusFactory:
+    """``corpus_from_text(text, tokenizer, min_tokens=1, allow_repeat=True)``."""
+    return make_corpus
+
+
+@pytest.fixture(scope="session")
+def prose() -> Callable[..., str]:
+    """``prose(lines=120, seed=0)``: deterministic filler text."""
+    return filler_text
