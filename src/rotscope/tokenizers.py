@@ -5,6 +5,7 @@ Every length and span in rotscope is counted with these, on the final rendered p
 
 from __future__ import annotations
 
+import bisect
 import ctypes
 import hashlib
 import re
@@ -16,6 +17,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from rotscope.errors import BadInput
 from rotscope.quiet import quiet_stderr
+from rotscope.types import Tokenizer
 
 
 def _raise_template_error(message: str) -> None:
@@ -151,3 +153,35 @@ class FakeTokenizer:
 
     def digest(self) -> str:
         return "fake-regex-1"
+
+
+def _byte_offsets(tokenizer: Tokenizer, ids: Sequence[int]) -> list[int]:
+    offsets = [0]
+    for token_id in ids:
+        offsets.append(offsets[-1] + len(tokenizer.piece(token_id)))
+    return offsets
+
+
+def _char_byte_starts(text: str) -> list[int]:
+    starts = [0]
+    for character in text:
+        starts.append(starts[-1] + len(character.encode("utf-8")))
+    return starts
+
+
+def char_offsets(tokenizer: Tokenizer, ids: Sequence[int]) -> list[int]:
+    """Where each token starts in ``tokenizer.decode(ids)``, in characters, plus the text's length.
+
+    A token that starts inside a multi-byte character maps to that character. Together with
+    ``token_at_char`` this is the mapping between characters and tokens.
+    """
+    char_starts = _char_byte_starts(tokenizer.decode(ids))
+    return [bisect.bisect_right(char_starts, offset) - 1 for offset in _byte_offsets(tokenizer, ids)]
+
+
+def token_at_char(tokenizer: Tokenizer, ids: Sequence[int], char_index: int) -> int:
+    """The index of the token holding the first byte of character ``char_index`` of the decoded text."""
+    char_starts = _char_byte_starts(tokenizer.decode(ids))
+    if not 0 <= char_index < len(char_starts) - 1:
+        raise IndexError(f"character {char_index} is outside the text ({len(char_starts) - 1} characters)")
+    return bisect.bisect_right(_byte_offsets(tokenizer, ids), char_starts[char_index]) - 1
