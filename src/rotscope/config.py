@@ -43,6 +43,29 @@ class FillerConfig(_Strict):
     allow_repeat: bool = False
 
 
+class PlacementConfig(_Strict):
+    """Where evidence other than the answer piece goes, relative to the grid's depth ``d``.
+
+    ``support``: ``before`` puts the i-th support piece counted back from the answer at
+    ``d - i * distance``; ``opposite`` puts them in the other half (``d + 0.5`` or ``d - 0.5``);
+    ``depths`` takes ``support_depths`` in order. Decoys get independent seeded depths at least
+    ``decoy_min_gap`` apart; superseded pieces a seeded depth before the answer.
+    """
+
+    support: Literal["before", "opposite", "depths"] = "before"
+    distance: float = Field(default=0.3, ge=0.0, le=1.0)
+    support_depths: list[float] = Field(default_factory=list)
+    decoy_min_gap: float = Field(default=0.1, ge=0.0, le=0.5)
+
+    @field_validator("support_depths")
+    @classmethod
+    def _fractions(cls, depths: list[float]) -> list[float]:
+        for depth in depths:
+            if not 0.0 <= depth <= 1.0:
+                raise ValueError(f"depth {depth} is outside [0, 1]")
+        return depths
+
+
 class GenerationConfig(_Strict):
     temperature: float = Field(default=0.0, ge=0.0)
     max_tokens: int = Field(default=32, gt=0)
@@ -70,6 +93,7 @@ class ExperimentConfig(_Strict):
     limit: int | None = Field(default=None, gt=0)
     controls: bool = True
     filler: FillerConfig = Field(default_factory=FillerConfig)
+    placement: PlacementConfig = Field(default_factory=PlacementConfig)
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
     system_prompt: str | None = None

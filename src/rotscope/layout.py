@@ -10,12 +10,15 @@ parts re-encoding to the same ids (so the ids are what the tokenizer itself make
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+from rotscope.config import PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.filler.corpus import TokenizedCorpus
+from rotscope.placement import target_depths
 from rotscope.types import Case, Evidence, Layout, RenderedPrompt, Span, Tokenizer
 
 HEADER = "Answer the question at the end using only this context.\n\n<context>\n"
@@ -69,12 +72,16 @@ class PromptBuilder:
         system_prompt: str | None = None,
         tolerance: float = 0.05,
         depth_tolerance: float = 0.1,
+        placement: PlacementConfig | None = None,
+        seed: int = 0,
     ) -> None:
         self.tokenizer = tokenizer
         self.corpus = corpus
         self.system_prompt = system_prompt
         self.tolerance = tolerance
         self.depth_tolerance = depth_tolerance
+        self.placement = placement or PlacementConfig()
+        self.seed = seed
         self._frames: dict[str, Frame] = {}
 
     @cached_property
@@ -126,9 +133,19 @@ class PromptBuilder:
         if budget > self.corpus.size:
             raise BadInput(f"filler: corpus has {self.corpus.size} tokens, length needs {budget}")
         end = self._haystack_end(frame, budget)
+        targets = target_depths(case, layout, self.placement, self.seed)
+        candidates = {
+            evidence.evidence_id: self.corpus.nearest_line_ends(targets[evidence.evidence_id] * end, end)
+            for evidence in case.evidence
+        }
         reasons: list[str] = []
-        for cut in self.corpus.nearest_line_ends(layout.depth * end, end)[:_CANDIDATE_TRIES]:
-            prompt = self._assemble(frame, [(item, cut) for item in case.evidence], end)
+        for attempt in range(_CANDIDATE_TRIES):
+            cuts = [
+                candidates[e.evidence_id][min(attempt, len(candidates[e.evidence_id]) - 1)]
+                for e in case.evidence
+            ]
+            order = sorted(range(len(cuts)), key=lambda i: (cuts[i], i))
+            prompt = self._assemble(frame, [(case.evidence[i], cuts[i]) for i in order], end)
             problems = verify_prompt(
                 prompt,
                 case,
@@ -137,10 +154,13 @@ class PromptBuilder:
                 frame,
                 self.tolerance,
                 depth_tolerance=self.depth_tolerance,
+                targets=targets,
             )
             if not problems:
                 return prompt
             reasons.extend(problems)
+            if not case.evidence:
+                break
         raise PlacementError(f"case {case.case_id} at {layout}: " + "; ".join(dict.fromkeys(reasons)))
 
     def _haystack_end(self, frame: Frame, budget: int) -> int:
@@ -277,21 +297,28 @@ def verify_prompt(
     tolerance: float,
     *,
     depth_tolerance: float = 0.1,
+    targets: dict[str, float] | None = None,
 ) -> list[str]:
     """Every reason this prompt must not be sent; an empty list means it is verified.
 
     The depth actually reached is recomputed from the spans (filler tokens before the piece over
-    all filler tokens) and must be within ``depth_tolerance`` of the asked depth: a short haystack
-    of long lines cannot put evidence at its midpoint, and must not pretend to."""
+    all filler tokens) and must be within ``depth_tolerance`` of the depth asked for that piece
+    (``targets``, by default the layout's depth): a short haystack of long lines cannot put evidence
+    at its midpoint, and must not pretend to. The filler must not contain any of the case's
+    ``guarded`` strings (a competing value outside the declared evidence)."""
     problems: list[str] = []
     ids = prompt.token_ids
     text = prompt.text
-    if len(prompt.spans) != len(case.evidence):
-        problems.append(f"{len(case.evidence)} evidence pieces but {len(prompt.spans)} spans")
-    for evidence, span in zip(case.evidence, prompt.spans, strict=False):
+    spans = {span.evidence_id: span for span in prompt.spans}
+    expected_ids = [evidence.evidence_id for evidence in case.evidence]
+    if len(spans) != len(prompt.spans) or sorted(spans) != sorted(expected_ids):
+        problems.append(f"spans {sorted(spans)} do not match the evidence pieces {sorted(expected_ids)}")
+    for evidence in case.evidence:
+        span = spans.get(evidence.evidence_id)
+        if span is None:
+            continue
         found = tokenizer.decode(ids[span.token_start : span.token_end])
-        units = (evidence_unit(evidence, True), evidence_unit(evidence, False))
-        if span.evidence_id != evidence.evidence_id or found not in units:
+        if found not in (evidence_unit(evidence, True), evidence_unit(evidence, False)):
             problems.append(
                 f"evidence {evidence.evidence_id} is not at its span [{span.token_start}, {span.token_end})"
             )
@@ -300,13 +327,14 @@ def verify_prompt(
             problems.append(f"evidence {evidence.evidence_id} occurs {occurrences} times in the prompt")
     haystack_start = len(frame.prefix) + len(frame.header)
     evidence_before = 0
-    for span in prompt.spans:
+    for span in sorted(prompt.spans, key=lambda span: span.token_start):
         filler_before = span.token_start - haystack_start - evidence_before
         evidence_before += span.token_end - span.token_start
-        reached = filler_before / prompt.haystack_tokens if prompt.haystack_tokens else layout.depth
-        if abs(reached - layout.depth) > depth_tolerance:
+        asked = (targets or {}).get(span.evidence_id, layout.depth)
+        reached = filler_before / prompt.haystack_tokens if prompt.haystack_tokens else asked
+        if abs(reached - asked) > depth_tolerance:
             problems.append(
-                f"evidence {span.evidence_id} sits at depth {reached:.2f}, asked {layout.depth:.2f} "
+                f"evidence {span.evidence_id} sits at depth {reached:.2f}, asked {asked:.2f} "
                 f"(tolerance {depth_tolerance}; the haystack has {prompt.haystack_tokens} tokens)"
             )
     allowed = max(1, int(tolerance * layout.length_tokens))
@@ -318,6 +346,26 @@ def verify_prompt(
         problems.append("template prefix or header is missing or altered")
     if len(ids) < len(head) + len(tail) or ids[len(ids) - len(tail) :] != tail:
         problems.append("prompt is truncated: question footer or template suffix is missing")
+    if not problems and case.guarded:
+        problems.extend(_guard_problems(prompt, case, frame, tokenizer))
     if not problems:
         problems.extend(_round_trip_problems(prompt, frame, tokenizer))
     return problems
+
+
+def _guard_problems(prompt: RenderedPrompt, case: Case, frame: Frame, tokenizer: Tokenizer) -> list[str]:
+    """Guarded strings found in the filler (the haystack outside every evidence span)."""
+    ids = prompt.token_ids
+    start = len(frame.prefix) + len(frame.header)
+    stop = len(ids) - len(frame.footer) - len(frame.suffix)
+    pieces: list[int] = []
+    for span in sorted(prompt.spans, key=lambda span: span.token_start):
+        pieces.extend(ids[start : span.token_start])
+        start = span.token_end
+    pieces.extend(ids[start:stop])
+    filler = tokenizer.decode(pieces)
+    return [
+        f"the filler contains {guard!r}, a competing value for case {case.case_id}"
+        for guard in case.guarded
+        if re.search(rf"(?<![\w-]){re.escape(guard)}(?![\w-])", filler)
+    ]

@@ -74,10 +74,7 @@ def _planned_row(item: WorkItem, order: int, run_id: str, backend: str) -> dict[
         "depth": item.layout.depth,
         "position": item.layout.position,
         "spans": json.dumps(
-            [
-                {**span.__dict__, "text": e.text}
-                for span, e in zip(prompt.spans, item.case.evidence, strict=True)
-            ]
+            [{**span.__dict__, **_evidence_fields(item, span.evidence_id)} for span in prompt.spans]
         ),
         "trial": item.trial,
         "seed": item.params.seed,
@@ -85,6 +82,11 @@ def _planned_row(item: WorkItem, order: int, run_id: str, backend: str) -> dict[
         "question": item.case.question,
         "expected": "not in the context" if item.case.oracle.abstain else item.case.oracle.answer,
     }
+
+
+def _evidence_fields(item: WorkItem, evidence_id: str) -> dict[str, str]:
+    evidence = next(e for e in item.case.evidence if e.evidence_id == evidence_id)
+    return {"text": evidence.text, "role": evidence.role}
 
 
 def _prompt_digest(item: WorkItem) -> str:

@@ -58,9 +58,11 @@ def is_abstention(response: str) -> bool:
 
 
 def _wrong_answer_category(oracle: Oracle, response: str, context: str | None) -> str:
-    """Why a wrong answer is wrong: it names a decoy, repeats something from the filler, or neither."""
-    if any(contains_answer(response, decoy) for decoy in oracle.decoys):
-        return "decoy"
+    """Why a wrong answer is wrong: it names a trap (a decoy, a superseded value...), repeats
+    something from the filler, or neither."""
+    for category, value in oracle.traps:
+        if contains_answer(response, value):
+            return category
     reply = normalise(response.strip().splitlines()[0]) if response.strip() else ""
     if context is not None and reply and re.search(rf"(?<!\w){re.escape(reply)}(?!\w)", normalise(context)):
         return "context_value"

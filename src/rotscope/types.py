@@ -15,12 +15,21 @@ from typing import Any, Literal, Protocol, runtime_checkable
 Outcome = Literal["correct", "incorrect", "abstained", "error"]
 
 
+Role = Literal["answer", "support", "decoy", "superseded"]
+
+
 @dataclass(frozen=True)
 class Evidence:
-    """A piece of text planted in the haystack; ``text`` is inserted byte-exact as one line."""
+    """A piece of text planted in the haystack, inserted byte-exact on lines of its own.
+
+    ``role`` decides where it goes: the ``answer`` piece (the one that completes the answer) sits
+    at the grid's depth; ``support`` pieces follow the experiment's placement rule; ``decoy``
+    pieces take independent seeded depths; ``superseded`` pieces go somewhere before the answer.
+    """
 
     evidence_id: str
     text: str
+    role: Role = "answer"
 
 
 @dataclass(frozen=True)
@@ -30,7 +39,9 @@ class Oracle:
     answer: str
     aliases: tuple[str, ...] = ()
     abstain: bool = False
-    decoys: tuple[str, ...] = ()
+    traps: tuple[tuple[str, str], ...] = ()
+    """(category, value) pairs: a wrong answer naming ``value`` is scored with that failure category
+    (a decoy, the anchor alone, a superseded value, the unfiltered maximum)."""
 
     def accepted(self) -> tuple[str, ...]:
         return (self.answer, *self.aliases)
@@ -50,6 +61,9 @@ class Case:
     question: str
     oracle: Oracle
     control: bool = False
+    guarded: tuple[str, ...] = ()
+    """Strings (entity names, planted values) that filler must never contain: a competing value
+    outside the declared evidence would make the probe ambiguous."""
 
     def absent_control(self) -> Case:
         return Case(
@@ -59,6 +73,7 @@ class Case:
             question=self.question,
             oracle=Oracle(answer="", abstain=True),
             control=True,
+            guarded=self.guarded,
         )
 
 

@@ -103,6 +103,8 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
         system_prompt=config.system_prompt,
         tolerance=config.length_tolerance,
         depth_tolerance=config.depth_tolerance,
+        placement=config.placement,
+        seed=config.seed,
     )
     description = backend.describe()
     model_key = {

@@ -1,0 +1,72 @@
+"""Target depths of every evidence piece of a case: the answer piece at the grid's depth, the
+others by the experiment's placement rule. Deterministic for a seed, case and layout."""
+
+from __future__ import annotations
+
+import random
+
+from rotscope.config import PlacementConfig
+from rotscope.types import Case, Layout
+
+_DECOY_DRAWS = 200
+
+
+def _clamp(depth: float) -> float:
+    return min(max(depth, 0.0), 1.0)
+
+
+def _support_depths(count: int, depth: float, rule: PlacementConfig, case_id: str) -> list[float]:
+    """Depths of support pieces in listed order; with ``before`` the last listed is nearest."""
+    if rule.support == "before":
+        return [_clamp(depth - (count - i) * rule.distance) for i in range(count)]
+    if rule.support == "opposite":
+        return [depth + 0.5 if depth < 0.5 else depth - 0.5] * count
+    if len(rule.support_depths) < count:
+        raise ValueError(
+            f"case {case_id} has {count} support pieces but placement.support_depths lists "
+            f"{len(rule.support_depths)}"
+        )
+    return list(rule.support_depths[:count])
+
+
+def _decoy_depths(count: int, taken: list[float], rule: PlacementConfig, rng: random.Random) -> list[float]:
+    """Independent uniform depths, each at least ``decoy_min_gap`` from the answer and each other
+    when that is possible; otherwise the best of many draws."""
+    chosen: list[float] = []
+    for _ in range(count):
+        best, best_gap = 0.0, -1.0
+        for _ in range(_DECOY_DRAWS):
+            candidate = rng.random()
+            gap = min((abs(candidate - other) for other in [*taken, *chosen]), default=1.0)
+            if gap >= rule.decoy_min_gap:
+                best = candidate
+                break
+            if gap > best_gap:
+                best, best_gap = candidate, gap
+        chosen.append(round(best, 4))
+    return chosen
+
+
+def target_depths(case: Case, layout: Layout, rule: PlacementConfig, seed: int) -> dict[str, float]:
+    """Evidence id -> the depth asked for it. Without an ``answer`` piece every piece goes to the
+    grid's depth (a single needle is its own answer piece)."""
+    depth = layout.depth
+    roles = [evidence.role for evidence in case.evidence]
+    if "answer" not in roles:
+        return {evidence.evidence_id: depth for evidence in case.evidence}
+    rng = random.Random(f"{seed}:{case.case_id}:{layout.length_tokens}:{depth}")
+    targets: dict[str, float] = {}
+    supports = [e for e in case.evidence if e.role == "support"]
+    for evidence, target in zip(
+        supports, _support_depths(len(supports), depth, rule, case.case_id), strict=True
+    ):
+        targets[evidence.evidence_id] = target
+    for evidence in case.evidence:
+        if evidence.role == "answer":
+            targets[evidence.evidence_id] = depth
+        elif evidence.role == "superseded":
+            targets[evidence.evidence_id] = round(rng.uniform(0.0, depth), 4)
+    decoys = [e for e in case.evidence if e.role == "decoy"]
+    for evidence, target in zip(decoys, _decoy_depths(len(decoys), [depth], rule, rng), strict=True):
+        targets[evidence.evidence_id] = target
+    return targets
