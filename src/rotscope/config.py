@@ -31,10 +31,10 @@ class FillerConfig(_Strict):
 
     ``code``: the source files of an installed package (``package``) or a directory (``path``);
     with neither, the Python standard library. ``text``: files matching ``glob``, or one
-    ``field`` of each line of a ``jsonl`` file.
+    ``field`` of each line of a ``jsonl`` file. ``readinglog``: generated service documents.
     """
 
-    kind: Literal["code", "text"] = "code"
+    kind: Literal["code", "text", "readinglog"] = "code"
     package: str | None = None
     path: str | None = None
     glob: str | None = None

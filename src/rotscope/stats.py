@@ -29,7 +29,8 @@ def proportion_interval(
     if n <= 0:
         return (0.0, 1.0)
     low, high = proportion_confint(k, n, alpha=1 - confidence, method=_STATSMODELS_METHOD[method])
-    return (float(np.clip(low, 0.0, 1.0)), float(np.clip(high, 0.0, 1.0)))
+    # Floating point leaves 0.9999999999999999 where the bound is exactly 1 (k = n).
+    return (float(np.clip(round(low, 12), 0.0, 1.0)), float(np.clip(round(high, 12), 0.0, 1.0)))
 
 
 def wilson(k: float, n: float, confidence: float = 0.95) -> tuple[float, float]:

@@ -75,30 +75,29 @@ def _group(rows: Iterable[Row], *keys: str) -> dict[tuple[Any, ...], list[Row]]:
     return dict(sorted(groups.items(), key=lambda item: tuple(str(v) if v is None else v for v in item[0])))
 
 
-def _effective_lengths(per_length: dict[int, dict[str, Any]]) -> dict[str, Any]:
+def _effective_lengths(per_length: dict[int, dict[str, Any]], rows: list[Row]) -> dict[str, Any]:
+    """Effective length by both definitions, from point estimates and from lower bounds. The base
+    interval counts each case once over the base lengths. With a base score of 0 there is no signal
+    to lose, so the relative definition has no value."""
     points = {length: cell["accuracy"] for length, cell in per_length.items() if cell["accuracy"] is not None}
     lows = {length: cell["ci_low"] for length, cell in per_length.items() if cell["ci_low"] is not None}
     if not points:
         return {"definition": f"nolima-{NOLIMA_RATIO}", "value": None, "base_score": None, "definitions": []}
     base = base_score(points)
     base_lengths = choose_base_lengths(list(points))
-    base_cells = [per_length[length] for length in base_lengths]
-    nolima_point = effective_length(points, base=base, ratio=NOLIMA_RATIO)
+    per_case = instance_means((row for row in rows if row["length_target"] in base_lengths), "case_id")
+    relative = effective_length(points, base=base, ratio=NOLIMA_RATIO) if base > 0 else None
     return {
         "definition": f"nolima-{NOLIMA_RATIO}",
-        "value": nolima_point,
+        "value": relative,
         "base_score": base,
         "base_lengths": base_lengths,
-        "base_ci": list(
-            proportion_interval(
-                sum(c["instance_correct"] for c in base_cells), sum(c["instances"] for c in base_cells)
-            )
-        ),
+        "base_ci": list(proportion_interval(sum(per_case.values()), len(per_case))),
         "definitions": [
             {
                 "definition": f"nolima-{NOLIMA_RATIO}",
-                "value": nolima_point,
-                "conservative": effective_length(lows, base=base, ratio=NOLIMA_RATIO),
+                "value": relative,
+                "conservative": effective_length(lows, base=base, ratio=NOLIMA_RATIO) if base > 0 else None,
             },
             {
                 "definition": f"absolute-{RULER_THRESHOLD}",
@@ -185,7 +184,7 @@ def _task_analysis(task: str, rows: list[Row]) -> dict[str, Any]:
     return {
         "task": task,
         "lengths": list(per_length.values()),
-        "effective_length": _effective_lengths(per_length),
+        "effective_length": _effective_lengths(per_length, rows),
         "calibration": {
             "length": control_length,
             "accuracy": control_cell["accuracy"],
@@ -222,7 +221,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         ),
         "cells": cells,
         "lengths": list(per_length.values()),
-        "effective_length": _effective_lengths(per_length),
+        "effective_length": _effective_lengths(per_length, probes),
         "tasks": [_task_analysis(task, group) for (task,), group in _group(probes, "task").items()],
         "controls": [
             {

@@ -40,6 +40,8 @@ class Plan:
 def describe_filler(filler: FillerConfig) -> str:
     if filler.kind == "code":
         return f"code:{filler.package or filler.path or 'stdlib'}"
+    if filler.kind == "readinglog":
+        return "readinglog"
     return f"text:{filler.glob or filler.jsonl}"
 
 
@@ -90,8 +92,10 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
         )
     tokenizer = backend.tokenizer()
     origin = describe_filler(config.filler)
+    cases = select_cases(config)
+    guarded = frozenset(guard for case in cases for guard in case.guarded)
     corpus = tokenize_corpus(
-        documents(config.filler, config.seed),
+        documents(config.filler, config.seed, guarded),
         tokenizer,
         longest,
         allow_repeat=config.filler.allow_repeat,
@@ -112,7 +116,7 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     }
     items: list[WorkItem] = []
     rejected: list[str] = []
-    for case in select_cases(config):
+    for case in cases:
         for layout in layouts_for(case, config):
             try:
                 prompt = builder.render(case, layout)

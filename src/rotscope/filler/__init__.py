@@ -15,8 +15,10 @@ class Document:
     text: str
 
 
-FillerSource = Callable[[FillerConfig, int], Iterator[Document]]
-"""Yields the documents of a corpus in a deterministic order for the given seed."""
+FillerSource = Callable[[FillerConfig, int, frozenset[str]], Iterator[Document]]
+"""Yields the documents of a corpus in a deterministic order for the given seed. The strings in
+the third argument are guarded by the experiment: a source that generates text avoids them (the
+verifier rejects any prompt whose filler still contains one)."""
 
 FILLER_SOURCES: dict[str, FillerSource] = {}
 
@@ -29,7 +31,7 @@ def register_filler(kind: str) -> Callable[[FillerSource], FillerSource]:
     return add
 
 
-def documents(config: FillerConfig, seed: int) -> Iterator[Document]:
-    from rotscope.filler import code, text  # noqa: F401  (registers the built-in sources)
+def documents(config: FillerConfig, seed: int, avoid: frozenset[str] = frozenset()) -> Iterator[Document]:
+    from rotscope.filler import code, readinglog, text  # noqa: F401  (registers the built-in sources)
 
-    return FILLER_SOURCES[config.kind](config, seed)
+    return FILLER_SOURCES[config.kind](config, seed, avoid)

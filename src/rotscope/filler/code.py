@@ -53,7 +53,9 @@ def source_files(root: Path) -> list[Path]:
 
 
 @register_filler("code")
-def code_documents(config: FillerConfig, seed: int) -> Iterator[Document]:
+def code_documents(
+    config: FillerConfig, seed: int, avoid: frozenset[str] = frozenset()
+) -> Iterator[Document]:
     root = _root(config)
     files = source_files(root)
     if not files:

@@ -45,7 +45,9 @@ def _glob_documents(pattern: str) -> list[Document]:
 
 
 @register_filler("text")
-def text_documents(config: FillerConfig, seed: int) -> Iterator[Document]:
+def text_documents(
+    config: FillerConfig, seed: int, avoid: frozenset[str] = frozenset()
+) -> Iterator[Document]:
     if bool(config.glob) == bool(config.jsonl):
         raise BadInput("filler: text filler needs exactly one of glob or jsonl")
     if config.jsonl:

@@ -19,7 +19,7 @@ def register_task(name: str) -> Callable[[Callable[[], TaskFamily]], Callable[[]
 
 
 def get_task(name: str) -> TaskFamily:
-    from rotscope.tasks import niah, nolima  # noqa: F401  (registers the built-in families)
+    from rotscope.tasks import competitive, join, latent, multihop, niah, nolima  # noqa: F401  (registers them)
 
     factory = TASK_FAMILIES.get(name)
     if factory is None:

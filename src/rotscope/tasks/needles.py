@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from importlib import resources
-from typing import Any
-
-import yaml
-
+from rotscope.tasks.casefile import load_records
 from rotscope.types import Case, Evidence, Oracle
 
 
 def load_needle_cases(task: str) -> list[Case]:
-    text = resources.files("rotscope.tasks").joinpath("data", f"{task}.yaml").read_text(encoding="utf-8")
-    records: list[dict[str, Any]] = yaml.safe_load(text)
     cases = []
-    for record in records:
+    for record in load_records(task):
         answer = str(record["answer"])
         if answer not in record["needle"]:
             raise ValueError(f"{task} case {record['id']}: answer {answer!r} is not in its needle")

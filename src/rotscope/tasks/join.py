@@ -1,0 +1,90 @@
+"""``join``: two fields per entity in two far-apart tables; the question filters on one and
+selects on the other. Draws where the answer is also the unfiltered maximum are rejected, so a
+model that skips the filter is caught (failure category ``filter_ignored``).
+
+Cases are generated from a fixed seed, so they are the same on every machine.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterable
+
+from rotscope.tasks import register_task
+from rotscope.types import Case, Evidence, Oracle, TaskFamily
+
+CASES = 16
+SERVICES_PER_CASE = 6
+_GENERATOR_SEED = 20261129
+_PREFIXES = (
+    "Vel Tor Bram Cass Dun Esk Fen Gal Hol Isk Jor Kel Lum Mor Nim Orr Pell Quin Rask Sol Tam Ulm".split()
+)
+_SUFFIXES = "ling mere wick gate holt marsh ford crest vale brook".split()
+
+
+def _service_names(rng: random.Random, used: set[str]) -> list[str]:
+    names: list[str] = []
+    while len(names) < SERVICES_PER_CASE:
+        name = rng.choice(_PREFIXES) + rng.choice(_SUFFIXES)
+        if name not in used:
+            used.add(name)
+            names.append(name)
+    return names
+
+
+def _draw(index: int, rng: random.Random, used: set[str]) -> Case:
+    while True:
+        names = _service_names(rng, set(used))
+        budgets = {name: rng.randint(1, 6) for name in names}
+        timeouts = dict(zip(names, rng.sample(range(200, 5000, 50), len(names)), strict=True))
+        limit = rng.randint(2, 4)
+        passing = [name for name in names if budgets[name] <= limit]
+        if not 2 <= len(passing) < len(names):
+            continue
+        answer = max(passing, key=lambda name: timeouts[name])
+        unfiltered = max(names, key=lambda name: timeouts[name])
+        if answer != unfiltered:
+            used.update(names)
+            break
+    budget_table = "Retry budgets agreed in the platform review:\n" + "\n".join(
+        f"- {name}: {budgets[name]} retries" for name in rng.sample(names, len(names))
+    )
+    timeout_table = "Client timeouts from the latency audit:\n" + "\n".join(
+        f"- {name}: {timeouts[name]} ms" for name in rng.sample(names, len(names))
+    )
+    others = [name for name in names if name not in (answer, unfiltered)]
+    return Case(
+        case_id=f"join-{index:02d}",
+        task="join",
+        evidence=(
+            Evidence("budgets", budget_table, "support"),
+            Evidence("timeouts", timeout_table, "answer"),
+        ),
+        question=(
+            f"Among the services with a retry budget of at most {limit}, "
+            "which has the highest client timeout?"
+        ),
+        oracle=Oracle(
+            answer=answer,
+            traps=(("filter_ignored", unfiltered), *(("wrong_entity", name) for name in others)),
+        ),
+        guarded=tuple(names),
+    )
+
+
+def build_join_cases() -> list[Case]:
+    rng = random.Random(_GENERATOR_SEED)
+    used: set[str] = set()
+    return [_draw(index, rng, used) for index in range(1, CASES + 1)]
+
+
+class JoinTask:
+    name = "join"
+
+    def cases(self) -> Iterable[Case]:
+        return build_join_cases()
+
+
+@register_task("join")
+def join() -> TaskFamily:
+    return JoinTask()
