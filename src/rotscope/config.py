@@ -92,6 +92,7 @@ class ExperimentConfig(_Strict):
     seed: int = 0
     limit: int | None = Field(default=None, gt=0)
     controls: bool = True
+    questions_per_prompt: int = Field(default=1, gt=0)
     filler: FillerConfig = Field(default_factory=FillerConfig)
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
     generation: GenerationConfig = Field(default_factory=GenerationConfig)

@@ -27,6 +27,12 @@ FOOTER = (
     "Answer with the exact name, number or phrase from the context. "
     "If the context does not say, reply: not in the context."
 )
+MULTI_FOOTER = (
+    "\n</context>\n\nQuestions:\n{question}\n"
+    "Reply with exactly one line per question, in the form Q<k>: <answer>, and nothing else. "
+    "Answer with the exact name, number or phrase from the context; if the context does not say, "
+    "answer: not in the context."
+)
 _SENTINEL = "\u2063ROTSCOPE-USER-CONTENT\u2063"
 _CANDIDATE_TRIES = 8
 FULL_CHECK_TOKENS = 8192
@@ -82,7 +88,7 @@ class PromptBuilder:
         self.depth_tolerance = depth_tolerance
         self.placement = placement or PlacementConfig()
         self.seed = seed
-        self._frames: dict[str, Frame] = {}
+        self._frames: dict[tuple[str, bool], Frame] = {}
 
     @cached_property
     def _template_parts(self) -> tuple[str, str]:
@@ -96,11 +102,11 @@ class PromptBuilder:
         system = () if self.system_prompt is None else ({"role": "system", "content": self.system_prompt},)
         return (*system, {"role": "user", "content": user_content})
 
-    def frame(self, question: str) -> Frame:
-        found = self._frames.get(question)
+    def frame(self, question: str, *, multi: bool = False) -> Frame:
+        found = self._frames.get((question, multi))
         if found is None:
             prefix, suffix = self._template_parts
-            footer = FOOTER.format(question=question)
+            footer = (MULTI_FOOTER if multi else FOOTER).format(question=question)
             encode = self.tokenizer.encode
             found = Frame(
                 prefix=tuple(encode(prefix, special=True)),
@@ -113,17 +119,17 @@ class PromptBuilder:
                 footer_bytes=footer.encode("utf-8"),
                 suffix_bytes=suffix.encode("utf-8"),
             )
-            self._frames[question] = found
+            self._frames[(question, multi)] = found
         return found
 
     def fixed_tokens(self, case: Case) -> int:
         """Tokens of everything but filler: template, header, footer with question, evidence."""
-        frame = self.frame(case.question)
+        frame = self.frame(case.question, multi=bool(case.parts))
         return frame.fixed_tokens + sum(self.tokenizer.count(evidence_unit(e, False)) for e in case.evidence)
 
     def render(self, case: Case, layout: Layout) -> RenderedPrompt:
         """The verified prompt for ``case`` at ``layout``, or ``PlacementError`` with the reasons."""
-        frame = self.frame(case.question)
+        frame = self.frame(case.question, multi=bool(case.parts))
         budget = layout.length_tokens - self.fixed_tokens(case)
         if budget < 0:
             raise BadInput(

@@ -17,7 +17,7 @@ from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, dump_config, load_config
 from rotscope.errors import BadInput
 from rotscope.schedule import prefix_order, shuffled_order
-from rotscope.scoring import score
+from rotscope.scoring import score_parts
 from rotscope.store import RunStore
 from rotscope.types import Backend, Completion, GenerateRequest, Score, WorkItem
 from rotscope.workitems import Plan, build_plan
@@ -56,32 +56,44 @@ def default_run_dir(config: ExperimentConfig) -> Path:
     return Path("runs") / f"{config.name}-{stamp}"
 
 
-def _planned_row(item: WorkItem, order: int, run_id: str, backend: str) -> dict[str, Any]:
+def row_id(item: WorkItem, label: str) -> str:
+    """The row of one question: the call's id, with the question's label for multi-question prompts."""
+    return f"{item.item_id}:{label}" if label else item.item_id
+
+
+def _planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list[dict[str, Any]]:
+    """One row per question of the call (a single question is a call of its own)."""
     prompt = item.prompt
-    return {
-        "item_id": item.item_id,
-        "run_id": run_id,
-        "plan_order": order,
-        "task": item.case.task,
-        "case_id": item.case.case_id,
-        "instance_id": item.instance_id,
-        "control": int(item.case.control),
-        "model": item.model,
-        "backend": backend,
-        "length_target": item.layout.length_tokens,
-        "prompt_tokens": prompt.prompt_tokens,
-        "haystack_tokens": prompt.haystack_tokens,
-        "depth": item.layout.depth,
-        "position": item.layout.position,
-        "spans": json.dumps(
-            [{**span.__dict__, **_evidence_fields(item, span.evidence_id)} for span in prompt.spans]
-        ),
-        "trial": item.trial,
-        "seed": item.params.seed,
-        "prompt_digest": _prompt_digest(item),
-        "question": item.case.question,
-        "expected": "not in the context" if item.case.oracle.abstain else item.case.oracle.answer,
-    }
+    spans = [{**span.__dict__, **_evidence_fields(item, span.evidence_id)} for span in prompt.spans]
+    rows = []
+    for label, part in item.case.scored_parts():
+        prefix = f"{part.case_id}/" if item.case.parts else ""
+        rows.append(
+            {
+                "item_id": row_id(item, label),
+                "call_id": item.item_id,
+                "run_id": run_id,
+                "plan_order": order,
+                "task": part.task,
+                "case_id": part.case_id,
+                "instance_id": item.instance_id,
+                "control": int(part.control),
+                "model": item.model,
+                "backend": backend,
+                "length_target": item.layout.length_tokens,
+                "prompt_tokens": prompt.prompt_tokens,
+                "haystack_tokens": prompt.haystack_tokens,
+                "depth": item.layout.depth,
+                "position": item.layout.position,
+                "spans": json.dumps([span for span in spans if span["evidence_id"].startswith(prefix)]),
+                "trial": item.trial,
+                "seed": item.params.seed,
+                "prompt_digest": _prompt_digest(item),
+                "question": part.question,
+                "expected": "not in the context" if part.oracle.abstain else part.oracle.answer,
+            }
+        )
+    return rows
 
 
 def _evidence_fields(item: WorkItem, evidence_id: str) -> dict[str, str]:
@@ -122,8 +134,13 @@ async def _execute(
     for item in items:
         request = GenerateRequest(item.prompt.messages, item.prompt.token_ids, item.params)
         completion = await backend.generate(request)
-        result = score(item.case.oracle, completion, context=item.prompt.messages[-1]["content"])
-        store.record(item.item_id, _result_row(completion, result))
+        scores = score_parts(item.case, completion, context=item.prompt.messages[-1]["content"])
+        store.record(
+            {
+                row_id(item, label): _result_row(completion, result)
+                for (label, _), result in zip(item.case.scored_parts(), scores, strict=True)
+            }
+        )
         if reporter is not None:
             reporter.advance(item, completion)
 
@@ -151,7 +168,11 @@ def _store_plan(store: RunStore, plan: Plan, config: ExperimentConfig, run_dir: 
     backend_name = plan.backend.get("backend", "")
     ordered = execution_order(plan.items, backend_name, config.seed)
     store.add_planned(
-        (_planned_row(item, order, run_dir.name, backend_name) for order, item in enumerate(ordered)),
+        (
+            row
+            for order, item in enumerate(ordered)
+            for row in _planned_rows(item, order, run_dir.name, backend_name)
+        ),
         {_prompt_digest(item): json.dumps(item.prompt.messages) for item in plan.items},
     )
     store.set_meta(

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
+from dataclasses import replace
 
-from rotscope.types import Completion, Oracle, Score
+from rotscope.types import Case, Completion, Oracle, Score
 
 _NUMBER_WORDS = {
     "zero": "0",
@@ -67,6 +69,35 @@ def _wrong_answer_category(oracle: Oracle, response: str, context: str | None) -
     if context is not None and reply and re.search(rf"(?<!\w){re.escape(reply)}(?!\w)", normalise(context)):
         return "context_value"
     return "wrong_answer"
+
+
+_CONTRACT_LINE = re.compile(r"(Q\d+):[ \t]*(.*?)[ \t]*")
+
+
+def parse_labelled_answers(reply: str, labels: Sequence[str]) -> dict[str, str] | None:
+    """The answers of a multi-question reply, or ``None`` when it breaks the contract: exactly one
+    line ``Q<k>: <answer>`` per question, each label once, nothing else (blank lines aside)."""
+    answers: dict[str, str] = {}
+    for line in reply.strip().splitlines():
+        if not line.strip():
+            continue
+        match = _CONTRACT_LINE.fullmatch(line.strip())
+        if match is None or match.group(1) not in labels or match.group(1) in answers:
+            return None
+        answers[match.group(1)] = match.group(2)
+    return answers if len(answers) == len(labels) else None
+
+
+def score_parts(case: Case, completion: Completion, context: str | None = None) -> list[Score]:
+    """One score per question of ``case`` (see ``Case.scored_parts``). A multi-question reply that
+    breaks the output contract scores every question ``incorrect`` with category ``format``."""
+    parts = case.scored_parts()
+    if not case.parts or completion.error is not None:
+        return [score(part.oracle, completion, context) for _, part in parts]
+    answers = parse_labelled_answers(completion.text, [label for label, _ in parts])
+    if answers is None:
+        return [Score("incorrect", "format") for _ in parts]
+    return [score(part.oracle, replace(completion, text=answers[label]), context) for label, part in parts]
 
 
 def score(oracle: Oracle, completion: Completion, context: str | None = None) -> Score:

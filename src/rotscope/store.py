@@ -17,9 +17,9 @@ from typing import Any
 from rotscope.errors import BadInput
 
 PLANNED_COLUMNS = (
-    "item_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model", "backend",
-    "length_target", "prompt_tokens", "haystack_tokens", "depth", "position", "spans", "trial", "seed",
-    "prompt_digest", "question", "expected",
+    "item_id", "call_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model",
+    "backend", "length_target", "prompt_tokens", "haystack_tokens", "depth", "position", "spans", "trial",
+    "seed", "prompt_digest", "question", "expected",
 )  # fmt: skip
 RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
@@ -34,7 +34,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
         CREATE TABLE prompts (prompt_digest TEXT PRIMARY KEY, messages BLOB NOT NULL);
         CREATE TABLE items (
-            item_id TEXT PRIMARY KEY, run_id TEXT NOT NULL, plan_order INTEGER NOT NULL,
+            item_id TEXT PRIMARY KEY, call_id TEXT NOT NULL, run_id TEXT NOT NULL,
+            plan_order INTEGER NOT NULL,
             task TEXT NOT NULL, case_id TEXT NOT NULL, instance_id TEXT NOT NULL,
             control INTEGER NOT NULL, model TEXT NOT NULL, backend TEXT NOT NULL,
             length_target INTEGER NOT NULL, prompt_tokens INTEGER NOT NULL,
@@ -46,6 +47,7 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
             error TEXT, attempts INTEGER NOT NULL DEFAULT 0, created_at TEXT NOT NULL, finished_at TEXT
         );
         CREATE INDEX items_status ON items (status);
+        CREATE INDEX items_call ON items (call_id);
         """,
     ),
 )
@@ -118,17 +120,22 @@ class RunStore:
             return self._db.total_changes - before
 
     def unfinished(self) -> set[str]:
-        """Items still to run: pending, and errors (which are retried)."""
-        return {row[0] for row in self._db.execute("SELECT item_id FROM items WHERE status != 'ok'")}
+        """Model calls still to make: those with a pending or error row (errors are retried).
+        A call is one prompt; its questions are rows that share its ``call_id``."""
+        return {row[0] for row in self._db.execute("SELECT DISTINCT call_id FROM items WHERE status != 'ok'")}
 
-    def record(self, item_id: str, values: Mapping[str, Any]) -> None:
-        """Write one finished item and commit at once, so a crash loses nothing that finished."""
-        assignments = ", ".join(f"{key} = ?" for key in values)
+    def record(self, results: Mapping[str, Mapping[str, Any]]) -> None:
+        """Write the rows of one finished call (item id -> values) and commit at once, so a crash
+        loses nothing that finished and never leaves half a call written."""
+        finished = _now()
         with self._db:
-            self._db.execute(
-                f"UPDATE items SET {assignments}, attempts = attempts + 1, finished_at = ? WHERE item_id = ?",
-                (*values.values(), _now(), item_id),
-            )
+            for item_id, values in results.items():
+                assignments = ", ".join(f"{key} = ?" for key in values)
+                self._db.execute(
+                    f"UPDATE items SET {assignments}, attempts = attempts + 1, finished_at = ? "
+                    "WHERE item_id = ?",
+                    (*values.values(), finished, item_id),
+                )
 
     def rows(self) -> list[dict[str, Any]]:
         cursor = self._db.execute(f"SELECT {', '.join(ITEM_COLUMNS)} FROM items ORDER BY plan_order")

@@ -64,6 +64,9 @@ class Case:
     guarded: tuple[str, ...] = ()
     """Strings (entity names, planted values) that filler must never contain: a competing value
     outside the declared evidence would make the probe ambiguous."""
+    parts: tuple[tuple[str, Case], ...] = ()
+    """For a multi-question prompt: (label, case) per question, in the order asked. Each part is
+    scored on its own; the bundle's ``question`` is the list of labelled questions."""
 
     def absent_control(self) -> Case:
         return Case(
@@ -74,7 +77,12 @@ class Case:
             oracle=Oracle(answer="", abstain=True),
             control=True,
             guarded=self.guarded,
+            parts=tuple((label, part.absent_control()) for label, part in self.parts),
         )
+
+    def scored_parts(self) -> tuple[tuple[str, Case], ...]:
+        """The (label, case) pairs that get a row and a score: the parts, or the case itself."""
+        return self.parts or (("", self),)
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ from rotscope.filler.corpus import tokenize_corpus
 from rotscope.layout import PlacementError, PromptBuilder
 from rotscope.schedule import prefill_bounds
 from rotscope.tasks import get_task
+from rotscope.tasks.bundles import bundle_all
 from rotscope.types import Backend, Case, GenerationParams, Layout, WorkItem
 
 CONTROL_POSITION = "absent"
@@ -46,10 +47,13 @@ def describe_filler(filler: FillerConfig) -> str:
 
 
 def select_cases(config: ExperimentConfig) -> list[Case]:
-    """Each task's cases (the first ``limit`` of each), followed by their evidence-absent controls."""
+    """Each task's cases (the first ``limit`` of each, bundled ``questions_per_prompt`` to a prompt),
+    followed by their evidence-absent controls."""
     selected: list[Case] = []
     for task in config.tasks:
-        cases = list(get_task(task).cases())[: config.limit]
+        cases = bundle_all(
+            list(get_task(task).cases())[: config.limit], config.questions_per_prompt, config.seed
+        )
         selected.extend(cases)
         if config.controls:
             selected.extend(case.absent_control() for case in cases)

@@ -17,6 +17,7 @@ from rotscope.store import PLANNED_COLUMNS, SCHEMA_VERSION, RunStore
 def _planned(item_id: str, order: int = 0, **changes: Any) -> dict[str, Any]:
     row: dict[str, Any] = {
         "item_id": item_id,
+        "call_id": item_id,
         "run_id": "run-a",
         "plan_order": order,
         "task": "niah",
@@ -82,7 +83,7 @@ def test_new_store_sets_schema_version(db_path: Path) -> None:
 def test_reopening_keeps_rows_and_migrates_nothing(db_path: Path) -> None:
     first = RunStore(db_path)
     first.add_planned([_planned("a"), _planned("b", 1)], _prompts("a", "b"))
-    first.record("a", _result())
+    first.record({"a": _result()})
     first.set_meta({"model": "fake/lexical"})
     first.close()
 
@@ -114,7 +115,7 @@ def test_record_commits_immediately(db_path: Path) -> None:
     store = RunStore(db_path)
     try:
         store.add_planned([_planned("a")], _prompts("a"))
-        store.record("a", _result())
+        store.record({"a": _result()})
         # Read with an independent connection while the writer is still open.
         other = sqlite3.connect(db_path)
         try:
@@ -148,10 +149,10 @@ def test_unfinished_holds_pending_and_errors_not_ok(db_path: Path) -> None:
     try:
         store.add_planned([_planned(i, n) for n, i in enumerate("abc")], _prompts(*"abc"))
         assert store.unfinished() == {"a", "b", "c"}
-        store.record("a", _result("correct"))
-        store.record("b", _result("error"))
+        store.record({"a": _result("correct")})
+        store.record({"b": _result("error")})
         assert store.unfinished() == {"b", "c"}
-        store.record("b", _result("incorrect"))
+        store.record({"b": _result("incorrect")})
         assert store.unfinished() == {"c"}
         assert {row["item_id"]: row["attempts"] for row in store.rows()} == {"a": 1, "b": 2, "c": 0}
     finally:
@@ -163,7 +164,7 @@ def test_add_planned_twice_inserts_once(db_path: Path) -> None:
     try:
         rows = [_planned("a"), _planned("b", 1)]
         assert store.add_planned(rows, _prompts("a", "b")) == 2
-        store.record("a", _result())
+        store.record({"a": _result()})
         assert store.add_planned(rows, _prompts("a", "b")) == 0
         stored = store.rows()
         assert len(stored) == 2
