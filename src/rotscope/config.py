@@ -80,6 +80,10 @@ class LlamaCppOptions(_Strict):
     prefix_cache: bool = True
     """Keep the KV cache of the previous prompt and evaluate only what differs; ``false`` runs
     every prompt cold (the correctness guard compares both)."""
+    state_cache_mb: int = Field(default=0, ge=0)
+    """Memory for saved engine states (llama.cpp's RAM cache), so a prompt whose prefix was
+    evaluated earlier, but not just before, starts from it. Off by default: the trie order already
+    evaluates each distinct prefix once; it helps orders that are not prefix-sorted."""
 
 
 class ExperimentConfig(_Strict):

@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import TypeVar
 
-T = TypeVar("T")
+import numpy as np
 
 
-def _common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
-    shared = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        shared += 1
-    return shared
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share."""
+    size = min(len(a), len(b))
+    differ = np.flatnonzero(np.asarray(a[:size], dtype=np.int64) != np.asarray(b[:size], dtype=np.int64))
+    return int(differ[0]) if differ.size else size
 
 
 def prefix_order(token_ids: Sequence[Sequence[int]]) -> list[int]:
@@ -43,6 +40,6 @@ def prefill_bounds(token_ids: Sequence[Sequence[int]]) -> tuple[int, int]:
     lower = 0
     previous: tuple[int, ...] = ()
     for ids in ordered:
-        lower += len(ids) - _common_prefix(previous, ids)
+        lower += len(ids) - common_prefix(previous, ids)
         previous = ids
     return naive, lower

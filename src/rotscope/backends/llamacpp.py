@@ -14,6 +14,7 @@ from rotscope.backends import register_backend
 from rotscope.config import ExperimentConfig, LlamaCppOptions
 from rotscope.errors import BadInput
 from rotscope.quiet import quiet_stderr
+from rotscope.schedule import common_prefix
 from rotscope.tokenizers import LlamaCppTokenizer
 from rotscope.types import Completion, GenerateRequest
 
@@ -86,6 +87,10 @@ class LlamaCppBackend:
                     n_threads_batch=threads,
                     verbose=False,
                 )
+            if self.options.state_cache_mb and self.options.prefix_cache:
+                from llama_cpp.llama_cache import LlamaRAMCache
+
+                self._llama.set_cache(LlamaRAMCache(capacity_bytes=self.options.state_cache_mb << 20))
         return self._llama
 
     def _generate(self, request: GenerateRequest) -> Completion:
@@ -94,13 +99,12 @@ class LlamaCppBackend:
             llama = self._load()
             if not self.options.prefix_cache:
                 llama.reset()
-            previous = list(llama._input_ids)
             ids = list(request.token_ids)
-            cached = 0
-            for old, new in zip(previous, ids[:-1], strict=False):
-                if old != new:
-                    break
-                cached += 1
+            cached = common_prefix(llama._input_ids.tolist(), ids[:-1])
+            if llama.cache is not None:
+                # The engine loads a saved state when it shares more of the prompt than the live cache.
+                saved = llama.cache._find_longest_prefix_key(tuple(ids))
+                cached = max(cached, common_prefix(list(saved or ()), ids[:-1]))
             with quiet_stderr():
                 result = llama.create_completion(
                     prompt=ids,
