@@ -1,11 +1,12 @@
 """Place evidence into filler, render the final prompt in the model's tokens, and verify it.
 
 A prompt is assembled from token arrays: the chat template's prefix, a header, a slice of the
-tokenized corpus with each evidence line inserted at a line start, a footer with the question,
-and the template's suffix. Its length is the length of that whole id sequence. Before a prompt
-may be sent, ``verify_prompt`` re-checks it from scratch: the evidence bytes at each recorded span,
-each exactly once, the length within tolerance, header and footer intact, and every joint between
-parts re-encoding to the same ids (so the ids are what the tokenizer itself makes of the text).
+tokenized corpus with each evidence piece inserted as lines of its own where a filler line ends,
+a footer with the question(s), and the template's suffix. Its length is the length of that whole
+id sequence. Before a prompt may be sent, ``verify_prompt`` re-checks it from scratch: the
+evidence bytes at each recorded span, each exactly once and at its asked depth, the length within
+tolerance, header and footer intact, no guarded value in the filler, and the text re-encoding to
+the same ids (so the ids are what the tokenizer itself makes of the text).
 """
 
 from __future__ import annotations
@@ -51,7 +52,6 @@ class Frame:
     header: tuple[int, ...]
     footer: tuple[int, ...]
     suffix: tuple[int, ...]
-    system: str | None
     prefix_bytes: bytes
     header_bytes: bytes
     footer_bytes: bytes
@@ -113,7 +113,6 @@ class PromptBuilder:
                 header=tuple(encode(HEADER)),
                 footer=tuple(encode(footer)),
                 suffix=tuple(encode(suffix, special=True)),
-                system=self.system_prompt,
                 prefix_bytes=prefix.encode("utf-8"),
                 header_bytes=HEADER.encode("utf-8"),
                 footer_bytes=footer.encode("utf-8"),

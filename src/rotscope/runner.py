@@ -164,9 +164,10 @@ def _check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
         raise BadInput(f"out: {run_dir} is not empty and holds no rotscope run")
 
 
-def _store_plan(store: RunStore, plan: Plan, config: ExperimentConfig, run_dir: Path, digest: str) -> None:
+def _store_plan(
+    store: RunStore, plan: Plan, ordered: list[WorkItem], config: ExperimentConfig, run_dir: Path, digest: str
+) -> None:
     backend_name = plan.backend.get("backend", "")
-    ordered = execution_order(plan.items, backend_name, config.seed)
     store.add_planned(
         (
             row
@@ -212,10 +213,10 @@ def run_experiment(
         (run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
         store = RunStore(run_dir / "run.db")
         try:
-            _store_plan(store, plan, config, run_dir, digest)
+            ordered = execution_order(plan.items, plan.backend.get("backend", ""), config.seed)
+            _store_plan(store, plan, ordered, config, run_dir, digest)
             unfinished = store.unfinished()
-            todo = [item for item in execution_order(plan.items, plan.backend.get("backend", ""), config.seed)
-                    if item.item_id in unfinished]  # fmt: skip
+            todo = [item for item in ordered if item.item_id in unfinished]
             backend.reserve(plan.max_prompt_tokens, config.generation.max_tokens)
             if reporter is not None:
                 reporter.start(len(todo), sum(item.prompt.prompt_tokens for item in todo))
