@@ -342,6 +342,17 @@ def verify_prompt(
                 f"evidence {span.evidence_id} sits at depth {reached:.2f}, asked {asked:.2f} "
                 f"(tolerance {depth_tolerance}; the haystack has {prompt.haystack_tokens} tokens)"
             )
+    roles = {evidence.evidence_id: evidence.role for evidence in case.evidence}
+    answer_starts = [s.token_start for s in prompt.spans if roles.get(s.evidence_id) == "answer"]
+    for span in prompt.spans:
+        if (
+            roles.get(span.evidence_id) == "superseded"
+            and answer_starts
+            and span.token_start > min(answer_starts)
+        ):
+            problems.append(
+                f"superseded evidence {span.evidence_id} comes after the revision that replaced it"
+            )
     allowed = max(1, int(tolerance * layout.length_tokens))
     if abs(len(ids) - layout.length_tokens) > allowed:
         problems.append(f"prompt has {len(ids)} tokens, target {layout.length_tokens} ± {allowed}")

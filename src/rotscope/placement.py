@@ -36,14 +36,14 @@ def _decoy_depths(count: int, taken: list[float], rule: PlacementConfig, rng: ra
     for _ in range(count):
         best, best_gap = 0.0, -1.0
         for _ in range(_DECOY_DRAWS):
-            candidate = rng.random()
+            candidate = round(rng.random(), 4)
             gap = min((abs(candidate - other) for other in [*taken, *chosen]), default=1.0)
             if gap >= rule.decoy_min_gap:
                 best = candidate
                 break
             if gap > best_gap:
                 best, best_gap = candidate, gap
-        chosen.append(round(best, 4))
+        chosen.append(best)
     return chosen
 
 
