@@ -79,7 +79,7 @@ def main() -> None:
     args = parser.parse_args()
     shipped = bundled_model_path()
     backend = LlamaCppBackend(shipped, LlamaCppOptions())
-    text = Path(llama_cpp.__file__).read_text(encoding="utf-8")
+    text = (Path(llama_cpp.__file__).parent / "llama.py").read_text(encoding="utf-8")
     ids = backend.tokenizer().encode(text)[: args.tokens]
     print(f"cold prefill of {len(ids)} tokens, median of {args.repeats}:")
     for threads in (1, 2):
