@@ -11,7 +11,6 @@ the same ids (so the ids are what the tokenizer itself makes of the text).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -20,6 +19,7 @@ from rotscope.config import PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.filler.corpus import TokenizedCorpus
 from rotscope.placement import target_depths
+from rotscope.tasks.overlap import mentions
 from rotscope.types import Case, Evidence, Layout, RenderedPrompt, Span, Tokenizer
 
 HEADER = "Answer the question at the end using only this context.\n\n<context>\n"
@@ -383,5 +383,5 @@ def _guard_problems(prompt: RenderedPrompt, case: Case, frame: Frame, tokenizer:
     return [
         f"the filler contains {guard!r}, a competing value for case {case.case_id}"
         for guard in case.guarded
-        if re.search(rf"(?<![\w-]){re.escape(guard)}(?![\w-])", filler)
+        if mentions(filler, guard)
     ]

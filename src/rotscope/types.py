@@ -218,6 +218,7 @@ class Backend(Protocol):
 
 
 class TaskFamily(Protocol):
-    name: str
+    @property
+    def name(self) -> str: ...
 
     def cases(self) -> Iterable[Case]: ...

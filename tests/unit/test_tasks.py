@@ -106,7 +106,7 @@ def test_nolima_rejects_a_case_that_overlaps(monkeypatch: pytest.MonkeyPatch) ->
     )
     monkeypatch.setattr(nolima_module, "load_needle_cases", lambda task: [crafted])
     with pytest.raises(ValueError, match="nolima-bad") as raised:
-        list(nolima_module.NonLexicalTask().cases())
+        list(nolima_module.build_nolima_cases())
     assert "rome" in str(raised.value) and "visit" in str(raised.value)
 
 
@@ -119,7 +119,7 @@ def test_nolima_accepts_a_crafted_case_without_overlap(monkeypatch: pytest.Monke
         oracle=Oracle(answer="Marisol Quenby"),
     )
     monkeypatch.setattr(nolima_module, "load_needle_cases", lambda task: [crafted])
-    assert list(nolima_module.NonLexicalTask().cases()) == [crafted]
+    assert list(nolima_module.build_nolima_cases()) == [crafted]
 
 
 def test_unknown_family_is_bad_input() -> None:

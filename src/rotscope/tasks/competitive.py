@@ -3,13 +3,12 @@ at its own depth; the question is broad, so the model must pick the right one.""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from rotscope.tasks import register_task
+from rotscope.tasks import register_cases
 from rotscope.tasks.casefile import load_records
-from rotscope.types import Case, Evidence, Oracle, TaskFamily
+from rotscope.types import Case, Evidence, Oracle
 
 
+@register_cases("competitive")
 def build_competitive_cases() -> list[Case]:
     cases = []
     for record in load_records("competitive"):
@@ -33,15 +32,3 @@ def build_competitive_cases() -> list[Case]:
             )
         )
     return cases
-
-
-class CompetitiveTask:
-    name = "competitive"
-
-    def cases(self) -> Iterable[Case]:
-        return build_competitive_cases()
-
-
-@register_task("competitive")
-def competitive() -> TaskFamily:
-    return CompetitiveTask()

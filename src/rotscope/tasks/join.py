@@ -8,10 +8,9 @@ Cases are generated from a fixed seed, so they are the same on every machine.
 from __future__ import annotations
 
 import random
-from collections.abc import Iterable
 
-from rotscope.tasks import register_task
-from rotscope.types import Case, Evidence, Oracle, TaskFamily
+from rotscope.tasks import register_cases
+from rotscope.types import Case, Evidence, Oracle
 
 CASES = 16
 SERVICES_PER_CASE = 6
@@ -72,19 +71,8 @@ def _draw(index: int, rng: random.Random, used: set[str]) -> Case:
     )
 
 
+@register_cases("join")
 def build_join_cases() -> list[Case]:
     rng = random.Random(_GENERATOR_SEED)
     used: set[str] = set()
     return [_draw(index, rng, used) for index in range(1, CASES + 1)]
-
-
-class JoinTask:
-    name = "join"
-
-    def cases(self) -> Iterable[Case]:
-        return build_join_cases()
-
-
-@register_task("join")
-def join() -> TaskFamily:
-    return JoinTask()

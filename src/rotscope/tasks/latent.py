@@ -8,13 +8,12 @@ revision), ``wrong_answer`` (another value), ``abstained``.
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
 from fractions import Fraction
 
-from rotscope.tasks import register_task
+from rotscope.tasks import register_cases
 from rotscope.tasks.casefile import load_records
-from rotscope.types import Case, Evidence, Oracle, TaskFamily
+from rotscope.tasks.overlap import mentions
+from rotscope.types import Case, Evidence, Oracle
 
 _WHOLE_NUMBERS = {
     "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -63,10 +62,7 @@ def quantity_in(words: str, unit: str) -> Fraction:
     return value * source[1] / target[1]
 
 
-def _written(text: str, value: str) -> bool:
-    return re.search(rf"(?<![\w.-]){re.escape(value)}(?![\w-])", text) is not None
-
-
+@register_cases("latent")
 def build_latent_cases() -> list[Case]:
     cases = []
     for record in load_records("latent"):
@@ -88,7 +84,7 @@ def build_latent_cases() -> list[Case]:
             )
         texts = [record["anchor"], record["fraction_text"], record["superseded_text"], record["question"]]
         for value in {str(answer), str(superseded)}:
-            if any(_written(text, value) for text in texts):
+            if any(mentions(text, value) for text in texts):
                 raise ValueError(
                     f"latent case {case_id}: {value} is written in the case; it must be computed"
                 )
@@ -110,15 +106,3 @@ def build_latent_cases() -> list[Case]:
             )
         )
     return cases
-
-
-class LatentTask:
-    name = "latent"
-
-    def cases(self) -> Iterable[Case]:
-        return build_latent_cases()
-
-
-@register_task("latent")
-def latent() -> TaskFamily:
-    return LatentTask()

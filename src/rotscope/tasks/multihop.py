@@ -3,26 +3,21 @@ last hop, which sits at the grid's depth (the others follow the placement rule).
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
-
-from rotscope.tasks import register_task
+from rotscope.tasks import register_cases
 from rotscope.tasks.casefile import load_records
-from rotscope.types import Case, Evidence, Oracle, TaskFamily
+from rotscope.tasks.overlap import mentions
+from rotscope.types import Case, Evidence, Oracle
 
 
-def _mentions(text: str, value: str) -> bool:
-    return re.search(rf"(?<![\w-]){re.escape(value)}(?![\w-])", text) is not None
-
-
+@register_cases("multihop")
 def build_multihop_cases() -> list[Case]:
     cases = []
     for record in load_records("multihop"):
         hops = [str(hop) for hop in record["hops"]]
         answer = str(record["answer"])
-        if not 2 <= len(hops) <= 3 or not _mentions(hops[-1], answer):
+        if not 2 <= len(hops) <= 3 or not mentions(hops[-1], answer):
             raise ValueError(f"multihop case {record['id']}: needs 2-3 hops with the answer in the last")
-        if any(_mentions(text, answer) for text in [*hops[:-1], record["question"]]):
+        if any(mentions(text, answer) for text in [*hops[:-1], record["question"]]):
             raise ValueError(f"multihop case {record['id']}: the answer appears before the last hop")
         evidence = [Evidence(f"hop-{i}", hop, "support") for i, hop in enumerate(hops[:-1], start=1)]
         evidence.append(Evidence(f"hop-{len(hops)}", hops[-1], "answer"))
@@ -37,15 +32,3 @@ def build_multihop_cases() -> list[Case]:
             )
         )
     return cases
-
-
-class MultiHopTask:
-    name = "multihop"
-
-    def cases(self) -> Iterable[Case]:
-        return build_multihop_cases()
-
-
-@register_task("multihop")
-def multihop() -> TaskFamily:
-    return MultiHopTask()

@@ -3,20 +3,11 @@ finds it; useful as the saturated baseline that harder probes are compared with.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
-from rotscope.tasks import register_task
+from rotscope.tasks import register_cases
 from rotscope.tasks.needles import load_needle_cases
-from rotscope.types import Case, TaskFamily
+from rotscope.types import Case
 
 
-class NeedleTask:
-    name = "niah"
-
-    def cases(self) -> Iterable[Case]:
-        return load_needle_cases(self.name)
-
-
-@register_task("niah")
-def niah() -> TaskFamily:
-    return NeedleTask()
+@register_cases("niah")
+def build_niah_cases() -> list[Case]:
+    return load_needle_cases("niah")

@@ -29,3 +29,8 @@ def content_stems(text: str) -> set[str]:
 
 def shared_content_words(question: str, evidence: str) -> set[str]:
     return content_stems(question) & content_stems(evidence)
+
+
+def mentions(text: str, value: str) -> bool:
+    """Whether ``value`` occurs in ``text`` as a whole token (4817 is not in 48170 nor in 2.4817)."""
+    return re.search(rf"(?<![\w.-]){re.escape(value)}(?![\w-])", text) is not None
