@@ -333,27 +333,22 @@ def test_depth_one_puts_the_evidence_last_when_the_haystack_ends_mid_line(
     check_prompt(prompt, case, layout, builder)
 
 
-@pytest.mark.parametrize("depth", [0.0, 0.5, 1.0])
-def test_filler_lines_with_trailing_spaces_can_be_placed(
-    tokenizer: Tokenizer, corpus_from_text: Callable[..., TokenizedCorpus], depth: float
-) -> None:
-    # regression: the joint window ending at a newline re-encoded ' \n' as one token, so such
-    # prompts were rejected although the whole text re-encodes to the same ids
-    text = "\n".join(f"line {n} of the filler has trailing spaces " for n in range(80))
-    builder = PromptBuilder(tokenizer, corpus_from_text(text, tokenizer))
-    case = plain_case("trail", EVIDENCE_TEXTS[0])
-    layout = Layout(250, depth)
-    check_prompt(builder.render(case, layout), case, layout, builder)
+# Regressions: a joint window ending at a newline re-encoded ' \n' as one token, so prompts over
+# lines with trailing spaces were rejected although the whole text re-encodes the same; and the
+# header's final newline merged with a corpus's leading indentation.
+REGRESSION_CORPORA = {
+    "trailing-spaces": "\n".join(f"line {n} of the filler has trailing spaces " for n in range(80)),
+    "leading-indentation": "\n".join(f"    value_{n} = compute({n})" for n in range(80)),
+}
 
 
 @pytest.mark.parametrize("depth", [0.0, 0.5, 1.0])
-def test_filler_starting_with_indentation_can_be_placed(
-    tokenizer: Tokenizer, corpus_from_text: Callable[..., TokenizedCorpus], depth: float
+@pytest.mark.parametrize("corpus_name", sorted(REGRESSION_CORPORA))
+def test_awkward_whitespace_in_filler_can_be_placed(
+    tokenizer: Tokenizer, corpus_from_text: Callable[..., TokenizedCorpus], depth: float, corpus_name: str
 ) -> None:
-    # regression: the header's final newline merged with the corpus's leading indentation
-    text = "\n".join(f"    value_{n} = compute({n})" for n in range(80))
-    builder = PromptBuilder(tokenizer, corpus_from_text(text, tokenizer))
-    case = plain_case("indent", EVIDENCE_TEXTS[0])
+    builder = PromptBuilder(tokenizer, corpus_from_text(REGRESSION_CORPORA[corpus_name], tokenizer))
+    case = plain_case(corpus_name, EVIDENCE_TEXTS[0])
     layout = Layout(250, depth)
     check_prompt(builder.render(case, layout), case, layout, builder)
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import build_config
+from rotscope.config import ExperimentConfig, build_config
 from rotscope.runner import run_experiment
 from rotscope.scoring import parse_labelled_answers, score_parts
 from rotscope.store import RunStore
@@ -96,19 +96,15 @@ def _labelled_lexical(request: GenerateRequest) -> str:
     return "\n".join(lines)
 
 
-def test_rows_per_question_and_one_cluster_per_prompt(tmp_path: Path) -> None:
+def _two_per_prompt(tmp_path: Path, **fields: object) -> ExperimentConfig:
     corpus = tmp_path / "log.txt"
     corpus.write_text("\n".join(f"pump {i % 13} inspected." for i in range(3000)), encoding="utf-8")
-    config = build_config(
-        {
-            "tasks": ["niah"],
-            "limit": 4,
-            "questions_per_prompt": 2,
-            "lengths": [400],
-            "depths": [0.0, 1.0],
-            "filler": {"kind": "text", "glob": str(corpus)},
-        }
-    )
+    base = {"tasks": ["niah"], "questions_per_prompt": 2, "lengths": [400]}
+    return build_config({**base, **fields, "filler": {"kind": "text", "glob": str(corpus)}})
+
+
+def test_rows_per_question_and_one_cluster_per_prompt(tmp_path: Path) -> None:
+    config = _two_per_prompt(tmp_path, limit=4, depths=[0.0, 1.0])
     backend = FakeBackend("labelled", _labelled_lexical)
     run_dir = run_experiment(config, run_dir=tmp_path / "run", backend=backend)
     # 2 prompts x 2 depths + 2 control prompts: 6 calls, 2 questions each.
@@ -130,19 +126,7 @@ def test_rows_per_question_and_one_cluster_per_prompt(tmp_path: Path) -> None:
 
 
 def test_broken_contract_rows_are_format_not_guessed(tmp_path: Path) -> None:
-    corpus = tmp_path / "log.txt"
-    corpus.write_text("\n".join(f"fan {i % 7} cleaned." for i in range(3000)), encoding="utf-8")
-    config = build_config(
-        {
-            "tasks": ["niah"],
-            "limit": 2,
-            "questions_per_prompt": 2,
-            "lengths": [400],
-            "depths": [0.5],
-            "controls": False,
-            "filler": {"kind": "text", "glob": str(corpus)},
-        }
-    )
+    config = _two_per_prompt(tmp_path, limit=2, depths=[0.5], controls=False)
     answers = " ".join(case.oracle.answer for case in _niah(2))
     run_dir = run_experiment(
         config, run_dir=tmp_path / "run", backend=FakeBackend("prose", lambda _: answers)
