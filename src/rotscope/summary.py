@@ -213,6 +213,11 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     }
     done = _scored(rows)
     tokens = meta.get("tokens", {})
+    task_order = (meta.get("config") or {}).get("tasks") or []
+    by_task = sorted(
+        _group(probes, "task").items(),
+        key=lambda item: task_order.index(item[0][0]) if item[0][0] in task_order else len(task_order),
+    )
     return {
         "run": run_dir.name,
         "model": meta.get("model"),
@@ -222,7 +227,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         "cells": cells,
         "lengths": list(per_length.values()),
         "effective_length": _effective_lengths(per_length, probes),
-        "tasks": [_task_analysis(task, group) for (task,), group in _group(probes, "task").items()],
+        "tasks": [_task_analysis(task, group) for (task,), group in by_task],
         "controls": [
             {
                 "task": task,
