@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 
 from rotscope.config import PlacementConfig
+from rotscope.errors import BadInput
 from rotscope.types import Case, Layout
 
 _DECOY_DRAWS = 200
@@ -22,8 +23,8 @@ def _support_depths(count: int, depth: float, rule: PlacementConfig, case_id: st
     if rule.support == "opposite":
         return [depth + 0.5 if depth < 0.5 else depth - 0.5] * count
     if len(rule.support_depths) < count:
-        raise ValueError(
-            f"case {case_id} has {count} support pieces but placement.support_depths lists "
+        raise BadInput(
+            f"placement.support_depths: case {case_id} has {count} support pieces but the list has "
             f"{len(rule.support_depths)}"
         )
     return list(rule.support_depths[:count])

@@ -11,6 +11,7 @@ from collections.abc import Callable
 import pytest
 
 from rotscope.config import FillerConfig, PlacementConfig
+from rotscope.errors import BadInput
 from rotscope.filler import documents
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
 from rotscope.layout import PlacementError, PromptBuilder, verify_prompt
@@ -92,7 +93,7 @@ def test_depths_rule_uses_support_depths_in_order() -> None:
 def test_depths_rule_with_too_few_depths_raises() -> None:
     case = _case("support", "support", "answer")
     rule = PlacementConfig(support="depths", support_depths=[0.2])
-    with pytest.raises(ValueError, match="2 support pieces"):
+    with pytest.raises(BadInput, match="2 support pieces"):
         target_depths(case, Layout(1000, 0.5), rule, 0)
 
 
