@@ -187,6 +187,9 @@ def _store_plan(
             "corpus": plan.corpus,
             "rejected": plan.rejected,
             "tokens": {"naive_prefill": plan.naive_prefill, "lower_bound": plan.lower_bound},
+            "order": "prefix trie"
+            if backend_name in LOCAL_BACKENDS
+            else f"seeded shuffle (seed {config.seed})",
         }
     )
 

@@ -254,6 +254,12 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             "started": min((row["created_at"] for row in rows), default=None),
             "finished": max((row["finished_at"] for row in rows if row["finished_at"]), default=None),
         },
+        "execution": {
+            "order": meta.get("order"),
+            # Which reuse ran: the correctness of reuse is tested, but a reader should know.
+            "prefix_cache": (meta.get("backend") or {}).get("options", {}).get("prefix_cache"),
+            "state_cache_mb": (meta.get("backend") or {}).get("options", {}).get("state_cache_mb"),
+        },
         "corpus": meta.get("corpus"),
         "backend": meta.get("backend"),
         "config": meta.get("config"),

@@ -96,6 +96,9 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     console.print(f"[bold]{headline(summary['effective_length'])}[/bold] (all tasks pooled)")
     items = summary["items"]
     tokens = summary["tokens"]
+    execution = summary["execution"]
+    reuse = {True: "on", False: "off (cold)", None: "n/a"}[execution["prefix_cache"]]
+    console.print(f"order: {execution['order']}; KV prefix reuse: {reuse}")
     console.print(
         f"items {items['done']}/{items['total']} done, {items['errors']} errors, "
         f"{items['rejected_prompts']} prompts rejected by the verifier; prompt tokens evaluated "
