@@ -44,11 +44,6 @@ def _known_providers() -> list[str]:
     return sorted(BACKENDS)
 
 
-def canonical_model(model: str) -> str:
-    provider, name = split_model(model)
-    return f"{provider}/{name}"
-
-
 def create_backend(config: ExperimentConfig) -> Backend:
     provider, name = split_model(config.model)
     return BACKENDS[provider](name, config)
