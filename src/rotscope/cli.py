@@ -99,8 +99,15 @@ def run(
     out: Annotated[Path | None, typer.Option(help="Run folder.")] = None,
     resume: Annotated[Path | None, typer.Option(help="Continue this run folder.")] = None,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan and verify; call no model.")] = False,
+    plan_file: Annotated[
+        Path | None, typer.Option("--plan", help="Frozen plan (rotscope plan); a deviating run exits 2.")
+    ] = None,
+    allow_deviation: Annotated[
+        bool, typer.Option("--allow-deviation", help="Run despite deviations from --plan, recording each.")
+    ] = False,
 ) -> None:
     """Run an experiment (or continue one with --resume) and show its heatmap."""
+    from rotscope.plan import read_manifest
     from rotscope.report.progress import ProgressBar
     from rotscope.report.terminal import print_summary
     from rotscope.runner import dry_run as plan_only
@@ -109,7 +116,7 @@ def run(
 
     def body() -> None:
         if resume is not None:
-            if config is not None:
+            if config is not None or plan_file is not None:
                 raise BadInput("--resume takes the run folder alone; its config.yaml is used")
             run_dir = resume_experiment(resume, reporter=ProgressBar(console))
         else:
@@ -136,11 +143,67 @@ def run(
                 for reason in plan.rejected:
                     console.print(f"rejected: {reason}", markup=False)
                 return
-            run_dir = run_experiment(experiment, reporter=ProgressBar(console))
+            frozen = read_manifest(plan_file) if plan_file is not None else None
+            run_dir = run_experiment(
+                experiment, reporter=ProgressBar(console), frozen_plan=frozen, allow_deviation=allow_deviation
+            )
         print_summary(load_summary(run_dir), console)
         console.print(f"run folder: {run_dir}")
 
     _guarded(body)
+
+
+@app.command("plan")
+def plan_command(
+    config: Annotated[Path, typer.Argument(help="Experiment YAML.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Plan file (JSON) to write.")],
+) -> None:
+    """Freeze a pre-registration manifest: digests, grid, seeds, decoding and the gate's analysis."""
+    from rotscope.runner import freeze_plan
+
+    def body() -> None:
+        manifest, digest = freeze_plan(_build(config, {}), output)
+        grid = manifest["grid"]
+        console.print(
+            f"plan {digest} -> {output}: {manifest['subject']['work_items']} work items, tasks "
+            f"{','.join(grid['tasks'])}, lengths {grid['lengths']}, {len(grid['positions'])} positions, "
+            f"{grid['repetitions']} repetition(s); cases {manifest['cases']['digest']}, filler "
+            f"{manifest['filler']['digest']}, template {manifest['subject']['template_digest']}",
+            markup=False,
+        )
+
+    _guarded(body)
+
+
+@app.command()
+def gate(
+    baseline: Annotated[Path, typer.Option("--baseline", help="Baseline run folder.")],
+    candidate: Annotated[Path, typer.Option("--candidate", help="Candidate run folder.")],
+    plan: Annotated[Path | None, typer.Option("--plan", help="Frozen plan whose analysis to apply.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the release record JSON.")] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Release record file; default CANDIDATE/gate-vs-BASELINE.json."),
+    ] = None,
+) -> None:
+    """Release verdict of a candidate against a baseline: exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE."""
+    from rotscope.gate import evaluate
+    from rotscope.plan import read_manifest
+    from rotscope.report.verdict import print_record
+
+    def body() -> dict[str, Any]:
+        frozen = read_manifest(plan) if plan is not None else None
+        return evaluate(baseline, candidate, frozen)
+
+    record = _guarded(body)
+    target = output or candidate / f"gate-vs-{baseline.resolve().name}.json"
+    target.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    if as_json:
+        sys.stdout.write(json.dumps(record, indent=2) + "\n")
+    else:
+        print_record(record, console)
+        console.print(f"release record: {target}", markup=False)
+    raise typer.Exit(record["exit_code"])
 
 
 @app.command()

@@ -88,6 +88,34 @@ class LlamaCppOptions(_Strict):
     evaluates each distinct prefix once; it helps orders that are not prefix-sorted."""
 
 
+class GateConfig(_Strict):
+    """The pre-registered analysis of a release gate (frozen by ``rotscope plan``).
+
+    The primary metric is instance-level accuracy; per slice the paired difference candidate minus
+    baseline gets a cluster bootstrap distribution (instances resampled, ``resamples`` draws seeded
+    by ``bootstrap_seed``), one-sided tests against ``-margin`` are Holm-adjusted across slices at
+    ``alpha``. Error rows are excluded and counted; more than ``max_error_rate`` of either run's rows
+    in error makes the verdict INCONCLUSIVE.
+    """
+
+    primary_metric: Literal["accuracy"] = "accuracy"
+    interval: Literal["cluster-bootstrap-percentile"] = "cluster-bootstrap-percentile"
+    resamples: int = Field(default=4000, ge=100)
+    bootstrap_seed: int = 0
+    alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
+    multiple_comparisons: Literal["holm"] = "holm"
+    margin: float = Field(default=0.05, ge=0.0, lt=1.0)
+    """Non-inferiority margin: a slice passes when candidate minus baseline is shown above -margin."""
+    floor: float = Field(default=0.0, ge=0.0, le=1.0)
+    """Least candidate accuracy per slice (point estimate); a Wilson upper bound below it fails."""
+    min_instances: int = Field(default=10, gt=0)
+    """A slice with fewer paired instances is INCONCLUSIVE; it is never pooled into a larger one."""
+    max_error_rate: float = Field(default=0.05, ge=0.0, le=1.0)
+    stopping_rule: Literal["fixed-sample"] = "fixed-sample"
+    """Every planned item runs once; no interim looks, no early stop."""
+    errors: Literal["exclude-and-count"] = "exclude-and-count"
+
+
 class ExperimentConfig(_Strict):
     name: str = "experiment"
     model: str = BUNDLED_MODEL
@@ -107,6 +135,10 @@ class ExperimentConfig(_Strict):
     length_tolerance: float = Field(default=0.05, gt=0.0, lt=1.0)
     depth_tolerance: float = Field(default=0.1, gt=0.0, le=1.0)
     out: str | None = None
+    gate: GateConfig = Field(default_factory=GateConfig)
+    cache_control: bool = False
+    """After the run, re-run a seeded sample of items with the engine's cache cleared and compare."""
+    cache_control_sample: int = Field(default=8, gt=0)
 
     @field_validator("lengths")
     @classmethod

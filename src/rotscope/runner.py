@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -14,8 +14,10 @@ from typing import Any, Protocol
 
 from rotscope import __version__
 from rotscope.backends import create_backend
+from rotscope.cachecheck import require_clearable, run_cache_checks
 from rotscope.config import ExperimentConfig, dump_config, load_config
 from rotscope.errors import BadInput
+from rotscope.plan import build_manifest, deviations, manifest_digest, write_manifest
 from rotscope.schedule import prefix_order, shuffled_order
 from rotscope.scoring import score_parts
 from rotscope.store import RunStore
@@ -164,6 +166,27 @@ def _check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
         raise BadInput(f"out: {run_dir} is not empty and holds no rotscope run")
 
 
+def check_plan(
+    frozen: Mapping[str, Any], manifest: Mapping[str, Any], allow_deviation: bool
+) -> dict[str, Any]:
+    """Compare a run's manifest with the frozen plan: a deviation is bad input unless allowed,
+    and then each one is recorded. Returns the run's ``plan`` metadata."""
+    found = deviations(frozen, manifest)
+    digest = manifest_digest(frozen)
+    if found and not allow_deviation:
+        raise BadInput(
+            f"plan {digest}: the run deviates at {found[0].describe()}"
+            f"{f' (and {len(found) - 1} more fields)' if len(found) > 1 else ''}; "
+            "rerun with --allow-deviation to run it and record the deviations"
+        )
+    return {
+        "digest": digest,
+        "deviations": [
+            {"field": item.field, "planned": item.planned, "actual": item.actual} for item in found
+        ],
+    }
+
+
 def _store_plan(
     store: RunStore, plan: Plan, ordered: list[WorkItem], config: ExperimentConfig, run_dir: Path, digest: str
 ) -> None:
@@ -201,9 +224,13 @@ def run_experiment(
     resume: bool = False,
     reporter: Reporter | None = None,
     backend: Backend | None = None,
+    frozen_plan: Mapping[str, Any] | None = None,
+    allow_deviation: bool = False,
 ) -> Path:
     """Run (or, with ``resume``, continue) ``config`` in ``run_dir``; returns the run folder.
 
+    With ``frozen_plan`` (a manifest from ``rotscope plan``) a run that deviates from it is bad
+    input, unless ``allow_deviation``, which runs it and records every deviation.
     Raises ``Interrupted`` on Ctrl-C with all finished items stored.
     """
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
@@ -211,13 +238,20 @@ def run_experiment(
     _check_run_dir(run_dir, digest, resume)
     backend = backend or create_backend(config)
     try:
+        if config.cache_control:
+            require_clearable(backend)
         plan = build_plan(config, backend)
+        manifest = build_manifest(config, plan, backend)
+        plan_meta = check_plan(frozen_plan, manifest, allow_deviation) if frozen_plan is not None else None
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
         store = RunStore(run_dir / "run.db")
         try:
             ordered = execution_order(plan.items, plan.backend.get("backend", ""), config.seed)
             _store_plan(store, plan, ordered, config, run_dir, digest)
+            store.set_meta({"manifest": manifest, "manifest_digest": manifest_digest(manifest)})
+            if plan_meta is not None:
+                store.set_meta({"plan": plan_meta})
             unfinished = store.unfinished()
             todo = [item for item in ordered if item.item_id in unfinished]
             backend.reserve(plan.max_prompt_tokens, config.generation.max_tokens)
@@ -225,6 +259,14 @@ def run_experiment(
                 reporter.start(len(todo), sum(item.prompt.prompt_tokens for item in todo))
             try:
                 asyncio.run(_execute(todo, backend, store, reporter))
+                if config.cache_control:
+                    deterministic = (
+                        plan.backend.get("backend") in LOCAL_BACKENDS and config.generation.temperature == 0
+                    )
+                    store.set_meta({"cache_control": {"deterministic": deterministic}})
+                    asyncio.run(
+                        run_cache_checks(ordered, backend, store, config.cache_control_sample, config.seed)
+                    )
             except KeyboardInterrupt:
                 left = len(store.unfinished())
                 raise Interrupted(run_dir, len(plan.items) - left, len(plan.items)) from None
@@ -244,6 +286,18 @@ def resume_experiment(run_dir: Path, *, reporter: Reporter | None = None) -> Pat
     store.close()
     config = load_config(run_dir / CONFIG_FILE)
     return run_experiment(config, run_dir=run_dir, resume=True, reporter=reporter)
+
+
+def freeze_plan(config: ExperimentConfig, output: Path) -> tuple[dict[str, Any], str]:
+    """Plan ``config`` without calling a model and write its manifest to ``output``."""
+    backend = create_backend(config)
+    try:
+        if config.cache_control:
+            require_clearable(backend)
+        manifest = build_manifest(config, build_plan(config, backend), backend)
+    finally:
+        backend.close()
+    return manifest, write_manifest(manifest, output)
 
 
 def dry_run(config: ExperimentConfig) -> Plan:

@@ -50,6 +50,16 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX items_call ON items (call_id);
         """,
     ),
+    (
+        "cache_checks",
+        """
+        CREATE TABLE cache_checks (
+            call_id TEXT PRIMARY KEY, warm_response TEXT, cold_response TEXT,
+            warm_cached_tokens INTEGER, cold_cached_tokens INTEGER, warm_correct REAL, cold_correct REAL,
+            error TEXT, finished_at TEXT NOT NULL
+        );
+        """,
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -140,6 +150,21 @@ class RunStore:
     def rows(self) -> list[dict[str, Any]]:
         cursor = self._db.execute(f"SELECT {', '.join(ITEM_COLUMNS)} FROM items ORDER BY plan_order")
         return [dict(row) for row in cursor]
+
+    def record_cache_check(self, check: Mapping[str, Any]) -> None:
+        """Store one warm/cold comparison (see ``rotscope.cachecheck``)."""
+        values = {**check, "finished_at": _now()}
+        with self._db:
+            self._db.execute(
+                f"INSERT OR REPLACE INTO cache_checks ({', '.join(values)}) "
+                f"VALUES ({', '.join('?' for _ in values)})",
+                tuple(values.values()),
+            )
+
+    def cache_checks(self) -> list[dict[str, Any]]:
+        return [
+            dict(row) for row in self._db.execute("SELECT * FROM cache_checks ORDER BY finished_at, call_id")
+        ]
 
     def prompt_messages(self, prompt_digest: str) -> list[dict[str, str]]:
         row = self._db.execute(

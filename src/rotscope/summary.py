@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rotscope.cachecheck import summarise_checks
 from rotscope.stats import (
     absolute_effective_length,
     base_score,
@@ -263,6 +264,13 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         "corpus": meta.get("corpus"),
         "backend": meta.get("backend"),
         "config": meta.get("config"),
+        "manifest_digest": meta.get("manifest_digest"),
+        "plan": meta.get("plan"),
+        "cache_control": summarise_checks(
+            store.cache_checks(),
+            deterministic=(meta.get("cache_control") or {}).get("deterministic", False),
+            alpha=((meta.get("config") or {}).get("gate") or {}).get("alpha", 0.05),
+        ),
     }
 
 

@@ -57,6 +57,7 @@ class FakeBackend:
         self._responder = responder
         self._tokenizer = FakeTokenizer()
         self.calls = 0
+        self.cache_clears = 0
 
     def tokenizer(self) -> FakeTokenizer:
         return self._tokenizer
@@ -75,6 +76,10 @@ class FakeBackend:
             prompt_tokens=len(request.token_ids),
             completion_tokens=self._tokenizer.count(text),
         )
+
+    def clear_cache(self) -> None:
+        """The fake keeps no cache; clears are counted so tests can see the cold replicate ran."""
+        self.cache_clears += 1
 
     def describe(self) -> dict[str, Any]:
         return {"backend": "fake", "model": self.model_id, "tokenizer": self._tokenizer.name}

@@ -128,6 +128,16 @@ class LlamaCppBackend:
     async def generate(self, request: GenerateRequest) -> Completion:
         return await asyncio.to_thread(self._generate, request)
 
+    def clear_cache(self) -> None:
+        """Forget the live KV cache and any saved states: the next prompt is evaluated from scratch."""
+        if self._llama is None:
+            return
+        self._llama.reset()
+        if self._llama.cache is not None:
+            from llama_cpp.llama_cache import LlamaRAMCache
+
+            self._llama.set_cache(LlamaRAMCache(capacity_bytes=self.options.state_cache_mb << 20))
+
     def describe(self) -> dict[str, Any]:
         return {
             "backend": "llamacpp",

@@ -83,6 +83,35 @@ def _print_task(analysis: dict[str, Any], console: Console) -> None:
     console.print(f"  {headline(analysis['effective_length'])}")
 
 
+def _print_plan_and_cache(summary: dict[str, Any], console: Console) -> None:
+    plan = summary.get("plan")
+    if plan:
+        deviations = plan["deviations"]
+        console.print(f"frozen plan {plan['digest']}: {len(deviations)} deviation(s) recorded")
+        for deviation in deviations:
+            console.print(
+                f"  deviation {deviation['field']}: "
+                f"plan {deviation['planned']!r}, run {deviation['actual']!r}",
+                markup=False,
+            )
+    cache = summary.get("cache_control")
+    if cache:
+        line = (
+            f"cache control: {cache['compared']} items re-run cold, {cache['differing']} replies differ from "
+            f"warm; correct warm {cache['warm_correct']:g}, cold {cache['cold_correct']:g} ({cache['rule']})"
+        )
+        if cache["incident"]:
+            console.print(f"[bold red]RUNTIME CORRECTNESS INCIDENT[/bold red] {line}", highlight=False)
+            for example in cache["examples"]:
+                console.print(
+                    f"  {example['call_id']}: "
+                    f"warm {example['warm_response']!r}, cold {example['cold_response']!r}",
+                    markup=False,
+                )
+        else:
+            console.print(line, markup=False)
+
+
 def print_summary(summary: dict[str, Any], console: Console) -> None:
     for analysis in summary["tasks"]:
         console.print(heatmap(summary, analysis["task"]))
@@ -105,3 +134,4 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         f"{tokens['evaluated']:,}, from cache {tokens['cached']:,} (naive {tokens['naive_prefill']:,}, "
         f"lower bound {tokens['lower_bound']:,})"
     )
+    _print_plan_and_cache(summary, console)

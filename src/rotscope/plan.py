@@ -1,0 +1,174 @@
+"""The frozen analysis plan (pre-registration): a manifest of everything that decides a run's
+numbers and how they will be judged, written before the run and checked against it.
+
+A manifest is a JSON mapping of groups. ``subject`` identifies what is being tested (model,
+tokenizer, chat template, system prompt, assembler code, engine); the other groups fix the
+protocol (cases, filler, grid, seeds, decoding, analysis) that a baseline and a candidate must
+share. ``config`` closes the list with the whole resolved config, so no field escapes the check.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from rotscope import __version__
+from rotscope.config import ExperimentConfig
+from rotscope.errors import BadInput
+from rotscope.types import Backend, Case
+from rotscope.workitems import Plan, select_cases
+
+MANIFEST_VERSION = 1
+SHARED_GROUPS = ("cases", "filler", "grid", "seeds", "decoding", "analysis")
+"""Groups a baseline and a candidate compared under one plan must have in common."""
+ASSEMBLER_SOURCES = (
+    "layout.py",
+    "placement.py",
+    "workitems.py",
+    "filler/__init__.py",
+    "filler/corpus.py",
+    "filler/code.py",
+    "filler/text.py",
+    "filler/readinglog.py",
+    "tasks/bundles.py",
+)
+_TEMPLATE_PROBE = ({"role": "system", "content": "S"}, {"role": "user", "content": "U"})
+
+
+def _sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:16]
+
+
+def canonical_json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def assembler_digest() -> str:
+    """The code that turns cases into prompts: its sources and the rotscope version."""
+    digest = hashlib.sha256(__version__.encode())
+    package = resources.files("rotscope")
+    for name in ASSEMBLER_SOURCES:
+        digest.update(name.encode())
+        digest.update(package.joinpath(name).read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def cases_digest(cases: list[Case]) -> str:
+    """Every case's id, question, oracle and evidence bytes, in order."""
+    return _sha(canonical_json([asdict(case) for case in cases]).encode())
+
+
+def template_digest(backend: Backend, description: Mapping[str, Any]) -> str:
+    """The backend's own template digest, else the digest of a probe conversation rendered by it."""
+    stored = description.get("template_digest")
+    if stored:
+        return str(stored)
+    return _sha(backend.tokenizer().render_chat(list(_TEMPLATE_PROBE)).encode())
+
+
+def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> dict[str, Any]:
+    """The manifest of ``config`` as planned: digests, grid, seeds, decoding and analysis."""
+    description = plan.backend
+    tokenizer = backend.tokenizer()
+    cases = select_cases(config)
+    fields = config.model_dump(mode="json", exclude={"out"})
+    return {
+        "manifest_version": MANIFEST_VERSION,
+        "subject": {
+            "model": plan.items[0].model if plan.items else backend.model_id,
+            "backend": description.get("backend"),
+            "model_digest": description.get("model_digest"),
+            "tokenizer": tokenizer.name,
+            "tokenizer_digest": description.get("tokenizer_digest") or tokenizer.digest(),
+            "template_digest": template_digest(backend, description),
+            "system_prompt_digest": None
+            if config.system_prompt is None
+            else _sha(config.system_prompt.encode()),
+            "assembler_digest": assembler_digest(),
+            "rotscope_version": __version__,
+            "engine": description.get("options"),
+            "work_items": len(plan.items),
+            "rejected_prompts": len(plan.rejected),
+        },
+        "cases": {"digest": cases_digest(cases), "count": len(cases)},
+        "filler": {"source": plan.corpus.get("source"), "digest": plan.corpus.get("digest")},
+        "grid": {
+            "tasks": fields["tasks"],
+            "lengths": fields["lengths"],
+            "positions": fields["depths"],
+            "repetitions": config.trials,
+            "limit": config.limit,
+            "controls": config.controls,
+            "questions_per_prompt": config.questions_per_prompt,
+            "placement": fields["placement"],
+        },
+        "seeds": {"layout": config.seed, "generation": config.generation.seed},
+        "decoding": {
+            "temperature": config.generation.temperature,
+            "max_tokens": config.generation.max_tokens,
+        },
+        "analysis": fields["gate"],
+        "config": fields,
+    }
+
+
+def manifest_digest(manifest: Mapping[str, Any]) -> str:
+    return _sha(canonical_json(manifest).encode())
+
+
+def write_manifest(manifest: Mapping[str, Any], path: Path) -> str:
+    """Write the manifest as JSON; returns its digest."""
+    path.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    return manifest_digest(manifest)
+
+
+def read_manifest(path: Path) -> dict[str, Any]:
+    if not path.is_file():
+        raise BadInput(f"{path}: plan file not found")
+    try:
+        manifest = json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BadInput(f"{path}: not a plan written by rotscope plan ({error})") from None
+    if not isinstance(manifest, dict) or manifest.get("manifest_version") != MANIFEST_VERSION:
+        raise BadInput(f"{path}: not a plan written by rotscope plan (manifest_version missing or unknown)")
+    return manifest
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """One field whose value in the run differs from the frozen plan."""
+
+    field: str
+    planned: Any
+    actual: Any
+
+    def describe(self) -> str:
+        return f"{self.field}: plan {canonical_json(self.planned)}, run {canonical_json(self.actual)}"
+
+
+def _flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
+    if isinstance(value, Mapping) and value:
+        for key, inner in value.items():
+            yield from _flatten(inner, f"{prefix}.{key}" if prefix else str(key))
+    else:
+        yield prefix, value
+
+
+def deviations(
+    planned: Mapping[str, Any], actual: Mapping[str, Any], groups: tuple[str, ...] | None = None
+) -> list[Deviation]:
+    """Fields that differ, in the plan's order (fields only one side has count too)."""
+    chosen = groups or tuple(dict.fromkeys([*planned, *actual]))
+    found: list[Deviation] = []
+    for group in chosen:
+        left = dict(_flatten(planned.get(group), group))
+        right = dict(_flatten(actual.get(group), group))
+        for name in dict.fromkeys([*left, *right]):
+            if left.get(name) != right.get(name):
+                found.append(Deviation(name, left.get(name), right.get(name)))
+    return found

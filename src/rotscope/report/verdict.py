@@ -1,0 +1,88 @@
+"""Terminal view of a gate's release record: the verdict, a row per slice, worst positions."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+_STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
+_WORST_SHOWN = 10
+
+
+def _fmt(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.3f}" if signed else f"{value:.3f}"
+
+
+def slice_table(record: dict[str, Any]) -> Table:
+    analysis = record["analysis"]
+    table = Table(
+        title=(
+            f"candidate − baseline per slice: paired instance accuracy, cluster bootstrap "
+            f"({analysis['resamples']} resamples, seed {analysis['bootstrap_seed']}), one-sided bounds at "
+            f"Holm levels, alpha {analysis['alpha']}, margin {analysis['margin']}, "
+            f"floor {analysis['floor']}, min {analysis['min_instances']} instances"
+        ),
+        title_justify="left",
+    )
+    for name in ("task", "length", "position", "slice", "inst.", "baseline", "candidate", "diff",
+                 "bounds", "Holm p (non-inf.)", "verdict"):  # fmt: skip
+        table.add_column(name, justify="right" if name not in ("task", "position", "slice") else "left")
+    for item in record["slices"]:
+        fields = ", ".join(f"{key}={value}" for key, value in item["fields"].items())
+        table.add_row(
+            item["task"],
+            f"{item['length']:,}",
+            item["position"],
+            fields or "-",
+            str(item["instances"]),
+            _fmt(item["baseline_accuracy"]),
+            _fmt(item["candidate_accuracy"]),
+            _fmt(item["difference"], signed=True),
+            f"[{_fmt(item['lower'], True)}, {_fmt(item['upper'], True)}]",
+            _fmt(item["p_noninferior_holm"]),
+            f"[{_STYLE[item['verdict']]}]{item['verdict']}[/]",
+        )
+    return table
+
+
+def print_record(record: dict[str, Any], console: Console) -> None:
+    console.print(slice_table(record))
+    worst = record["worst_positions"]
+    if worst:
+        console.print(
+            f"worst position per case (candidate; largest range across positions first, top {_WORST_SHOWN}):"
+        )
+        for entry in worst[:_WORST_SHOWN]:
+            baseline = "-" if entry["baseline_range"] is None else f"{entry['baseline_range']:.2f}"
+            console.print(
+                f"  {entry['case_id']}: worst {entry['worst_position']} ({entry['worst_accuracy']:.2f}), "
+                f"range {entry['range']:.2f} (baseline range {baseline})",
+                markup=False,
+            )
+    for role in ("baseline", "candidate"):
+        for column, counts in record["claims"][role].items():
+            total = sum(counts.values())
+            top = ", ".join(f"{claim} x{n}" for claim, n in sorted(counts.items(), key=lambda kv: -kv[1])[:5])
+            console.print(
+                f"{role} {column.replace('_', ' ')}: {total}{f' ({top})' if top else ''}", markup=False
+            )
+    errors = record["errors"]
+    console.print(
+        f"excluded pairs {errors['pairs_excluded']} (errors: baseline {errors['baseline_errors']}, "
+        f"candidate {errors['candidate_errors']})"
+    )
+    for role in ("baseline", "candidate"):
+        for deviation in record[role]["plan_deviations"]:
+            console.print(
+                f"{role} ran with a plan deviation: {deviation['field']} "
+                f"(plan {deviation['planned']!r}, run {deviation['actual']!r})",
+                markup=False,
+            )
+    verdict = record["verdict"]
+    console.print(f"[{_STYLE[verdict]}]{verdict}[/] (exit {record['exit_code']})")
+    for reason in record["reasons"]:
+        console.print(f"  {reason}", markup=False)
