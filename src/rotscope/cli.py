@@ -165,7 +165,7 @@ def plan_command(
         manifest, digest = freeze_plan(_build(config, {}), output)
         grid = manifest["grid"]
         console.print(
-            f"plan {digest} -> {output}: {manifest['subject']['work_items']} work items, tasks "
+            f"plan {digest} -> {output}: {manifest['planned']['work_items']} work items, tasks "
             f"{','.join(grid['tasks'])}, lengths {grid['lengths']}, {len(grid['positions'])} positions, "
             f"{grid['repetitions']} repetition(s); cases {manifest['cases']['digest']}, filler "
             f"{manifest['filler']['digest']}, template {manifest['subject']['template_digest']}",

@@ -423,7 +423,11 @@ def evaluate(
 ) -> dict[str, Any]:
     """The release record of ``candidate_dir`` against ``baseline_dir``: verdict, exit code, slices,
     worst positions, claim counts, and the digests that bind them."""
-    baseline, candidate = load_run(baseline_dir), load_run(candidate_dir)
+    return compare(load_run(baseline_dir), load_run(candidate_dir), plan)
+
+
+def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """``evaluate`` on runs already loaded."""
     if plan is not None:
         check_against_plan(plan, baseline, "baseline")
         check_against_plan(plan, candidate, "candidate")

@@ -1,10 +1,11 @@
 """The frozen analysis plan (pre-registration): a manifest of everything that decides a run's
 numbers and how they will be judged, written before the run and checked against it.
 
-A manifest is a JSON mapping of groups. ``subject`` identifies what is being tested (model,
-tokenizer, chat template, system prompt, assembler code, engine); the other groups fix the
-protocol (cases, filler, grid, seeds, decoding, analysis) that a baseline and a candidate must
-share. ``config`` closes the list with the whole resolved config, so no field escapes the check.
+A manifest is a JSON mapping of groups. The protocol groups (grid, seeds, decoding, analysis,
+cases, filler) are what a baseline and a candidate must share; ``subject`` identifies what is
+being tested (model, tokenizer, chat template, system prompt, assembler code, engine);
+``planned`` counts the verified work items; ``config`` closes the list with the whole resolved
+config, so no field escapes the check. Deviations are reported in this order.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from rotscope.types import Backend, Case
 from rotscope.workitems import Plan, select_cases
 
 MANIFEST_VERSION = 1
-SHARED_GROUPS = ("cases", "filler", "grid", "seeds", "decoding", "analysis")
+SHARED_GROUPS = ("grid", "seeds", "decoding", "analysis", "cases", "filler")
 """Groups a baseline and a candidate compared under one plan must have in common."""
 ASSEMBLER_SOURCES = (
     "layout.py",
@@ -79,24 +80,6 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> di
     fields = config.model_dump(mode="json", exclude={"out"})
     return {
         "manifest_version": MANIFEST_VERSION,
-        "subject": {
-            "model": plan.items[0].model if plan.items else backend.model_id,
-            "backend": description.get("backend"),
-            "model_digest": description.get("model_digest"),
-            "tokenizer": tokenizer.name,
-            "tokenizer_digest": description.get("tokenizer_digest") or tokenizer.digest(),
-            "template_digest": template_digest(backend, description),
-            "system_prompt_digest": None
-            if config.system_prompt is None
-            else _sha(config.system_prompt.encode()),
-            "assembler_digest": assembler_digest(),
-            "rotscope_version": __version__,
-            "engine": description.get("options"),
-            "work_items": len(plan.items),
-            "rejected_prompts": len(plan.rejected),
-        },
-        "cases": {"digest": cases_digest(cases), "count": len(cases)},
-        "filler": {"source": plan.corpus.get("source"), "digest": plan.corpus.get("digest")},
         "grid": {
             "tasks": fields["tasks"],
             "lengths": fields["lengths"],
@@ -113,6 +96,23 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> di
             "max_tokens": config.generation.max_tokens,
         },
         "analysis": fields["gate"],
+        "cases": {"digest": cases_digest(cases), "count": len(cases)},
+        "filler": {"source": plan.corpus.get("source"), "digest": plan.corpus.get("digest")},
+        "subject": {
+            "model": plan.items[0].model if plan.items else backend.model_id,
+            "backend": description.get("backend"),
+            "model_digest": description.get("model_digest"),
+            "tokenizer": tokenizer.name,
+            "tokenizer_digest": description.get("tokenizer_digest") or tokenizer.digest(),
+            "template_digest": template_digest(backend, description),
+            "system_prompt_digest": None
+            if config.system_prompt is None
+            else _sha(config.system_prompt.encode()),
+            "assembler_digest": assembler_digest(),
+            "rotscope_version": __version__,
+            "engine": description.get("options"),
+        },
+        "planned": {"work_items": len(plan.items), "rejected_prompts": len(plan.rejected)},
         "config": fields,
     }
 

@@ -14,7 +14,7 @@ _WORST_SHOWN = 10
 def _fmt(value: float | None, signed: bool = False) -> str:
     if value is None:
         return "-"
-    return f"{value:+.3f}" if signed else f"{value:.3f}"
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
 
 
 def slice_table(record: dict[str, Any]) -> Table:
@@ -28,22 +28,18 @@ def slice_table(record: dict[str, Any]) -> Table:
         ),
         title_justify="left",
     )
-    for name in ("task", "length", "position", "slice", "inst.", "baseline", "candidate", "diff",
-                 "bounds", "Holm p (non-inf.)", "verdict"):  # fmt: skip
-        table.add_column(name, justify="right" if name not in ("task", "position", "slice") else "left")
+    for name in ("slice", "inst.", "base", "cand.", "diff", "bounds", "Holm p", "verdict"):
+        table.add_column(name, justify="left" if name == "slice" else "right", no_wrap=name != "slice")
     for item in record["slices"]:
-        fields = ", ".join(f"{key}={value}" for key, value in item["fields"].items())
+        fields = "".join(f" {key}={value}" for key, value in item["fields"].items())
         table.add_row(
-            item["task"],
-            f"{item['length']:,}",
-            item["position"],
-            fields or "-",
+            f"{item['task']} {item['length']:,} {item['position']}{fields}",
             str(item["instances"]),
             _fmt(item["baseline_accuracy"]),
             _fmt(item["candidate_accuracy"]),
             _fmt(item["difference"], signed=True),
             f"[{_fmt(item['lower'], True)}, {_fmt(item['upper'], True)}]",
-            _fmt(item["p_noninferior_holm"]),
+            "-" if item["p_noninferior_holm"] is None else f"{item['p_noninferior_holm']:.4f}",
             f"[{_STYLE[item['verdict']]}]{item['verdict']}[/]",
         )
     return table

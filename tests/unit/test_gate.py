@@ -1,0 +1,257 @@
+"""The gate's verdict on synthetic paired runs whose right answer is known by construction."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from statsmodels.stats.multitest import multipletests
+
+from rotscope.config import GateConfig
+from rotscope.errors import BadInput
+from rotscope.gate import EXIT_CODES, RunData, compare, holm
+
+Outcome = Callable[[str, int], bool]
+"""Whether (position, instance number) is answered correctly."""
+
+
+def _row(position: str, number: int, correct: bool, **extra: Any) -> dict[str, Any]:
+    row = {
+        "task": "niah",
+        "case_id": f"case-{number:02d}",
+        "instance_id": f"case-{number:02d}",
+        "length_target": 300,
+        "depth": {"beginning": 0.0, "midpoint": 0.5, "end": 1.0}.get(position, 0.0),
+        "position": position,
+        "trial": 0,
+        "control": 0,
+        "question": f"question {number}",
+        "expected": f"answer {number}",
+        "seed": 0,
+        "spans": json.dumps([{"evidence_id": "e", "text": f"evidence {number}"}]),
+        "status": "ok",
+        "outcome": "correct" if correct else "incorrect",
+    }
+    row.update(extra)
+    return row
+
+
+def make_run(
+    outcome: Outcome,
+    *,
+    instances: int = 30,
+    positions: tuple[str, ...] = ("beginning", "midpoint", "end"),
+    gate: dict[str, Any] | None = None,
+    name: str = "run",
+    extra: Callable[[str, int], dict[str, Any]] | None = None,
+) -> RunData:
+    rows = [
+        _row(position, number, outcome(position, number), **(extra(position, number) if extra else {}))
+        for position in positions
+        for number in range(instances)
+    ]
+    meta = {"run_id": name, "config": {"seed": 0, "generation": {"seed": 0}, "gate": gate or {}}}
+    return RunData(Path(name), meta, rows)
+
+
+def always(position: str, number: int) -> bool:
+    return True
+
+
+def ninety(position: str, number: int) -> bool:
+    return number % 10 != 0
+
+
+def verdict(baseline: RunData, candidate: RunData) -> str:
+    return str(compare(baseline, candidate)["verdict"])
+
+
+def test_identical_runs_pass_with_exit_0() -> None:
+    record = compare(make_run(ninety), make_run(ninety, name="cand"))
+    assert record["verdict"] == "PASS"
+    assert record["exit_code"] == EXIT_CODES["PASS"] == 0
+    assert all(item["verdict"] == "PASS" for item in record["slices"])
+    assert all(item["lower"] > -0.05 for item in record["slices"])
+
+
+def test_evidence_lost_at_one_position_fails_that_slice() -> None:
+    candidate = make_run(lambda position, number: position != "midpoint", name="cand")
+    record = compare(make_run(always), candidate)
+    assert record["verdict"] == "FAIL" and record["exit_code"] == 1
+    by_position = {item["position"]: item for item in record["slices"]}
+    assert by_position["midpoint"]["verdict"] == "FAIL"
+    assert by_position["midpoint"]["upper"] < -0.05
+    assert by_position["beginning"]["verdict"] == "PASS"
+    assert record["worst_positions"][0]["worst_position"] == "midpoint"
+    assert record["worst_positions"][0]["range"] == 1.0
+    assert record["worst_positions"][0]["baseline_range"] == 0.0
+
+
+def test_a_small_loss_whose_interval_straddles_the_margin_is_inconclusive() -> None:
+    # Candidate loses 3 of 30 instances at the midpoint: -0.10 against a margin of 0.10.
+    gate = {"margin": 0.1}
+    candidate = make_run(
+        lambda position, number: not (position == "midpoint" and number < 3), gate=gate, name="cand"
+    )
+    record = compare(make_run(always, gate=gate), candidate)
+    midpoint = next(item for item in record["slices"] if item["position"] == "midpoint")
+    assert midpoint["lower"] < -0.1 < midpoint["upper"]
+    assert midpoint["verdict"] == "INCONCLUSIVE"
+    assert "straddles" in midpoint["reason"]
+    assert record["verdict"] == "INCONCLUSIVE" and record["exit_code"] == 3
+
+
+def test_a_slice_below_the_minimum_is_inconclusive_and_never_pooled() -> None:
+    """The case file's ``slices`` field makes a 'risk=high' slice of 3 instances next to large
+    clean ones; the gate does not fold it into them to pass."""
+
+    def risk(position: str, number: int) -> dict[str, Any]:
+        return {"slices": json.dumps({"risk": "high" if number < 3 else "low"})}
+
+    record = compare(make_run(always, extra=risk), make_run(always, extra=risk, name="cand"))
+    small = [item for item in record["slices"] if item["fields"] == {"risk": "high"}]
+    assert [item["instances"] for item in small] == [3, 3, 3]
+    assert all(item["verdict"] == "INCONCLUSIVE" and "fewer than" in item["reason"] for item in small)
+    large = [item for item in record["slices"] if item["fields"] == {"risk": "low"}]
+    assert [item["instances"] for item in large] == [27, 27, 27]
+    assert all(item["verdict"] == "PASS" for item in large)
+    assert record["verdict"] == "INCONCLUSIVE"
+
+
+def test_rows_without_slice_fields_slice_by_task_length_and_position() -> None:
+    record = compare(make_run(always), make_run(always, name="cand"))
+    assert [
+        (item["task"], item["length"], item["position"], item["fields"]) for item in record["slices"]
+    ] == [
+        ("niah", 300, "beginning", {}),
+        ("niah", 300, "end", {}),
+        ("niah", 300, "midpoint", {}),
+    ]
+
+
+def _lose(count: int) -> Outcome:
+    return lambda position, number: number >= count
+
+
+def test_holm_withholds_a_pass_that_unadjusted_tests_would_give() -> None:
+    """Five slices each losing 4 of 40 instances against a margin of 0.2: each one-sided
+    p-value is near 0.02, below alpha alone but not below Holm's first level alpha / 5."""
+    positions = ("p1", "p2", "p3", "p4", "p5")
+    gate = {"margin": 0.2}
+    baseline = make_run(always, instances=40, positions=positions, gate=gate)
+    candidate = make_run(_lose(4), instances=40, positions=positions, gate=gate, name="cand")
+    record = compare(baseline, candidate)
+    raw = [item["p_noninferior"] for item in record["slices"]]
+    assert all(0.01 < p < 0.05 for p in raw)
+    assert all(item["p_noninferior_holm"] > 0.05 for item in record["slices"])
+    assert record["verdict"] == "INCONCLUSIVE"
+    one = compare(
+        make_run(always, instances=40, positions=("p1",), gate=gate),
+        make_run(_lose(4), instances=40, positions=("p1",), gate=gate, name="cand"),
+    )
+    assert one["verdict"] == "PASS"
+
+
+def test_holm_is_holm_not_the_statsmodels_default() -> None:
+    p_values = [0.01, 0.02, 0.03]
+    assert holm(p_values, 0.05) == pytest.approx([0.03, 0.04, 0.04])
+    sidak = multipletests(p_values, alpha=0.05)[1]
+    assert list(sidak) != pytest.approx([0.03, 0.04, 0.04])
+
+
+def test_a_candidate_clearly_below_the_floor_fails_even_without_a_difference() -> None:
+    gate = {"floor": 0.8}
+
+    def low(position: str, number: int) -> bool:
+        return number % 5 == 0
+
+    record = compare(make_run(low, gate=gate), make_run(low, gate=gate, name="cand"))
+    assert all(item["verdict"] == "FAIL" and "floor" in item["reason"] for item in record["slices"])
+    assert record["verdict"] == "FAIL"
+
+
+def test_floor_met_on_the_point_but_not_clearly_missed_is_inconclusive() -> None:
+    gate = {"floor": 0.8}
+
+    def most(position: str, number: int) -> bool:
+        return number % 4 != 0  # 0.73 of 30: below 0.8, Wilson upper bound above it
+
+    record = compare(make_run(most, gate=gate), make_run(most, gate=gate, name="cand"))
+    assert all(item["verdict"] == "INCONCLUSIVE" for item in record["slices"])
+
+
+def test_error_rows_are_excluded_counted_and_too_many_make_it_inconclusive() -> None:
+    def broken(position: str, number: int) -> dict[str, Any]:
+        return {"status": "error", "outcome": "error"} if number < 3 else {}
+
+    record = compare(make_run(always), make_run(always, extra=broken, name="cand"))
+    assert record["errors"]["candidate_errors"] == 9
+    assert record["errors"]["pairs_excluded"] == 9
+    assert all(item["instances"] == 27 for item in record["slices"])
+    assert record["verdict"] == "INCONCLUSIVE"
+    assert "error" in record["reasons"][0]
+    tolerant = {"max_error_rate": 0.2}
+    record = compare(make_run(always, gate=tolerant), make_run(always, extra=broken, gate=tolerant, name="c"))
+    assert record["verdict"] == "PASS"
+
+
+def test_bootstrap_is_seeded() -> None:
+    candidate = make_run(_lose(5), name="cand")
+    first = compare(make_run(always), candidate)["slices"]
+    second = compare(make_run(always), candidate)["slices"]
+    assert [s["lower"] for s in first] == [s["lower"] for s in second]
+    seven = {"bootstrap_seed": 7}
+    reseeded = compare(make_run(always, gate=seven), make_run(_lose(5), gate=seven, name="c"))["slices"]
+    assert [s["lower"] for s in reseeded] != [s["lower"] for s in first]
+
+
+@pytest.mark.parametrize(
+    ("change", "named"),
+    [
+        (lambda row: row.update(case_id="other", instance_id="other"), "not the candidate"),
+        (lambda row: row.update(question="another question"), "question"),
+        (lambda row: row.update(seed=5), "seed"),
+        (lambda row: row.update(spans=json.dumps([{"text": "other evidence"}])), "evidence"),
+    ],
+)
+def test_runs_that_do_not_share_cases_layouts_and_seeds_are_refused(
+    change: Callable[[dict[str, Any]], None], named: str
+) -> None:
+    candidate = make_run(always, name="cand")
+    change(candidate.rows[4])
+    with pytest.raises(BadInput, match=named):
+        compare(make_run(always), candidate)
+
+
+def test_runs_with_different_layout_seeds_are_refused() -> None:
+    candidate = make_run(always, name="cand")
+    candidate.meta["config"]["seed"] = 1
+    with pytest.raises(BadInput, match="different seeds"):
+        compare(make_run(always), candidate)
+
+
+def test_runs_with_different_gate_settings_need_a_plan() -> None:
+    with pytest.raises(BadInput, match="--plan"):
+        compare(make_run(always), make_run(always, gate={"margin": 0.2}, name="cand"))
+
+
+def test_a_plans_analysis_overrides_the_runs_settings() -> None:
+    plan = {"analysis": GateConfig(min_instances=50).model_dump(mode="json")}
+    baseline, candidate = make_run(always), make_run(always, name="cand")
+    for run in (baseline, candidate):
+        run.meta["manifest"] = {"analysis": plan["analysis"]}
+    record = compare(baseline, candidate, plan)
+    assert record["analysis"]["min_instances"] == 50
+    assert record["verdict"] == "INCONCLUSIVE"
+
+
+def test_claim_columns_are_counted_when_rows_carry_them() -> None:
+    def claims(position: str, number: int) -> dict[str, Any]:
+        return {"missing_claims": json.dumps(["window-23"] if number < 2 else []), "wrong_citations": "[]"}
+
+    record = compare(make_run(always), make_run(always, extra=claims, name="cand"))
+    assert record["claims"]["candidate"] == {"missing_claims": {"window-23": 6}, "wrong_citations": {}}
+    assert record["claims"]["baseline"] == {}

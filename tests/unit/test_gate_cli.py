@@ -1,0 +1,175 @@
+"""``rotscope plan``, ``run --plan`` and ``gate`` end to end with the deterministic fake models:
+exit codes 0 / 1 / 2 / 3 and the release record."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from click.testing import Result
+from typer.testing import CliRunner
+
+from rotscope.cli import app
+from rotscope.plan import manifest_digest, read_manifest
+
+SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
+
+
+def _invoke(*args: str | Path) -> Result:
+    return CliRunner().invoke(app, [str(arg) for arg in args])
+
+
+def _one_error_line(result: Result, *fragments: str) -> None:
+    assert result.exit_code == 2, (result.exit_code, result.output)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("rotscope: "), result.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("gatecli")
+    rng = random.Random(0)
+    (root / "corpus").mkdir()
+    for number in range(3):
+        lines = (" ".join(rng.choice(SYLLABLES) + rng.choice(SYLLABLES) for _ in range(8)) for _ in range(40))
+        (root / "corpus" / f"doc{number}.txt").write_text(".\n".join(lines) + ".\n", encoding="utf-8")
+    return root
+
+
+def _experiment(folder: Path, name: str, **fields: Any) -> Path:
+    data: dict[str, Any] = {
+        "name": name,
+        "model": "fake/lexical",
+        "tasks": ["niah"],
+        "lengths": [200],
+        "depths": ["beginning", "midpoint", "end"],
+        "limit": 8,
+        "filler": {"kind": "text", "glob": str(folder / "corpus" / "*.txt")},
+        "gate": {"min_instances": 5, "margin": 0.1},
+    }
+    data.update(fields)
+    path = folder / f"{name}.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def runs(folder: Path) -> dict[str, Path]:
+    """A plan, a baseline under it, a same-model candidate and a tail-only candidate."""
+    experiment = _experiment(folder, "exp")
+    assert _invoke("plan", experiment, "-o", folder / "plan.json").exit_code == 0
+    made = {"plan": folder / "plan.json", "experiment": experiment}
+    for name, extra in (
+        ("baseline", ()),
+        ("same", ()),
+        ("recent", ("--model", "fake/lexical-recent", "--allow-deviation")),
+    ):
+        result = _invoke("run", experiment, "--plan", folder / "plan.json", "--out", folder / name, *extra)
+        assert result.exit_code == 0, result.output
+        made[name] = folder / name
+    return made
+
+
+@pytest.fixture(scope="module")
+def small(folder: Path) -> tuple[Path, Path]:
+    """Two runs of 3 cases: fewer than the minimum of 5 instances per slice."""
+    experiment = _experiment(folder, "small", limit=3)
+    for name in ("small-base", "small-cand"):
+        assert _invoke("run", experiment, "--out", folder / name).exit_code == 0
+    return folder / "small-base", folder / "small-cand"
+
+
+@pytest.fixture(scope="module")
+def seeded(folder: Path) -> Path:
+    """The baseline's experiment with another layout seed."""
+    assert _invoke("run", _experiment(folder, "seeded", seed=1), "--out", folder / "seeded").exit_code == 0
+    return folder / "seeded"
+
+
+def test_plan_writes_a_manifest_and_names_its_digest(runs: dict[str, Path]) -> None:
+    manifest = read_manifest(runs["plan"])
+    assert manifest["grid"]["lengths"] == [200]
+    result = _invoke("plan", runs["experiment"], "-o", runs["plan"].with_name("again.json"))
+    assert result.exit_code == 0
+    assert f"plan {manifest_digest(manifest)}" in result.output
+
+
+def test_a_run_whose_flags_change_the_plan_exits_2(runs: dict[str, Path], folder: Path) -> None:
+    result = _invoke("run", runs["experiment"], "--plan", runs["plan"], "--lengths", "300")
+    _one_error_line(result, "grid.lengths: plan [200], run [300]", "--allow-deviation")
+
+
+def test_an_allowed_deviation_is_listed_by_show(runs: dict[str, Path]) -> None:
+    result = CliRunner(env={"COLUMNS": "200"}).invoke(app, ["show", str(runs["recent"])])
+    assert result.exit_code == 0
+    assert "deviation subject.model: plan 'fake/lexical', run 'fake/lexical-recent'" in result.output
+    summary = json.loads(_invoke("show", runs["recent"], "--json").stdout)
+    assert summary["plan"]["deviations"][0]["field"] == "subject.model"
+
+
+def test_the_same_model_passes_with_exit_0(runs: dict[str, Path], folder: Path) -> None:
+    record_path = folder / "pass.json"
+    result = _invoke(
+        "gate", "--baseline", runs["baseline"], "--candidate", runs["same"], "--plan", runs["plan"], "-o",
+        record_path,
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    assert "PASS" in result.output
+    record = json.loads(record_path.read_text(encoding="utf-8"))
+    assert record["verdict"] == "PASS" and record["exit_code"] == 0
+    plan = read_manifest(runs["plan"])
+    assert record["plan_digest"] == manifest_digest(plan)
+    for role in ("baseline", "candidate"):
+        bound = record[role]
+        assert bound["model"] == "fake/lexical"
+        assert bound["cases_digest"] == plan["cases"]["digest"]
+        assert bound["template_digest"] == plan["subject"]["template_digest"]
+        assert bound["tokenizer_digest"] == plan["subject"]["tokenizer_digest"]
+        assert bound["assembler_digest"] == plan["subject"]["assembler_digest"]
+        assert bound["plan_digest"] == manifest_digest(plan)
+    assert {item["position"] for item in record["slices"]} == {"beginning", "midpoint", "end", "absent"}
+
+
+def test_a_model_that_reads_only_the_tail_fails_with_exit_1(runs: dict[str, Path], folder: Path) -> None:
+    result = _invoke(
+        "gate", "--baseline", runs["baseline"], "--candidate", runs["recent"], "--plan", runs["plan"],
+        "--json", "-o", folder / "fail.json",
+    )  # fmt: skip
+    assert result.exit_code == 1, result.output
+    record = json.loads(result.stdout)
+    assert record["verdict"] == "FAIL"
+    failing = {item["position"] for item in record["slices"] if item["verdict"] == "FAIL"}
+    assert "beginning" in failing and "end" not in failing
+    assert record["candidate"]["plan_deviations"][0]["field"] == "subject.model"
+
+
+def test_too_few_instances_give_inconclusive_with_exit_3(small: tuple[Path, Path]) -> None:
+    result = _invoke("gate", "--baseline", small[0], "--candidate", small[1])
+    assert result.exit_code == 3, result.output
+    assert "INCONCLUSIVE" in result.output and "fewer than the plan's minimum 5" in result.output
+    assert (small[1] / "gate-vs-small-base.json").is_file()
+
+
+def test_runs_with_other_cases_or_seeds_exit_2(
+    runs: dict[str, Path], small: tuple[Path, Path], seeded: Path
+) -> None:
+    result = _invoke("gate", "--baseline", runs["baseline"], "--candidate", seeded)
+    _one_error_line(result, "different seeds", "baseline 0, candidate 1")
+    result = _invoke("gate", "--baseline", runs["baseline"], "--candidate", small[1])
+    _one_error_line(result, "not the candidate")
+
+
+def test_a_run_outside_the_plan_exits_2(runs: dict[str, Path], seeded: Path) -> None:
+    result = _invoke("gate", "--baseline", runs["baseline"], "--candidate", seeded, "--plan", runs["plan"])
+    _one_error_line(result, "candidate run seeded deviates from the plan at seeds.layout")
+
+
+def test_gate_on_a_folder_that_is_no_run_exits_2(runs: dict[str, Path], folder: Path) -> None:
+    result = _invoke("gate", "--baseline", runs["baseline"], "--candidate", folder / "corpus")
+    _one_error_line(result, "not a run folder")
