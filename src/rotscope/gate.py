@@ -47,9 +47,12 @@ from rotscope.store import RunStore
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 EXIT_CODES: dict[Verdict, int] = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}
-CLAIM_COLUMNS = ("missing_claims", "forbidden_claims", "wrong_citations")
-"""JSON list columns a case-file run may carry; counted per run when present."""
-_PAIR_KEY = ("task", "case_id", "length_target", "depth", "position", "trial", "control")
+CLAIM_FIELDS = ("missing", "forbidden", "wrong_citations", "missing_citations")
+"""Lists in a case-file row's ``claim_report`` (JSON) that the record counts per claim id."""
+EVIDENCE_ONLY = "evidence-only"
+"""Position of the evidence-only control: its length is the unpadded prompt's, which differs
+between subjects, so its rows pair and slice by case alone (length shown as 0)."""
+_PAIR_KEY = ("task", "case_id", "length", "position", "trial", "control")
 _SAME_PER_ROW = ("question", "expected", "seed", "instance_id")
 Row = dict[str, Any]
 
@@ -74,19 +77,24 @@ def load_run(path: Path) -> RunData:
 
 
 def _position(row: Row) -> str:
+    """The asked position: its name (or absolute offset), else the depth fraction. The depth an
+    offset reaches depends on the tokenizer, so named rows never pair on it."""
     return str(row["position"] or f"{row['depth']:.2f}")
 
 
+def _length(row: Row) -> int:
+    return 0 if row["position"] == EVIDENCE_ONLY else int(row["length_target"])
+
+
 def _pair_key(row: Row) -> tuple[Any, ...]:
-    return tuple(row[key] for key in _PAIR_KEY)
+    return (row["task"], row["case_id"], _length(row), _position(row), row["trial"], row["control"])
 
 
 def _describe_key(key: tuple[Any, ...]) -> str:
     values = dict(zip(_PAIR_KEY, key, strict=True))
-    position = values["position"] or f"{values['depth']:.2f}"
     return (
-        f"{values['task']} case {values['case_id']} at length {values['length_target']}, "
-        f"position {position}, trial {values['trial']}"
+        f"{values['task']} case {values['case_id']} at length {values['length']}, "
+        f"position {values['position']}, trial {values['trial']}"
     )
 
 
@@ -213,7 +221,7 @@ def build_slices(baseline: RunData, candidate: RunData) -> tuple[list[Slice], di
             excluded["pairs_excluded"] += 1
             continue
         fields = _slice_fields(row)
-        key = (row["task"], row["length_target"], _position(row), tuple(fields.items()))
+        key = (row["task"], _length(row), _position(row), tuple(fields.items()))
         groups[key][row["instance_id"]].append((_correct(row), _correct(other)))
     slices = []
     for (task, length, position, fields), instances in sorted(groups.items(), key=lambda kv: str(kv[0])):
@@ -383,16 +391,18 @@ def worst_positions(baseline: RunData, candidate: RunData) -> list[dict[str, Any
 
 
 def claim_counts(run: RunData) -> dict[str, dict[str, int]]:
-    """For each claim column the rows carry: how often each claim id was listed."""
+    """How often each claim id was missing, forbidden, wrongly cited or uncited, over the rows
+    that carry a ``claim_report`` (case-file runs); empty for other families."""
+    reports = [json.loads(row["claim_report"]) for row in run.rows if row.get("claim_report")]
+    if not reports:
+        return {}
     found: dict[str, dict[str, int]] = {}
-    for column in CLAIM_COLUMNS:
-        if not any(column in row for row in run.rows):
-            continue
+    for name in CLAIM_FIELDS:
         counts: dict[str, int] = defaultdict(int)
-        for row in run.rows:
-            for claim in json.loads(row.get(column) or "[]"):
+        for report in reports:
+            for claim in report.get(name) or []:
                 counts[str(claim)] += 1
-        found[column] = dict(sorted(counts.items()))
+        found[name] = dict(sorted(counts.items()))
     return found
 
 

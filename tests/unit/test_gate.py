@@ -8,11 +8,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from statsmodels.stats.multitest import multipletests
 
 from rotscope.config import GateConfig
 from rotscope.errors import BadInput
 from rotscope.gate import EXIT_CODES, RunData, compare, holm
+from rotscope.report.verdict import print_record
 
 Outcome = Callable[[str, int], bool]
 """Whether (position, instance number) is answered correctly."""
@@ -248,10 +250,52 @@ def test_a_plans_analysis_overrides_the_runs_settings() -> None:
     assert record["verdict"] == "INCONCLUSIVE"
 
 
-def test_claim_columns_are_counted_when_rows_carry_them() -> None:
+def test_claim_reports_are_counted_when_rows_carry_them() -> None:
     def claims(position: str, number: int) -> dict[str, Any]:
-        return {"missing_claims": json.dumps(["window-23"] if number < 2 else []), "wrong_citations": "[]"}
+        report = {"missing": ["window-23"] if number < 2 else [], "forbidden": [], "cited": ["policy-7"]}
+        return {"claim_report": json.dumps({**report, "wrong_citations": ["faq-2"] if number == 5 else []})}
 
     record = compare(make_run(always), make_run(always, extra=claims, name="cand"))
-    assert record["claims"]["candidate"] == {"missing_claims": {"window-23": 6}, "wrong_citations": {}}
+    assert record["claims"]["candidate"] == {
+        "missing": {"window-23": 6},
+        "forbidden": {},
+        "wrong_citations": {"faq-2": 3},
+        "missing_citations": {},
+    }
     assert record["claims"]["baseline"] == {}
+
+
+def test_evidence_only_rows_pair_by_case_whatever_their_unpadded_length() -> None:
+    """The evidence-only control's length is its unpadded prompt's, which another template
+    changes; such rows still pair, and form one slice per task."""
+
+    def evidence_only(length: int) -> Callable[[str, int], dict[str, Any]]:
+        return lambda position, number: {"length_target": length + number, "control": 1}
+
+    baseline = make_run(always, positions=("evidence-only",), extra=evidence_only(40))
+    candidate = make_run(always, positions=("evidence-only",), extra=evidence_only(55), name="cand")
+    record = compare(baseline, candidate)
+    assert [(item["position"], item["length"], item["instances"]) for item in record["slices"]] == [
+        ("evidence-only", 0, 30)
+    ]
+    assert record["verdict"] == "PASS"
+
+
+def test_absolute_offsets_pair_on_the_offset_not_the_depth_it_reached() -> None:
+    baseline = make_run(always, positions=("@40",), extra=lambda position, number: {"depth": 0.31})
+    candidate = make_run(always, positions=("@40",), extra=lambda position, number: {"depth": 0.29}, name="c")
+    record = compare(baseline, candidate)
+    assert [item["position"] for item in record["slices"]] == ["@40"]
+
+
+def test_the_terminal_view_lists_claims_worst_positions_and_the_verdict() -> None:
+    def claims(position: str, number: int) -> dict[str, Any]:
+        return {"claim_report": json.dumps({"missing": ["window-23"] if number < 2 else []})}
+
+    candidate = make_run(lambda position, number: position != "midpoint", extra=claims, name="cand")
+    console = Console(record=True, width=200)
+    print_record(compare(make_run(always), candidate), console)
+    text = console.export_text()
+    assert "candidate missing claims: 6 (window-23 x6)" in text
+    assert "case-00: worst midpoint (0.00), range 1.00 (baseline range 0.00)" in text
+    assert "FAIL (exit 1)" in text

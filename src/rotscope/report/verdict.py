@@ -9,6 +9,7 @@ from rich.table import Table
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
 _WORST_SHOWN = 10
+_CLAIM_LABELS = {"missing": "missing claims", "forbidden": "forbidden claims (high risk)"}
 
 
 def _fmt(value: float | None, signed: bool = False) -> str:
@@ -60,11 +61,11 @@ def print_record(record: dict[str, Any], console: Console) -> None:
                 markup=False,
             )
     for role in ("baseline", "candidate"):
-        for column, counts in record["claims"][role].items():
+        for name, counts in record["claims"][role].items():
             total = sum(counts.values())
             top = ", ".join(f"{claim} x{n}" for claim, n in sorted(counts.items(), key=lambda kv: -kv[1])[:5])
             console.print(
-                f"{role} {column.replace('_', ' ')}: {total}{f' ({top})' if top else ''}", markup=False
+                f"{role} {_CLAIM_LABELS.get(name, name)}: {total}{f' ({top})' if top else ''}", markup=False
             )
     errors = record["errors"]
     console.print(
