@@ -275,6 +275,12 @@ def judge_slices(slices: list[Slice], settings: GateConfig) -> None:
     """Bootstrap, Holm-adjust and give each slice its verdict (in place)."""
     tested = [s for s in slices if s.instances >= settings.min_instances]
     resamples = settings.resamples
+    if tested and 1 / (resamples + 1) > settings.alpha / len(tested):
+        needed = int(np.ceil(len(tested) / settings.alpha))
+        raise BadInput(
+            f"gate.resamples: {resamples} bootstrap draws cannot reach Holm's first level alpha / "
+            f"{len(tested)} slices; use at least {needed}"
+        )
     for index, item in enumerate(slices):
         if item.instances < settings.min_instances:
             continue

@@ -299,3 +299,12 @@ def test_the_terminal_view_lists_claims_worst_positions_and_the_verdict() -> Non
     assert "candidate missing claims: 6 (window-23 x6)" in text
     assert "case-00: worst midpoint (0.00), range 1.00 (baseline range 0.00)" in text
     assert "FAIL (exit 1)" in text
+
+
+def test_too_few_resamples_for_the_number_of_slices_is_bad_input() -> None:
+    positions = tuple(f"p{number}" for number in range(10))
+    gate = {"resamples": 100}
+    with pytest.raises(BadInput, match=r"gate.resamples: 100 .* at least 200"):
+        compare(
+            make_run(always, positions=positions, gate=gate), make_run(always, positions=positions, gate=gate)
+        )
