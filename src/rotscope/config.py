@@ -110,6 +110,9 @@ class GateConfig(_Strict):
     """Least candidate accuracy per slice (point estimate); a Wilson upper bound below it fails."""
     min_instances: int = Field(default=10, gt=0)
     """A slice with fewer paired instances is INCONCLUSIVE; it is never pooled into a larger one."""
+    slice_fields: list[str] | None = None
+    """Case-file slice fields (e.g. risk, hops) that split each task x length x position slice,
+    crossed; ``None`` takes every field the rows carry, ``[]`` none."""
     max_error_rate: float = Field(default=0.05, ge=0.0, le=1.0)
     stopping_rule: Literal["fixed-sample"] = "fixed-sample"
     """Every planned item runs once; no interim looks, no early stop."""

@@ -102,12 +102,12 @@ def _evidence_texts(row: Row) -> list[str]:
     return sorted(span.get("text", "") for span in json.loads(row["spans"] or "[]"))
 
 
-def _slice_fields(row: Row) -> dict[str, str]:
+def _slice_fields(row: Row, wanted: list[str] | None) -> dict[str, str]:
     raw = row.get("slices")
     if not raw:
         return {}
     loaded = json.loads(raw) if isinstance(raw, str) else raw
-    return {str(key): str(value) for key, value in sorted(loaded.items())}
+    return {str(key): str(value) for key, value in sorted(loaded.items()) if wanted is None or key in wanted}
 
 
 def check_pairable(baseline: RunData, candidate: RunData) -> None:
@@ -205,7 +205,9 @@ def _correct(row: Row) -> float:
     return float(row["outcome"] == "correct")
 
 
-def build_slices(baseline: RunData, candidate: RunData) -> tuple[list[Slice], dict[str, int]]:
+def build_slices(
+    baseline: RunData, candidate: RunData, slice_fields: list[str] | None = None
+) -> tuple[list[Slice], dict[str, int]]:
     """Slices of paired instances; rows in error or unfinished in either run are excluded."""
     cand = {_pair_key(row): row for row in candidate.rows}
     groups: dict[tuple[Any, ...], dict[str, list[tuple[float, float]]]] = defaultdict(
@@ -220,7 +222,7 @@ def build_slices(baseline: RunData, candidate: RunData) -> tuple[list[Slice], di
         if bad:
             excluded["pairs_excluded"] += 1
             continue
-        fields = _slice_fields(row)
+        fields = _slice_fields(row, slice_fields)
         key = (row["task"], _length(row), _position(row), tuple(fields.items()))
         groups[key][row["instance_id"]].append((_correct(row), _correct(other)))
     slices = []
@@ -449,7 +451,7 @@ def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | Non
         check_against_plan(plan, candidate, "candidate")
     check_pairable(baseline, candidate)
     settings = analysis_settings(baseline, candidate, plan)
-    slices, excluded = build_slices(baseline, candidate)
+    slices, excluded = build_slices(baseline, candidate, settings.slice_fields)
     judge_slices(slices, settings)
     error_rates = {"baseline": _error_rate(baseline), "candidate": _error_rate(candidate)}
     verdict, reasons = overall_verdict(slices, error_rates, settings)

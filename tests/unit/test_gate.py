@@ -123,6 +123,19 @@ def test_a_slice_below_the_minimum_is_inconclusive_and_never_pooled() -> None:
     assert record["verdict"] == "INCONCLUSIVE"
 
 
+def test_slice_fields_can_be_chosen() -> None:
+    def fields(position: str, number: int) -> dict[str, Any]:
+        return {"slices": json.dumps({"risk": "high" if number < 15 else "low", "hops": str(number % 2)})}
+
+    def sliced(gate: dict[str, Any]) -> list[dict[str, str]]:
+        record = compare(make_run(always, extra=fields, gate=gate), make_run(always, extra=fields, gate=gate))
+        return [item["fields"] for item in record["slices"] if item["position"] == "end"]
+
+    assert len(sliced({})) == 4  # every field, crossed
+    assert sliced({"slice_fields": ["risk"]}) == [{"risk": "high"}, {"risk": "low"}]
+    assert sliced({"slice_fields": []}) == [{}]
+
+
 def test_rows_without_slice_fields_slice_by_task_length_and_position() -> None:
     record = compare(make_run(always), make_run(always, name="cand"))
     assert [
