@@ -73,11 +73,10 @@ def print_record(record: dict[str, Any], console: Console) -> None:
         f"candidate {errors['candidate_errors']})"
     )
     for role in ("baseline", "candidate"):
-        for deviation in record[role]["plan_deviations"]:
+        fields = [deviation["field"] for deviation in record[role]["plan_deviations"]]
+        if fields:
             console.print(
-                f"{role} ran with a plan deviation: {deviation['field']} "
-                f"(plan {deviation['planned']!r}, run {deviation['actual']!r})",
-                markup=False,
+                f"{role} ran with {len(fields)} recorded plan deviation(s): {', '.join(fields)}", markup=False
             )
     verdict = record["verdict"]
     console.print(f"[{_STYLE[verdict]}]{verdict}[/] (exit {record['exit_code']})")
