@@ -48,10 +48,11 @@ def slice_table(record: dict[str, Any]) -> Table:
 
 def print_record(record: dict[str, Any], console: Console) -> None:
     console.print(slice_table(record))
-    worst = record["worst_positions"]
+    worst = [entry for entry in record["worst_positions"] if entry["range"] or entry["worst_accuracy"] < 1]
     if worst:
         console.print(
-            f"worst position per case (candidate; largest range across positions first, top {_WORST_SHOWN}):"
+            f"worst position per case (candidate; cases wrong somewhere, largest range across positions "
+            f"first, top {_WORST_SHOWN}):"
         )
         for entry in worst[:_WORST_SHOWN]:
             baseline = "-" if entry["baseline_range"] is None else f"{entry['baseline_range']:.2f}"
