@@ -194,10 +194,9 @@ class Slice:
     differences: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     bootstrap: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     candidate_means: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    baseline_means: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
 
     def record(self) -> dict[str, Any]:
-        skip = {"differences", "bootstrap", "candidate_means", "baseline_means"}
+        skip = {"differences", "bootstrap", "candidate_means"}
         return {key: value for key, value in asdict(self).items() if key not in skip}
 
 
@@ -226,7 +225,7 @@ def build_slices(
         key = (row["task"], _length(row), _position(row), tuple(fields.items()))
         groups[key][row["instance_id"]].append((_correct(row), _correct(other)))
     slices = []
-    for (task, length, position, fields), instances in sorted(groups.items(), key=lambda kv: str(kv[0])):
+    for (task, length, position, fields), instances in sorted(groups.items()):
         base = np.array([np.mean([b for b, _ in pairs]) for pairs in instances.values()])
         cand_means = np.array([np.mean([c for _, c in pairs]) for pairs in instances.values()])
         slices.append(
@@ -241,7 +240,6 @@ def build_slices(
                 candidate_accuracy=float(cand_means.mean()),
                 difference=float((cand_means - base).mean()),
                 differences=cand_means - base,
-                baseline_means=base,
                 candidate_means=cand_means,
             )
         )
