@@ -161,12 +161,16 @@ def analysis_settings(baseline: RunData, candidate: RunData, plan: Mapping[str, 
     """The plan's analysis, else the runs' ``gate`` section (which must then agree)."""
     if plan is not None:
         return GateConfig.model_validate(plan.get("analysis") or {})
-    settings = [((run.meta.get("config") or {}).get("gate") or {}) for run in (baseline, candidate)]
+    # Validated, so a setting one run left at its default equals the other's explicit default.
+    settings = [
+        GateConfig.model_validate((run.meta.get("config") or {}).get("gate") or {})
+        for run in (baseline, candidate)
+    ]
     if settings[0] != settings[1]:
         raise BadInput(
             "gate: the two runs' gate settings differ; freeze one with rotscope plan and pass --plan"
         )
-    return GateConfig.model_validate(settings[1])
+    return settings[1]
 
 
 @dataclass(eq=False)

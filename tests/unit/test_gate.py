@@ -321,3 +321,10 @@ def test_too_few_resamples_for_the_number_of_slices_is_bad_input() -> None:
         compare(
             make_run(always, positions=positions, gate=gate), make_run(always, positions=positions, gate=gate)
         )
+
+
+def test_a_setting_left_at_its_default_equals_the_same_value_given() -> None:
+    record = compare(
+        make_run(always), make_run(always, gate={"margin": 0.05, "slice_fields": None}, name="c")
+    )
+    assert record["verdict"] == "PASS"
