@@ -8,9 +8,11 @@ import json
 import random
 import sqlite3
 from dataclasses import replace
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -180,6 +182,10 @@ def test_codebase_run_places_every_prompt_and_controls_lack_the_file(tmp_path: P
     result = CliRunner().invoke(app, ["run", str(_experiment(tmp_path)), "--out", str(out)])
     assert result.exit_code == 0, result.output
     summary = json.loads(CliRunner().invoke(app, ["show", str(out), "--json"]).stdout)
+    schema = json.loads(
+        resources.files("rotscope").joinpath("schemas", "summary.schema.json").read_text("utf-8")
+    )
+    jsonschema.validate(summary, schema, cls=jsonschema.Draft202012Validator)
     # 3 depths x 2 lengths, and the evidence-absent control at each length
     assert (summary["items"]["total"], summary["items"]["done"], summary["items"]["errors"]) == (8, 8, 0)
     cells = {(c["length"], c["depth"]): c for c in summary["cells"] if c["task"] == "codebase"}
