@@ -55,7 +55,7 @@ def test_perturbed_code_question_on_the_bundled_model(bundled_path: Path, tmp_pa
         literals={"300": 719},
     )
     report = perturb_tree(source, spec, tmp_path / "out")
-    assert report.literals["300 -> 719"] == 1 and report.renames["timeout"] == 8
+    assert report.literals["300 -> 719"] == 1 and report.renames["timeout"] == 7
     config = build_config(
         {
             "name": "codebase-bundled",
