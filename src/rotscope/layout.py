@@ -419,11 +419,12 @@ def verify_prompt(
         span = spans.get(evidence.evidence_id)
         if span is None:
             continue
-        found = tokenizer.decode(ids[span.token_start : span.token_end])
+        piece = ids[span.token_start : span.token_end]
         if (
-            found.strip() != evidence.text
+            not _spans_line(piece, evidence.text, tokenizer)
             if evidence.source is not None
-            else found not in (evidence_unit(evidence, True), evidence_unit(evidence, False))
+            else tokenizer.decode(piece)
+            not in (evidence_unit(evidence, True), evidence_unit(evidence, False))
         ):
             problems.append(
                 f"evidence {evidence.evidence_id} is not at its span [{span.token_start}, {span.token_end})"
@@ -468,6 +469,16 @@ def verify_prompt(
     if not problems:
         problems.extend(_round_trip_problems(prompt, frame, tokenizer))
     return problems
+
+
+def _spans_line(piece: Sequence[int], line: str, tokenizer: Tokenizer) -> bool:
+    """Whether ``piece`` is the fewest tokens that hold ``line``: the line and, at its edges, only
+    white space the first and last tokens share with the neighbouring lines."""
+    return (
+        tokenizer.decode(piece).strip() == line
+        and line not in tokenizer.decode(piece[1:])
+        and line not in tokenizer.decode(piece[:-1])
+    )
 
 
 def _guard_problems(prompt: RenderedPrompt, case: Case, frame: Frame, tokenizer: Tokenizer) -> list[str]:

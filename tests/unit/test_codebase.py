@@ -128,6 +128,12 @@ def test_verifier_rejects_a_misplaced_span(tokenizer: Tokenizer) -> None:
     shifted = replace(prompt, spans=(Span("line", span.token_start + 2, span.token_end + 2, span.depth),))
     problems = verify_prompt(shifted, CASE, layout, tokenizer, frame, builder.tolerance)
     assert any("is not at its span" in problem for problem in problems)
+    for start, end in ((-1, 0), (0, 1)):  # one token more, of the neighbouring line
+        wider = replace(
+            prompt, spans=(Span("line", span.token_start + start, span.token_end + end, span.depth),)
+        )
+        problems = verify_prompt(wider, CASE, layout, tokenizer, frame, builder.tolerance)
+        assert any("is not at its span" in problem for problem in problems)
     elsewhere = verify_prompt(prompt, CASE, Layout(500, 0.9), tokenizer, frame, builder.tolerance)
     assert any("sits at depth" in problem for problem in elsewhere)
 

@@ -142,7 +142,7 @@ def test_every_rename_applies_and_formatting_is_kept(tmp_path: Path, source: Pat
 
 def test_without_paths_every_python_file_is_rewritten(tmp_path: Path, source: Path) -> None:
     out = tmp_path / "out"
-    spec = {"renames": {"timeout": "nibbler_ttl"}, "literals": {"300": 719}}
+    spec = {"renames": {"timeout": "nibbler_ttl"}, "literals": {300: 719}}  # an unquoted key works too
     assert _perturb(source, _write_map(tmp_path / "map.yaml", spec), out).exit_code == 0
     assert (out / "shop" / "settings.py").read_text(encoding="utf-8") == OUTSIDE.replace(
         "timeout = 300", "nibbler_ttl = 719"

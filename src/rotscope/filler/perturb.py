@@ -100,6 +100,14 @@ class PerturbMap(_Strict):
                 raise ValueError(f"{name!r} is not a Python identifier")
         return renames
 
+    @field_validator("literals", mode="before")
+    @classmethod
+    def _keys_as_text(cls, literals: object) -> object:
+        """``literals: {300: 719}`` (an unquoted YAML key) means the same as ``{"300": 719}``."""
+        if isinstance(literals, dict):
+            return {str(key): value for key, value in literals.items()}
+        return literals
+
     @field_validator("literals")
     @classmethod
     def _numbers(
