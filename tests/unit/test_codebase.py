@@ -204,7 +204,9 @@ def test_codebase_run_places_every_prompt_and_controls_lack_the_file(tmp_path: P
         if control:
             assert json.loads(spans) == [] and outcome in ("abstained", "correct")
         else:
-            assert [span["text"] for span in json.loads(spans)] == [LINE]
+            assert [(span["text"], span["source"]) for span in json.loads(spans)] == [
+                (LINE, "backends/base.py")
+            ]
             assert outcome == "correct", response
 
 
