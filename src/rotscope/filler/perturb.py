@@ -16,7 +16,8 @@ a list of rules tried in order, ``{value: 417, line_contains: max_entries}``, fo
 change differently on different lines; a rule without ``line_contains`` takes every other
 occurrence. ``after_class`` appends the code to the end of that class's body (a class attribute or
 method); ``after_function`` inserts it right after the function, at the function's own level;
-with neither it goes at the end of the module. Every rename, literal rule and injection must
+with neither it goes at the end of the module. An anchor may name the class or function before or
+after its rename. Every rename, literal rule and injection must
 apply at least once, or nothing is written.
 """
 
