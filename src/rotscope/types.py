@@ -17,6 +17,7 @@ Outcome = Literal["correct", "incorrect", "abstained", "error"]
 
 Role = Literal["answer", "support", "decoy", "superseded"]
 EVIDENCE_ONLY_SUFFIX = "~evidence"
+ABSENT_SUFFIX = "~absent"
 EVIDENCE_ONLY_POSITION = "evidence-only"
 
 
@@ -95,7 +96,7 @@ class Case:
 
     def absent_control(self) -> Case:
         return Case(
-            case_id=f"{self.case_id}~absent",
+            case_id=f"{self.case_id}{ABSENT_SUFFIX}",
             task=self.task,
             evidence=(),
             question=self.question,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rotscope.types import EVIDENCE_ONLY_SUFFIX, RenderedPrompt, Tokenizer, WorkItem
+from rotscope.types import ABSENT_SUFFIX, EVIDENCE_ONLY_SUFFIX, RenderedPrompt, Tokenizer, WorkItem
 
 
 @dataclass(frozen=True)
@@ -65,12 +65,23 @@ def _describe(item: WorkItem) -> str:
     return f"length {layout.length_tokens} {layout.position or f'depth {layout.depth:.2f}'}"
 
 
+def _variant_key(item: WorkItem) -> tuple[str, str]:
+    """Items compared with each other: a case's layouts and its evidence-only control (its
+    evidence-absent control, holding no evidence, is compared with itself across lengths)."""
+    return item.case.task, item.case.case_id.removesuffix(EVIDENCE_ONLY_SUFFIX)
+
+
+def _case_key(item: WorkItem) -> tuple[str, str]:
+    """The case an item belongs to, controls included."""
+    task, case_id = _variant_key(item)
+    return task, case_id.removesuffix(ABSENT_SUFFIX)
+
+
 def inconsistent_cases(items: Sequence[WorkItem], tokenizer: Tokenizer) -> dict[tuple[str, str], str]:
     """(task, case id) -> why its layouts disagree, for every case whose layouts do."""
     groups: dict[tuple[str, str], list[WorkItem]] = {}
     for item in items:
-        key = (item.case.task, item.case.case_id.removesuffix(EVIDENCE_ONLY_SUFFIX))
-        groups.setdefault(key, []).append(item)
+        groups.setdefault(_variant_key(item), []).append(item)
     problems: dict[tuple[str, str], str] = {}
     for key, group in groups.items():
         ordered = group[0].case.grouped
@@ -78,7 +89,7 @@ def inconsistent_cases(items: Sequence[WorkItem], tokenizer: Tokenizer) -> dict[
         for item in group[1:]:
             other = signature(item.prompt, tokenizer, ordered=ordered)
             if other != first:
-                problems[key] = (
+                problems[_case_key(item)] = (
                     f"case {key[1]}: layouts disagree beyond padding ({_difference(first, other)} "
                     f"between {_describe(group[0])} and {_describe(item)}); none of its items is sent"
                 )
@@ -89,9 +100,5 @@ def inconsistent_cases(items: Sequence[WorkItem], tokenizer: Tokenizer) -> dict[
 def keep_consistent(items: Sequence[WorkItem], tokenizer: Tokenizer) -> tuple[list[WorkItem], list[str]]:
     """The items of cases whose layouts agree, and a reason for each case dropped."""
     problems = inconsistent_cases(items, tokenizer)
-    kept = [
-        item
-        for item in items
-        if (item.case.task, item.case.case_id.removesuffix(EVIDENCE_ONLY_SUFFIX)) not in problems
-    ]
+    kept = [item for item in items if _case_key(item) not in problems]
     return kept, list(problems.values())

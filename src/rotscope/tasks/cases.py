@@ -28,7 +28,7 @@ Text = Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
 
 
 class _Record(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
 
 
 class DocumentRecord(_Record):
@@ -51,6 +51,7 @@ class CaseRecord(_Record):
 
     model_config = ConfigDict(
         extra="forbid",
+        strict=True,
         frozen=True,
         title="rotscope case",
         json_schema_extra={"$schema": "https://json-schema.org/draft/2020-12/schema"},
@@ -65,7 +66,11 @@ class CaseRecord(_Record):
         default_factory=list, description="Inserted after the documents, in this order."
     )
     claims: dict[Identifier, Annotated[list[Text], Field(min_length=1)]] = Field(
-        default_factory=dict, description="Claim id -> accepted surface strings (normalised matching)."
+        default_factory=dict,
+        description=(
+            "Claim id -> accepted surface strings (normalised matching); the first is the canonical "
+            "one, shown as the expected answer and kept out of the filler."
+        ),
     )
     required_claims: list[Identifier] = Field(default_factory=list, description="All must be in the answer.")
     forbidden_claims: list[Identifier] = Field(
@@ -214,9 +219,9 @@ def case_from_record(record: CaseRecord) -> Case:
         distractors=tuple((d.id, d.text) for d in record.distractors),
     )
     answer = "; ".join(record.claims[claim][0] for claim in record.required_claims)
-    guarded = [
-        s for claim in [*record.required_claims, *record.forbidden_claims] for s in record.claims[claim]
-    ]
+    # The canonical (first) string of each checked claim must not be in the filler: a competing
+    # statement outside the declared evidence would make the case ambiguous.
+    guarded = [record.claims[claim][0] for claim in [*record.required_claims, *record.forbidden_claims]]
     return Case(
         case_id=record.case_id,
         task="cases",
