@@ -119,10 +119,10 @@ def score_claims(oracle: Oracle, claims: Claims, response: str, context: str | N
             return Score("correct", claims=report)
         return Score("incorrect", "hallucinated" if response.strip() else "empty", report)
     if not report.missing:
-        if report.missing_citations:
-            return Score("incorrect", "missing_citation", report)
         if report.wrong_citations:
             return Score("incorrect", "wrong_citation", report)
+        if report.missing_citations:
+            return Score("incorrect", "missing_citation", report)
         return Score("correct", claims=report)
     if len(report.missing) < len(claims.required):
         return Score("incorrect", "missing_claim", report)
