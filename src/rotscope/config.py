@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from rotscope.errors import BadInput
 
@@ -103,7 +103,7 @@ class ExperimentConfig(_Strict):
     evidence_only: bool = False
     """Also run each case with its evidence alone, no padding: a case failing there is a capability
     failure, reported apart from positional ones."""
-    cases: str | None = None
+    cases: str | None = Field(default=None, validate_default=True)
     """The case file (JSON Lines) of the ``cases`` task family; relative to the experiment file."""
     questions_per_prompt: int = Field(default=1, gt=0)
     filler: FillerConfig = Field(default_factory=FillerConfig)
@@ -140,11 +140,12 @@ class ExperimentConfig(_Strict):
                 raise ValueError(f"depth {depth} is outside [0, 1]")
         return depths
 
-    @model_validator(mode="after")
-    def _case_file_named(self) -> ExperimentConfig:
-        if "cases" in self.tasks and not self.cases:
+    @field_validator("cases")
+    @classmethod
+    def _case_file_named(cls, cases: str | None, info: ValidationInfo) -> str | None:
+        if "cases" in info.data.get("tasks", []) and not cases:
             raise ValueError("the cases task family needs a case file: cases: PATH.jsonl")
-        return self
+        return cases
 
     def positions(self) -> list[tuple[float, str | None]]:
         """Fractional depths as (fraction, name or None), in the order given, without repeats;
