@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.case_results import case_results
+from rotscope.config import OFFSET_PREFIX
 from rotscope.stats import (
     absolute_effective_length,
     base_score,
@@ -198,9 +199,26 @@ def _task_analysis(task: str, rows: list[Row]) -> dict[str, Any]:
     }
 
 
+def _pool_offset_depths(rows: list[Row]) -> list[Row]:
+    """Rows of an absolute offset (``@N``) with the mean depth of their (task, length, offset): the
+    depth N reaches differs a little between cases (their fixed parts differ), but one offset at
+    one length is one cell."""
+    depths: dict[tuple[Any, ...], list[float]] = defaultdict(list)
+    for row in rows:
+        if (row["position"] or "").startswith(OFFSET_PREFIX):
+            depths[(row["task"], row["length_target"], row["position"])].append(row["depth"])
+    means = {key: sum(values) / len(values) for key, values in depths.items()}
+    return [
+        {**row, "depth": means[(row["task"], row["length_target"], row["position"])]}
+        if (row["task"], row["length_target"], row["position"]) in means
+        else row
+        for row in rows
+    ]
+
+
 def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     meta = store.meta()
-    rows = store.rows()
+    rows = _pool_offset_depths(store.rows())
     probes = [row for row in rows if not row["control"]]
     evidence_only = [row for row in rows if row["control"] and row["position"] == EVIDENCE_ONLY_POSITION]
     controls = [row for row in rows if row["control"] and row["position"] != EVIDENCE_ONLY_POSITION]

@@ -116,10 +116,25 @@ def test_summary_separates_capability_from_positional_failures(tmp_path: Path) -
     print_summary(summary, console)
     text = console.export_text()
     assert "capability failures (wrong even with the evidence alone): tunnel-year" in text
-    assert re.search(r"positional failures .*crane-load \(worst beginning @ 300\)", text)
+    assert re.search(r"positional failures .*crane-load \(worst beginning at 300 tokens\)", text)
     assert "high risk: 2 answers state a forbidden claim, in crane-load" in text
     html = render_report(run_dir)
     assert "capability failure" in html and "High risk:" in html and "hist-9" in html
+
+
+def test_an_offset_is_one_cell_per_length(tmp_path: Path) -> None:
+    config = case_config(tmp_path, RECORDS, lengths=[300, 400], depths=["@20", "end"], evidence_only=False)
+    run_dir = run_experiment(config, run_dir=tmp_path / "run", backend=FakeBackend("scripted", scripted))
+    store = RunStore.open_existing(run_dir)
+    depths = {
+        row["depth"] for row in store.rows() if row["position"] == "@20" and row["length_target"] == 300
+    }
+    store.close()
+    assert len(depths) == 2  # the two cases reach @20 at slightly different fractions
+    cells = [(cell["length"], cell["position"]) for cell in load_summary(run_dir)["cells"]]
+    assert sorted(cells) == [(300, "@20"), (300, "end"), (400, "@20"), (400, "end")]
+    offset = next(c for c in load_summary(run_dir)["cells"] if c["position"] == "@20" and c["length"] == 300)
+    assert offset["n"] == 2 and offset["depth"] == sum(depths) / 2
 
 
 def test_a_run_store_of_the_first_schema_gains_the_new_columns(tmp_path: Path) -> None:

@@ -88,7 +88,7 @@ def _case_list(summary: dict[str, Any], ids: list[str]) -> str:
     shown = []
     for case_id in ids:
         at = worst.get(case_id)
-        shown.append(f"{case_id} (worst {at['position']} @ {at['length']:,})" if at else case_id)
+        shown.append(f"{case_id} (worst {at['position']} at {at['length']:,} tokens)" if at else case_id)
     return ", ".join(shown)
 
 
