@@ -9,23 +9,38 @@ reply is an error row (never scored, retried on resume), not a wrong answer at s
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
+from typing import Any
 
 from rotscope.types import Completion, GenerateRequest
 
-UNDECLARED_TOKENS_ALLOWED = 32
-"""Tokens a chat API may add around the messages of its own accord (role markers, a start token);
-more than this is a passage the verified prompt does not contain."""
+EXACT_ID_BACKENDS = frozenset({"llamacpp", "fake"})
+"""Backends that run the token ids as sent: their count must match exactly."""
+FRAMING_TOKENS = 32
+"""Tokens a chat API may add or drop around the messages of its own accord (role markers, a start
+token): a difference larger than this is a passage the verified prompt does not contain, or a cut."""
 
 
-def check_delivery(request: GenerateRequest, completion: Completion) -> Completion:
+def delivery_slack(backend: Mapping[str, Any]) -> int | None:
+    """How far a backend's count may differ from the ids sent (``describe()`` of the backend):
+    0 for engines fed the ids themselves, ``FRAMING_TOKENS`` for chat APIs whose tokenizer is the
+    model's own, ``None`` (no check) when rotscope's count for that model is an approximation."""
+    if backend.get("backend") in EXACT_ID_BACKENDS:
+        return 0
+    if backend.get("token_count") == "approximate":
+        return None
+    return FRAMING_TOKENS
+
+
+def check_delivery(request: GenerateRequest, completion: Completion, slack: int | None = 0) -> Completion:
     """``completion``, or the same with ``error`` set when the reported prompt size shows that the
     prompt was truncated or extended on its way. A backend that reports no usage (0) is trusted."""
-    if completion.error is not None or completion.prompt_tokens <= 0:
+    if slack is None or completion.error is not None or completion.prompt_tokens <= 0:
         return completion
     sent = len(request.token_ids)
     received = completion.prompt_tokens
-    if received < sent:
+    if received < sent - slack:
         return replace(
             completion,
             error=(
@@ -33,7 +48,7 @@ def check_delivery(request: GenerateRequest, completion: Completion) -> Completi
                 "(a context window smaller than declared, or a gateway trimming the prompt)"
             ),
         )
-    if received > sent + UNDECLARED_TOKENS_ALLOWED:
+    if received > sent + max(slack, FRAMING_TOKENS):
         return replace(
             completion,
             error=(

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from rotscope import __version__
 from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, dump_config, load_config
-from rotscope.delivery import check_delivery
+from rotscope.delivery import check_delivery, delivery_slack
 from rotscope.errors import BadInput
 from rotscope.schedule import prefix_order, shuffled_order
 from rotscope.scoring import score_parts
@@ -134,9 +134,10 @@ def execution_order(items: Sequence[WorkItem], backend_name: str, seed: int) -> 
 async def _execute(
     items: Sequence[WorkItem], backend: Backend, store: RunStore, reporter: Reporter | None
 ) -> None:
+    slack = delivery_slack(backend.describe())
     for item in items:
         request = GenerateRequest(item.prompt.messages, item.prompt.token_ids, item.params)
-        completion = check_delivery(request, await backend.generate(request))
+        completion = check_delivery(request, await backend.generate(request), slack)
         scores = score_parts(item.case, completion, context=item.prompt.messages[-1]["content"])
         store.record(
             {
