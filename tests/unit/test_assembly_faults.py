@@ -6,19 +6,20 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
-from test_position_matrix import case_config, plan_for
+from case_helpers import case_config, plan_for
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
+from rotscope.filler.corpus import TokenizedCorpus
 from rotscope.layout import Frame, PromptBuilder, verify_prompt
 from rotscope.runner import resume_experiment, run_experiment
 from rotscope.store import RunStore
 from rotscope.tokenizers import FakeTokenizer
-from rotscope.types import Case, Completion, Evidence, GenerateRequest, Layout, RenderedPrompt
+from rotscope.types import Case, Completion, Evidence, GenerateRequest, Layout, RenderedPrompt, Tokenizer
 
 LEXICAL = lexical_responder()
 
@@ -39,12 +40,14 @@ class WordSpaceTokenizer(FakeTokenizer):
 # ---- a tokenizer change that shifts spans ----------------------------------------------------
 
 
-def test_spans_from_another_tokenizer_are_never_reused(tmp_path: Path) -> None:
+def test_spans_from_another_tokenizer_are_never_reused(
+    tmp_path: Path, frame_of: Callable[[Case, Tokenizer], Frame]
+) -> None:
     backend = FakeBackend("lexical", LEXICAL)
     plan = plan_for(case_config(tmp_path), backend)
     item = next(i for i in plan.items if i.case.case_id == "server-code" and i.layout.position == "midpoint")
     new = WordSpaceTokenizer()
-    frame = _frame_of(item.prompt, new)
+    frame = frame_of(item.case, new)
     # The verified prompt, checked against the changed tokenizer: refused as stale outright.
     stale = verify_prompt(item.prompt, item.case, item.layout, new, frame, 0.05)
     assert stale and "spans are stale" in stale[0]
@@ -57,27 +60,14 @@ def test_spans_from_another_tokenizer_are_never_reused(tmp_path: Path) -> None:
     assert len(ids) != item.prompt.prompt_tokens
 
 
-def _frame_of(prompt: RenderedPrompt, tokenizer: FakeTokenizer) -> Frame:
-    """Frame parts of ``prompt`` as the given tokenizer encodes them (head and tail text)."""
-    head, _, rest = prompt.text.partition("<context>\n")
-    footer_at = rest.index("\n</context>")
-    footer, _, suffix = rest[footer_at:].rpartition("<|assistant|>")
-    encode = tokenizer.encode
-    head_prefix, _, header_rest = head.rpartition("<|user|>\n")
-    prefix = head_prefix + "<|user|>\n"
-    header = header_rest + "<context>\n"
-    footer = footer.removesuffix("\n")
-    suffix = "\n<|assistant|>" + suffix
-    return Frame(
-        prefix=tuple(encode(prefix, special=True)),
-        header=tuple(encode(header)),
-        footer=tuple(encode(footer)),
-        suffix=tuple(encode(suffix, special=True)),
-        prefix_bytes=prefix.encode(),
-        header_bytes=header.encode(),
-        footer_bytes=footer.encode(),
-        suffix_bytes=suffix.encode(),
-    )
+@pytest.fixture
+def frame_of(corpus_from_text: Callable[..., TokenizedCorpus]) -> Callable[[Case, Tokenizer], Frame]:
+    """The frame a builder with a tokenizer makes for a case (the filler plays no part in it)."""
+
+    def frame(case: Case, tokenizer: Tokenizer) -> Frame:
+        return PromptBuilder(tokenizer, corpus_from_text("filler line.", tokenizer)).frame(case.question)
+
+    return frame
 
 
 # ---- a gateway that trims the tail -------------------------------------------------------------
@@ -113,13 +103,15 @@ def test_a_trimmed_prompt_is_an_error_row_never_a_wrong_answer(tmp_path: Path) -
     assert all(row["status"] == "ok" and row["attempts"] == 2 for row in _rows(resume_dir))
 
 
-def test_a_tail_trimmed_prompt_fails_verification(tmp_path: Path) -> None:
+def test_a_tail_trimmed_prompt_fails_verification(
+    tmp_path: Path, frame_of: Callable[[Case, Tokenizer], Frame]
+) -> None:
     backend = FakeBackend("lexical", LEXICAL)
     plan = plan_for(case_config(tmp_path), backend)
     item = plan.items[0]
     cut = item.prompt.token_ids[:-12]
     trimmed = dataclasses.replace(item.prompt, token_ids=cut, text=backend.tokenizer().decode(cut))
-    frame = _frame_of(item.prompt, backend.tokenizer())
+    frame = frame_of(item.case, backend.tokenizer())
     problems = verify_prompt(trimmed, item.case, item.layout, backend.tokenizer(), frame, 0.05)
     assert any("truncated" in problem for problem in problems), problems
 
@@ -190,7 +182,9 @@ def test_a_safety_passage_in_some_prompts_rejects_the_case(
     assert all("template, system prompt or header differ" in reason for reason in plan.rejected)
 
 
-def test_a_safety_passage_added_after_verification_is_caught(tmp_path: Path) -> None:
+def test_a_safety_passage_added_after_verification_is_caught(
+    tmp_path: Path, frame_of: Callable[[Case, Tokenizer], Frame]
+) -> None:
     """The passage is added on the way (a gateway's template): the prompt sent is not the one
     verified. The verifier rejects such a prompt, and at run time the backend's own count of
     prompt tokens gives it away: an error row, not an answer scored at the planned position."""
@@ -203,7 +197,7 @@ def test_a_safety_passage_added_after_verification_is_caught(tmp_path: Path) -> 
         item.prompt, text=text, token_ids=tuple(tokenizer.encode(text, special=True))
     )
     problems = verify_prompt(
-        extended, item.case, item.layout, tokenizer, _frame_of(item.prompt, tokenizer), 0.05
+        extended, item.case, item.layout, tokenizer, frame_of(item.case, tokenizer), 0.05
     )
     assert any("tokens, target" in p for p in problems) and any("header" in p for p in problems), problems
 

@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
+from case_helpers import case_config
 from rich.console import Console
-from test_position_matrix import case_config
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend

@@ -5,84 +5,17 @@ that rejects a case whose layouts differ in anything but padding."""
 from __future__ import annotations
 
 import itertools
-import json
-import random
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
 
 import pytest
+from case_helpers import CASES, POSITIONS, case_config, plan_for
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config import build_config
 from rotscope.errors import BadInput
 from rotscope.layout import PromptBuilder
-from rotscope.types import Case, Layout, RenderedPrompt, Tokenizer, WorkItem
-from rotscope.workitems import Plan, build_plan
-
-SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
-CASES = [
-    {
-        "case_id": "server-code",
-        "question": "What is the current Tamsin server room code?",
-        "documents": [
-            {
-                "id": "memo-3",
-                "text": "Memo of 3 March: the Tamsin server room code is 4471.",
-                "claims": ["old"],
-            },
-            {
-                "id": "memo-9",
-                "text": "Memo of 9 May, replacing earlier memos: the code is 8820.",
-                "claims": ["new"],
-            },
-        ],
-        "distractors": [{"id": "memo-1", "text": "The Tamsin canteen opens at noon."}],
-        "claims": {"new": ["8820"], "old": ["4471"]},
-        "required_claims": ["new"],
-        "forbidden_claims": ["old"],
-        "slices": {"risk": "high", "hops": "multi"},
-    },
-    {
-        "case_id": "harbour-master",
-        "question": "Who is the Sorrel Bay harbour master?",
-        "distractors": [{"id": "port-2", "text": "The harbour master of Pellow Bay is Garth Imrie."}],
-        "claims": {"imrie": ["Garth Imrie"]},
-        "forbidden_claims": ["imrie"],
-        "abstain": True,
-        "slices": {"risk": "low", "hops": "single"},
-    },
-]
-POSITIONS = ["beginning", "early-middle", "midpoint", "late-middle", "end"]
-
-
-def nonsense_corpus(folder: Path) -> Path:
-    rng = random.Random(0)
-    folder.mkdir(parents=True, exist_ok=True)
-    for number in range(3):
-        lines = (" ".join(rng.choice(SYLLABLES) + rng.choice(SYLLABLES) for _ in range(4)) for _ in range(80))
-        (folder / f"doc{number}.txt").write_text(".\n".join(lines) + ".\n", encoding="utf-8")
-    return folder
-
-
-def case_config(tmp_path: Path, records: list[dict[str, Any]] = CASES, **fields: Any) -> ExperimentConfig:
-    cases = tmp_path / "cases.jsonl"
-    cases.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
-    data: dict[str, Any] = {
-        "model": "fake/lexical",
-        "tasks": ["cases"],
-        "cases": str(cases),
-        "lengths": [300, 600],
-        "depths": POSITIONS,
-        "evidence_only": True,
-        "filler": {"kind": "text", "glob": str(nonsense_corpus(tmp_path / "corpus") / "*.txt")},
-    }
-    data.update(fields)
-    return build_config(data)
-
-
-def plan_for(config: ExperimentConfig, backend: FakeBackend | None = None) -> Plan:
-    return build_plan(config, backend or FakeBackend("lexical", lexical_responder()))
+from rotscope.types import Case, Layout, RenderedPrompt, Span, Tokenizer, WorkItem
 
 
 def _pieces(item: WorkItem, tokenizer: Tokenizer) -> list[tuple[str, str]]:
@@ -166,3 +99,25 @@ def test_a_variant_that_changes_more_than_padding_rejects_the_case(
     assert [item for item in plan.items if item.case.case_id.startswith("harbour-master")]
     (reason,) = plan.rejected
     assert "server-code" in reason and "question" in reason and "length 600 midpoint" in reason
+
+
+def test_bundled_case_file_cases_stay_one_block(tmp_path: Path) -> None:
+    second = {
+        "case_id": "gate-code",
+        "question": "What is the Tamsin gate code?",
+        "documents": [{"id": "gate-1", "text": "The Tamsin gate code is 5513.", "claims": ["gate"]}],
+        "distractors": [{"id": "gate-2", "text": "The Tamsin gate closes at dusk."}],
+        "claims": {"gate": ["5513"]},
+        "required_claims": ["gate"],
+    }
+    config = case_config(tmp_path, [CASES[0], second], questions_per_prompt=2, evidence_only=False)
+    plan = plan_for(config)
+    assert not plan.rejected
+    probes = [item for item in plan.items if not item.case.control]
+    assert len(probes) == 2 * 5 and all(item.case.grouped and len(item.case.parts) == 2 for item in probes)
+    orders = {tuple(span.evidence_id for span in sorted(i.prompt.spans, key=start)) for i in probes}
+    assert len(orders) == 1
+
+
+def start(span: Span) -> int:
+    return span.token_start
