@@ -59,7 +59,8 @@ def select_cases(config: ExperimentConfig) -> list[Case]:
         if config.controls:
             selected.extend(case.absent_control() for case in cases)
         if config.evidence_only:
-            selected.extend(case.evidence_only_control() for case in cases)
+            # a case without evidence has nothing to show alone: its absent control covers it
+            selected.extend(case.evidence_only_control() for case in cases if case.evidence)
     return selected
 
 

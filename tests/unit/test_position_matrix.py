@@ -77,6 +77,14 @@ def test_evidence_only_control_has_no_padding(tmp_path: Path) -> None:
     assert not plan.rejected
 
 
+def test_a_case_without_evidence_has_no_evidence_only_control(tmp_path: Path) -> None:
+    bare = {"case_id": "bare", "question": "Who is the Quenby harbour master?", "abstain": True}
+    plan = plan_for(case_config(tmp_path, [bare, CASES[0]]))
+    assert not plan.rejected
+    alone = [item.case.case_id for item in plan.items if item.layout.position == "evidence-only"]
+    assert alone == ["server-code~evidence"]
+
+
 def test_controls_off_by_default(tmp_path: Path) -> None:
     plan = plan_for(case_config(tmp_path, evidence_only=False))
     assert not [item for item in plan.items if item.layout.position == "evidence-only"]
