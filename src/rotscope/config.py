@@ -6,7 +6,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from rotscope.errors import BadInput
 
@@ -18,6 +26,8 @@ NAMED_POSITIONS: dict[str, float] = {
     "end": 1.0,
 }
 
+OFFSET_PREFIX = "@"
+"""A depth ``"@N"`` is an absolute offset: N filler tokens precede the evidence, at every length."""
 BUNDLED_MODEL = "bundled"
 DEFAULT_DEPTHS: tuple[float | str, ...] = ("beginning", "midpoint", "end")
 
@@ -130,6 +140,11 @@ class ExperimentConfig(_Strict):
     seed: int = 0
     limit: int | None = Field(default=None, gt=0)
     controls: bool = True
+    evidence_only: bool = False
+    """Also run each case with its evidence alone, no padding: a case failing there is a capability
+    failure, reported apart from positional ones."""
+    cases: str | None = Field(default=None, validate_default=True)
+    """The case file (JSON Lines) of the ``cases`` task family; relative to the experiment file."""
     questions_per_prompt: int = Field(default=1, gt=0)
     filler: FillerConfig = Field(default_factory=FillerConfig)
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
@@ -154,22 +169,49 @@ class ExperimentConfig(_Strict):
     def _known_depths(cls, depths: list[float | str]) -> list[float | str]:
         for depth in depths:
             if isinstance(depth, str):
-                if depth not in NAMED_POSITIONS:
+                if depth.startswith(OFFSET_PREFIX):
+                    token_offset(depth)
+                elif depth not in NAMED_POSITIONS:
                     names = ", ".join(NAMED_POSITIONS)
-                    raise ValueError(f"unknown position {depth!r} (use a fraction in [0, 1] or {names})")
+                    raise ValueError(
+                        f"unknown position {depth!r} (use a fraction in [0, 1], {names}, "
+                        f"or {OFFSET_PREFIX}N for N filler tokens before the evidence)"
+                    )
             elif not 0.0 <= depth <= 1.0:
                 raise ValueError(f"depth {depth} is outside [0, 1]")
         return depths
 
+    @field_validator("cases")
+    @classmethod
+    def _case_file_named(cls, cases: str | None, info: ValidationInfo) -> str | None:
+        if "cases" in info.data.get("tasks", []) and not cases:
+            raise ValueError("the cases task family needs a case file: cases: PATH.jsonl")
+        return cases
+
     def positions(self) -> list[tuple[float, str | None]]:
-        """Depths as (fraction, name or None), in the order given, without repeats."""
+        """Fractional depths as (fraction, name or None), in the order given, without repeats;
+        absolute offsets are in ``offsets``."""
         seen: dict[float, str | None] = {}
         for depth in self.depths:
             if isinstance(depth, str):
-                seen.setdefault(NAMED_POSITIONS[depth], depth)
+                if not depth.startswith(OFFSET_PREFIX):
+                    seen.setdefault(NAMED_POSITIONS[depth], depth)
             else:
                 seen.setdefault(float(depth), None)
         return list(seen.items())
+
+    def offsets(self) -> list[int]:
+        """Absolute offsets (filler tokens before the evidence), in the order given, without repeats."""
+        found = (token_offset(d) for d in self.depths if isinstance(d, str) and d.startswith(OFFSET_PREFIX))
+        return list(dict.fromkeys(found))
+
+
+def token_offset(depth: str) -> int:
+    """N of an absolute offset ``"@N"``; ``ValueError`` unless N is a whole number >= 0."""
+    digits = depth.removeprefix(OFFSET_PREFIX)
+    if not digits.isdigit():
+        raise ValueError(f"offset {depth!r} is not {OFFSET_PREFIX} followed by a whole number of tokens")
+    return int(digits)
 
 
 def _first_error(error: ValidationError, source: str) -> str:
@@ -205,6 +247,15 @@ def read_config_file(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise BadInput(f"{path}: the experiment file must be a mapping of fields, got {type(data).__name__}")
+    return resolve_paths(data, path)
+
+
+def resolve_paths(data: dict[str, Any], config_path: Path) -> dict[str, Any]:
+    """``cases`` made absolute against the experiment file's folder, so the resolved config (stored
+    in the run folder and in plans) names one file wherever it is read from."""
+    cases = data.get("cases")
+    if isinstance(cases, str) and cases and not Path(cases).expanduser().is_absolute():
+        data["cases"] = str((config_path.parent / cases).resolve())
     return data
 
 

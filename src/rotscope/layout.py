@@ -74,6 +74,14 @@ def evidence_unit(evidence: Evidence, at_start: bool) -> str:
     return evidence.text + "\n" if at_start else "\n" + evidence.text
 
 
+def _unit_for(evidence: Evidence, cut: int, end: int, last: bool) -> str:
+    """The unit at ``cut``; with no filler at all (an evidence-only prompt) the last piece is bare,
+    since the header ends and the footer starts with a line break of their own."""
+    if end == 0 and last:
+        return evidence.text
+    return evidence_unit(evidence, at_start=cut == 0)
+
+
 class PromptBuilder:
     """Renders cases into prompts of exact token lengths for one tokenizer and one corpus."""
 
@@ -139,17 +147,11 @@ class PromptBuilder:
     def render(self, case: Case, layout: Layout) -> RenderedPrompt:
         """The verified prompt for ``case`` at ``layout``, or ``PlacementError`` with the reasons."""
         frame = self.frame(case.question, multi=bool(case.parts))
-        budget = layout.length_tokens - self.fixed_tokens(case)
-        if budget < 0:
-            raise BadInput(
-                f"length {layout.length_tokens} is shorter than the fixed parts of the prompt for case "
-                f"{case.case_id} ({layout.length_tokens - budget} tokens: template, question, evidence)"
-            )
         if any(evidence.source is not None for evidence in case.evidence):
-            return self._render_in_corpus(case, layout, frame, budget)
-        if budget > self.corpus.size:
-            raise BadInput(f"filler: corpus has {self.corpus.size} tokens, length needs {budget}")
-        end = self._haystack_end(frame, budget)
+            return self._render_in_corpus(
+                case, layout, frame, self._filler_budget(case, layout.length_tokens)
+            )
+        end = self.filler_tokens(case, layout.length_tokens)
         targets = target_depths(case, layout, self.placement, self.seed)
         candidates = {
             evidence.evidence_id: self.corpus.nearest_line_ends(targets[evidence.evidence_id] * end, end)
@@ -263,7 +265,25 @@ class PromptBuilder:
             spans=(span,),
             haystack_tokens=filler,
             corpus_digest=corpus.digest,
+            context_start=base,
+            tokenizer_digest=self.tokenizer.digest(),
         )
+
+    def _filler_budget(self, case: Case, length_tokens: int) -> int:
+        budget = length_tokens - self.fixed_tokens(case)
+        if budget < 0:
+            raise BadInput(
+                f"length {length_tokens} is shorter than the fixed parts of the prompt for case "
+                f"{case.case_id} ({length_tokens - budget} tokens: template, question, evidence)"
+            )
+        return budget
+
+    def filler_tokens(self, case: Case, length_tokens: int) -> int:
+        """How many filler tokens a prompt of ``case`` at ``length_tokens`` holds."""
+        budget = self._filler_budget(case, length_tokens)
+        if budget > self.corpus.size:
+            raise BadInput(f"filler: corpus has {self.corpus.size} tokens, length needs {budget}")
+        return self._haystack_end(self.frame(case.question, multi=bool(case.parts)), budget)
 
     def _haystack_end(self, frame: Frame, budget: int) -> int:
         """Where the filler stops: as close to ``budget`` tokens as the joint with the footer
@@ -288,10 +308,10 @@ class PromptBuilder:
         body = bytearray(frame.header_bytes)
         spans: list[Span] = []
         filler_start = 0
-        for item, cut in placements:
+        for number, (item, cut) in enumerate(placements, start=1):
             ids.extend(corpus.ids[filler_start:cut].tolist())
             body += corpus.data[corpus.offsets[filler_start] : corpus.offsets[cut]]
-            unit = evidence_unit(item, at_start=cut == 0)
+            unit = _unit_for(item, cut, end, last=number == len(placements))
             piece = self.tokenizer.encode(unit)
             spans.append(Span(item.evidence_id, len(ids), len(ids) + len(piece), cut / end if end else 0.0))
             ids.extend(piece)
@@ -310,6 +330,8 @@ class PromptBuilder:
             spans=tuple(spans),
             haystack_tokens=end,
             corpus_digest=corpus.digest,
+            context_start=len(frame.prefix) + len(frame.header),
+            tokenizer_digest=self.tokenizer.digest(),
         )
 
 
@@ -409,6 +431,12 @@ def verify_prompt(
     at its midpoint, and must not pretend to. The filler must not contain any of the case's
     ``guarded`` strings (a competing value outside the declared evidence)."""
     problems: list[str] = []
+    if prompt.tokenizer_digest and prompt.tokenizer_digest != tokenizer.digest():
+        # Spans are token offsets: under another tokenizer they point at other text.
+        return [
+            f"the prompt was rendered with tokenizer {prompt.tokenizer_digest}, not {tokenizer.digest()}: "
+            "its spans are stale and must be computed again"
+        ]
     ids = prompt.token_ids
     text = prompt.text
     spans = {span.evidence_id: span for span in prompt.spans}
@@ -420,11 +448,12 @@ def verify_prompt(
         if span is None:
             continue
         piece = ids[span.token_start : span.token_end]
+        bare = (evidence.text,) if prompt.haystack_tokens == 0 else ()
         if (
             not _spans_line(piece, evidence.text, tokenizer)
             if evidence.source is not None
             else tokenizer.decode(piece)
-            not in (evidence_unit(evidence, True), evidence_unit(evidence, False))
+            not in (evidence_unit(evidence, True), evidence_unit(evidence, False), *bare)
         ):
             problems.append(
                 f"evidence {evidence.evidence_id} is not at its span [{span.token_start}, {span.token_end})"

@@ -7,7 +7,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -15,6 +15,7 @@ from typing import Any, Protocol
 from rotscope import __version__
 from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, dump_config, load_config
+from rotscope.delivery import check_delivery, delivery_slack
 from rotscope.errors import BadInput
 from rotscope.schedule import prefix_order, shuffled_order
 from rotscope.scoring import score_parts
@@ -91,6 +92,7 @@ def _planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list
                 "prompt_digest": _prompt_digest(item),
                 "question": part.question,
                 "expected": "not in the context" if part.oracle.abstain else part.oracle.answer,
+                "slices": json.dumps(dict(part.slices), sort_keys=True),
             }
         )
     return rows
@@ -119,6 +121,7 @@ def _result_row(completion: Completion, result: Score) -> dict[str, Any]:
         "cached_tokens": completion.cached_tokens,
         "latency_s": completion.latency_s,
         "error": completion.error,
+        "claim_report": None if result.claims is None else json.dumps(asdict(result.claims)),
     }
 
 
@@ -134,9 +137,10 @@ def execution_order(items: Sequence[WorkItem], backend_name: str, seed: int) -> 
 async def _execute(
     items: Sequence[WorkItem], backend: Backend, store: RunStore, reporter: Reporter | None
 ) -> None:
+    slack = delivery_slack(backend.describe())
     for item in items:
         request = GenerateRequest(item.prompt.messages, item.prompt.token_ids, item.params)
-        completion = await backend.generate(request)
+        completion = check_delivery(request, await backend.generate(request), slack)
         scores = score_parts(item.case, completion, context=item.prompt.messages[-1]["content"])
         store.record(
             {

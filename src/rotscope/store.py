@@ -19,11 +19,11 @@ from rotscope.errors import BadInput
 PLANNED_COLUMNS = (
     "item_id", "call_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model",
     "backend", "length_target", "prompt_tokens", "haystack_tokens", "depth", "position", "spans", "trial",
-    "seed", "prompt_digest", "question", "expected",
+    "seed", "prompt_digest", "question", "expected", "slices",
 )  # fmt: skip
 RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
-    "cached_tokens", "latency_s", "cost", "error", "attempts", "created_at", "finished_at",
+    "cached_tokens", "latency_s", "cost", "error", "attempts", "created_at", "finished_at", "claim_report",
 )  # fmt: skip
 ITEM_COLUMNS = PLANNED_COLUMNS + RESULT_COLUMNS
 
@@ -48,6 +48,13 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         CREATE INDEX items_status ON items (status);
         CREATE INDEX items_call ON items (call_id);
+        """,
+    ),
+    (
+        "case_contract",
+        """
+        ALTER TABLE items ADD COLUMN slices TEXT NOT NULL DEFAULT '{}';
+        ALTER TABLE items ADD COLUMN claim_report TEXT;
         """,
     ),
 )

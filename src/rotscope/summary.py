@@ -7,6 +7,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rotscope.case_results import case_results
+from rotscope.config import OFFSET_PREFIX
 from rotscope.stats import (
     absolute_effective_length,
     base_score,
@@ -19,6 +21,7 @@ from rotscope.stats import (
     sign_test,
 )
 from rotscope.store import RunStore
+from rotscope.types import EVIDENCE_ONLY_POSITION
 
 NOLIMA_RATIO = 0.85
 RULER_THRESHOLD = 0.856
@@ -196,11 +199,30 @@ def _task_analysis(task: str, rows: list[Row]) -> dict[str, Any]:
     }
 
 
+def _pool_offset_depths(rows: list[Row]) -> list[Row]:
+    """Rows of an absolute offset (``@N``) with the mean depth of their (task, length, offset): the
+    depth N reaches differs a little between cases (their fixed parts differ), but one offset at
+    one length is one cell."""
+    depths: dict[tuple[Any, ...], list[float]] = defaultdict(list)
+    for row in rows:
+        if (row["position"] or "").startswith(OFFSET_PREFIX):
+            depths[(row["task"], row["length_target"], row["position"])].append(row["depth"])
+    means = {key: sum(values) / len(values) for key, values in depths.items()}
+    return [
+        {**row, "depth": means[(row["task"], row["length_target"], row["position"])]}
+        if (row["task"], row["length_target"], row["position"]) in means
+        else row
+        for row in rows
+    ]
+
+
 def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     meta = store.meta()
-    rows = store.rows()
+    rows = _pool_offset_depths(store.rows())
     probes = [row for row in rows if not row["control"]]
-    controls = [row for row in rows if row["control"]]
+    evidence_only = [row for row in rows if row["control"] and row["position"] == EVIDENCE_ONLY_POSITION]
+    controls = [row for row in rows if row["control"] and row["position"] != EVIDENCE_ONLY_POSITION]
+    per_case = case_results(probes, evidence_only)
     cells = [
         _cell({"task": task, "length": length, "depth": depth, "position": position}, group)
         for (task, length, depth, position), group in _group(
@@ -237,6 +259,14 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             }
             for (task, length), group in _group(controls, "task", "length_target").items()
         ],
+        "evidence_only": [
+            {"task": task, **_counts(group), "accuracy": _cell({}, group)["accuracy"]}
+            for (task,), group in _group(evidence_only, "task").items()
+        ],
+        "cases": per_case,
+        "capability_failures": [entry["case_id"] for entry in per_case if entry["capability_failure"]],
+        "positional_failures": [entry["case_id"] for entry in per_case if entry["positional_failure"]],
+        "high_risk": sum(entry["forbidden_claims"] for entry in per_case),
         "items": {
             "total": len(rows),
             "done": len(done),

@@ -83,6 +83,49 @@ def _print_task(analysis: dict[str, Any], console: Console) -> None:
     console.print(f"  {headline(analysis['effective_length'])}")
 
 
+def _case_list(summary: dict[str, Any], ids: list[str]) -> str:
+    worst = {entry["case_id"]: entry["worst"] for entry in summary.get("cases", [])}
+    shown = []
+    for case_id in ids:
+        at = worst.get(case_id)
+        shown.append(f"{case_id} (worst {at['position']} at {at['length']:,} tokens)" if at else case_id)
+    return ", ".join(shown)
+
+
+def _print_cases(summary: dict[str, Any], console: Console) -> None:
+    """Evidence-only controls, capability failures apart from positional ones, high-risk rows."""
+    for control in summary.get("evidence_only", []):
+        console.print(
+            f"evidence-only control {control['task']}: accuracy {_fmt(control['accuracy'])} "
+            f"(n={control['n']}, errors={control['errors']}; the evidence alone, no padding)"
+        )
+    if summary.get("capability_failures"):
+        console.print(
+            "capability failures (wrong even with the evidence alone): "
+            + ", ".join(summary["capability_failures"]),
+            markup=False,
+        )
+    if summary.get("positional_failures"):
+        console.print(
+            "positional failures (right with the evidence alone, wrong at some layout): "
+            + _case_list(summary, summary["positional_failures"]),
+            markup=False,
+        )
+    risky = [entry for entry in summary.get("cases", []) if entry["forbidden_claims"]]
+    if risky:
+        console.print(
+            f"[bold red]high risk:[/bold red] {summary['high_risk']} answers state a forbidden claim, in "
+            + ", ".join(entry["case_id"] for entry in risky)
+        )
+    for entry in summary.get("cases", []):
+        if entry["missing_claims"] or entry["wrong_citations"] or entry["missing_citations"]:
+            console.print(
+                f"  {entry['case_id']}: missing claims {entry['missing_claims'] or '-'}, wrong citations "
+                f"{entry['wrong_citations'] or '-'}, uncited claims {entry['missing_citations'] or '-'}",
+                markup=False,
+            )
+
+
 def print_summary(summary: dict[str, Any], console: Console) -> None:
     for analysis in summary["tasks"]:
         console.print(heatmap(summary, analysis["task"]))
@@ -93,6 +136,7 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
             f"evidence-absent control {control['task']} @ {control['length']:,}: "
             f"{control['correct']}/{scored} abstained correctly, {control['hallucinated']} answered anyway"
         )
+    _print_cases(summary, console)
     console.print(f"[bold]{headline(summary['effective_length'])}[/bold] (all tasks pooled)")
     items = summary["items"]
     tokens = summary["tokens"]

@@ -2,20 +2,24 @@
 
 ``register_cases`` takes a function that returns the family's cases (the built-in families are
 such functions); ``register_task`` takes any factory of a ``TaskFamily`` object;
-``register_configured_cases`` takes a function of the experiment config (cases written in it).
+``register_configured_task`` one that reads the experiment config (a family whose cases come from
+a file the config names).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.types import Case, TaskFamily
 
+if TYPE_CHECKING:
+    from rotscope.config import ExperimentConfig
+
 TASK_FAMILIES: dict[str, Callable[[], TaskFamily]] = {}
-CONFIGURED_FAMILIES: dict[str, Callable[[ExperimentConfig], list[Case]]] = {}
+CONFIGURED_FAMILIES: dict[str, Callable[[ExperimentConfig], TaskFamily]] = {}
 CaseBuilder = Callable[[], list[Case]]
 
 
@@ -46,26 +50,34 @@ def register_cases(name: str) -> Callable[[CaseBuilder], CaseBuilder]:
     return add
 
 
-def register_configured_cases(
+def register_configured_task(
     name: str,
-) -> Callable[[Callable[[ExperimentConfig], list[Case]]], Callable[[ExperimentConfig], list[Case]]]:
-    def add(build: Callable[[ExperimentConfig], list[Case]]) -> Callable[[ExperimentConfig], list[Case]]:
-        CONFIGURED_FAMILIES[name] = build
-        return build
+) -> Callable[[Callable[[ExperimentConfig], TaskFamily]], Callable[[ExperimentConfig], TaskFamily]]:
+    def add(factory: Callable[[ExperimentConfig], TaskFamily]) -> Callable[[ExperimentConfig], TaskFamily]:
+        CONFIGURED_FAMILIES[name] = factory
+        return factory
 
     return add
 
 
 def get_task(name: str, config: ExperimentConfig | None = None) -> TaskFamily:
-    """The family registered as ``name``; families whose cases live in the experiment file need
-    its ``config``."""
-    from rotscope.tasks import codebase, competitive, join, latent, multihop, niah, nolima  # noqa: F401
+    """The family registered as ``name``; families that read the config need ``config``."""
+    from rotscope.tasks import (  # noqa: F401  (registers them)
+        cases,
+        codebase,
+        competitive,
+        join,
+        latent,
+        multihop,
+        niah,
+        nolima,
+    )
 
     configured = CONFIGURED_FAMILIES.get(name)
     if configured is not None:
         if config is None:
-            raise BadInput(f"tasks: family {name!r} takes its cases from an experiment file")
-        return BuiltCases(name, lambda: configured(config))
+            raise BadInput(f"tasks: the {name} family is built from the experiment config; none was given")
+        return configured(config)
     factory = TASK_FAMILIES.get(name)
     if factory is None:
         known = ", ".join(sorted([*TASK_FAMILIES, *CONFIGURED_FAMILIES]))

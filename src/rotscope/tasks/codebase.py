@@ -13,8 +13,8 @@ from pathlib import Path
 from rotscope.config import CodebaseCase, ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler.code import code_root
-from rotscope.tasks import register_configured_cases
-from rotscope.types import Case, Evidence, Oracle
+from rotscope.tasks import BuiltCases, register_configured_task
+from rotscope.types import Case, Evidence, Oracle, TaskFamily
 
 
 def _evidence_line(root: Path, record: CodebaseCase, where: str) -> str:
@@ -32,7 +32,6 @@ def _evidence_line(root: Path, record: CodebaseCase, where: str) -> str:
     return lines[0]
 
 
-@register_configured_cases("codebase")
 def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
     if config.codebase is None:
         raise BadInput("codebase: the task family codebase needs codebase.cases in the experiment file")
@@ -60,3 +59,8 @@ def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
             )
         )
     return cases
+
+
+@register_configured_task("codebase")
+def codebase_family(config: ExperimentConfig) -> TaskFamily:
+    return BuiltCases("codebase", lambda: build_codebase_cases(config))
