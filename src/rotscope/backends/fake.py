@@ -7,6 +7,7 @@ so it shows a position effect. Neither sees the oracle.
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable
 from typing import Any
@@ -48,15 +49,26 @@ RESPONDERS: dict[str, Responder] = {
 
 
 class FakeBackend:
-    """Calls ``responder`` on each request. A responder that raises becomes an error row."""
+    """Calls ``responder`` on each request. A responder that raises becomes an error row.
+
+    ``provider`` is the backend name it reports (``fake`` runs as a local engine; any other name
+    runs it as a remote API would be run), ``latency_s`` a wait per call; ``in_flight`` and
+    ``max_in_flight`` count overlapping calls, so tests can check concurrency limits.
+    """
 
     context_window = 1_000_000
 
-    def __init__(self, name: str, responder: Responder) -> None:
+    def __init__(
+        self, name: str, responder: Responder, *, provider: str = "fake", latency_s: float = 0.0
+    ) -> None:
         self.model_id = f"fake/{name}"
+        self.provider = provider
+        self.latency_s = latency_s
         self._responder = responder
         self._tokenizer = FakeTokenizer()
         self.calls = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
 
     def tokenizer(self) -> FakeTokenizer:
         return self._tokenizer
@@ -66,18 +78,25 @@ class FakeBackend:
 
     async def generate(self, request: GenerateRequest) -> Completion:
         self.calls += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            if self.latency_s:
+                await asyncio.sleep(self.latency_s)
             text = self._responder(request)
         except Exception as error:
-            return Completion(text="", error=f"{type(error).__name__}: {error}")
+            return Completion(text="", latency_s=self.latency_s, error=f"{type(error).__name__}: {error}")
+        finally:
+            self.in_flight -= 1
         return Completion(
             text=text,
             prompt_tokens=len(request.token_ids),
             completion_tokens=self._tokenizer.count(text),
+            latency_s=self.latency_s,
         )
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "fake", "model": self.model_id, "tokenizer": self._tokenizer.name}
+        return {"backend": self.provider, "model": self.model_id, "tokenizer": self._tokenizer.name}
 
     def close(self) -> None:
         return None
