@@ -241,9 +241,9 @@ def models() -> None:
             except BadInput as error:
                 console.print(f"  bundled model unavailable: {error}")
             console.print("  any GGUF file: --model path/to/model.gguf")
-        elif provider == "fake":
+        elif provider in ("fake", "fake-remote"):
             for name in sorted(RESPONDERS):
-                console.print(f"  fake/{name}")
+                console.print(f"  {provider}/{name}")
 
 
 def main() -> None:

@@ -8,6 +8,7 @@ the run store has a single writer and a call's rows are committed together.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -137,6 +138,10 @@ def row_id(item: WorkItem, label: str) -> str:
     return f"{item.item_id}:{label}" if label else item.item_id
 
 
+class _CtrlC(Exception):
+    """Ctrl-C raised inside a worker."""
+
+
 @dataclass
 class Execution:
     """What one session of a run does with its items; ``stopped_at_budget`` when it left some."""
@@ -148,12 +153,23 @@ class Execution:
     stopped_at_budget: bool = False
 
     async def run(self, items: Sequence[WorkItem], workers: int) -> None:
-        import asyncio
-
+        """Run ``items`` on ``workers`` tasks sharing one queue; Ctrl-C inside a call cancels the
+        calls in flight (their items stay pending) and surfaces as ``KeyboardInterrupt``."""
         queue = iter(items)
-        async with asyncio.TaskGroup() as group:
-            for _ in range(max(1, min(workers, len(items)))):
-                group.create_task(self._work(queue))
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(max(1, min(workers, len(items)))):
+                    group.create_task(self._guarded(queue))
+        except* _CtrlC:
+            raise KeyboardInterrupt from None
+
+    async def _guarded(self, queue: Iterator[WorkItem]) -> None:
+        # A KeyboardInterrupt escaping a task leaves asyncio's task group in a bad state (Python
+        # 3.11); carried as an ordinary exception, the group cancels the other workers cleanly.
+        try:
+            await self._work(queue)
+        except KeyboardInterrupt:
+            raise _CtrlC from None
 
     async def _work(self, queue: Iterator[WorkItem]) -> None:
         for item in queue:

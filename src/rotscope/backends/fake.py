@@ -2,7 +2,9 @@
 
 ``fake/lexical`` answers with the context line that shares the most words with the question, or
 abstains when none shares two; ``fake/lexical-recent`` reads only the last half of the context,
-so it shows a position effect. Neither sees the oracle.
+so it shows a position effect. Neither sees the oracle. ``fake-remote/NAME`` is the same model run
+as a remote API is run (concurrently, interleaved, through the response cache), so budgets,
+limits and caching can be tried without a network.
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ class FakeBackend:
     def __init__(
         self, name: str, responder: Responder, *, provider: str = "fake", latency_s: float = 0.0
     ) -> None:
-        self.model_id = f"fake/{name}"
+        self.model_id = f"{provider}/{name}"
         self.provider = provider
         self.latency_s = latency_s
         self._responder = responder
@@ -102,9 +104,19 @@ class FakeBackend:
         return None
 
 
-@register_backend("fake")
-def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
+def _responder(name: str) -> Responder:
     responder = RESPONDERS.get(name)
     if responder is None:
         raise BadInput(f"model: unknown fake model {name!r} (known: {', '.join(sorted(RESPONDERS))})")
-    return FakeBackend(name, responder)
+    return responder
+
+
+@register_backend("fake")
+def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
+    return FakeBackend(name, _responder(name))
+
+
+@register_backend("fake-remote")
+def fake_remote_backend(name: str, config: ExperimentConfig) -> FakeBackend:
+    """The same fake run the way a remote API is: concurrently, interleaved, cached, priced."""
+    return FakeBackend(name, _responder(name), provider="fake-remote")
