@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.config import CacheConfig
+from rotscope.errors import BadInput
 from rotscope.types import Completion, GenerateRequest
 
 CACHE_FILE = "responses.db"
@@ -56,12 +57,15 @@ class ResponseCache:
     """Replies by key in one SQLite file; each store commits at once."""
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
-        self._db = sqlite3.connect(path)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        with self._db:
-            self._db.execute(_SCHEMA)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            with self._db:
+                self._db.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as error:
+            raise BadInput(f"cache.path: cannot use {path} as the response cache ({error})") from None
 
     @classmethod
     def open(cls, config: CacheConfig) -> ResponseCache | None:

@@ -4,7 +4,10 @@ limits, error rows and the error cap, cost, budget stops and resume, the respons
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import sqlite3
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -454,6 +457,20 @@ def test_default_cache_lives_in_the_user_cache_folder(
     assert (tmp_path / "xdg" / "rotscope" / "responses.db").is_file()
 
 
+def test_an_unusable_cache_path_is_bad_input(
+    make_config: Callable[..., ExperimentConfig], tmp_path: Path
+) -> None:
+    (tmp_path / "taken").write_text("a file, not a folder", encoding="utf-8")
+    backend = remote()
+    with pytest.raises(BadInput, match=r"cache\.path: cannot use"):
+        run_experiment(
+            make_config(cache={"path": str(tmp_path / "taken" / "responses.db")}),
+            run_dir=tmp_path / "run",
+            backend=backend,
+        )
+    assert backend.calls == 0
+
+
 # ---- interrupts -----------------------------------------------------------------------------------
 
 
@@ -467,6 +484,36 @@ def test_ctrl_c_during_concurrent_calls_keeps_finished_work(
     finished = [row for row in rows(run_dir) if row["status"] == "ok"]
     assert 0 < len(finished) < TOTAL
     assert stop.value.done == len(finished)
+    resume_backend = remote()
+    run_experiment(config, run_dir=run_dir, resume=True, backend=resume_backend)
+    assert resume_backend.calls == TOTAL - len(finished)
+    assert all(row["status"] == "ok" and row["attempts"] == 1 for row in rows(run_dir))
+
+
+def test_a_real_sigint_cancels_calls_in_flight_and_keeps_finished_work(
+    make_config: Callable[..., ExperimentConfig], tmp_path: Path
+) -> None:
+    config = make_config(limits={PROVIDER: {"concurrency": 2}}, cache={"enabled": False})
+    run_dir = tmp_path / "run"
+    # The signal comes from another thread a while after the first call, as a user's Ctrl-C would.
+    timer = threading.Timer(0.12, os.kill, (os.getpid(), signal.SIGINT))
+    inner = lexical_responder()
+
+    def respond(request: GenerateRequest) -> str:
+        if timer.ident is None:  # not started yet
+            timer.start()
+        return inner(request)
+
+    try:
+        with pytest.raises(Interrupted) as stop:
+            backend = FakeBackend("lexical", respond, provider=PROVIDER, latency_s=0.05)
+            run_experiment(config, run_dir=run_dir, backend=backend)
+    finally:
+        timer.cancel()
+    finished = [row for row in rows(run_dir) if row["status"] == "ok"]
+    assert 0 < len(finished) < TOTAL
+    assert stop.value.done == len(finished)
+    assert all(row["status"] == "pending" for row in rows(run_dir) if row not in finished)
     resume_backend = remote()
     run_experiment(config, run_dir=run_dir, resume=True, backend=resume_backend)
     assert resume_backend.calls == TOTAL - len(finished)
