@@ -13,8 +13,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from rotscope.config import JudgeConfig, Price
-from rotscope.cost import Budget, completion_cost, estimate_cost
+from rotscope.config import ExperimentConfig, JudgeConfig, Price
+from rotscope.cost import Budget, check_budget_price, completion_cost, estimate_cost, find_price, price_table
 from rotscope.judge import (
     judge_columns,
     judge_messages,
@@ -24,11 +24,18 @@ from rotscope.judge import (
     part_reply,
     undecided,
 )
-from rotscope.limits import ProviderLimiter
+from rotscope.limits import Limiters, ProviderLimiter
 from rotscope.response_cache import ResponseCache, cache_key
 from rotscope.scoring import score_parts
 from rotscope.store import RunStore
 from rotscope.types import Backend, Completion, GenerateRequest, Score, WorkItem
+
+LOCAL_BACKENDS = {"llamacpp", "fake"}
+
+
+def is_local(backend_name: str) -> bool:
+    """Local engines run one call at a time in prefix order, uncached and free."""
+    return backend_name in LOCAL_BACKENDS
 
 
 class Reporter(Protocol):
@@ -202,3 +209,51 @@ class Execution:
         self.store.record(rows)
         if self.reporter is not None:
             self.reporter.advance(item, completion)
+
+
+def _caller(
+    backend: Backend, model: str, config: ExperimentConfig, budget: Budget, limiters: Limiters
+) -> tuple[Caller, int]:
+    """A caller for ``backend`` and how many calls may run at once: remote APIs get their
+    provider's limits and the response cache; local engines run one call at a time, uncached."""
+    provider = backend.describe().get("backend", "")
+    local = is_local(provider)
+    price = find_price(model, price_table(config), local=local)
+    check_budget_price(config, price, model)
+    if local:
+        return Caller(backend, price=price, budget=budget), 1
+    limiter = limiters.for_provider(provider)
+    cache = ResponseCache.open(config.cache)
+    return Caller(
+        backend, price=price, budget=budget, limiter=limiter, cache=cache
+    ), limiter.limits.concurrency
+
+
+async def execute_items(
+    config: ExperimentConfig,
+    items: Sequence[WorkItem],
+    backend: Backend,
+    judge_backend: Backend | None,
+    store: RunStore,
+    reporter: Reporter | None,
+) -> bool:
+    """Run ``items``, recording each call as it finishes; True when the budget stopped it early.
+    Limiters and the budget are made here, on the event loop that uses them."""
+    budget = Budget(config.max_cost, spent=store.spent())
+    limiters = Limiters(config.limits)
+    caller, workers = _caller(backend, config.model, config, budget, limiters)
+    if caller.limiter is not None:
+        caller.limiter.check(
+            max((len(i.prompt.token_ids) for i in items), default=0) + config.generation.max_tokens
+        )
+    judge = None
+    if config.judge is not None and judge_backend is not None:
+        judge = Judge(_caller(judge_backend, config.judge.model, config, budget, limiters)[0], config.judge)
+    execution = Execution(caller, store, judge=judge, reporter=reporter)
+    try:
+        await execution.run(items, workers)
+    finally:
+        for opened in (caller, judge.caller if judge else None):
+            if opened is not None and opened.cache is not None:
+                opened.cache.close()
+    return execution.stopped_at_budget

@@ -15,10 +15,9 @@ from typing import Any
 from rotscope import __version__
 from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, build_config, dump_config, load_config
-from rotscope.cost import Budget, CostEstimate, check_budget_price, estimate_plan, find_price, price_table
+from rotscope.cost import CostEstimate, estimate_plan
 from rotscope.errors import BadInput
-from rotscope.execute import Caller, Execution, Judge, Reporter, row_id
-from rotscope.limits import Limiters
+from rotscope.execute import LOCAL_BACKENDS, Reporter, execute_items, is_local, row_id
 from rotscope.response_cache import ResponseCache, default_cache_path
 from rotscope.schedule import prefix_order, shuffled_order
 from rotscope.store import RunStore
@@ -28,7 +27,6 @@ from rotscope.workitems import Plan, build_plan
 __all__ = ["BudgetReached", "Interrupted", "Reporter", "dry_run", "resume_experiment", "run_experiment"]
 
 CONFIG_FILE = "config.yaml"
-LOCAL_BACKENDS = {"llamacpp", "fake"}
 RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate"}
 """Fields that change how a run is executed or judged, not its results: left out of its identity,
 so ``--resume`` may change them."""
@@ -52,10 +50,6 @@ class BudgetReached(Exception):
     total: int
     spent: float
     max_cost: float
-
-
-def is_local(backend_name: str) -> bool:
-    return backend_name in LOCAL_BACKENDS
 
 
 def config_digest(config: ExperimentConfig) -> str:
@@ -171,53 +165,6 @@ def _store_plan(
     )
 
 
-def _caller(
-    backend: Backend, model: str, config: ExperimentConfig, budget: Budget, limiters: Limiters
-) -> tuple[Caller, int]:
-    """A caller for ``backend`` and how many calls may run at once: remote APIs get their
-    provider's limits and the response cache; local engines run one call at a time, uncached."""
-    provider = backend.describe().get("backend", "")
-    local = is_local(provider)
-    price = find_price(model, price_table(config), local=local)
-    check_budget_price(config, price, model)
-    if local:
-        return Caller(backend, price=price, budget=budget), 1
-    limiter = limiters.for_provider(provider)
-    cache = ResponseCache.open(config.cache)
-    return Caller(
-        backend, price=price, budget=budget, limiter=limiter, cache=cache
-    ), limiter.limits.concurrency
-
-
-async def _execute(
-    config: ExperimentConfig,
-    items: Sequence[WorkItem],
-    backend: Backend,
-    judge_backend: Backend | None,
-    store: RunStore,
-    reporter: Reporter | None,
-) -> bool:
-    """Run ``items``; True when the budget stopped it early. Limiters live on this event loop."""
-    budget = Budget(config.max_cost, spent=store.spent())
-    limiters = Limiters(config.limits)
-    caller, workers = _caller(backend, config.model, config, budget, limiters)
-    if caller.limiter is not None:
-        caller.limiter.check(
-            max((len(i.prompt.token_ids) for i in items), default=0) + config.generation.max_tokens
-        )
-    judge = None
-    if config.judge is not None and judge_backend is not None:
-        judge = Judge(_caller(judge_backend, config.judge.model, config, budget, limiters)[0], config.judge)
-    execution = Execution(caller, store, judge=judge, reporter=reporter)
-    try:
-        await execution.run(items, workers)
-    finally:
-        for opened in (caller, judge.caller if judge else None):
-            if opened is not None and opened.cache is not None:
-                opened.cache.close()
-    return execution.stopped_at_budget
-
-
 def run_experiment(
     config: ExperimentConfig,
     *,
@@ -236,9 +183,9 @@ def run_experiment(
     digest = config_digest(config)
     _check_run_dir(run_dir, digest, resume)
     backend = backend or create_backend(config)
-    if config.judge is not None and judge_backend is None:
-        judge_backend = create_backend(build_config({**config.model_dump(), "model": config.judge.model}))
     try:
+        if config.judge is not None and judge_backend is None:
+            judge_backend = create_backend(build_config({**config.model_dump(), "model": config.judge.model}))
         plan = build_plan(config, backend)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
@@ -252,7 +199,7 @@ def run_experiment(
             if reporter is not None:
                 reporter.start(len(todo), sum(item.prompt.prompt_tokens for item in todo))
             try:
-                stopped = asyncio.run(_execute(config, todo, backend, judge_backend, store, reporter))
+                stopped = asyncio.run(execute_items(config, todo, backend, judge_backend, store, reporter))
             except KeyboardInterrupt:
                 left = len(store.unfinished())
                 raise Interrupted(run_dir, len(plan.items) - left, len(plan.items)) from None
