@@ -113,7 +113,12 @@ def _print_dry_run(planned: DryRun) -> None:
     console.print(
         f"calls: {estimate.calls:,} ({estimate.cached_calls:,} answered by the response cache); prompt "
         f"tokens {estimate.prompt_tokens:,}; output tokens at most {estimate.max_output_tokens:,}; "
-        f"estimated cost {cost} for {estimate.model}",
+        f"estimated cost {cost} for {estimate.model}"
+        + (
+            f"; judge calls ({planned.judge_model}) come on top, one per undecided reply"
+            if planned.judge_model
+            else ""
+        ),
         markup=False,
     )
     for reason in plan.rejected:

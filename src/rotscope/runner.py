@@ -228,7 +228,8 @@ def resume_experiment(
     use_cache: bool = True,
 ) -> Path:
     """Continue a run folder: same config, finished items skipped, errors retried. ``max_cost``
-    replaces the stored budget; ``use_cache=False`` turns the response cache off for this session."""
+    replaces the stored budget and ``use_cache=False`` turns the response cache off; both are
+    written back to the folder's config.yaml (neither changes the experiment's identity)."""
     store = RunStore.open_existing(run_dir)
     store.close()
     config = load_config(run_dir / CONFIG_FILE)
@@ -246,6 +247,7 @@ def resume_experiment(
 class DryRun:
     plan: Plan
     estimate: CostEstimate
+    judge_model: str | None = None
 
 
 def dry_run(config: ExperimentConfig) -> DryRun:
@@ -261,7 +263,8 @@ def dry_run(config: ExperimentConfig) -> DryRun:
         path = Path(config.cache.path).expanduser() if config.cache.path else default_cache_path()
         cache = ResponseCache(path) if path.is_file() else None
     try:
-        return DryRun(plan, estimate_plan(config, plan, local=local, cache=cache))
+        judge = config.judge.model if config.judge else None
+        return DryRun(plan, estimate_plan(config, plan, local=local, cache=cache), judge)
     finally:
         if cache is not None:
             cache.close()
