@@ -12,12 +12,13 @@ import numpy as np
 from rotscope.config import ExperimentConfig, FillerConfig
 from rotscope.errors import BadInput
 from rotscope.filler import documents
+from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import tokenize_corpus
 from rotscope.layout import PlacementError, PromptBuilder
 from rotscope.schedule import prefill_bounds
 from rotscope.tasks import get_task
 from rotscope.tasks.bundles import bundle_all
-from rotscope.types import Backend, Case, GenerationParams, Layout, WorkItem
+from rotscope.types import Backend, Case, GenerationParams, Layout, Tokenizer, WorkItem
 
 CONTROL_POSITION = "absent"
 
@@ -52,7 +53,7 @@ def select_cases(config: ExperimentConfig) -> list[Case]:
     selected: list[Case] = []
     for task in config.tasks:
         cases = bundle_all(
-            list(get_task(task).cases())[: config.limit], config.questions_per_prompt, config.seed
+            list(get_task(task, config).cases())[: config.limit], config.questions_per_prompt, config.seed
         )
         selected.extend(cases)
         if config.controls:
@@ -84,6 +85,31 @@ def item_id(
     return hashlib.sha256(material.encode()).hexdigest()[:24]
 
 
+def anchor_documents(
+    config: ExperimentConfig, sources: set[str], tokenizer: Tokenizer, guarded: frozenset[str]
+) -> dict[str, AnchoredCorpus]:
+    """For each document that holds evidence already in the corpus, a corpus arranged around it
+    from the other documents (none of which holds evidence of any case)."""
+    if not sources:
+        return {}
+    found = {d.name: d for d in documents(config.filler, config.seed, guarded)}
+    missing = sorted(sources - set(found))
+    if missing:
+        raise BadInput(f"filler: {describe_filler(config.filler)} has no document {missing[0]!r}")
+    others = [document for name, document in found.items() if name not in sources]
+    return {
+        name: anchor_document(
+            found[name],
+            others,
+            tokenizer,
+            max(config.lengths),
+            allow_repeat=config.filler.allow_repeat,
+            origin=describe_filler(config.filler),
+        )
+        for name in sorted(sources)
+    }
+
+
 def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     """Render and verify every prompt of the experiment; prompts that fail verification are
     listed in ``rejected`` with the reason and never sent."""
@@ -98,8 +124,9 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     origin = describe_filler(config.filler)
     cases = select_cases(config)
     guarded = frozenset(guard for case in cases for guard in case.guarded)
+    sources = {evidence.source for case in cases for evidence in case.evidence if evidence.source}
     corpus = tokenize_corpus(
-        documents(config.filler, config.seed, guarded),
+        (d for d in documents(config.filler, config.seed, guarded) if d.name not in sources),
         tokenizer,
         longest,
         allow_repeat=config.filler.allow_repeat,
@@ -113,6 +140,7 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
         depth_tolerance=config.depth_tolerance,
         placement=config.placement,
         seed=config.seed,
+        anchors=anchor_documents(config, sources, tokenizer, guarded),
     )
     description = backend.describe()
     model_key = {
