@@ -4,11 +4,14 @@ judged row carries the judge model and the hash of the fixed prompt."""
 from __future__ import annotations
 
 import hashlib
+import json
 import sqlite3
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
@@ -111,6 +114,8 @@ def test_only_undecided_replies_are_judged_and_marked(
     assert all(PARAPHRASE in prompt and "<context>" not in prompt for prompt in judge.prompts)
 
     summary = load_summary(tmp_path / "run")
+    schema = resources.files("rotscope").joinpath("schemas/summary.schema.json").read_text()
+    jsonschema.validate(summary, json.loads(schema))
     for cell in summary["cells"]:
         assert cell["judged"] == (cell["n"] if cell["length"] == 300 else 0)
     assert summary["judge"] == {

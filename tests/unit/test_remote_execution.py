@@ -4,15 +4,18 @@ limits, error rows and the error cap, cost, budget stops and resume, the respons
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import signal
 import sqlite3
 import threading
 import time
 from collections.abc import Callable
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from typer.testing import CliRunner
 
@@ -27,6 +30,7 @@ from rotscope.runner import BudgetReached, Interrupted, dry_run, resume_experime
 from rotscope.summary import load_summary
 from rotscope.types import GenerateRequest
 
+SCHEMA = json.loads(resources.files("rotscope").joinpath("schemas/summary.schema.json").read_text())
 PROVIDER = "remotefake"
 INPUT_USD, OUTPUT_USD = 3.0, 15.0  # per million tokens
 TOTAL = 2 * 2 * 2 + 2 * 2  # 2 cases x 2 lengths x 2 depths, plus 2 controls x 2 lengths
@@ -197,6 +201,7 @@ def test_errors_are_excluded_counted_per_cell_and_flagged_over_the_cap(
     assert cap["exceeded"] is True
     assert cap["error_rate"] == len(errors) / len(stored)
     assert {(c["length"], c["depth"]) for c in cap["cells_over"]} == {(300, 0.0), (300, 1.0)}
+    jsonschema.validate(summary, SCHEMA)
     assert 'id="error-cap"' in render_report(run_dir)
     shown = CliRunner().invoke(app, ["show", str(run_dir)])
     assert "EXCEEDS THE CAP" in " ".join(shown.stdout.split())
@@ -338,6 +343,25 @@ def test_budget_stops_before_it_is_exceeded_and_resume_finishes(
     assert sum(row["cost"] for row in final) <= full * 2
 
 
+def test_calls_in_flight_hold_their_estimate_against_the_budget(
+    make_config: Callable[..., ExperimentConfig], tmp_path: Path
+) -> None:
+    # Room for two estimates only: with four slots free, two calls may start, not four.
+    config = make_config(limits={PROVIDER: {"concurrency": 4}})
+    plan = dry_run(config).plan
+    largest = max(item.prompt.prompt_tokens for item in plan.items)
+    one_call = (largest * INPUT_USD + config.generation.max_tokens * OUTPUT_USD) / MILLION
+    backend = remote(latency_s=0.05)
+    with pytest.raises(BudgetReached):
+        run_experiment(
+            make_config(limits={PROVIDER: {"concurrency": 4}}, max_cost=2.5 * one_call),
+            run_dir=tmp_path / "run",
+            backend=backend,
+        )
+    assert backend.max_in_flight == 2
+    assert sum(row["cost"] or 0.0 for row in rows(tmp_path / "run")) <= 2.5 * one_call
+
+
 def test_budget_stop_on_the_command_line_exits_4_and_resume_goes_on(
     make_config: Callable[..., ExperimentConfig], tmp_path: Path, corpus: Path
 ) -> None:
@@ -395,6 +419,7 @@ def test_a_repeated_run_is_answered_by_the_cache(
     assert all(row["cached_response"] == 0 and row["cost"] > 0 for row in before)
     assert all(row["cached_response"] == 1 and row["cost"] == 0 for row in after)
     summary = load_summary(second)
+    jsonschema.validate(summary, SCHEMA)
     assert summary["cost"] == {"usd": 0.0, "priced": True, "max_cost": None, "cached_responses": TOTAL}
 
 
