@@ -263,6 +263,9 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         for (length,), group in _group(probes, "length_target").items()
     }
     done = _scored(rows)
+    called = [
+        row for row in done if not row["cached_response"]
+    ]  # replies from the response cache cost no tokens
     tokens = meta.get("tokens", {})
     task_order = (meta.get("config") or {}).get("tasks") or []
     by_task = sorted(
@@ -297,8 +300,10 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         "tokens": {
             "naive_prefill": tokens.get("naive_prefill", 0),
             "lower_bound": tokens.get("lower_bound", 0),
-            "evaluated": sum((row["usage_prompt_tokens"] or 0) - (row["cached_tokens"] or 0) for row in done),
-            "cached": sum(row["cached_tokens"] or 0 for row in done),
+            "evaluated": sum(
+                (row["usage_prompt_tokens"] or 0) - (row["cached_tokens"] or 0) for row in called
+            ),
+            "cached": sum(row["cached_tokens"] or 0 for row in called),
         },
         "timing": {
             "latency_s": sum(row["latency_s"] or 0.0 for row in done),

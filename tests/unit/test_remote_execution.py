@@ -420,6 +420,7 @@ def test_a_repeated_run_is_answered_by_the_cache(
     assert all(row["cached_response"] == 1 and row["cost"] == 0 for row in after)
     summary = load_summary(second)
     jsonschema.validate(summary, SCHEMA)
+    assert summary["tokens"]["evaluated"] == 0 < load_summary(first)["tokens"]["evaluated"]
     assert summary["cost"] == {"usd": 0.0, "priced": True, "max_cost": None, "cached_responses": TOTAL}
 
 
