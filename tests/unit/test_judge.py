@@ -216,3 +216,20 @@ def test_the_judge_backend_is_built_from_the_config(
     )
     long_rows = [row for row in rows(tmp_path / "run") if row["length_target"] == 300]
     assert all(row["judge_model"] == "fake/lexical" and row["judge_verdict"] for row in long_rows)
+
+
+def test_each_question_of_a_multi_question_prompt_is_judged_on_its_own_answer(
+    make_config: Callable[..., ExperimentConfig], tmp_path: Path
+) -> None:
+    judge = JudgeModel()
+    run_experiment(
+        make_config(judge={"model": "fake/lexical"}, questions_per_prompt=2, lengths=[300], controls=False),
+        run_dir=tmp_path / "run",
+        backend=FakeBackend("lexical", lambda request: "Q1: zzz qqq\nQ2: plover wren"),
+        judge_backend=FakeBackend("judge", judge),
+    )
+    stored = rows(tmp_path / "run")
+    assert len(stored) == len(judge.prompts) == 4  # 2 depths x 1 prompt of 2 questions
+    replies = sorted(prompt.split("Reply: ")[1].splitlines()[0] for prompt in judge.prompts)
+    assert replies == ["plover wren", "plover wren", "zzz qqq", "zzz qqq"]
+    assert all(row["judge_verdict"] == "correct" and row["outcome"] == "correct" for row in stored)
