@@ -130,6 +130,38 @@ class LlamaCppOptions(_Strict):
     evaluates each distinct prefix once; it helps orders that are not prefix-sorted."""
 
 
+class ProviderLimits(_Strict):
+    """How hard a run may press one provider: calls in flight, requests and tokens per minute.
+    A call is charged its prompt tokens plus ``max_tokens`` against the token limit, so long
+    prompts reach it first."""
+
+    concurrency: int = Field(default=4, gt=0)
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
+
+
+class Price(_Strict):
+    """List price of a model in USD per million tokens; cached input defaults to the input price."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+
+
+class CacheConfig(_Strict):
+    """The on-disk response cache of remote calls (default: the user's cache folder)."""
+
+    enabled: bool = True
+    path: str | None = None
+
+
+class JudgeConfig(_Strict):
+    """An optional model that grades the replies deterministic scoring cannot decide."""
+
+    model: str
+    max_tokens: int = Field(default=8, gt=0)
+
+
 class ExperimentConfig(_Strict):
     name: str = "experiment"
     model: str = BUNDLED_MODEL
@@ -151,6 +183,15 @@ class ExperimentConfig(_Strict):
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
     system_prompt: str | None = None
+    limits: dict[str, ProviderLimits] = Field(default_factory=dict)
+    """Per provider (``openai``, ``anthropic``...); a provider not listed gets the defaults."""
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Per model (``openai/gpt-4o-mini``), added to and overriding the built-in table."""
+    max_cost: float | None = Field(default=None, gt=0)
+    """USD for the whole run folder: no call starts that could take the spend above it."""
+    max_error_rate: float = Field(default=0.05, ge=0.0, le=1.0)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    judge: JudgeConfig | None = None
     length_tolerance: float = Field(default=0.05, gt=0.0, lt=1.0)
     depth_tolerance: float = Field(default=0.1, gt=0.0, le=1.0)
     out: str | None = None

@@ -107,7 +107,7 @@ def test_summary_separates_capability_from_positional_failures(tmp_path: Path) -
     assert summary["high_risk"] == 2
     assert summary["evidence_only"] == [
         {"task": "cases", "n": 2, "instances": 2, "correct": 1, "incorrect": 1, "abstained": 0, "errors": 0,
-         "pending": 0, "accuracy": 0.5}
+         "pending": 0, "judged": 0, "accuracy": 0.5}
     ]  # fmt: skip
     # evidence-only rows count neither in the grid's cells nor among the evidence-absent controls
     assert sum(cell["n"] for cell in summary["cells"]) == 4

@@ -27,6 +27,40 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def _cell_notes(cell: dict[str, Any]) -> str:
+    """Errors and judged items of a cell, on a line of their own when there are any."""
+    notes = []
+    if cell.get("errors"):
+        notes.append(f"err {cell['error_rate']:.0%}")
+    if cell.get("judged"):
+        notes.append(f"judged {cell['judged']}")
+    return "\n" + " ".join(notes) if notes else ""
+
+
+def error_cap_warning(summary: dict[str, Any]) -> str | None:
+    """The loud line of a run whose error rate is above its cap, or ``None``."""
+    cap = summary.get("error_cap")
+    if not cap or not cap["exceeded"]:
+        return None
+    cells = ", ".join(
+        f"{cell['task']} {cell['length']:,}@{cell['depth']:.2f} ({cell['error_rate']:.0%})"
+        for cell in cap["cells_over"]
+    )
+    return (
+        f"ERROR RATE {cap['error_rate']:.1%} EXCEEDS THE CAP {cap['max_error_rate']:.1%}: accuracy rests on "
+        f"fewer items than planned; retry with rotscope run --resume. Cells over the cap: {cells or 'none'}"
+    )
+
+
+def spend_line(summary: dict[str, Any]) -> str:
+    cost = summary.get("cost") or {}
+    usd = f"${cost.get('usd', 0.0):.4f}" + ("" if cost.get("priced", True) else " (some calls unpriced)")
+    budget = f" of a ${cost['max_cost']:.4f} budget" if cost.get("max_cost") else ""
+    judge = summary.get("judge")
+    judged = f"; judge {judge['model']}: {judge['verdicts']}" if judge else ""
+    return f"cost {usd}{budget}; {cost.get('cached_responses', 0)} responses from the cache{judged}"
+
+
 def heatmap(summary: dict[str, Any], task: str) -> Table:
     cells = [cell for cell in summary["cells"] if cell["task"] == task]
     lengths = sorted({cell["length"] for cell in cells})
@@ -47,6 +81,7 @@ def heatmap(summary: dict[str, Any], task: str) -> Table:
             else:
                 label = (
                     f"{cell['accuracy']:.2f} n={cell['n']}\n[{_fmt(cell['ci_low'])}, {_fmt(cell['ci_high'])}]"
+                    f"{_cell_notes(cell)}"
                 )
                 row.append(Text(label, style=_colour(cell["accuracy"])))
         table.add_row(*row)
@@ -149,3 +184,7 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         f"{tokens['evaluated']:,}, from cache {tokens['cached']:,} (naive {tokens['naive_prefill']:,}, "
         f"lower bound {tokens['lower_bound']:,})"
     )
+    console.print(spend_line(summary), markup=False)
+    warning = error_cap_warning(summary)
+    if warning is not None:
+        console.print(Text(warning, style="bold white on red"))
