@@ -38,6 +38,9 @@ ASSEMBLER_SOURCES = (
     "filler/readinglog.py",
     "tasks/bundles.py",
 )
+PACING_FIELDS = {"out", "max_cost", "limits", "prices"}
+"""Config fields that decide where results go and how a run is paced and paid, not what it
+measures: left out of the manifest, so a budget or rate limit can change without a deviation."""
 _TEMPLATE_PROBE = ({"role": "system", "content": "S"}, {"role": "user", "content": "U"})
 
 
@@ -77,7 +80,7 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> di
     description = plan.backend
     tokenizer = backend.tokenizer()
     cases = select_cases(config)
-    fields = config.model_dump(mode="json", exclude={"out"})
+    fields = config.model_dump(mode="json", exclude=PACING_FIELDS)
     return {
         "manifest_version": MANIFEST_VERSION,
         "grid": {
