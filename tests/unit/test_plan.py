@@ -13,6 +13,7 @@ import pytest
 from rotscope.config import build_config
 from rotscope.errors import BadInput
 from rotscope.plan import SHARED_GROUPS, cases_digest, deviations, manifest_digest, read_manifest
+from rotscope.report.html import render_report
 from rotscope.runner import freeze_plan, run_experiment
 from rotscope.store import RunStore
 from rotscope.summary import load_summary
@@ -142,6 +143,8 @@ def test_allowed_deviations_run_and_are_recorded(tmp_path: Path, corpus: Path, p
     assert summary["plan"]["deviations"][0]["planned"] == [200]
     assert summary["plan"]["deviations"][0]["actual"] == [240]
     assert "config.lengths" in fields
+    html = render_report(run_dir)
+    assert "Deviations from the frozen plan" in html and "grid.lengths" in html
 
 
 def test_a_run_under_its_plan_stores_the_plan_digest_and_its_manifest(
