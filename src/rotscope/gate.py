@@ -7,7 +7,8 @@ refused. Rows in error (or unfinished) in either run are excluded and counted.
 
 Per slice (task, length, position, plus the case file's slice fields when rows carry them) the
 paired difference candidate minus baseline of instance-level accuracy gets a cluster bootstrap
-distribution (instances resampled, seeded). Two one-sided bootstrap tests against ``-margin``
+distribution (instances resampled, seeded, one pseudo-instance lost and one gained added so that
+few instances never give a point interval). Two one-sided bootstrap tests against ``-margin``
 (non-inferiority shown; inferiority shown) are Holm-adjusted across the tested slices
 (statsmodels ``multipletests(method="holm")``). Bounds are reported at Holm's step level for the
 slice, alpha / (m - rank + 1), one-sided.
@@ -250,11 +251,19 @@ def build_slices(
     return slices, excluded
 
 
+PSEUDO_INSTANCES = np.array([-1.0, 1.0])
+"""One instance lost and one gained, added before resampling (after Agresti and Min's adjustment
+for matched proportions): a percentile bootstrap of few instances with no discordant pair would
+otherwise be a single point and claim non-inferiority from, say, 7 identical answers."""
+
+
 def bootstrap_means(differences: np.ndarray, resamples: int, seed: Sequence[int]) -> np.ndarray:
-    """Means of ``resamples`` cluster resamples (whole instances drawn with replacement)."""
+    """Means of ``resamples`` cluster resamples (whole instances drawn with replacement) of the
+    per-instance differences, with ``PSEUDO_INSTANCES`` added."""
+    sample = np.concatenate([differences, PSEUDO_INSTANCES])
     rng = np.random.default_rng(list(seed))
-    draws = rng.integers(0, len(differences), size=(resamples, len(differences)))
-    means: np.ndarray = differences[draws].mean(axis=1)
+    draws = rng.integers(0, len(sample), size=(resamples, len(sample)))
+    means: np.ndarray = sample[draws].mean(axis=1)
     return means
 
 

@@ -44,7 +44,7 @@ def _row(position: str, number: int, correct: bool, **extra: Any) -> dict[str, A
 def make_run(
     outcome: Outcome,
     *,
-    instances: int = 30,
+    instances: int = 100,
     positions: tuple[str, ...] = ("beginning", "midpoint", "end"),
     gate: dict[str, Any] | None = None,
     name: str = "run",
@@ -69,6 +69,15 @@ def ninety(position: str, number: int) -> bool:
 
 def verdict(baseline: RunData, candidate: RunData) -> str:
     return str(compare(baseline, candidate)["verdict"])
+
+
+def test_few_identical_instances_do_not_prove_non_inferiority() -> None:
+    """Seven cases answered alike by both runs: no loss seen, but seven cases cannot rule out
+    losing one in ten; the pseudo-instances keep the interval from collapsing to a point."""
+    gate = {"min_instances": 5, "margin": 0.1}
+    record = compare(make_run(always, instances=7, gate=gate), make_run(always, instances=7, gate=gate))
+    assert all(item["lower"] < -0.1 for item in record["slices"])
+    assert record["verdict"] == "INCONCLUSIVE"
 
 
 def test_identical_runs_pass_with_exit_0() -> None:
@@ -96,9 +105,12 @@ def test_a_small_loss_whose_interval_straddles_the_margin_is_inconclusive() -> N
     # Candidate loses 3 of 30 instances at the midpoint: -0.10 against a margin of 0.10.
     gate = {"margin": 0.1}
     candidate = make_run(
-        lambda position, number: not (position == "midpoint" and number < 3), gate=gate, name="cand"
+        lambda position, number: not (position == "midpoint" and number < 3),
+        instances=30,
+        gate=gate,
+        name="cand",
     )
-    record = compare(make_run(always, gate=gate), candidate)
+    record = compare(make_run(always, instances=30, gate=gate), candidate)
     midpoint = next(item for item in record["slices"] if item["position"] == "midpoint")
     assert midpoint["lower"] < -0.1 < midpoint["upper"]
     assert midpoint["verdict"] == "INCONCLUSIVE"
@@ -118,7 +130,7 @@ def test_a_slice_below_the_minimum_is_inconclusive_and_never_pooled() -> None:
     assert [item["instances"] for item in small] == [3, 3, 3]
     assert all(item["verdict"] == "INCONCLUSIVE" and "fewer than" in item["reason"] for item in small)
     large = [item for item in record["slices"] if item["fields"] == {"risk": "low"}]
-    assert [item["instances"] for item in large] == [27, 27, 27]
+    assert [item["instances"] for item in large] == [97, 97, 97]
     assert all(item["verdict"] == "PASS" for item in large)
     assert record["verdict"] == "INCONCLUSIVE"
 
@@ -200,12 +212,12 @@ def test_floor_met_on_the_point_but_not_clearly_missed_is_inconclusive() -> None
 
 def test_error_rows_are_excluded_counted_and_too_many_make_it_inconclusive() -> None:
     def broken(position: str, number: int) -> dict[str, Any]:
-        return {"status": "error", "outcome": "error"} if number < 3 else {}
+        return {"status": "error", "outcome": "error"} if number < 10 else {}
 
     record = compare(make_run(always), make_run(always, extra=broken, name="cand"))
-    assert record["errors"]["candidate_errors"] == 9
-    assert record["errors"]["pairs_excluded"] == 9
-    assert all(item["instances"] == 27 for item in record["slices"])
+    assert record["errors"]["candidate_errors"] == 30
+    assert record["errors"]["pairs_excluded"] == 30
+    assert all(item["instances"] == 90 for item in record["slices"])
     assert record["verdict"] == "INCONCLUSIVE"
     assert "error" in record["reasons"][0]
     tolerant = {"max_error_rate": 0.2}
@@ -254,12 +266,12 @@ def test_runs_with_different_gate_settings_need_a_plan() -> None:
 
 
 def test_a_plans_analysis_overrides_the_runs_settings() -> None:
-    plan = {"analysis": GateConfig(min_instances=50).model_dump(mode="json")}
+    plan = {"analysis": GateConfig(min_instances=150).model_dump(mode="json")}
     baseline, candidate = make_run(always), make_run(always, name="cand")
     for run in (baseline, candidate):
         run.meta["manifest"] = {"analysis": plan["analysis"]}
     record = compare(baseline, candidate, plan)
-    assert record["analysis"]["min_instances"] == 50
+    assert record["analysis"]["min_instances"] == 150
     assert record["verdict"] == "INCONCLUSIVE"
 
 
@@ -289,7 +301,7 @@ def test_evidence_only_rows_pair_by_case_whatever_their_unpadded_length() -> Non
     candidate = make_run(always, positions=("evidence-only",), extra=evidence_only(55), name="cand")
     record = compare(baseline, candidate)
     assert [(item["position"], item["length"], item["instances"]) for item in record["slices"]] == [
-        ("evidence-only", 0, 30)
+        ("evidence-only", 0, 100)
     ]
     assert record["verdict"] == "PASS"
 
