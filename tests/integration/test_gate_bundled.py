@@ -1,6 +1,7 @@
-"""The release gate on real runs of the bundled model: a changed system prompt gets a verdict, a
-gateway that trims the head of the prompt (evidence at the beginning lost) FAILs, slices smaller
-than the plan's minimum are INCONCLUSIVE, and warm and cold llama.cpp runs answer alike."""
+"""The release gate on real runs of the bundled model: a changed system prompt gets a verdict; a
+gateway that trims the head of the prompt (evidence at the beginning lost) FAILs when it hides
+the trim, and is caught as error rows (INCONCLUSIVE) when its usage shows it; slices smaller than
+the plan's minimum are INCONCLUSIVE; warm and cold llama.cpp runs answer alike."""
 
 from __future__ import annotations
 
@@ -25,10 +26,12 @@ KEEP_TOKENS = 120
 class HeadTrimmingGateway:
     """Forwards only the last ``KEEP_TOKENS`` tokens of each prompt, as a gateway or a provider
     whose real window is smaller than its catalogue says. It reports the model it wraps, so
-    nothing in the run's manifest can tell; only the results can."""
+    nothing in the run's manifest can tell. A ``silent`` one also reports the prompt tokens it was
+    sent as the ones it used, so the delivery check cannot tell either; only the results can."""
 
-    def __init__(self, inner: LlamaCppBackend) -> None:
+    def __init__(self, inner: LlamaCppBackend, *, silent: bool) -> None:
         self.inner = inner
+        self.silent = silent
         self.model_id = inner.model_id
         self.context_window = inner.context_window
 
@@ -39,7 +42,10 @@ class HeadTrimmingGateway:
         self.inner.reserve(max_prompt_tokens, max_new_tokens)
 
     async def generate(self, request: GenerateRequest) -> Completion:
-        return await self.inner.generate(replace(request, token_ids=request.token_ids[-KEEP_TOKENS:]))
+        completion = await self.inner.generate(replace(request, token_ids=request.token_ids[-KEEP_TOKENS:]))
+        if self.silent and completion.error is None:
+            return replace(completion, prompt_tokens=len(request.token_ids))
+        return completion
 
     def describe(self) -> dict[str, Any]:
         return self.inner.describe()
@@ -83,8 +89,9 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         frozen_plan=plan,
         allow_deviation=True,
     )
-    gateway = HeadTrimmingGateway(LlamaCppBackend(bundled_model_path(), LlamaCppOptions()))
-    made["trimmed"] = run_experiment(build_config(_config()), run_dir=root / "trimmed", backend=gateway)
+    for name, silent in (("trimmed", True), ("trimmed-reported", False)):
+        gateway = HeadTrimmingGateway(LlamaCppBackend(bundled_model_path(), LlamaCppOptions()), silent=silent)
+        made[name] = run_experiment(build_config(_config()), run_dir=root / name, backend=gateway)
     return made
 
 
@@ -103,6 +110,14 @@ def test_a_gateway_that_trims_the_head_fails(runs: dict[str, Path]) -> None:
     assert beginning["candidate_accuracy"] == 0.0
     assert beginning["verdict"] == "FAIL"
     assert record["verdict"] == "FAIL" and record["exit_code"] == 1
+
+
+def test_a_gateway_whose_usage_shows_the_trim_gives_error_rows_not_a_model_verdict(
+    runs: dict[str, Path],
+) -> None:
+    record = evaluate(runs["baseline"], runs["trimmed-reported"])
+    assert record["errors"]["candidate_errors"] == 20 and record["slices"] == []
+    assert record["verdict"] == "INCONCLUSIVE" and "rows in error" in record["reasons"][0]
 
 
 def test_slices_below_the_minimum_are_inconclusive(tmp_path: Path) -> None:
