@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Outcome = Literal["correct", "incorrect", "abstained", "error"]
+AnswerKind = Literal["phrase", "number", "choice"]
 
 
 Role = Literal["answer", "support", "decoy", "superseded"]
@@ -30,6 +31,9 @@ class Evidence:
     evidence_id: str
     text: str
     role: Role = "answer"
+    depth: float | None = None
+    """A depth pinned by the case itself (a copy of a reasoning task at the midpoint or the end);
+    ``None`` places the piece by its role."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,9 @@ class Oracle:
     traps: tuple[tuple[str, str], ...] = ()
     """(category, value) pairs: a wrong answer naming ``value`` is scored with that failure category
     (a decoy, the anchor alone, a superseded value, the unfiltered maximum)."""
+    kind: AnswerKind = "phrase"
+    """``phrase``: the answer is found anywhere in the reply. ``number`` and ``choice``: the reply must
+    end with ``Answer: <number>`` or ``Answer: <letter>`` (the prompt asks for that format)."""
 
     def accepted(self) -> tuple[str, ...]:
         return (self.answer, *self.aliases)
@@ -96,6 +103,9 @@ class Layout:
     length_tokens: int
     depth: float
     position: str | None = None
+    filler: str | None = None
+    """The case's own filler stream (a reasoning family's ``with_solutions``, ``questions_only`` or
+    ``neutral``); ``None`` for the experiment's corpus."""
 
 
 @dataclass(frozen=True)

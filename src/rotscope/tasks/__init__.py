@@ -44,7 +44,15 @@ def register_cases(name: str) -> Callable[[CaseBuilder], CaseBuilder]:
 
 
 def get_task(name: str) -> TaskFamily:
-    from rotscope.tasks import competitive, join, latent, multihop, niah, nolima  # noqa: F401  (registers them)
+    from rotscope.tasks import (  # noqa: F401  (registers them)
+        competitive,
+        join,
+        latent,
+        multihop,
+        niah,
+        nolima,
+        reasoning,
+    )
 
     factory = TASK_FAMILIES.get(name)
     if factory is None:
