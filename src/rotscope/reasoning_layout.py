@@ -52,8 +52,10 @@ class PoolStream:
         return [item.answer for first, last, item in self.items if first < high and last > low]
 
 
-def pool_stream(pool: Pool, target: ReasoningItem, filler: ReasoningFiller, tokenizer: Tokenizer,
-                min_tokens: int) -> PoolStream:  # fmt: skip
+def pool_stream(
+    pool: Pool, target: ReasoningItem, filler: ReasoningFiller, tokenizer: Tokenizer, min_tokens: int
+) -> PoolStream:
+    """The filler stream of ``target`` tokenized up to at least ``min_tokens`` tokens."""
     consumed: list[ReasoningItem] = []
     with_solutions = filler == "with_solutions"
 
@@ -68,9 +70,10 @@ def pool_stream(pool: Pool, target: ReasoningItem, filler: ReasoningFiller, toke
     ranges = []
     cursor = 0
     for item in consumed:
-        size = len(filler_text(item, with_solutions).encode("utf-8"))
-        ranges.append((cursor, cursor + size, item))
-        cursor += size + 1  # the line break that joins documents
+        text = filler_text(item, with_solutions).strip().encode("utf-8")
+        first = corpus.data.index(text, cursor)
+        ranges.append((first, first + len(text), item))
+        cursor = first + len(text)
     data, offsets = corpus.data, corpus.offsets
     boundaries = np.array(
         [i for i in corpus.line_ends if data[offsets[i] : offsets[i] + 2] == b"\n\n"], dtype=np.int64

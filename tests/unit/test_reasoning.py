@@ -15,12 +15,15 @@ from typing import Any
 
 import jsonschema
 import pytest
+from rich.console import Console
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend
 from rotscope.config import ExperimentConfig, ReasoningConfig, build_config
 from rotscope.errors import BadInput
 from rotscope.layout import PromptBuilder, evidence_unit, verify_prompt
+from rotscope.report.html import render_report
+from rotscope.report.terminal import print_summary
 from rotscope.runner import run_experiment
 from rotscope.scoring import final_choice, final_number, score_final_answer, score_parts
 from rotscope.summary import _interference, _layout_drops
@@ -291,6 +294,18 @@ def test_summary_reports_layout_cells_drops_and_interference(tmp_path: Path) -> 
     assert shares["middle"]["wrong"] == 4 and shares["middle"]["filler_answer"] == 4
     assert shares["middle"]["share_filler"] == 1.0
     assert shares["end"]["wrong"] == 0 and shares["end"]["share_filler"] is None
+
+    console = Console(record=True, width=200)
+    print_summary(summary, console)
+    shown = console.export_text()
+    assert "with_solutions · middle_twice" in shown  # a heatmap row per filler type and layout
+    assert re.search(r"length +500 with_solutions +middle +end 1\.00 vs 0\.00: drop 1\.00", shown), shown
+    assert re.search(r"with_solutions +middle +4 wrong: filler answer 4.*-> 100% from the filler", shown), (
+        shown
+    )
+
+    html = render_report(run_dir)
+    assert "Drop from the end layout" in html and "Wrong answers traced to the filler" in html
 
 
 def _row(
