@@ -50,7 +50,7 @@ def plan_items() -> list[WorkItem]:
     return plan.items
 
 
-def _decode_outside(item: WorkItem) -> str:
+def _outside_targets(item: WorkItem) -> str:
     """The prompt's text outside every copy of the target."""
     text = item.prompt.text
     for evidence in item.case.evidence:
@@ -72,7 +72,7 @@ def test_target_never_appears_in_its_own_filler(plan_items: list[WorkItem]) -> N
         assert target.item_id not in {item.item_id for item in stream}
     for item in plan_items:
         question = target_text_of(item)
-        outside = _decode_outside(item)
+        outside = _outside_targets(item)
         assert question not in outside
         assert TARGET_LABEL not in outside.replace(f"marked {TARGET_LABEL} in", "")
 
@@ -159,7 +159,7 @@ def test_filler_answer_traps_are_the_answers_visible_in_the_window(plan_items: l
         answers = [value for category, value in item.case.oracle.traps if category == "filler_answer"]
         assert item.case.oracle.answer not in answers
         if item.layout.filler == "with_solutions":
-            shown = set(re.findall(r"^Answer: (\d+)$", _decode_outside(item), flags=re.MULTILINE))
+            shown = set(re.findall(r"^Answer: (\d+)$", _outside_targets(item), flags=re.MULTILINE))
             assert shown - {item.case.oracle.answer} <= set(answers)
         assert answers, "every window holds some filler item"
 
@@ -217,7 +217,7 @@ def test_score_final_answer_categories() -> None:
 def test_numbers_in_the_target_itself_are_not_filler_numbers(plan_items: list[WorkItem]) -> None:
     checked = 0
     for item in plan_items:
-        outside = set(re.findall(r"\d+", _decode_outside(item)))
+        outside = set(re.findall(r"\d+", _outside_targets(item)))
         traps = {value for _, value in item.case.oracle.traps}
         for number in re.findall(r"\d+", item.case.evidence[0].text):
             if number in outside or number in traps or number == item.case.oracle.answer:
