@@ -89,13 +89,14 @@ def parse_labelled_answers(reply: str, labels: Sequence[str]) -> dict[str, str] 
     return answers if len(answers) == len(labels) else None
 
 
-_ANSWER_MARKER = re.compile(r"\banswer\W{0,3}:", re.IGNORECASE)
+_ANSWER_MARKER = re.compile(r"\banswer(?:\W{0,3}:|\s+is\b)", re.IGNORECASE)
+"""``Answer:`` as requested, also ``**Answer:**`` and ``the (final) answer is``."""
 _NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 _CHOICE = re.compile(r"\b([A-Z]|[1-9])\b")
 
 
 def _marked_line(reply: str) -> str | None:
-    """The rest of the line after the reply's last ``Answer:`` marker."""
+    """The rest of the line after the reply's last answer marker."""
     markers = list(_ANSWER_MARKER.finditer(reply))
     if not markers:
         return None
