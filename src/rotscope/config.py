@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from rotscope.errors import BadInput
 
@@ -99,6 +107,38 @@ class ReasoningConfig(_Strict):
         return self
 
 
+def _text(value: object) -> object:
+    """Numbers written unquoted in YAML (``answer: 719``) are answers as text."""
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+AnswerText = Annotated[str, BeforeValidator(_text)]
+
+
+class CodeLine(_Strict):
+    """A line that exists in the code filler: the one line of ``file`` (a path relative to the
+    filler's root) that contains ``line_contains``."""
+
+    file: str
+    line_contains: str = Field(min_length=1)
+
+
+class CodebaseCase(_Strict):
+    id: str
+    question: str
+    answer: AnswerText
+    aliases: list[AnswerText] = Field(default_factory=list)
+    decoys: list[AnswerText] = Field(default_factory=list)
+    """Values present in the corpus that a wrong answer may name; scored as ``decoy``."""
+    evidence: CodeLine
+
+
+class CodebaseConfig(_Strict):
+    """Cases of the ``codebase`` family, whose evidence is a line already in the code filler."""
+
+    cases: list[CodebaseCase] = Field(min_length=1)
+
+
 class GenerationConfig(_Strict):
     temperature: float = Field(default=0.0, ge=0.0)
     max_tokens: int = Field(default=32, gt=0)
@@ -141,6 +181,7 @@ class ExperimentConfig(_Strict):
     length_tolerance: float = Field(default=0.05, gt=0.0, lt=1.0)
     depth_tolerance: float = Field(default=0.1, gt=0.0, le=1.0)
     out: str | None = None
+    codebase: CodebaseConfig | None = None
 
     @field_validator("lengths")
     @classmethod

@@ -3,7 +3,11 @@
 A prompt is assembled from token arrays: the chat template's prefix, a header, a slice of the
 tokenized corpus with each evidence piece inserted as lines of its own where a filler line ends,
 a footer with the question(s), and the template's suffix. Its length is the length of that whole
-id sequence. Before a prompt may be sent, ``verify_prompt`` re-checks it from scratch: the
+id sequence. Evidence that is already a line of a corpus document (``Evidence.source``) is not
+inserted: the prompt is a window of a corpus arranged around that document, starting where the
+line lands at the asked depth, and the line's tokens are its span.
+
+Before a prompt may be sent, ``verify_prompt`` re-checks it from scratch: the
 evidence bytes at each recorded span, each as often as the case places it (once, or one per
 intended copy) and at its asked depth, the length within
 tolerance, header and footer intact, no guarded value in the filler, and the text re-encoding to
@@ -13,12 +17,15 @@ the same ids (so the ids are what the tokenizer itself makes of the text).
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
+
 from rotscope.config import PlacementConfig
 from rotscope.errors import BadInput
+from rotscope.filler.anchor import AnchoredCorpus
 from rotscope.filler.corpus import TokenizedCorpus
 from rotscope.placement import target_depths
 from rotscope.tasks.overlap import mentions
@@ -89,9 +96,11 @@ class PromptBuilder:
         placement: PlacementConfig | None = None,
         seed: int = 0,
         whole_corpus: bool = False,
+        anchors: Mapping[str, AnchoredCorpus] | None = None,
     ) -> None:
         self.tokenizer = tokenizer
         self.corpus = corpus
+        self.anchors = dict(anchors or {})
         self.system_prompt = system_prompt
         self.tolerance = tolerance
         self.depth_tolerance = depth_tolerance
@@ -140,9 +149,10 @@ class PromptBuilder:
         return self.frame(case.question, multi=bool(case.parts), kind=case.oracle.kind)
 
     def fixed_tokens(self, case: Case) -> int:
-        """Tokens of everything but filler: template, header, footer with question, evidence."""
+        """Tokens of everything but filler: template, header, footer with question, inserted evidence."""
         frame = self.case_frame(case)
-        return frame.fixed_tokens + sum(self.tokenizer.count(evidence_unit(e, False)) for e in case.evidence)
+        inserted = [e for e in case.evidence if e.source is None]
+        return frame.fixed_tokens + sum(self.tokenizer.count(evidence_unit(e, False)) for e in inserted)
 
     def render(self, case: Case, layout: Layout) -> RenderedPrompt:
         """The verified prompt for ``case`` at ``layout``, or ``PlacementError`` with the reasons."""
@@ -153,6 +163,8 @@ class PromptBuilder:
                 f"length {layout.length_tokens} is shorter than the fixed parts of the prompt for case "
                 f"{case.case_id} ({layout.length_tokens - budget} tokens: template, question, evidence)"
             )
+        if any(evidence.source is not None for evidence in case.evidence):
+            return self._render_in_corpus(case, layout, frame, budget)
         if self.whole_corpus:
             end = self.corpus.size
         elif budget > self.corpus.size:
@@ -188,6 +200,91 @@ class PromptBuilder:
             if not case.evidence:
                 break
         raise PlacementError(f"case {case.case_id} at {layout}: " + "; ".join(dict.fromkeys(reasons)))
+
+    def _render_in_corpus(self, case: Case, layout: Layout, frame: Frame, budget: int) -> RenderedPrompt:
+        """A window of the corpus arranged around the evidence's own document, starting where the
+        evidence line lands at the asked depth: filler before it over all filler (the window
+        without the line) is ``layout.depth``. Nothing is inserted."""
+        if len(case.evidence) != 1:
+            raise BadInput(
+                f"case {case.case_id}: evidence already in the corpus must be the case's only piece"
+            )
+        evidence = case.evidence[0]
+        anchor = self.anchors.get(evidence.source or "")
+        if anchor is None:
+            raise BadInput(f"case {case.case_id}: the filler has no document {evidence.source!r}")
+        line_start, line_end = anchor.line_tokens(evidence.text)
+        filler = budget - (line_end - line_start)
+        wanted = line_start - layout.depth * filler
+        starts = anchor.starts[
+            (anchor.starts <= line_start)
+            & (anchor.starts + budget >= line_end)
+            & (anchor.starts + budget <= anchor.corpus.size)
+        ]
+        order = np.argsort(np.abs(starts - wanted), kind="stable")[:_CANDIDATE_TRIES]
+        reasons: list[str] = []
+        for start in (int(starts[i]) for i in order):
+            end = self._window_end(frame, anchor.corpus, start, start + budget, line_end)
+            prompt = self._assemble_window(
+                frame, anchor.corpus, evidence, (start, end), (line_start, line_end)
+            )
+            problems = verify_prompt(
+                prompt,
+                case,
+                layout,
+                self.tokenizer,
+                frame,
+                self.tolerance,
+                depth_tolerance=self.depth_tolerance,
+            )
+            if not problems:
+                return prompt
+            reasons.extend(problems)
+        if not reasons:
+            reasons.append(f"no window of {budget} tokens of the corpus holds {evidence.source}")
+        raise PlacementError(f"case {case.case_id} at {layout}: " + "; ".join(dict.fromkeys(reasons)))
+
+    def _window_end(self, frame: Frame, corpus: TokenizedCorpus, start: int, stop: int, floor: int) -> int:
+        """Where a window starting at ``start`` ends: at or below ``stop`` (and not before ``floor``)
+        where the joint with the footer re-encodes cleanly, else ``stop``."""
+        ids = corpus.ids
+        for end in range(stop, max(stop - _END_SEARCH, floor - 1), -1):
+            local = [*frame.header, *ids[start:end].tolist(), *frame.footer]
+            if joint_is_clean(local, len(frame.header) + end - start, self.tokenizer):
+                return end
+        return stop
+
+    def _assemble_window(
+        self,
+        frame: Frame,
+        corpus: TokenizedCorpus,
+        evidence: Evidence,
+        window: tuple[int, int],
+        line: tuple[int, int],
+    ) -> RenderedPrompt:
+        """Template, header, corpus tokens ``[start, end)`` with the evidence line spanned where it
+        stands, footer and template suffix."""
+        start, end = window
+        base = len(frame.prefix) + len(frame.header)
+        filler = end - start - (line[1] - line[0])
+        span = Span(
+            evidence.evidence_id,
+            base + line[0] - start,
+            base + line[1] - start,
+            (line[0] - start) / filler if filler else 0.0,
+        )
+        ids = [*frame.prefix, *frame.header, *corpus.ids[start:end].tolist(), *frame.footer, *frame.suffix]
+        body = (
+            frame.header_bytes + corpus.data[corpus.offsets[start] : corpus.offsets[end]] + frame.footer_bytes
+        )
+        return RenderedPrompt(
+            messages=self._messages(body.decode("utf-8", errors="replace")),
+            text=(frame.prefix_bytes + body + frame.suffix_bytes).decode("utf-8", errors="replace"),
+            token_ids=tuple(ids),
+            spans=(span,),
+            haystack_tokens=filler,
+            corpus_digest=corpus.digest,
+        )
 
     def _haystack_end(self, frame: Frame, budget: int) -> int:
         """Where the filler stops: as close to ``budget`` tokens as the joint with the footer
@@ -345,8 +442,13 @@ def verify_prompt(
         span = spans.get(evidence.evidence_id)
         if span is None:
             continue
-        found = tokenizer.decode(ids[span.token_start : span.token_end])
-        if found not in (evidence_unit(evidence, True), evidence_unit(evidence, False)):
+        piece = ids[span.token_start : span.token_end]
+        if (
+            not _spans_line(piece, evidence.text, tokenizer)
+            if evidence.source is not None
+            else tokenizer.decode(piece)
+            not in (evidence_unit(evidence, True), evidence_unit(evidence, False))
+        ):
             problems.append(
                 f"evidence {evidence.evidence_id} is not at its span [{span.token_start}, {span.token_end})"
             )
@@ -393,6 +495,16 @@ def verify_prompt(
     if not problems:
         problems.extend(_round_trip_problems(prompt, frame, tokenizer))
     return problems
+
+
+def _spans_line(piece: Sequence[int], line: str, tokenizer: Tokenizer) -> bool:
+    """Whether ``piece`` is the fewest tokens that hold ``line``: the line and, at its edges, only
+    white space the first and last tokens share with the neighbouring lines."""
+    return (
+        tokenizer.decode(piece).strip() == line
+        and line not in tokenizer.decode(piece[1:])
+        and line not in tokenizer.decode(piece[:-1])
+    )
 
 
 def _guard_problems(prompt: RenderedPrompt, case: Case, frame: Frame, tokenizer: Tokenizer) -> list[str]:

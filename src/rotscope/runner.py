@@ -99,7 +99,10 @@ def _planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list
 
 def _evidence_fields(item: WorkItem, evidence_id: str) -> dict[str, str]:
     evidence = next(e for e in item.case.evidence if e.evidence_id == evidence_id)
-    return {"text": evidence.text, "role": evidence.role}
+    fields = {"text": evidence.text, "role": evidence.role}
+    if evidence.source is not None:
+        fields["source"] = evidence.source  # a line already in this corpus document, not inserted
+    return fields
 
 
 def _prompt_digest(item: WorkItem) -> str:

@@ -21,7 +21,8 @@ Role = Literal["answer", "support", "decoy", "superseded"]
 
 @dataclass(frozen=True)
 class Evidence:
-    """A piece of text planted in the haystack, inserted byte-exact on lines of its own.
+    """A piece of text planted in the haystack, inserted byte-exact on lines of its own (or a line
+    already in the corpus, see ``source``).
 
     ``role`` decides where it goes: the ``answer`` piece (the one that completes the answer) sits
     at the grid's depth; ``support`` pieces follow the experiment's placement rule; ``decoy``
@@ -34,6 +35,10 @@ class Evidence:
     depth: float | None = None
     """A depth pinned by the case itself (a copy of a reasoning task at the midpoint or the end);
     ``None`` places the piece by its role."""
+    source: str | None = None
+    """The corpus document (its name in the filler) that already holds ``text`` as a line: the
+    layout then moves that document so the line lands at the asked depth, and inserts nothing.
+    ``None``: the text is inserted."""
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ import numpy as np
 from rotscope.config import ExperimentConfig, FillerConfig
 from rotscope.errors import BadInput
 from rotscope.filler import documents
+from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
 from rotscope.layout import PlacementError, PromptBuilder
 from rotscope.reasoning_layout import plan_reasoning
@@ -19,7 +20,7 @@ from rotscope.schedule import prefill_bounds
 from rotscope.tasks import get_task
 from rotscope.tasks.bundles import bundle_all
 from rotscope.tasks.reasoning import TASK as REASONING
-from rotscope.types import Backend, Case, GenerationParams, Layout, RenderedPrompt, WorkItem
+from rotscope.types import Backend, Case, GenerationParams, Layout, RenderedPrompt, Tokenizer, WorkItem
 
 CONTROL_POSITION = "absent"
 
@@ -56,7 +57,7 @@ def select_cases(config: ExperimentConfig) -> list[Case]:
         if task == REASONING:
             continue  # planned by reasoning_layout: its filler comes from its own item pool
         cases = bundle_all(
-            list(get_task(task).cases())[: config.limit], config.questions_per_prompt, config.seed
+            list(get_task(task, config).cases())[: config.limit], config.questions_per_prompt, config.seed
         )
         selected.extend(cases)
         if config.controls:
@@ -91,6 +92,31 @@ def item_id(
     return hashlib.sha256(material.encode()).hexdigest()[:24]
 
 
+def anchor_documents(
+    config: ExperimentConfig, sources: set[str], tokenizer: Tokenizer, guarded: frozenset[str]
+) -> dict[str, AnchoredCorpus]:
+    """For each document that holds evidence already in the corpus, a corpus arranged around it
+    from the other documents (none of which holds evidence of any case)."""
+    if not sources:
+        return {}
+    found = {d.name: d for d in documents(config.filler, config.seed, guarded)}
+    missing = sorted(sources - set(found))
+    if missing:
+        raise BadInput(f"filler: {describe_filler(config.filler)} has no document {missing[0]!r}")
+    others = [document for name, document in found.items() if name not in sources]
+    return {
+        name: anchor_document(
+            found[name],
+            others,
+            tokenizer,
+            max(config.lengths),
+            allow_repeat=config.filler.allow_repeat,
+            origin=describe_filler(config.filler),
+        )
+        for name in sorted(sources)
+    }
+
+
 def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     """Render and verify every prompt of the experiment; prompts that fail verification are
     listed in ``rejected`` with the reason and never sent."""
@@ -105,13 +131,14 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     origin = describe_filler(config.filler)
     cases = select_cases(config)
     guarded = frozenset(guard for case in cases for guard in case.guarded)
+    sources = {evidence.source for case in cases for evidence in case.evidence if evidence.source}
     corpus: TokenizedCorpus | None = None
 
     def core_corpus() -> TokenizedCorpus:
         nonlocal corpus
         if corpus is None:
             corpus = tokenize_corpus(
-                documents(config.filler, config.seed, guarded),
+                (d for d in documents(config.filler, config.seed, guarded) if d.name not in sources),
                 tokenizer,
                 longest,
                 allow_repeat=config.filler.allow_repeat,
@@ -130,6 +157,7 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
             depth_tolerance=config.depth_tolerance,
             placement=config.placement,
             seed=config.seed,
+            anchors=anchor_documents(config, sources, tokenizer, guarded),
         )
         for case in cases:
             for layout in layouts_for(case, config):
