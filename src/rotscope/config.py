@@ -14,6 +14,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from rotscope.errors import BadInput
@@ -74,6 +75,39 @@ class PlacementConfig(_Strict):
             if not 0.0 <= depth <= 1.0:
                 raise ValueError(f"depth {depth} is outside [0, 1]")
         return depths
+
+
+ReasoningSource = Literal["generated", "gsm8k", "arc"]
+ReasoningFiller = Literal["with_solutions", "questions_only", "neutral"]
+ReasoningLayout = Literal["end", "middle", "middle_twice", "middle_dup"]
+_DEFAULT_FILLERS: tuple[ReasoningFiller, ...] = ("with_solutions", "questions_only")
+_DEFAULT_LAYOUTS: tuple[ReasoningLayout, ...] = ("end", "middle", "middle_twice", "middle_dup")
+
+
+class ReasoningConfig(_Strict):
+    """The ``reasoning`` family: where its items come from, which fillers and layouts it crosses.
+
+    ``source``: ``generated`` (seeded arithmetic word problems), ``gsm8k`` or ``arc`` (a local JSONL
+    file, or Parquet for ARC, at ``path``). ``items``: how many target items; the rest of the pool
+    is filler. ``neutral`` filler comes from the experiment's ``filler`` source.
+    """
+
+    source: ReasoningSource = "generated"
+    path: str | None = None
+    items: int = Field(default=20, gt=0)
+    fillers: list[ReasoningFiller] = Field(default_factory=lambda: list(_DEFAULT_FILLERS), min_length=1)
+    layouts: list[ReasoningLayout] = Field(default_factory=lambda: list(_DEFAULT_LAYOUTS), min_length=1)
+
+    @field_validator("fillers", "layouts")
+    @classmethod
+    def _no_repeats(cls, names: list[str]) -> list[str]:
+        return list(dict.fromkeys(names))
+
+    @model_validator(mode="after")
+    def _file_sources_need_a_path(self) -> ReasoningConfig:
+        if self.source != "generated" and not self.path:
+            raise ValueError(f"source {self.source!r} reads a local file: set reasoning.path")
+        return self
 
 
 def _text(value: object) -> object:
@@ -182,6 +216,7 @@ class ExperimentConfig(_Strict):
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
+    reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
     system_prompt: str | None = None
     limits: dict[str, ProviderLimits] = Field(default_factory=dict)
     """Per provider (``openai``, ``anthropic``...); a provider not listed gets the defaults."""

@@ -19,7 +19,7 @@ from rotscope.errors import BadInput
 PLANNED_COLUMNS = (
     "item_id", "call_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model",
     "backend", "length_target", "prompt_tokens", "haystack_tokens", "depth", "position", "spans", "trial",
-    "seed", "prompt_digest", "question", "expected", "slices",
+    "seed", "prompt_digest", "question", "expected", "slices", "filler",
 )  # fmt: skip
 RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
@@ -71,6 +71,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE items ADD COLUMN judge_response TEXT;
         """,
     ),
+    # The filler type of a family that varies it (reasoning: with_solutions, questions_only, neutral).
+    ("item_filler", "ALTER TABLE items ADD COLUMN filler TEXT;"),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
