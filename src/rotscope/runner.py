@@ -116,6 +116,7 @@ def _result_row(completion: Completion, result: Score) -> dict[str, Any]:
         "cached_tokens": completion.cached_tokens,
         "latency_s": completion.latency_s,
         "error": completion.error,
+        "request_attempts": completion.attempts,
     }
 
 

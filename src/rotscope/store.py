@@ -24,6 +24,7 @@ PLANNED_COLUMNS = (
 RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
     "cached_tokens", "latency_s", "cost", "error", "attempts", "created_at", "finished_at",
+    "request_attempts",
 )  # fmt: skip
 ITEM_COLUMNS = PLANNED_COLUMNS + RESULT_COLUMNS
 
@@ -50,6 +51,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         CREATE INDEX items_call ON items (call_id);
         """,
     ),
+    # Requests sent for the row's last completion, retries included (``attempts`` counts runs).
+    ("request_attempts", "ALTER TABLE items ADD COLUMN request_attempts INTEGER"),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
