@@ -71,7 +71,9 @@ class _Wait:
 
     def __init__(self, policy: RetryPolicy) -> None:
         self._max_s = policy.max_s
-        self._backoff = wait_exponential_jitter(initial=policy.initial_s, max=policy.max_s)
+        self._backoff = wait_exponential_jitter(
+            initial=policy.initial_s, max=policy.max_s, jitter=policy.initial_s
+        )
 
     def __call__(self, state: RetryCallState) -> float:
         error = state.outcome.exception() if state.outcome is not None else None

@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
+from rotscope.report.terminal import token_count_line
 from rotscope.store import RunStore
 from rotscope.summary import build_summary
 
@@ -166,6 +167,8 @@ def render_report(run_dir: Path) -> str:
         wrong=wrong,
         meta=meta,
         config_json=json.dumps(meta.get("config"), indent=2),
+        token_counts=token_count_line(summary),
+        approximate=(summary.get("token_counts") or {}).get("method") == "approximate",
         plotly_js=Markup(get_plotlyjs()),
     )
 
