@@ -112,13 +112,10 @@ class ChatServer:
                     error = b'{"error": {"message": "rate limited"}}'
                     self._reply(429, error, {"Retry-After": server.retry_after})
                     return
-                if fault in ("500", "400", "404"):
-                    self._reply(int(fault), b'{"error": {"message": "scripted failure"}}')
-                    return
-                if fault == "401":
-                    # Real providers echo part of a wrong key; this one echoes all of it.
-                    echoed = json.dumps({"error": {"message": f"Incorrect API key: {authorization}"}})
-                    self._reply(401, echoed.encode())
+                if fault in ("500", "400", "404", "401"):
+                    # Real providers echo part of a wrong key; this one echoes all of it, always.
+                    echoed = {"error": {"message": f"scripted failure for {authorization}"}}
+                    self._reply(int(fault), json.dumps(echoed).encode())
                     return
                 request = GenerateRequest(
                     tuple(messages), (), GenerationParams(max_tokens=body.get("max_tokens", 32))

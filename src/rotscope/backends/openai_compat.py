@@ -66,13 +66,25 @@ class OpenAICompatBackend(RemoteBackend):
             raise Transient(f"timed out after {self.options.timeout_s:g} s") from None
         except httpx.TransportError as error:
             raise Transient(f"connection failed ({type(error).__name__})") from None
-        self.check_status(response.status_code, response.headers, response.text)
+        if response.status_code >= 400:
+            self.check_status(response.status_code, response.headers, error_detail(response.text))
         return parse_chat_completion(response.content)
 
     def close(self) -> None:
         # The pool belongs to the run's event loop, which has ended; dropping it closes the sockets.
         self._client = None
         self._client_loop = None
+
+
+def error_detail(body: str) -> str:
+    """The message of an OpenAI-style error body (``{"error": {"message": ...}}``), else the body."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        return body
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    return error if isinstance(error, str) else body
 
 
 def parse_chat_completion(content: bytes) -> Completion:
