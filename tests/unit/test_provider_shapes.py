@@ -122,7 +122,7 @@ def test_anthropic_auth_error_stops_without_the_key() -> None:
     body = fixture("anthropic_auth_error.json")
     body["error"]["message"] = f"invalid x-api-key {PLANTED_KEY}"
     recorder = Recorder((401, body, {}))
-    with pytest.raises(BackendRefused, match="refused the API key from .ANTHROPIC_API_KEY") as refused:
+    with pytest.raises(BackendRefused, match=r"refused the API key from \$ANTHROPIC_API_KEY") as refused:
         generate(anthropic(recorder))
     assert PLANTED_KEY not in str(refused.value) and "[redacted]" in str(refused.value)
     assert len(recorder.requests) == 1

@@ -7,9 +7,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from chat_server import ChatServer
 from typer.testing import CliRunner
 
+from chat_server import ChatServer
 from rotscope.cli import app
 
 KEY_ENV = "ROTSCOPE_PLANTED_KEY"
