@@ -219,7 +219,7 @@ def models() -> None:
             for name in sorted(RESPONDERS):
                 console.print(f"  fake/{name}")
         else:
-            console.print(f"  {REMOTE_HINTS[provider]}", markup=False)
+            console.print(f"  {REMOTE_HINTS[provider]}", markup=False, soft_wrap=True)
 
 
 REMOTE_HINTS = {
