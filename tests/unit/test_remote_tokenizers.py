@@ -133,7 +133,7 @@ def test_unknown_tokenizer_spec_is_bad_input(tmp_path: Path) -> None:
         load_tokenizer(str(tmp_path / "missing.json"))
     broken = tmp_path / "tokenizer.json"
     broken.write_text("{}")
-    with pytest.raises(BadInput, match="is not a tokenizer.json"):
+    with pytest.raises(BadInput, match=r"is not a tokenizer\.json"):
         load_tokenizer(str(broken))
 
 
