@@ -16,6 +16,7 @@ from chat_server import TEMPLATE_OVERHEAD, ChatServer
 from rotscope.cli import app
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BackendRefused
+from rotscope.report.html import render_report
 from rotscope.runner import resume_experiment, run_experiment
 from rotscope.summary import load_summary
 
@@ -208,3 +209,8 @@ def test_overhead_is_provider_count_minus_local_count(
     assert all(
         row["usage_prompt_tokens"] == row["prompt_tokens"] + TEMPLATE_OVERHEAD for row in rows(run_dir)
     )
+    shown = CliRunner().invoke(app, ["show", str(run_dir)])
+    assert "token counts: APPROXIMATE" in shown.output
+    assert f"median {TEMPLATE_OVERHEAD} tokens" in shown.output
+    report = render_report(run_dir)
+    assert "Lengths are approximate" in report and f"median {TEMPLATE_OVERHEAD} tokens" in report

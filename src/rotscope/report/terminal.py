@@ -120,7 +120,9 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     reuse = {True: "on", False: "off (cold)", None: "n/a"}[execution["prefix_cache"]]
     console.print(f"order: {execution['order']}; KV prefix reuse: {reuse}")
     approximate = (summary.get("token_counts") or {}).get("method") == "approximate"
-    console.print(token_count_line(summary), style="bold yellow" if approximate else None, markup=False)
+    console.print(
+        token_count_line(summary), style="bold yellow" if approximate else None, markup=False, soft_wrap=True
+    )
     console.print(
         f"items {items['done']}/{items['total']} done, {items['errors']} errors, "
         f"{items['rejected_prompts']} prompts rejected by the verifier; prompt tokens evaluated "
