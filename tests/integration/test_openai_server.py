@@ -19,10 +19,11 @@ from typing import Any
 import httpx
 import pytest
 
-from chat_server import ChatServer
+from chat_server import ChatServer, prompt_key
 from rotscope.backends.llamacpp import LlamaCppBackend
 from rotscope.config import LlamaCppOptions, build_config
 from rotscope.runner import run_experiment
+from rotscope.store import RunStore
 from rotscope.summary import load_summary
 from rotscope.types import GenerateRequest
 from rotscope.workitems import build_plan
@@ -129,14 +130,13 @@ def test_server_and_in_process_give_the_same_scores(
     engine = LlamaCppBackend(bundled_path, LlamaCppOptions(n_batch=BATCH))
     try:
         plan = build_plan(served_config, engine)
-        items = {item.item_id: item for item in plan.items}
+        items = {(i.case.case_id, i.layout.length_tokens, i.layout.depth): i for i in plan.items}
         engine.reserve(plan.max_prompt_tokens, 24)
-        for row in sorted(served_rows.values(), key=lambda row: row["plan_order"]):
-            item = items[row["item_id"]]
-            replayed = asyncio.run(
-                engine.generate(GenerateRequest(item.prompt.messages, item.prompt.token_ids, item.params))
-            )
-            assert replayed.text.strip() == row["response"].strip(), row["item_id"]
+        for cell, row in sorted(served_rows.items(), key=lambda pair: pair[1]["plan_order"]):
+            prompt, params = items[cell].prompt, items[cell].params
+            request = GenerateRequest(prompt.messages, prompt.token_ids, params)
+            replayed = asyncio.run(engine.generate(request))
+            assert replayed.text.strip() == row["response"].strip(), cell
     finally:
         engine.close()
 
@@ -195,9 +195,18 @@ def test_kill_9_then_resume_does_every_item_exactly_once(tmp_path: Path) -> None
     assert {row["status"] for row in final.values()} == {"ok"}
     assert {row["attempts"] for row in final.values()} == {1}  # each row recorded once
     answered = server.answered_per_prompt()
-    assert len(answered) == len(final)
-    # Only a request in flight at the kill (answered, never recorded) may have been sent twice.
-    assert sum(answered.values()) - len(answered) <= 1
+    store = RunStore.open_existing(run_dir)
+    try:
+        key_of = {
+            cell: prompt_key(store.prompt_messages(row["prompt_digest"])) for cell, row in final.items()
+        }
+    finally:
+        store.close()
+    assert set(answered) == set(key_of.values()) and len(answered) == len(final)
+    # Only requests in flight at the kill (answered, never recorded) may have been sent twice.
+    in_flight = {key_of[cell] for cell, row in before.items() if row["status"] != "ok"}
+    assert all(count == 1 or key in in_flight for key, count in answered.items())
+    assert sum(answered.values()) - len(answered) <= 1 + 8  # at most the run's concurrency
     for cell, row in final.items():
         if before[cell]["status"] == "ok":
             assert row["finished_at"] == before[cell]["finished_at"], cell
