@@ -7,13 +7,16 @@ import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, NoReturn, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
 
 from rotscope.config import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput
+
+if TYPE_CHECKING:
+    from rotscope.runner import DryRun
 
 app = typer.Typer(
     add_completion=False,
@@ -26,6 +29,9 @@ errors = Console(stderr=True)
 T = TypeVar("T")
 
 EXIT_BAD_INPUT = 2
+EXIT_BUDGET = 4
+"""A run stopped by --max-cost: not done (so not 0, which scripts would take as complete), not
+bad input (2), not a Ctrl-C (130); finished work is kept and --resume with a larger budget goes on."""
 EXIT_INTERRUPTED = 130
 
 
@@ -36,7 +42,7 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
 
 def _guarded(action: Callable[[], T]) -> T:
     """Run a command body; bad input becomes one line on stderr and exit 2, Ctrl-C exit 130."""
-    from rotscope.runner import Interrupted
+    from rotscope.runner import BudgetReached, Interrupted
 
     try:
         return action()
@@ -49,6 +55,13 @@ def _guarded(action: Callable[[], T]) -> T:
             f"interrupted: {stop.done} of {stop.total} items done and kept in {stop.run_dir}; "
             f"continue with: rotscope run --resume {stop.run_dir}",
             EXIT_INTERRUPTED,
+        )
+    except BudgetReached as stop:
+        _fail(
+            f"stopped at budget: ${stop.spent:.4f} spent of --max-cost ${stop.max_cost:.4f}, the next call "
+            f"could exceed it; {stop.done} of {stop.total} items done and kept in {stop.run_dir}; "
+            f"continue with: rotscope run --resume {stop.run_dir} --max-cost LARGER",
+            EXIT_BUDGET,
         )
     except KeyboardInterrupt:
         _fail("interrupted", EXIT_INTERRUPTED)
@@ -92,6 +105,34 @@ def _build(
     return build_config(data, str(config_path) if config_path else "quick experiment")
 
 
+def _print_dry_run(planned: DryRun) -> None:
+    plan, estimate = planned.plan, planned.estimate
+    console.print(
+        f"{len(plan.items)} work items, {len({i.prompt.token_ids for i in plan.items})} distinct "
+        f"prompts, {len(plan.rejected)} rejected by the verifier; prompt tokens: naive "
+        f"{plan.naive_prefill:,}, lower bound {plan.lower_bound:,}; corpus "
+        f"{plan.corpus['source']} ({plan.corpus['tokens']:,} tokens, digest "
+        f"{plan.corpus['digest']})",
+        markup=False,
+    )
+    cost = "unknown (no price for this model; add it under prices:)"
+    if estimate.cost is not None:
+        cost = f"${estimate.cost:.4f}"
+    console.print(
+        f"calls: {estimate.calls:,} ({estimate.cached_calls:,} answered by the response cache); prompt "
+        f"tokens {estimate.prompt_tokens:,}; output tokens at most {estimate.max_output_tokens:,}; "
+        f"estimated cost {cost} for {estimate.model}"
+        + (
+            f"; judge calls ({planned.judge_model}) come on top, one per undecided reply"
+            if planned.judge_model
+            else ""
+        ),
+        markup=False,
+    )
+    for reason in plan.rejected:
+        console.print(f"rejected: {reason}", markup=False)
+
+
 @app.command()
 def run(
     config: Annotated[
@@ -106,7 +147,16 @@ def run(
     seed: Annotated[int | None, typer.Option()] = None,
     out: Annotated[Path | None, typer.Option(help="Run folder.")] = None,
     resume: Annotated[Path | None, typer.Option(help="Continue this run folder.")] = None,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="Plan and verify; call no model.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Plan and verify; print calls, tokens and cost; call no model.")
+    ] = False,
+    max_cost: Annotated[
+        float | None,
+        typer.Option(help="USD budget of the run folder; stops (exit 4) before a call could exceed it."),
+    ] = None,
+    no_cache: Annotated[
+        bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")
+    ] = False,
     base_url: Annotated[
         str | None, typer.Option("--base-url", help="Server of an openai/NAME model (any compatible API).")
     ] = None,
@@ -125,7 +175,9 @@ def run(
         if resume is not None:
             if config is not None or base_url is not None or api_key_env is not None:
                 raise BadInput("--resume takes the run folder alone; its config.yaml is used")
-            run_dir = resume_experiment(resume, reporter=ProgressBar(console))
+            run_dir = resume_experiment(
+                resume, reporter=ProgressBar(console), max_cost=max_cost, use_cache=not no_cache
+            )
         else:
             overrides = {
                 "model": model,
@@ -136,19 +188,12 @@ def run(
                 "limit": limit,
                 "seed": seed,
                 "out": str(out) if out else None,
+                "max_cost": max_cost,
+                "cache": {"enabled": False} if no_cache else None,
             }
             experiment = _build(config, overrides, {"base_url": base_url, "api_key_env": api_key_env})
             if dry_run:
-                plan = plan_only(experiment)
-                console.print(
-                    f"{len(plan.items)} work items, {len({i.prompt.token_ids for i in plan.items})} distinct "
-                    f"prompts, {len(plan.rejected)} rejected by the verifier; prompt tokens: naive "
-                    f"{plan.naive_prefill:,}, lower bound {plan.lower_bound:,}; corpus "
-                    f"{plan.corpus['source']} ({plan.corpus['tokens']:,} tokens, digest "
-                    f"{plan.corpus['digest']}); cost $0.00 (local)"
-                )
-                for reason in plan.rejected:
-                    console.print(f"rejected: {reason}", markup=False)
+                _print_dry_run(plan_only(experiment))
                 return
             run_dir = run_experiment(experiment, reporter=ProgressBar(console))
         print_summary(load_summary(run_dir), console)
@@ -200,6 +245,32 @@ def export(
 
 
 @app.command()
+def perturb(
+    source: Annotated[Path, typer.Argument(help="Folder of the Python code base to rewrite.")],
+    renames: Annotated[Path, typer.Option("--renames", help="Rename map (YAML).")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="New folder for the perturbed copy.")],
+) -> None:
+    """Rewrite a Python code base with renamed identifiers, changed literals and injected code."""
+    from rotscope.filler.perturb import load_map, perturb_tree
+
+    def body() -> None:
+        report = perturb_tree(source, load_map(renames), output, map_name=str(renames))
+        for section, counts in (
+            ("rename", report.renames),
+            ("literal", report.literals),
+            ("inject", report.inject),
+        ):
+            for label, count in counts.items():
+                console.print(f"{section} {label}: {count}", markup=False, highlight=False)
+        console.print(
+            f"{report.rewritten} files rewritten, {report.copied} copied unchanged into {output}",
+            soft_wrap=True,
+        )
+
+    _guarded(body)
+
+
+@app.command()
 def models() -> None:
     """List backends and the models each can find."""
     from rotscope.backends import BACKENDS, split_model
@@ -215,9 +286,9 @@ def models() -> None:
             except BadInput as error:
                 console.print(f"  bundled model unavailable: {error}")
             console.print("  any GGUF file: --model path/to/model.gguf")
-        elif provider == "fake":
+        elif provider in ("fake", "fake-remote"):
             for name in sorted(RESPONDERS):
-                console.print(f"  fake/{name}")
+                console.print(f"  {provider}/{name}")
         else:
             console.print(f"  {REMOTE_HINTS[provider]}", markup=False, soft_wrap=True)
 

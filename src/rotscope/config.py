@@ -3,10 +3,18 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+)
 
 from rotscope.errors import BadInput
 
@@ -18,6 +26,8 @@ NAMED_POSITIONS: dict[str, float] = {
     "end": 1.0,
 }
 
+OFFSET_PREFIX = "@"
+"""A depth ``"@N"`` is an absolute offset: N filler tokens precede the evidence, at every length."""
 BUNDLED_MODEL = "bundled"
 DEFAULT_DEPTHS: tuple[float | str, ...] = ("beginning", "midpoint", "end")
 
@@ -66,6 +76,38 @@ class PlacementConfig(_Strict):
         return depths
 
 
+def _text(value: object) -> object:
+    """Numbers written unquoted in YAML (``answer: 719``) are answers as text."""
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+AnswerText = Annotated[str, BeforeValidator(_text)]
+
+
+class CodeLine(_Strict):
+    """A line that exists in the code filler: the one line of ``file`` (a path relative to the
+    filler's root) that contains ``line_contains``."""
+
+    file: str
+    line_contains: str = Field(min_length=1)
+
+
+class CodebaseCase(_Strict):
+    id: str
+    question: str
+    answer: AnswerText
+    aliases: list[AnswerText] = Field(default_factory=list)
+    decoys: list[AnswerText] = Field(default_factory=list)
+    """Values present in the corpus that a wrong answer may name; scored as ``decoy``."""
+    evidence: CodeLine
+
+
+class CodebaseConfig(_Strict):
+    """Cases of the ``codebase`` family, whose evidence is a line already in the code filler."""
+
+    cases: list[CodebaseCase] = Field(min_length=1)
+
+
 class GenerationConfig(_Strict):
     temperature: float = Field(default=0.0, ge=0.0)
     max_tokens: int = Field(default=32, gt=0)
@@ -112,6 +154,38 @@ class RemoteOptions(_Strict):
     """Extra request fields passed through unchanged (e.g. ``top_p``, provider-specific options)."""
 
 
+class ProviderLimits(_Strict):
+    """How hard a run may press one provider: calls in flight, requests and tokens per minute.
+    A call is charged its prompt tokens plus ``max_tokens`` against the token limit, so long
+    prompts reach it first."""
+
+    concurrency: int = Field(default=4, gt=0)
+    requests_per_minute: float | None = Field(default=None, gt=0)
+    tokens_per_minute: float | None = Field(default=None, gt=0)
+
+
+class Price(_Strict):
+    """List price of a model in USD per million tokens; cached input defaults to the input price."""
+
+    input: float = Field(ge=0)
+    output: float = Field(ge=0)
+    cached_input: float | None = Field(default=None, ge=0)
+
+
+class CacheConfig(_Strict):
+    """The on-disk response cache of remote calls (default: the user's cache folder)."""
+
+    enabled: bool = True
+    path: str | None = None
+
+
+class JudgeConfig(_Strict):
+    """An optional model that grades the replies deterministic scoring cannot decide."""
+
+    model: str
+    max_tokens: int = Field(default=8, gt=0)
+
+
 class ExperimentConfig(_Strict):
     name: str = "experiment"
     model: str = BUNDLED_MODEL
@@ -122,6 +196,11 @@ class ExperimentConfig(_Strict):
     seed: int = 0
     limit: int | None = Field(default=None, gt=0)
     controls: bool = True
+    evidence_only: bool = False
+    """Also run each case with its evidence alone, no padding: a case failing there is a capability
+    failure, reported apart from positional ones."""
+    cases: str | None = Field(default=None, validate_default=True)
+    """The case file (JSON Lines) of the ``cases`` task family; relative to the experiment file."""
     questions_per_prompt: int = Field(default=1, gt=0)
     filler: FillerConfig = Field(default_factory=FillerConfig)
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
@@ -129,9 +208,19 @@ class ExperimentConfig(_Strict):
     llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
     remote: RemoteOptions = Field(default_factory=RemoteOptions)
     system_prompt: str | None = None
+    limits: dict[str, ProviderLimits] = Field(default_factory=dict)
+    """Per provider (``openai``, ``anthropic``...); a provider not listed gets the defaults."""
+    prices: dict[str, Price] = Field(default_factory=dict)
+    """Per model (``openai/gpt-4o-mini``), added to and overriding the built-in table."""
+    max_cost: float | None = Field(default=None, gt=0)
+    """USD for the whole run folder: no call starts that could take the spend above it."""
+    max_error_rate: float = Field(default=0.05, ge=0.0, le=1.0)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    judge: JudgeConfig | None = None
     length_tolerance: float = Field(default=0.05, gt=0.0, lt=1.0)
     depth_tolerance: float = Field(default=0.1, gt=0.0, le=1.0)
     out: str | None = None
+    codebase: CodebaseConfig | None = None
 
     @field_validator("lengths")
     @classmethod
@@ -146,22 +235,49 @@ class ExperimentConfig(_Strict):
     def _known_depths(cls, depths: list[float | str]) -> list[float | str]:
         for depth in depths:
             if isinstance(depth, str):
-                if depth not in NAMED_POSITIONS:
+                if depth.startswith(OFFSET_PREFIX):
+                    token_offset(depth)
+                elif depth not in NAMED_POSITIONS:
                     names = ", ".join(NAMED_POSITIONS)
-                    raise ValueError(f"unknown position {depth!r} (use a fraction in [0, 1] or {names})")
+                    raise ValueError(
+                        f"unknown position {depth!r} (use a fraction in [0, 1], {names}, "
+                        f"or {OFFSET_PREFIX}N for N filler tokens before the evidence)"
+                    )
             elif not 0.0 <= depth <= 1.0:
                 raise ValueError(f"depth {depth} is outside [0, 1]")
         return depths
 
+    @field_validator("cases")
+    @classmethod
+    def _case_file_named(cls, cases: str | None, info: ValidationInfo) -> str | None:
+        if "cases" in info.data.get("tasks", []) and not cases:
+            raise ValueError("the cases task family needs a case file: cases: PATH.jsonl")
+        return cases
+
     def positions(self) -> list[tuple[float, str | None]]:
-        """Depths as (fraction, name or None), in the order given, without repeats."""
+        """Fractional depths as (fraction, name or None), in the order given, without repeats;
+        absolute offsets are in ``offsets``."""
         seen: dict[float, str | None] = {}
         for depth in self.depths:
             if isinstance(depth, str):
-                seen.setdefault(NAMED_POSITIONS[depth], depth)
+                if not depth.startswith(OFFSET_PREFIX):
+                    seen.setdefault(NAMED_POSITIONS[depth], depth)
             else:
                 seen.setdefault(float(depth), None)
         return list(seen.items())
+
+    def offsets(self) -> list[int]:
+        """Absolute offsets (filler tokens before the evidence), in the order given, without repeats."""
+        found = (token_offset(d) for d in self.depths if isinstance(d, str) and d.startswith(OFFSET_PREFIX))
+        return list(dict.fromkeys(found))
+
+
+def token_offset(depth: str) -> int:
+    """N of an absolute offset ``"@N"``; ``ValueError`` unless N is a whole number >= 0."""
+    digits = depth.removeprefix(OFFSET_PREFIX)
+    if not digits.isdigit():
+        raise ValueError(f"offset {depth!r} is not {OFFSET_PREFIX} followed by a whole number of tokens")
+    return int(digits)
 
 
 def _first_error(error: ValidationError, source: str) -> str:
@@ -197,6 +313,15 @@ def read_config_file(path: Path) -> dict[str, Any]:
         return {}
     if not isinstance(data, dict):
         raise BadInput(f"{path}: the experiment file must be a mapping of fields, got {type(data).__name__}")
+    return resolve_paths(data, path)
+
+
+def resolve_paths(data: dict[str, Any], config_path: Path) -> dict[str, Any]:
+    """``cases`` made absolute against the experiment file's folder, so the resolved config (stored
+    in the run folder and in plans) names one file wherever it is read from."""
+    cases = data.get("cases")
+    if isinstance(cases, str) and cases and not Path(cases).expanduser().is_absolute():
+        data["cases"] = str((config_path.parent / cases).resolve())
     return data
 
 

@@ -3,7 +3,11 @@
 A prompt is assembled from token arrays: the chat template's prefix, a header, a slice of the
 tokenized corpus with each evidence piece inserted as lines of its own where a filler line ends,
 a footer with the question(s), and the template's suffix. Its length is the length of that whole
-id sequence. Before a prompt may be sent, ``verify_prompt`` re-checks it from scratch: the
+id sequence. Evidence that is already a line of a corpus document (``Evidence.source``) is not
+inserted: the prompt is a window of a corpus arranged around that document, starting where the
+line lands at the asked depth, and the line's tokens are its span.
+
+Before a prompt may be sent, ``verify_prompt`` re-checks it from scratch: the
 evidence bytes at each recorded span, each exactly once and at its asked depth, the length within
 tolerance, header and footer intact, no guarded value in the filler, and the text re-encoding to
 the same ids (so the ids are what the tokenizer itself makes of the text).
@@ -11,12 +15,15 @@ the same ids (so the ids are what the tokenizer itself makes of the text).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
+import numpy as np
+
 from rotscope.config import PlacementConfig
 from rotscope.errors import BadInput
+from rotscope.filler.anchor import AnchoredCorpus
 from rotscope.filler.corpus import TokenizedCorpus
 from rotscope.placement import target_depths
 from rotscope.tasks.overlap import mentions
@@ -67,6 +74,14 @@ def evidence_unit(evidence: Evidence, at_start: bool) -> str:
     return evidence.text + "\n" if at_start else "\n" + evidence.text
 
 
+def _unit_for(evidence: Evidence, cut: int, end: int, last: bool) -> str:
+    """The unit at ``cut``; with no filler at all (an evidence-only prompt) the last piece is bare,
+    since the header ends and the footer starts with a line break of their own."""
+    if end == 0 and last:
+        return evidence.text
+    return evidence_unit(evidence, at_start=cut == 0)
+
+
 class PromptBuilder:
     """Renders cases into prompts of exact token lengths for one tokenizer and one corpus."""
 
@@ -80,9 +95,11 @@ class PromptBuilder:
         depth_tolerance: float = 0.1,
         placement: PlacementConfig | None = None,
         seed: int = 0,
+        anchors: Mapping[str, AnchoredCorpus] | None = None,
     ) -> None:
         self.tokenizer = tokenizer
         self.corpus = corpus
+        self.anchors = dict(anchors or {})
         self.system_prompt = system_prompt
         self.tolerance = tolerance
         self.depth_tolerance = depth_tolerance
@@ -122,22 +139,19 @@ class PromptBuilder:
         return found
 
     def fixed_tokens(self, case: Case) -> int:
-        """Tokens of everything but filler: template, header, footer with question, evidence."""
+        """Tokens of everything but filler: template, header, footer with question, inserted evidence."""
         frame = self.frame(case.question, multi=bool(case.parts))
-        return frame.fixed_tokens + sum(self.tokenizer.count(evidence_unit(e, False)) for e in case.evidence)
+        inserted = [e for e in case.evidence if e.source is None]
+        return frame.fixed_tokens + sum(self.tokenizer.count(evidence_unit(e, False)) for e in inserted)
 
     def render(self, case: Case, layout: Layout) -> RenderedPrompt:
         """The verified prompt for ``case`` at ``layout``, or ``PlacementError`` with the reasons."""
         frame = self.frame(case.question, multi=bool(case.parts))
-        budget = layout.length_tokens - self.fixed_tokens(case)
-        if budget < 0:
-            raise BadInput(
-                f"length {layout.length_tokens} is shorter than the fixed parts of the prompt for case "
-                f"{case.case_id} ({layout.length_tokens - budget} tokens: template, question, evidence)"
+        if any(evidence.source is not None for evidence in case.evidence):
+            return self._render_in_corpus(
+                case, layout, frame, self._filler_budget(case, layout.length_tokens)
             )
-        if budget > self.corpus.size:
-            raise BadInput(f"filler: corpus has {self.corpus.size} tokens, length needs {budget}")
-        end = self._haystack_end(frame, budget)
+        end = self.filler_tokens(case, layout.length_tokens)
         targets = target_depths(case, layout, self.placement, self.seed)
         candidates = {
             evidence.evidence_id: self.corpus.nearest_line_ends(targets[evidence.evidence_id] * end, end)
@@ -168,6 +182,109 @@ class PromptBuilder:
                 break
         raise PlacementError(f"case {case.case_id} at {layout}: " + "; ".join(dict.fromkeys(reasons)))
 
+    def _render_in_corpus(self, case: Case, layout: Layout, frame: Frame, budget: int) -> RenderedPrompt:
+        """A window of the corpus arranged around the evidence's own document, starting where the
+        evidence line lands at the asked depth: filler before it over all filler (the window
+        without the line) is ``layout.depth``. Nothing is inserted."""
+        if len(case.evidence) != 1:
+            raise BadInput(
+                f"case {case.case_id}: evidence already in the corpus must be the case's only piece"
+            )
+        evidence = case.evidence[0]
+        anchor = self.anchors.get(evidence.source or "")
+        if anchor is None:
+            raise BadInput(f"case {case.case_id}: the filler has no document {evidence.source!r}")
+        line_start, line_end = anchor.line_tokens(evidence.text)
+        filler = budget - (line_end - line_start)
+        wanted = line_start - layout.depth * filler
+        starts = anchor.starts[
+            (anchor.starts <= line_start)
+            & (anchor.starts + budget >= line_end)
+            & (anchor.starts + budget <= anchor.corpus.size)
+        ]
+        order = np.argsort(np.abs(starts - wanted), kind="stable")[:_CANDIDATE_TRIES]
+        reasons: list[str] = []
+        for start in (int(starts[i]) for i in order):
+            end = self._window_end(frame, anchor.corpus, start, start + budget, line_end)
+            prompt = self._assemble_window(
+                frame, anchor.corpus, evidence, (start, end), (line_start, line_end)
+            )
+            problems = verify_prompt(
+                prompt,
+                case,
+                layout,
+                self.tokenizer,
+                frame,
+                self.tolerance,
+                depth_tolerance=self.depth_tolerance,
+            )
+            if not problems:
+                return prompt
+            reasons.extend(problems)
+        if not reasons:
+            reasons.append(f"no window of {budget} tokens of the corpus holds {evidence.source}")
+        raise PlacementError(f"case {case.case_id} at {layout}: " + "; ".join(dict.fromkeys(reasons)))
+
+    def _window_end(self, frame: Frame, corpus: TokenizedCorpus, start: int, stop: int, floor: int) -> int:
+        """Where a window starting at ``start`` ends: at or below ``stop`` (and not before ``floor``)
+        where the joint with the footer re-encodes cleanly, else ``stop``."""
+        ids = corpus.ids
+        for end in range(stop, max(stop - _END_SEARCH, floor - 1), -1):
+            local = [*frame.header, *ids[start:end].tolist(), *frame.footer]
+            if joint_is_clean(local, len(frame.header) + end - start, self.tokenizer):
+                return end
+        return stop
+
+    def _assemble_window(
+        self,
+        frame: Frame,
+        corpus: TokenizedCorpus,
+        evidence: Evidence,
+        window: tuple[int, int],
+        line: tuple[int, int],
+    ) -> RenderedPrompt:
+        """Template, header, corpus tokens ``[start, end)`` with the evidence line spanned where it
+        stands, footer and template suffix."""
+        start, end = window
+        base = len(frame.prefix) + len(frame.header)
+        filler = end - start - (line[1] - line[0])
+        span = Span(
+            evidence.evidence_id,
+            base + line[0] - start,
+            base + line[1] - start,
+            (line[0] - start) / filler if filler else 0.0,
+        )
+        ids = [*frame.prefix, *frame.header, *corpus.ids[start:end].tolist(), *frame.footer, *frame.suffix]
+        body = (
+            frame.header_bytes + corpus.data[corpus.offsets[start] : corpus.offsets[end]] + frame.footer_bytes
+        )
+        return RenderedPrompt(
+            messages=self._messages(body.decode("utf-8", errors="replace")),
+            text=(frame.prefix_bytes + body + frame.suffix_bytes).decode("utf-8", errors="replace"),
+            token_ids=tuple(ids),
+            spans=(span,),
+            haystack_tokens=filler,
+            corpus_digest=corpus.digest,
+            context_start=base,
+            tokenizer_digest=self.tokenizer.digest(),
+        )
+
+    def _filler_budget(self, case: Case, length_tokens: int) -> int:
+        budget = length_tokens - self.fixed_tokens(case)
+        if budget < 0:
+            raise BadInput(
+                f"length {length_tokens} is shorter than the fixed parts of the prompt for case "
+                f"{case.case_id} ({length_tokens - budget} tokens: template, question, evidence)"
+            )
+        return budget
+
+    def filler_tokens(self, case: Case, length_tokens: int) -> int:
+        """How many filler tokens a prompt of ``case`` at ``length_tokens`` holds."""
+        budget = self._filler_budget(case, length_tokens)
+        if budget > self.corpus.size:
+            raise BadInput(f"filler: corpus has {self.corpus.size} tokens, length needs {budget}")
+        return self._haystack_end(self.frame(case.question, multi=bool(case.parts)), budget)
+
     def _haystack_end(self, frame: Frame, budget: int) -> int:
         """Where the filler stops: as close to ``budget`` tokens as the joint with the footer
         re-encodes cleanly, else the last line end within budget."""
@@ -191,10 +308,10 @@ class PromptBuilder:
         body = bytearray(frame.header_bytes)
         spans: list[Span] = []
         filler_start = 0
-        for item, cut in placements:
+        for number, (item, cut) in enumerate(placements, start=1):
             ids.extend(corpus.ids[filler_start:cut].tolist())
             body += corpus.data[corpus.offsets[filler_start] : corpus.offsets[cut]]
-            unit = evidence_unit(item, at_start=cut == 0)
+            unit = _unit_for(item, cut, end, last=number == len(placements))
             piece = self.tokenizer.encode(unit)
             spans.append(Span(item.evidence_id, len(ids), len(ids) + len(piece), cut / end if end else 0.0))
             ids.extend(piece)
@@ -213,6 +330,8 @@ class PromptBuilder:
             spans=tuple(spans),
             haystack_tokens=end,
             corpus_digest=corpus.digest,
+            context_start=len(frame.prefix) + len(frame.header),
+            tokenizer_digest=self.tokenizer.digest(),
         )
 
 
@@ -312,6 +431,12 @@ def verify_prompt(
     at its midpoint, and must not pretend to. The filler must not contain any of the case's
     ``guarded`` strings (a competing value outside the declared evidence)."""
     problems: list[str] = []
+    if prompt.tokenizer_digest and prompt.tokenizer_digest != tokenizer.digest():
+        # Spans are token offsets: under another tokenizer they point at other text.
+        return [
+            f"the prompt was rendered with tokenizer {prompt.tokenizer_digest}, not {tokenizer.digest()}: "
+            "its spans are stale and must be computed again"
+        ]
     ids = prompt.token_ids
     text = prompt.text
     spans = {span.evidence_id: span for span in prompt.spans}
@@ -322,8 +447,14 @@ def verify_prompt(
         span = spans.get(evidence.evidence_id)
         if span is None:
             continue
-        found = tokenizer.decode(ids[span.token_start : span.token_end])
-        if found not in (evidence_unit(evidence, True), evidence_unit(evidence, False)):
+        piece = ids[span.token_start : span.token_end]
+        bare = (evidence.text,) if prompt.haystack_tokens == 0 else ()
+        if (
+            not _spans_line(piece, evidence.text, tokenizer)
+            if evidence.source is not None
+            else tokenizer.decode(piece)
+            not in (evidence_unit(evidence, True), evidence_unit(evidence, False), *bare)
+        ):
             problems.append(
                 f"evidence {evidence.evidence_id} is not at its span [{span.token_start}, {span.token_end})"
             )
@@ -367,6 +498,16 @@ def verify_prompt(
     if not problems:
         problems.extend(_round_trip_problems(prompt, frame, tokenizer))
     return problems
+
+
+def _spans_line(piece: Sequence[int], line: str, tokenizer: Tokenizer) -> bool:
+    """Whether ``piece`` is the fewest tokens that hold ``line``: the line and, at its edges, only
+    white space the first and last tokens share with the neighbouring lines."""
+    return (
+        tokenizer.decode(piece).strip() == line
+        and line not in tokenizer.decode(piece[1:])
+        and line not in tokenizer.decode(piece[:-1])
+    )
 
 
 def _guard_problems(prompt: RenderedPrompt, case: Case, frame: Frame, tokenizer: Tokenizer) -> list[str]:

@@ -49,11 +49,11 @@ def _decoy_depths(count: int, taken: list[float], rule: PlacementConfig, rng: ra
 
 
 def target_depths(case: Case, layout: Layout, rule: PlacementConfig, seed: int) -> dict[str, float]:
-    """Evidence id -> the depth asked for it. Without an ``answer`` piece every piece goes to the
-    grid's depth (a single needle is its own answer piece)."""
+    """Evidence id -> the depth asked for it. Without an ``answer`` piece, or for a ``grouped`` case,
+    every piece goes to the grid's depth (a single needle is its own answer piece)."""
     depth = layout.depth
     roles = [evidence.role for evidence in case.evidence]
-    if "answer" not in roles:
+    if case.grouped or "answer" not in roles:
         return {evidence.evidence_id: depth for evidence in case.evidence}
     rng = random.Random(f"{seed}:{case.case_id}:{layout.length_tokens}:{depth}")
     targets: dict[str, float] = {}

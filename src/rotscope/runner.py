@@ -10,30 +10,26 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from rotscope import __version__
 from rotscope.backends import create_backend
-from rotscope.config import ExperimentConfig, dump_config, load_config
+from rotscope.config import ExperimentConfig, build_config, dump_config, load_config
+from rotscope.cost import CostEstimate, estimate_plan
 from rotscope.errors import BadInput
+from rotscope.execute import LOCAL_BACKENDS, Reporter, execute_items, is_local, row_id
+from rotscope.response_cache import ResponseCache, default_cache_path
 from rotscope.schedule import prefix_order, shuffled_order
-from rotscope.scoring import score_parts
 from rotscope.store import RunStore
-from rotscope.types import Backend, Completion, GenerateRequest, Score, WorkItem
+from rotscope.types import Backend, WorkItem
 from rotscope.workitems import Plan, build_plan
 
+__all__ = ["BudgetReached", "Interrupted", "Reporter", "dry_run", "resume_experiment", "run_experiment"]
+
 CONFIG_FILE = "config.yaml"
-LOCAL_BACKENDS = {"llamacpp", "fake"}
-
-
-class Reporter(Protocol):
-    """Receives progress; the CLI draws a bar with it, the library passes none."""
-
-    def start(self, items: int, prompt_tokens: int) -> None: ...
-
-    def advance(self, item: WorkItem, completion: Completion) -> None: ...
-
-    def finish(self) -> None: ...
+RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate"}
+"""Fields that change how a run is executed or judged, not its results: left out of its identity,
+so ``--resume`` may change them."""
 
 
 @dataclass
@@ -45,20 +41,26 @@ class Interrupted(Exception):
     total: int
 
 
+@dataclass
+class BudgetReached(Exception):
+    """``max_cost`` stopped the run before a call that could exceed it; finished work is kept."""
+
+    run_dir: Path
+    done: int
+    total: int
+    spent: float
+    max_cost: float
+
+
 def config_digest(config: ExperimentConfig) -> str:
-    """Identity of an experiment: every field except where its results are written."""
-    fields = config.model_dump(mode="json", exclude={"out"})
+    """Identity of an experiment: every field except where its results go and how it executes."""
+    fields = config.model_dump(mode="json", exclude=RUNTIME_FIELDS)
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def default_run_dir(config: ExperimentConfig) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
     return Path("runs") / f"{config.name}-{stamp}"
-
-
-def row_id(item: WorkItem, label: str) -> str:
-    """The row of one question: the call's id, with the question's label for multi-question prompts."""
-    return f"{item.item_id}:{label}" if label else item.item_id
 
 
 def _planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list[dict[str, Any]]:
@@ -91,6 +93,7 @@ def _planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list
                 "prompt_digest": _prompt_digest(item),
                 "question": part.question,
                 "expected": "not in the context" if part.oracle.abstain else part.oracle.answer,
+                "slices": json.dumps(dict(part.slices), sort_keys=True),
             }
         )
     return rows
@@ -98,26 +101,14 @@ def _planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list
 
 def _evidence_fields(item: WorkItem, evidence_id: str) -> dict[str, str]:
     evidence = next(e for e in item.case.evidence if e.evidence_id == evidence_id)
-    return {"text": evidence.text, "role": evidence.role}
+    fields = {"text": evidence.text, "role": evidence.role}
+    if evidence.source is not None:
+        fields["source"] = evidence.source  # a line already in this corpus document, not inserted
+    return fields
 
 
 def _prompt_digest(item: WorkItem) -> str:
     return hashlib.sha256(item.prompt.text.encode("utf-8")).hexdigest()[:24]
-
-
-def _result_row(completion: Completion, result: Score) -> dict[str, Any]:
-    return {
-        "status": "error" if result.outcome == "error" else "ok",
-        "response": completion.text,
-        "outcome": result.outcome,
-        "category": result.category,
-        "usage_prompt_tokens": completion.prompt_tokens,
-        "usage_completion_tokens": completion.completion_tokens,
-        "cached_tokens": completion.cached_tokens,
-        "latency_s": completion.latency_s,
-        "error": completion.error,
-        "request_attempts": completion.attempts,
-    }
 
 
 def execution_order(items: Sequence[WorkItem], backend_name: str, seed: int) -> list[WorkItem]:
@@ -127,23 +118,6 @@ def execution_order(items: Sequence[WorkItem], backend_name: str, seed: int) -> 
     else:
         order = shuffled_order(len(items), seed)
     return [items[i] for i in order]
-
-
-async def _execute(
-    items: Sequence[WorkItem], backend: Backend, store: RunStore, reporter: Reporter | None
-) -> None:
-    for item in items:
-        request = GenerateRequest(item.prompt.messages, item.prompt.token_ids, item.params)
-        completion = await backend.generate(request)
-        scores = score_parts(item.case, completion, context=item.prompt.messages[-1]["content"])
-        store.record(
-            {
-                row_id(item, label): _result_row(completion, result)
-                for (label, _), result in zip(item.case.scored_parts(), scores, strict=True)
-            }
-        )
-        if reporter is not None:
-            reporter.advance(item, completion)
 
 
 def _check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
@@ -202,16 +176,20 @@ def run_experiment(
     resume: bool = False,
     reporter: Reporter | None = None,
     backend: Backend | None = None,
+    judge_backend: Backend | None = None,
 ) -> Path:
     """Run (or, with ``resume``, continue) ``config`` in ``run_dir``; returns the run folder.
 
-    Raises ``Interrupted`` on Ctrl-C with all finished items stored.
+    Raises ``Interrupted`` on Ctrl-C and ``BudgetReached`` when ``max_cost`` stops it, with all
+    finished items stored either way.
     """
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
     digest = config_digest(config)
     _check_run_dir(run_dir, digest, resume)
     backend = backend or create_backend(config)
     try:
+        if config.judge is not None and judge_backend is None:
+            judge_backend = create_backend(build_config({**config.model_dump(), "model": config.judge.model}))
         plan = build_plan(config, backend)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
@@ -225,32 +203,72 @@ def run_experiment(
             if reporter is not None:
                 reporter.start(len(todo), sum(item.prompt.prompt_tokens for item in todo))
             try:
-                asyncio.run(_execute(todo, backend, store, reporter))
+                stopped = asyncio.run(execute_items(config, todo, backend, judge_backend, store, reporter))
             except KeyboardInterrupt:
                 left = len(store.unfinished())
                 raise Interrupted(run_dir, len(plan.items) - left, len(plan.items)) from None
             finally:
                 if reporter is not None:
                     reporter.finish()
+            if stopped and config.max_cost is not None:
+                left = len(store.unfinished())
+                raise BudgetReached(
+                    run_dir, len(plan.items) - left, len(plan.items), store.spent(), config.max_cost
+                )
         finally:
             store.close()
     finally:
         backend.close()
+        if judge_backend is not None:
+            judge_backend.close()
     return run_dir
 
 
-def resume_experiment(run_dir: Path, *, reporter: Reporter | None = None) -> Path:
-    """Continue a run folder: same config, finished items skipped, errors retried."""
+def resume_experiment(
+    run_dir: Path,
+    *,
+    reporter: Reporter | None = None,
+    max_cost: float | None = None,
+    use_cache: bool = True,
+) -> Path:
+    """Continue a run folder: same config, finished items skipped, errors retried. ``max_cost``
+    replaces the stored budget and ``use_cache=False`` turns the response cache off; both are
+    written back to the folder's config.yaml (neither changes the experiment's identity)."""
     store = RunStore.open_existing(run_dir)
     store.close()
     config = load_config(run_dir / CONFIG_FILE)
+    changes: dict[str, Any] = {}
+    if max_cost is not None:
+        changes["max_cost"] = max_cost
+    if not use_cache:
+        changes["cache"] = {**config.cache.model_dump(), "enabled": False}
+    if changes:
+        config = build_config({**config.model_dump(), **changes}, str(run_dir / CONFIG_FILE))
     return run_experiment(config, run_dir=run_dir, resume=True, reporter=reporter)
 
 
-def dry_run(config: ExperimentConfig) -> Plan:
-    """Plan and verify without calling a model."""
+@dataclass(frozen=True)
+class DryRun:
+    plan: Plan
+    estimate: CostEstimate
+    judge_model: str | None = None
+
+
+def dry_run(config: ExperimentConfig) -> DryRun:
+    """Plan and verify without calling a model; estimate calls, tokens and cost."""
     backend = create_backend(config)
     try:
-        return build_plan(config, backend)
+        plan = build_plan(config, backend)
     finally:
         backend.close()
+    local = is_local(plan.backend.get("backend", ""))
+    cache = None
+    if not local and config.cache.enabled:
+        path = Path(config.cache.path).expanduser() if config.cache.path else default_cache_path()
+        cache = ResponseCache(path) if path.is_file() else None
+    try:
+        judge = config.judge.model if config.judge else None
+        return DryRun(plan, estimate_plan(config, plan, local=local, cache=cache), judge)
+    finally:
+        if cache is not None:
+            cache.close()

@@ -7,7 +7,7 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import replace
 
-from rotscope.types import Case, Completion, Oracle, Score
+from rotscope.types import Case, ClaimReport, Claims, Completion, Oracle, Score
 
 _NUMBER_WORDS = {
     "zero": "0",
@@ -71,6 +71,68 @@ def _wrong_answer_category(oracle: Oracle, response: str, context: str | None) -
     return "wrong_answer"
 
 
+_CITATION = re.compile(r"\[([A-Za-z0-9][A-Za-z0-9._-]*)\]")
+HIGH_RISK_CATEGORIES = ("forbidden_claim",)
+
+
+def claim_report(claims: Claims, response: str) -> ClaimReport:
+    """Which required claims the reply misses, which forbidden ones it makes, and, when the case
+    asks for citations, which ids it cites that are no document of the case (a distractor, an
+    invented id) and which present claims it cites no supporting document for."""
+
+    def present(surfaces: tuple[str, ...]) -> bool:
+        return any(contains_answer(response, surface) for surface in surfaces)
+
+    missing = tuple(claim for claim, surfaces in claims.required if not present(surfaces))
+    cited = tuple(dict.fromkeys(_CITATION.findall(response)))
+    wrong: tuple[str, ...] = ()
+    uncited: tuple[str, ...] = ()
+    if claims.cite is not None:
+        wrong = tuple(identifier for identifier in cited if identifier not in claims.evidence_ids)
+        uncited = tuple(
+            claim for claim, ids in claims.cite if claim not in missing and not set(ids) & set(cited)
+        )
+    return ClaimReport(
+        missing=missing,
+        forbidden=tuple(claim for claim, surfaces in claims.forbidden if present(surfaces)),
+        cited=cited,
+        wrong_citations=wrong,
+        missing_citations=uncited,
+    )
+
+
+def _copies_distractor(claims: Claims, response: str) -> bool:
+    reply = normalise(response.strip().splitlines()[0]) if response.strip() else ""
+    return bool(reply) and any(
+        re.search(rf"(?<!\w){re.escape(reply)}(?!\w)", normalise(text)) for _, text in claims.distractors
+    )
+
+
+def score_claims(oracle: Oracle, claims: Claims, response: str, context: str | None) -> Score:
+    """A claim-checked reply: a forbidden claim is always wrong (and high risk); otherwise every
+    required claim must be present and, when asked, cited; an abstain case wants an abstention."""
+    report = claim_report(claims, response)
+    if report.forbidden:
+        return Score("incorrect", "forbidden_claim", report)
+    if oracle.abstain:
+        if is_abstention(response):
+            return Score("correct", claims=report)
+        return Score("incorrect", "hallucinated" if response.strip() else "empty", report)
+    if not report.missing:
+        if report.wrong_citations:
+            return Score("incorrect", "wrong_citation", report)
+        if report.missing_citations:
+            return Score("incorrect", "missing_citation", report)
+        return Score("correct", claims=report)
+    if len(report.missing) < len(claims.required):
+        return Score("incorrect", "missing_claim", report)
+    if is_abstention(response) or not response.strip():
+        return Score("abstained", "abstained", report)
+    if _copies_distractor(claims, response):
+        return Score("incorrect", "distractor", report)
+    return Score("incorrect", _wrong_answer_category(oracle, response, context), report)
+
+
 _CONTRACT_LINE = re.compile(r"(Q\d+):[ \t]*(.*?)[ \t]*")
 
 
@@ -110,6 +172,8 @@ def score(oracle: Oracle, completion: Completion, context: str | None = None) ->
     if completion.error is not None:
         return Score("error", "error")
     response = completion.text
+    if oracle.claims is not None:
+        return score_claims(oracle, oracle.claims, response, context)
     if oracle.abstain:
         if is_abstention(response):
             return Score("correct")

@@ -19,11 +19,12 @@ from rotscope.errors import BadInput
 PLANNED_COLUMNS = (
     "item_id", "call_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model",
     "backend", "length_target", "prompt_tokens", "haystack_tokens", "depth", "position", "spans", "trial",
-    "seed", "prompt_digest", "question", "expected",
+    "seed", "prompt_digest", "question", "expected", "slices",
 )  # fmt: skip
 RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
-    "cached_tokens", "latency_s", "cost", "error", "attempts", "created_at", "finished_at",
+    "cached_tokens", "latency_s", "cost", "error", "attempts", "created_at", "finished_at", "claim_report",
+    "cached_response", "judge_verdict", "judge_model", "judge_prompt_sha256", "judge_response",
     "request_attempts",
 )  # fmt: skip
 ITEM_COLUMNS = PLANNED_COLUMNS + RESULT_COLUMNS
@@ -49,6 +50,26 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         CREATE INDEX items_status ON items (status);
         CREATE INDEX items_call ON items (call_id);
+        """,
+    ),
+    (
+        "case_contract",
+        """
+        ALTER TABLE items ADD COLUMN slices TEXT NOT NULL DEFAULT '{}';
+        ALTER TABLE items ADD COLUMN claim_report TEXT;
+        """,
+    ),
+    (
+        "response_cache",
+        "ALTER TABLE items ADD COLUMN cached_response INTEGER NOT NULL DEFAULT 0;",
+    ),
+    (
+        "judge",
+        """
+        ALTER TABLE items ADD COLUMN judge_verdict TEXT;
+        ALTER TABLE items ADD COLUMN judge_model TEXT;
+        ALTER TABLE items ADD COLUMN judge_prompt_sha256 TEXT;
+        ALTER TABLE items ADD COLUMN judge_response TEXT;
         """,
     ),
     # Requests sent for the row's last completion, retries included (``attempts`` counts runs).
@@ -126,6 +147,10 @@ class RunStore:
         """Model calls still to make: those with a pending or error row (errors are retried).
         A call is one prompt; its questions are rows that share its ``call_id``."""
         return {row[0] for row in self._db.execute("SELECT DISTINCT call_id FROM items WHERE status != 'ok'")}
+
+    def spent(self) -> float:
+        """USD recorded so far (calls without a price count nothing)."""
+        return float(self._db.execute("SELECT COALESCE(SUM(cost), 0) FROM items").fetchone()[0])
 
     def record(self, results: Mapping[str, Mapping[str, Any]]) -> None:
         """Write the rows of one finished call (item id -> values) and commit at once, so a crash

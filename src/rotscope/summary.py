@@ -8,6 +8,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rotscope.case_results import case_results
+from rotscope.config import OFFSET_PREFIX
 from rotscope.stats import (
     absolute_effective_length,
     base_score,
@@ -20,7 +22,10 @@ from rotscope.stats import (
     sign_test,
 )
 from rotscope.store import RunStore
+from rotscope.types import EVIDENCE_ONLY_POSITION
 
+JUDGED = ("correct", "incorrect", "abstained")
+DEFAULT_MAX_ERROR_RATE = 0.05
 NOLIMA_RATIO = 0.85
 RULER_THRESHOLD = 0.856
 Row = dict[str, Any]
@@ -48,7 +53,14 @@ def _counts(rows: list[Row]) -> dict[str, int]:
         "abstained": outcomes["abstained"],
         "errors": sum(row["status"] == "error" for row in rows),
         "pending": sum(row["status"] == "pending" for row in rows),
+        "judged": sum(row.get("judge_verdict") in JUDGED for row in _scored(rows)),
     }
+
+
+def error_rate(counts: dict[str, int]) -> float:
+    """Errors among the items that were attempted (pending items are neither)."""
+    attempted = counts["n"] - counts["pending"]
+    return counts["errors"] / attempted if attempted else 0.0
 
 
 def _cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
@@ -64,7 +76,7 @@ def _cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
         "instance_correct": sum(means.values()),
         "ci_low": low if means else None,
         "ci_high": high if means else None,
-        "error_rate": counts["errors"] / counts["n"] if counts["n"] else 0.0,
+        "error_rate": error_rate(counts),
         "categories": dict(sorted(categories.items())),
     }
 
@@ -227,11 +239,72 @@ def token_counts(meta: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
     }
 
 
+def _pool_offset_depths(rows: list[Row]) -> list[Row]:
+    """Rows of an absolute offset (``@N``) with the mean depth of their (task, length, offset): the
+    depth N reaches differs a little between cases (their fixed parts differ), but one offset at
+    one length is one cell."""
+    depths: dict[tuple[Any, ...], list[float]] = defaultdict(list)
+    for row in rows:
+        if (row["position"] or "").startswith(OFFSET_PREFIX):
+            depths[(row["task"], row["length_target"], row["position"])].append(row["depth"])
+    means = {key: sum(values) / len(values) for key, values in depths.items()}
+    return [
+        {**row, "depth": means[(row["task"], row["length_target"], row["position"])]}
+        if (row["task"], row["length_target"], row["position"]) in means
+        else row
+        for row in rows
+    ]
+
+
+def _error_cap(rows: list[Row], cells: list[dict[str, Any]], cap: float) -> dict[str, Any]:
+    """The run's error rate against the configured cap, and the cells above the cap."""
+    rate = error_rate(_counts(rows))
+    return {
+        "max_error_rate": cap,
+        "error_rate": rate,
+        "exceeded": rate > cap,
+        "cells_over": [
+            {
+                "task": cell["task"],
+                "length": cell["length"],
+                "depth": cell["depth"],
+                "error_rate": cell["error_rate"],
+            }
+            for cell in cells
+            if cell["error_rate"] > cap
+        ],
+    }
+
+
+def _spend(rows: list[Row], config: dict[str, Any]) -> dict[str, Any]:
+    finished = [row for row in rows if row["status"] != "pending"]
+    return {
+        "usd": sum(row["cost"] or 0.0 for row in finished),
+        "priced": all(row["cost"] is not None for row in finished),
+        "max_cost": config.get("max_cost"),
+        "cached_responses": sum(bool(row["cached_response"]) for row in finished),
+    }
+
+
+def _judge(rows: list[Row], config: dict[str, Any]) -> dict[str, Any] | None:
+    if not config.get("judge"):
+        return None
+    judged = [row for row in rows if row["judge_verdict"] is not None]
+    return {
+        "model": config["judge"]["model"],
+        "prompt_sha256": sorted({row["judge_prompt_sha256"] for row in judged}),
+        "verdicts": dict(sorted(Counter(row["judge_verdict"] for row in judged).items())),
+    }
+
+
 def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     meta = store.meta()
-    rows = store.rows()
+    config = meta.get("config") or {}
+    rows = _pool_offset_depths(store.rows())
     probes = [row for row in rows if not row["control"]]
-    controls = [row for row in rows if row["control"]]
+    evidence_only = [row for row in rows if row["control"] and row["position"] == EVIDENCE_ONLY_POSITION]
+    controls = [row for row in rows if row["control"] and row["position"] != EVIDENCE_ONLY_POSITION]
+    per_case = case_results(probes, evidence_only)
     cells = [
         _cell({"task": task, "length": length, "depth": depth, "position": position}, group)
         for (task, length, depth, position), group in _group(
@@ -243,6 +316,9 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         for (length,), group in _group(probes, "length_target").items()
     }
     done = _scored(rows)
+    called = [
+        row for row in done if not row["cached_response"]
+    ]  # replies from the response cache cost no tokens
     tokens = meta.get("tokens", {})
     task_order = (meta.get("config") or {}).get("tasks") or []
     by_task = sorted(
@@ -268,6 +344,14 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             }
             for (task, length), group in _group(controls, "task", "length_target").items()
         ],
+        "evidence_only": [
+            {"task": task, **_counts(group), "accuracy": _cell({}, group)["accuracy"]}
+            for (task,), group in _group(evidence_only, "task").items()
+        ],
+        "cases": per_case,
+        "capability_failures": [entry["case_id"] for entry in per_case if entry["capability_failure"]],
+        "positional_failures": [entry["case_id"] for entry in per_case if entry["positional_failure"]],
+        "high_risk": sum(entry["forbidden_claims"] for entry in per_case),
         "items": {
             "total": len(rows),
             "done": len(done),
@@ -277,8 +361,10 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         "tokens": {
             "naive_prefill": tokens.get("naive_prefill", 0),
             "lower_bound": tokens.get("lower_bound", 0),
-            "evaluated": sum((row["usage_prompt_tokens"] or 0) - (row["cached_tokens"] or 0) for row in done),
-            "cached": sum(row["cached_tokens"] or 0 for row in done),
+            "evaluated": sum(
+                (row["usage_prompt_tokens"] or 0) - (row["cached_tokens"] or 0) for row in called
+            ),
+            "cached": sum(row["cached_tokens"] or 0 for row in called),
         },
         "token_counts": token_counts(meta, rows),
         "timing": {
@@ -292,6 +378,9 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             "prefix_cache": (meta.get("backend") or {}).get("options", {}).get("prefix_cache"),
             "state_cache_mb": (meta.get("backend") or {}).get("options", {}).get("state_cache_mb"),
         },
+        "error_cap": _error_cap(rows, cells, config.get("max_error_rate", DEFAULT_MAX_ERROR_RATE)),
+        "cost": _spend(rows, config),
+        "judge": _judge(rows, config),
         "corpus": meta.get("corpus"),
         "backend": meta.get("backend"),
         "config": meta.get("config"),

@@ -9,18 +9,22 @@ its ``GenerateRequest`` into a ``Completion``; a scorer turns that into a ``Scor
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Outcome = Literal["correct", "incorrect", "abstained", "error"]
 
 
 Role = Literal["answer", "support", "decoy", "superseded"]
+EVIDENCE_ONLY_SUFFIX = "~evidence"
+ABSENT_SUFFIX = "~absent"
+EVIDENCE_ONLY_POSITION = "evidence-only"
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """A piece of text planted in the haystack, inserted byte-exact on lines of its own.
+    """A piece of text planted in the haystack, inserted byte-exact on lines of its own (or a line
+    already in the corpus, see ``source``).
 
     ``role`` decides where it goes: the ``answer`` piece (the one that completes the answer) sits
     at the grid's depth; ``support`` pieces follow the experiment's placement rule; ``decoy``
@@ -30,6 +34,24 @@ class Evidence:
     evidence_id: str
     text: str
     role: Role = "answer"
+    source: str | None = None
+    """The corpus document (its name in the filler) that already holds ``text`` as a line: the
+    layout then moves that document so the line lands at the asked depth, and inserts nothing.
+    ``None``: the text is inserted."""
+
+
+@dataclass(frozen=True)
+class Claims:
+    """Claim-level checks of a user case (``tasks: [cases]``): each claim is a claim id with the
+    surface strings that state it. ``cite`` maps each required claim to the evidence ids that
+    support it when the case asks for citations (``None`` when it does not)."""
+
+    required: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    forbidden: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    cite: tuple[tuple[str, tuple[str, ...]], ...] | None = None
+    evidence_ids: tuple[str, ...] = ()
+    distractors: tuple[tuple[str, str], ...] = ()
+    """(evidence id, text) of the pieces that cannot establish the answer."""
 
 
 @dataclass(frozen=True)
@@ -42,6 +64,8 @@ class Oracle:
     traps: tuple[tuple[str, str], ...] = ()
     """(category, value) pairs: a wrong answer naming ``value`` is scored with that failure category
     (a decoy, the anchor alone, a superseded value, the unfiltered maximum)."""
+    claims: Claims | None = None
+    """Claim checks replace answer matching when set."""
 
     def accepted(self) -> tuple[str, ...]:
         return (self.answer, *self.aliases)
@@ -51,8 +75,9 @@ class Oracle:
 class Case:
     """One task instance: evidence to plant, a question about it, and its oracle.
 
-    ``control`` marks the evidence-absent control of a case: same layout, no evidence,
-    the right answer is an explicit abstention.
+    ``control`` marks a control of a case: the evidence-absent one (same layout, no evidence,
+    the right answer is an explicit abstention) or, with ``evidence_only``, the case's evidence
+    with no padding at all (a case failing there is a capability failure, not a positional one).
     """
 
     case_id: str
@@ -67,10 +92,16 @@ class Case:
     parts: tuple[tuple[str, Case], ...] = ()
     """For a multi-question prompt: (label, case) per question, in the order asked. Each part is
     scored on its own; the bundle's ``question`` is the list of labelled questions."""
+    grouped: bool = False
+    """All evidence goes as one block at the grid's depth in listed order (a retrieved context):
+    only padding moves between layouts, so evidence order is checked across them."""
+    slices: tuple[tuple[str, str], ...] = ()
+    """(field, value) pairs carried into every row, so results can be sliced by them."""
+    evidence_only: bool = False
 
     def absent_control(self) -> Case:
         return Case(
-            case_id=f"{self.case_id}~absent",
+            case_id=f"{self.case_id}{ABSENT_SUFFIX}",
             task=self.task,
             evidence=(),
             question=self.question,
@@ -78,6 +109,17 @@ class Case:
             control=True,
             guarded=self.guarded,
             parts=tuple((label, part.absent_control()) for label, part in self.parts),
+            slices=self.slices,
+        )
+
+    def evidence_only_control(self) -> Case:
+        """The case with its evidence and no padding, scored as the case itself is."""
+        return replace(
+            self,
+            case_id=f"{self.case_id}{EVIDENCE_ONLY_SUFFIX}",
+            control=True,
+            evidence_only=True,
+            parts=tuple((label, part.evidence_only_control()) for label, part in self.parts),
         )
 
     def scored_parts(self) -> tuple[tuple[str, Case], ...]:
@@ -118,6 +160,11 @@ class RenderedPrompt:
     spans: tuple[Span, ...]
     haystack_tokens: int
     corpus_digest: str
+    context_start: int = 0
+    """Token index where the haystack (filler and evidence) begins; what precedes it is template
+    and header, what follows the haystack is the question footer and template suffix."""
+    tokenizer_digest: str = ""
+    """The tokenizer the spans were computed with: spans are never reused under another one."""
 
     @property
     def prompt_tokens(self) -> int:
@@ -153,9 +200,21 @@ class Completion:
 
 
 @dataclass(frozen=True)
+class ClaimReport:
+    """What a claim-checked answer got wrong, by claim and evidence id (stored with its row)."""
+
+    missing: tuple[str, ...] = ()
+    forbidden: tuple[str, ...] = ()
+    cited: tuple[str, ...] = ()
+    wrong_citations: tuple[str, ...] = ()
+    missing_citations: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Score:
     outcome: Outcome
     category: str | None = None
+    claims: ClaimReport | None = None
 
 
 @dataclass(frozen=True)

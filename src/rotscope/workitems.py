@@ -9,15 +9,25 @@ from typing import Any
 
 import numpy as np
 
-from rotscope.config import ExperimentConfig, FillerConfig
+from rotscope.config import OFFSET_PREFIX, ExperimentConfig, FillerConfig
 from rotscope.errors import BadInput
 from rotscope.filler import documents
+from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import tokenize_corpus
 from rotscope.layout import PlacementError, PromptBuilder
 from rotscope.schedule import prefill_bounds
 from rotscope.tasks import get_task
 from rotscope.tasks.bundles import bundle_all
-from rotscope.types import Backend, Case, GenerationParams, Layout, WorkItem
+from rotscope.types import (
+    EVIDENCE_ONLY_POSITION,
+    Backend,
+    Case,
+    GenerationParams,
+    Layout,
+    Tokenizer,
+    WorkItem,
+)
+from rotscope.variants import keep_consistent
 
 CONTROL_POSITION = "absent"
 
@@ -48,22 +58,47 @@ def describe_filler(filler: FillerConfig) -> str:
 
 def select_cases(config: ExperimentConfig) -> list[Case]:
     """Each task's cases (the first ``limit`` of each, bundled ``questions_per_prompt`` to a prompt),
-    followed by their evidence-absent controls."""
+    followed by their evidence-absent controls and, with ``evidence_only``, their evidence-only ones."""
     selected: list[Case] = []
     for task in config.tasks:
         cases = bundle_all(
-            list(get_task(task).cases())[: config.limit], config.questions_per_prompt, config.seed
+            list(get_task(task, config).cases())[: config.limit], config.questions_per_prompt, config.seed
         )
         selected.extend(cases)
         if config.controls:
             selected.extend(case.absent_control() for case in cases)
+        if config.evidence_only:
+            # a case without evidence has nothing to show alone: its absent control covers it
+            selected.extend(case.evidence_only_control() for case in cases if case.evidence)
     return selected
 
 
-def layouts_for(case: Case, config: ExperimentConfig) -> list[Layout]:
+def layouts_for(
+    case: Case, config: ExperimentConfig, builder: PromptBuilder
+) -> tuple[list[Layout], list[str]]:
+    """The layouts of ``case`` and, for absolute offsets a length cannot hold, why each is skipped.
+
+    An evidence-only control has one layout: no filler, its length the prompt's fixed parts. An
+    offset ``@N`` becomes the depth N / filler tokens at each length."""
+    if case.evidence_only:
+        return [Layout(builder.fixed_tokens(case), 0.0, EVIDENCE_ONLY_POSITION)], []
     if case.control:
-        return [Layout(length, 0.0, CONTROL_POSITION) for length in config.lengths]
-    return [Layout(length, depth, name) for length in config.lengths for depth, name in config.positions()]
+        return [Layout(length, 0.0, CONTROL_POSITION) for length in config.lengths], []
+    layouts: list[Layout] = []
+    skipped: list[str] = []
+    for length in config.lengths:
+        layouts.extend(Layout(length, depth, name) for depth, name in config.positions())
+        offsets = config.offsets()
+        filler = builder.filler_tokens(case, length) if offsets else 0
+        for offset in offsets:
+            if offset > filler:
+                skipped.append(
+                    f"case {case.case_id} at length {length}: offset {OFFSET_PREFIX}{offset} is beyond "
+                    f"its {filler} filler tokens"
+                )
+            else:
+                layouts.append(Layout(length, offset / filler if filler else 0.0, f"{OFFSET_PREFIX}{offset}"))
+    return layouts, skipped
 
 
 def item_id(
@@ -84,6 +119,31 @@ def item_id(
     return hashlib.sha256(material.encode()).hexdigest()[:24]
 
 
+def anchor_documents(
+    config: ExperimentConfig, sources: set[str], tokenizer: Tokenizer, guarded: frozenset[str]
+) -> dict[str, AnchoredCorpus]:
+    """For each document that holds evidence already in the corpus, a corpus arranged around it
+    from the other documents (none of which holds evidence of any case)."""
+    if not sources:
+        return {}
+    found = {d.name: d for d in documents(config.filler, config.seed, guarded)}
+    missing = sorted(sources - set(found))
+    if missing:
+        raise BadInput(f"filler: {describe_filler(config.filler)} has no document {missing[0]!r}")
+    others = [document for name, document in found.items() if name not in sources]
+    return {
+        name: anchor_document(
+            found[name],
+            others,
+            tokenizer,
+            max(config.lengths),
+            allow_repeat=config.filler.allow_repeat,
+            origin=describe_filler(config.filler),
+        )
+        for name in sorted(sources)
+    }
+
+
 def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     """Render and verify every prompt of the experiment; prompts that fail verification are
     listed in ``rejected`` with the reason and never sent."""
@@ -98,8 +158,9 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     origin = describe_filler(config.filler)
     cases = select_cases(config)
     guarded = frozenset(guard for case in cases for guard in case.guarded)
+    sources = {evidence.source for case in cases for evidence in case.evidence if evidence.source}
     corpus = tokenize_corpus(
-        documents(config.filler, config.seed, guarded),
+        (d for d in documents(config.filler, config.seed, guarded) if d.name not in sources),
         tokenizer,
         longest,
         allow_repeat=config.filler.allow_repeat,
@@ -113,6 +174,7 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
         depth_tolerance=config.depth_tolerance,
         placement=config.placement,
         seed=config.seed,
+        anchors=anchor_documents(config, sources, tokenizer, guarded),
     )
     description = backend.describe()
     model_key = {
@@ -121,7 +183,9 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     items: list[WorkItem] = []
     rejected: list[str] = []
     for case in cases:
-        for layout in layouts_for(case, config):
+        layouts, skipped = layouts_for(case, config, builder)
+        rejected.extend(skipped)
+        for layout in layouts:
             try:
                 prompt = builder.render(case, layout)
             except PlacementError as error:
@@ -145,6 +209,8 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
                         instance_id=case.case_id,
                     )
                 )
+    items, disagreeing = keep_consistent(items, tokenizer)
+    rejected.extend(disagreeing)
     naive, lower = prefill_bounds([item.prompt.token_ids for item in items])
     return Plan(
         items=items,

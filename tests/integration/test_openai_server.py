@@ -81,6 +81,7 @@ def experiment(model: str, out: Path, **changes: Any) -> dict[str, Any]:
         "depths": [0.0, 1.0],
         "filler": {"kind": "code", "package": "json"},
         "generation": {"temperature": 0.0, "max_tokens": 24, "seed": 0},
+        "cache": {"enabled": False},
         "out": str(out),
         **changes,
     }
@@ -144,7 +145,7 @@ def test_kill_9_then_resume_does_every_item_exactly_once(tmp_path: Path) -> None
     config = tmp_path / "experiment.yaml"
     config.write_text(
         "tasks: [niah]\nlimit: 3\nlengths: [200]\ndepths: [0.0, 0.5, 1.0]\n"
-        "filler: {kind: code, package: json}\nremote: {timeout_s: 10}\n"
+        "filler: {kind: code, package: json}\nremote: {timeout_s: 10}\ncache: {enabled: false}\n"
     )
     run_dir = tmp_path / "run"
     environment = {**os.environ, "ROTSCOPE_KILL_KEY": "sk-unused"}

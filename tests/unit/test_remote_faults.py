@@ -41,9 +41,14 @@ def corpus(tmp_path: Path, prose: Callable[..., str]) -> Path:
     return folder
 
 
-def remote_config(corpus: Path, base_url: str, out: Path, **remote: Any) -> ExperimentConfig:
+def remote_config(
+    corpus: Path, base_url: str, out: Path, concurrency: int = 4, **remote: Any
+) -> ExperimentConfig:
+    """Every request reaches the server (no response cache), ``concurrency`` calls at a time."""
     return build_config(
         {
+            "cache": {"enabled": False},
+            "limits": {"openai": {"concurrency": concurrency}},
             "name": "remote-faults",
             "model": "openai/test-model",
             "tasks": ["niah"],
@@ -165,7 +170,7 @@ def test_refusal_stops_the_run_keeping_finished_rows(
     monkeypatch.setenv(KEY_ENV, PLANTED_KEY)
     server.refuse_after, server.refusal = 3, refusal
     with pytest.raises(BackendRefused, match=message) as stopped:
-        run_experiment(remote_config(corpus, server.base_url, tmp_path / "run"))
+        run_experiment(remote_config(corpus, server.base_url, tmp_path / "run", concurrency=1))
     assert PLANTED_KEY not in str(stopped.value)
     stored = rows(tmp_path / "run")
     assert sum(row["status"] == "ok" for row in stored) == 3

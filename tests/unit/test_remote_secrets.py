@@ -30,6 +30,7 @@ def test_planted_key_appears_nowhere(
         "tasks: [niah]\nlimit: 2\nlengths: [160]\ndepths: [0.0, 1.0]\n"
         f"filler: {{kind: text, glob: '{corpus}/*.txt'}}\n"
         "remote: {max_attempts: 2, backoff_initial_s: 0.01, timeout_s: 2}\n"
+        f"cache: {{path: '{tmp_path / 'cache' / 'responses.db'}'}}\n"
     )
     run_dir = tmp_path / "run"
     runner = CliRunner()
@@ -64,7 +65,13 @@ def test_planted_key_appears_nowhere(
     errors = (tmp_path / "rows.jsonl").read_text(encoding="utf-8")
     assert "HTTP 500: scripted failure for Bearer [redacted]" in errors  # the echo was there, and redacted
     written = [path for path in tmp_path.rglob("*") if path.is_file()]
-    assert {path.name for path in written} >= {"run.db", "config.yaml", "report.html", "rows.parquet"}
+    assert {path.name for path in written} >= {
+        "run.db",
+        "config.yaml",
+        "report.html",
+        "rows.parquet",
+        "responses.db",
+    }
     for path in written:
         assert PLANTED_KEY.encode() not in path.read_bytes(), path
     for output in outputs:

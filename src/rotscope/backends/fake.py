@@ -2,11 +2,14 @@
 
 ``fake/lexical`` answers with the context line that shares the most words with the question, or
 abstains when none shares two; ``fake/lexical-recent`` reads only the last half of the context,
-so it shows a position effect. Neither sees the oracle.
+so it shows a position effect. Neither sees the oracle. ``fake-remote/NAME`` is the same model run
+as a remote API is run (concurrently, interleaved, through the response cache), so budgets,
+limits and caching can be tried without a network.
 """
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Callable
 from typing import Any
@@ -48,15 +51,26 @@ RESPONDERS: dict[str, Responder] = {
 
 
 class FakeBackend:
-    """Calls ``responder`` on each request. A responder that raises becomes an error row."""
+    """Calls ``responder`` on each request. A responder that raises becomes an error row.
+
+    ``provider`` is the backend name it reports (``fake`` runs as a local engine; any other name
+    runs it as a remote API would be run), ``latency_s`` a wait per call; ``in_flight`` and
+    ``max_in_flight`` count overlapping calls, so tests can check concurrency limits.
+    """
 
     context_window = 1_000_000
 
-    def __init__(self, name: str, responder: Responder) -> None:
-        self.model_id = f"fake/{name}"
+    def __init__(
+        self, name: str, responder: Responder, *, provider: str = "fake", latency_s: float = 0.0
+    ) -> None:
+        self.model_id = f"{provider}/{name}"
+        self.provider = provider
+        self.latency_s = latency_s
         self._responder = responder
         self._tokenizer = FakeTokenizer()
         self.calls = 0
+        self.in_flight = 0
+        self.max_in_flight = 0
 
     def tokenizer(self) -> FakeTokenizer:
         return self._tokenizer
@@ -66,26 +80,43 @@ class FakeBackend:
 
     async def generate(self, request: GenerateRequest) -> Completion:
         self.calls += 1
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
+            if self.latency_s:
+                await asyncio.sleep(self.latency_s)
             text = self._responder(request)
         except Exception as error:
-            return Completion(text="", error=f"{type(error).__name__}: {error}")
+            return Completion(text="", latency_s=self.latency_s, error=f"{type(error).__name__}: {error}")
+        finally:
+            self.in_flight -= 1
         return Completion(
             text=text,
             prompt_tokens=len(request.token_ids),
             completion_tokens=self._tokenizer.count(text),
+            latency_s=self.latency_s,
         )
 
     def describe(self) -> dict[str, Any]:
-        return {"backend": "fake", "model": self.model_id, "tokenizer": self._tokenizer.name}
+        return {"backend": self.provider, "model": self.model_id, "tokenizer": self._tokenizer.name}
 
     def close(self) -> None:
         return None
 
 
-@register_backend("fake")
-def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
+def _responder(name: str) -> Responder:
     responder = RESPONDERS.get(name)
     if responder is None:
         raise BadInput(f"model: unknown fake model {name!r} (known: {', '.join(sorted(RESPONDERS))})")
-    return FakeBackend(name, responder)
+    return responder
+
+
+@register_backend("fake")
+def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
+    return FakeBackend(name, _responder(name))
+
+
+@register_backend("fake-remote")
+def fake_remote_backend(name: str, config: ExperimentConfig) -> FakeBackend:
+    """The same fake run the way a remote API is: concurrently, interleaved, cached, priced."""
+    return FakeBackend(name, _responder(name), provider="fake-remote")

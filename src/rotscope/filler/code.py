@@ -29,7 +29,8 @@ def _package_root(name: str) -> Path:
     raise BadInput(f"filler.package: package {name!r} has no source files")
 
 
-def _root(config: FillerConfig) -> Path:
+def code_root(config: FillerConfig) -> Path:
+    """The folder (or file) whose Python sources make up a code filler."""
     if config.package and config.path:
         raise BadInput("filler: give either package or path for code filler, not both")
     if config.package:
@@ -56,7 +57,7 @@ def source_files(root: Path) -> list[Path]:
 def code_documents(
     config: FillerConfig, seed: int, avoid: frozenset[str] = frozenset()
 ) -> Iterator[Document]:
-    root = _root(config)
+    root = code_root(config)
     files = source_files(root)
     if not files:
         raise BadInput(f"filler: no Python source files under {root}")

@@ -48,7 +48,7 @@ class TokenizedCorpus:
         return [int(candidates[i]) for i in order]
 
 
-def _normalise(text: str) -> str:
+def normalise_document(text: str) -> str:
     """One document as lines: no leading blank or indented start (a BPE tokenizer would merge it
     with the preceding line break), CRLF as LF, one final newline."""
     return text.replace("\r\n", "\n").lstrip().rstrip("\n") + "\n"
@@ -82,7 +82,7 @@ def tokenize_corpus(
     while True:
         exhausted = True
         for document in documents:
-            texts.append(_normalise(document.text))
+            texts.append(normalise_document(document.text))
             chars += len(texts[-1])
             if chars >= wanted_chars:
                 exhausted = False
@@ -103,6 +103,13 @@ def tokenize_corpus(
         copies = -(-min_tokens // max(len(ids), 1)) + 1
         text = "\n".join([text] * copies)
         ids = tokenizer.encode(text)
+    return corpus_of(text, ids, tokenizer, origin=origin, documents=len(texts))
+
+
+def corpus_of(
+    text: str, ids: list[int], tokenizer: Tokenizer, *, origin: str, documents: int
+) -> TokenizedCorpus:
+    """The corpus of ``text`` already encoded as ``ids``; the ids must round-trip to the text."""
     pieces = [tokenizer.piece(token_id) for token_id in ids]
     data = b"".join(pieces)
     if data != text.encode("utf-8"):
@@ -115,5 +122,5 @@ def tokenize_corpus(
         data=data,
         line_ends=_line_ends(offsets, data),
         digest=hashlib.sha256(data).hexdigest()[:16],
-        documents=len(texts),
+        documents=documents,
     )

@@ -27,6 +27,40 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
+def _cell_notes(cell: dict[str, Any]) -> str:
+    """Errors and judged items of a cell, on a line of their own when there are any."""
+    notes = []
+    if cell.get("errors"):
+        notes.append(f"err {cell['error_rate']:.0%}")
+    if cell.get("judged"):
+        notes.append(f"judged {cell['judged']}")
+    return "\n" + " ".join(notes) if notes else ""
+
+
+def error_cap_warning(summary: dict[str, Any]) -> str | None:
+    """The loud line of a run whose error rate is above its cap, or ``None``."""
+    cap = summary.get("error_cap")
+    if not cap or not cap["exceeded"]:
+        return None
+    cells = ", ".join(
+        f"{cell['task']} {cell['length']:,}@{cell['depth']:.2f} ({cell['error_rate']:.0%})"
+        for cell in cap["cells_over"]
+    )
+    return (
+        f"ERROR RATE {cap['error_rate']:.1%} EXCEEDS THE CAP {cap['max_error_rate']:.1%}: accuracy rests on "
+        f"fewer items than planned; retry with rotscope run --resume. Cells over the cap: {cells or 'none'}"
+    )
+
+
+def spend_line(summary: dict[str, Any]) -> str:
+    cost = summary.get("cost") or {}
+    usd = f"${cost.get('usd', 0.0):.4f}" + ("" if cost.get("priced", True) else " (some calls unpriced)")
+    budget = f" of a ${cost['max_cost']:.4f} budget" if cost.get("max_cost") else ""
+    judge = summary.get("judge")
+    judged = f"; judge {judge['model']}: {judge['verdicts']}" if judge else ""
+    return f"cost {usd}{budget}; {cost.get('cached_responses', 0)} responses from the cache{judged}"
+
+
 def heatmap(summary: dict[str, Any], task: str) -> Table:
     cells = [cell for cell in summary["cells"] if cell["task"] == task]
     lengths = sorted({cell["length"] for cell in cells})
@@ -47,6 +81,7 @@ def heatmap(summary: dict[str, Any], task: str) -> Table:
             else:
                 label = (
                     f"{cell['accuracy']:.2f} n={cell['n']}\n[{_fmt(cell['ci_low'])}, {_fmt(cell['ci_high'])}]"
+                    f"{_cell_notes(cell)}"
                 )
                 row.append(Text(label, style=_colour(cell["accuracy"])))
         table.add_row(*row)
@@ -103,6 +138,49 @@ def token_count_line(summary: dict[str, Any]) -> str:
     return line
 
 
+def _case_list(summary: dict[str, Any], ids: list[str]) -> str:
+    worst = {entry["case_id"]: entry["worst"] for entry in summary.get("cases", [])}
+    shown = []
+    for case_id in ids:
+        at = worst.get(case_id)
+        shown.append(f"{case_id} (worst {at['position']} at {at['length']:,} tokens)" if at else case_id)
+    return ", ".join(shown)
+
+
+def _print_cases(summary: dict[str, Any], console: Console) -> None:
+    """Evidence-only controls, capability failures apart from positional ones, high-risk rows."""
+    for control in summary.get("evidence_only", []):
+        console.print(
+            f"evidence-only control {control['task']}: accuracy {_fmt(control['accuracy'])} "
+            f"(n={control['n']}, errors={control['errors']}; the evidence alone, no padding)"
+        )
+    if summary.get("capability_failures"):
+        console.print(
+            "capability failures (wrong even with the evidence alone): "
+            + ", ".join(summary["capability_failures"]),
+            markup=False,
+        )
+    if summary.get("positional_failures"):
+        console.print(
+            "positional failures (right with the evidence alone, wrong at some layout): "
+            + _case_list(summary, summary["positional_failures"]),
+            markup=False,
+        )
+    risky = [entry for entry in summary.get("cases", []) if entry["forbidden_claims"]]
+    if risky:
+        console.print(
+            f"[bold red]high risk:[/bold red] {summary['high_risk']} answers state a forbidden claim, in "
+            + ", ".join(entry["case_id"] for entry in risky)
+        )
+    for entry in summary.get("cases", []):
+        if entry["missing_claims"] or entry["wrong_citations"] or entry["missing_citations"]:
+            console.print(
+                f"  {entry['case_id']}: missing claims {entry['missing_claims'] or '-'}, wrong citations "
+                f"{entry['wrong_citations'] or '-'}, uncited claims {entry['missing_citations'] or '-'}",
+                markup=False,
+            )
+
+
 def print_summary(summary: dict[str, Any], console: Console) -> None:
     for analysis in summary["tasks"]:
         console.print(heatmap(summary, analysis["task"]))
@@ -113,6 +191,7 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
             f"evidence-absent control {control['task']} @ {control['length']:,}: "
             f"{control['correct']}/{scored} abstained correctly, {control['hallucinated']} answered anyway"
         )
+    _print_cases(summary, console)
     console.print(f"[bold]{headline(summary['effective_length'])}[/bold] (all tasks pooled)")
     items = summary["items"]
     tokens = summary["tokens"]
@@ -129,3 +208,7 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         f"{tokens['evaluated']:,}, from cache {tokens['cached']:,} (naive {tokens['naive_prefill']:,}, "
         f"lower bound {tokens['lower_bound']:,})"
     )
+    console.print(spend_line(summary), markup=False)
+    warning = error_cap_warning(summary)
+    if warning is not None:
+        console.print(Text(warning, style="bold white on red"))

@@ -32,6 +32,7 @@ def bundle_cases(cases: Sequence[Case], rng: random.Random) -> Case:
         oracle=Oracle(answer=""),
         guarded=tuple(dict.fromkeys(guard for case in cases for guard in case.guarded)),
         parts=parts,
+        grouped=all(case.grouped for case in cases),
     )
 
 

@@ -1,0 +1,79 @@
+"""Results per case: how a case fares at each layout, with its evidence alone, and which claims
+and citations it got wrong. A case that fails even with its evidence alone (no padding) is a
+capability failure; one that passes there but fails at some layout is a positional failure."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable
+from typing import Any
+
+from rotscope.scoring import HIGH_RISK_CATEGORIES
+from rotscope.types import EVIDENCE_ONLY_SUFFIX
+
+PASS_RATE = 0.5
+"""A case passes a layout when at least this share of its scored trials there is correct."""
+Row = dict[str, Any]
+
+
+def _accuracy(rows: Iterable[Row]) -> float | None:
+    scored = [row for row in rows if row["status"] == "ok"]
+    return sum(row["outcome"] == "correct" for row in scored) / len(scored) if scored else None
+
+
+def _claim_ids(rows: Iterable[Row], field: str) -> list[str]:
+    found: set[str] = set()
+    for row in rows:
+        if row["status"] == "ok" and row.get("claim_report"):
+            found.update(json.loads(row["claim_report"])[field])
+    return sorted(found)
+
+
+def _layouts(rows: list[Row]) -> list[dict[str, Any]]:
+    groups: dict[tuple[int, float, str], list[Row]] = {}
+    for row in rows:
+        label = row["position"] or f"{row['depth']:.2f}"
+        groups.setdefault((row["length_target"], row["depth"], label), []).append(row)
+    return [
+        {"length": length, "position": label, "depth": depth, "n": len(group), "accuracy": _accuracy(group)}
+        for (length, depth, label), group in sorted(groups.items())
+    ]
+
+
+def case_results(probes: list[Row], evidence_only: list[Row]) -> list[dict[str, Any]]:
+    """One entry per (task, case id) of ``probes``, sorted by task and case id."""
+    by_case: dict[tuple[str, str], list[Row]] = {}
+    for row in probes:
+        by_case.setdefault((row["task"], row["case_id"]), []).append(row)
+    alone: dict[tuple[str, str], list[Row]] = {}
+    for row in evidence_only:
+        alone.setdefault((row["task"], row["case_id"].removesuffix(EVIDENCE_ONLY_SUFFIX)), []).append(row)
+    results = []
+    for key, rows in sorted(by_case.items()):
+        layouts = _layouts(rows)
+        scored = [layout for layout in layouts if layout["accuracy"] is not None]
+        worst = min(scored, key=lambda layout: layout["accuracy"], default=None)
+        control = alone.get(key, [])
+        control_accuracy = _accuracy(control)
+        capable = control_accuracy is not None and control_accuracy >= PASS_RATE
+        categories = Counter(row["category"] for row in [*rows, *control] if row["status"] == "ok")
+        results.append(
+            {
+                "task": key[0],
+                "case_id": key[1],
+                "slices": json.loads(rows[0].get("slices") or "{}"),
+                "layouts": layouts,
+                "worst": None if worst is None else {k: worst[k] for k in ("length", "position", "accuracy")},
+                "range": max(layout["accuracy"] for layout in scored) - worst["accuracy"] if worst else None,
+                "evidence_only": control_accuracy,
+                "capability_failure": control_accuracy is not None and not capable,
+                "positional_failure": capable and worst is not None and worst["accuracy"] < PASS_RATE,
+                "forbidden_claims": sum(categories[category] for category in HIGH_RISK_CATEGORIES),
+                "missing_claims": _claim_ids([*rows, *control], "missing"),
+                "wrong_citations": _claim_ids([*rows, *control], "wrong_citations"),
+                "missing_citations": _claim_ids([*rows, *control], "missing_citations"),
+                "categories": dict(sorted((c, n) for c, n in categories.items() if c)),
+            }
+        )
+    return results

@@ -1,0 +1,140 @@
+"""What calls cost: a price table per model, the cost of one call, and the run's budget.
+
+Prices are USD per million tokens. The built-in table holds a few list prices as published by the
+providers (checked 2025); they change, so the config's ``prices:`` adds models and overrides these.
+Local engines cost nothing; a remote model without a price has an unknown (``None``) cost.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from rotscope.config import ExperimentConfig, Price
+from rotscope.errors import BadInput
+from rotscope.response_cache import ResponseCache, cache_key
+from rotscope.types import Completion, GenerateRequest
+
+if TYPE_CHECKING:
+    from rotscope.workitems import Plan
+
+MILLION = 1_000_000
+DEFAULT_PRICES: dict[str, Price] = {
+    "openai/gpt-4o": Price(input=2.50, output=10.00, cached_input=1.25),
+    "openai/gpt-4o-mini": Price(input=0.15, output=0.60, cached_input=0.075),
+    "openai/gpt-4.1": Price(input=2.00, output=8.00, cached_input=0.50),
+    "openai/gpt-4.1-mini": Price(input=0.40, output=1.60, cached_input=0.10),
+    "anthropic/claude-3-5-haiku-latest": Price(input=0.80, output=4.00, cached_input=0.08),
+    "anthropic/claude-sonnet-4-0": Price(input=3.00, output=15.00, cached_input=0.30),
+    "gemini/gemini-2.0-flash": Price(input=0.10, output=0.40, cached_input=0.025),
+    "gemini/gemini-2.5-flash": Price(input=0.30, output=2.50, cached_input=0.075),
+}
+FREE = Price(input=0.0, output=0.0)
+
+
+def price_table(config: ExperimentConfig) -> dict[str, Price]:
+    return {**DEFAULT_PRICES, **config.prices}
+
+
+def find_price(model: str, table: Mapping[str, Price], *, local: bool) -> Price | None:
+    """The price of ``model`` (``provider/name``); local engines are free unless priced."""
+    price = table.get(model)
+    if price is None and local:
+        return FREE
+    return price
+
+
+def call_cost(price: Price, prompt_tokens: int, completion_tokens: int, cached_tokens: int) -> float:
+    """USD of one call from its token counts."""
+    cached = min(cached_tokens, prompt_tokens)
+    cached_price = price.input if price.cached_input is None else price.cached_input
+    return (
+        (prompt_tokens - cached) * price.input + cached * cached_price + completion_tokens * price.output
+    ) / MILLION
+
+
+def completion_cost(price: Price | None, completion: Completion) -> float | None:
+    """What a finished call cost, from the usage the backend reported (failed calls included);
+    ``None`` when the model has no price."""
+    if price is None:
+        return None
+    return call_cost(price, completion.prompt_tokens, completion.completion_tokens, completion.cached_tokens)
+
+
+def estimate_cost(price: Price | None, prompt_tokens: int, max_tokens: int) -> float | None:
+    """Upper estimate before a call: every prompt token uncached, the reply as long as allowed."""
+    return None if price is None else call_cost(price, prompt_tokens, max_tokens, 0)
+
+
+def total_estimate(price: Price | None, prompt_tokens: Iterable[int], max_tokens: int) -> float | None:
+    if price is None:
+        return None
+    return sum(call_cost(price, tokens, max_tokens, 0) for tokens in prompt_tokens)
+
+
+@dataclass
+class Budget:
+    """The run's spending limit. A call starts only when what was spent, plus the estimates held
+    by calls in flight, plus its own estimate stays within ``max_cost``; the estimate is released
+    and the real cost added when it finishes. Costs recorded by earlier sessions count too."""
+
+    max_cost: float | None
+    spent: float = 0.0
+    reserved: float = 0.0
+    stopped: bool = False
+
+    def reserve(self, estimate: float | None) -> bool:
+        if self.max_cost is None:
+            return True
+        if self.stopped or estimate is None or self.spent + self.reserved + estimate > self.max_cost:
+            self.stopped = True
+            return False
+        self.reserved += estimate
+        return True
+
+    def settle(self, estimate: float | None, cost: float | None) -> None:
+        if self.max_cost is not None and estimate is not None:
+            self.reserved -= estimate
+        self.spent += cost or 0.0
+
+
+def check_budget_price(config: ExperimentConfig, price: Price | None, model: str) -> None:
+    """A budget needs a price: without one no call's cost could be bounded."""
+    if config.max_cost is not None and price is None:
+        raise BadInput(f"max_cost: no price for model {model!r}; add it under prices: in the config")
+
+
+@dataclass(frozen=True)
+class CostEstimate:
+    """What a run would send: calls, prompt tokens, the most output tokens, and the estimated cost
+    of the calls the response cache cannot answer (``None`` when the model has no price)."""
+
+    model: str
+    calls: int
+    cached_calls: int
+    prompt_tokens: int
+    max_output_tokens: int
+    cost: float | None
+
+
+def estimate_plan(
+    config: ExperimentConfig, plan: Plan, *, local: bool, cache: ResponseCache | None
+) -> CostEstimate:
+    """The dry run's numbers: each call's prompt tokens at the input price and ``max_tokens`` at
+    the output price, summed over the calls not already in the response cache."""
+    price = find_price(config.model, price_table(config), local=local)
+    to_call: list[int] = []
+    for item in plan.items:
+        request = GenerateRequest(item.prompt.messages, item.prompt.token_ids, item.params)
+        if cache is None or cache.get(cache_key(plan.backend, request, item.trial)) is None:
+            to_call.append(item.prompt.prompt_tokens)
+    max_tokens = config.generation.max_tokens
+    return CostEstimate(
+        model=config.model,
+        calls=len(plan.items),
+        cached_calls=len(plan.items) - len(to_call),
+        prompt_tokens=sum(item.prompt.prompt_tokens for item in plan.items),
+        max_output_tokens=max_tokens * len(plan.items),
+        cost=total_estimate(price, to_call, max_tokens),
+    )

@@ -1,0 +1,270 @@
+"""Executing work items on the event loop: calls through cache, limits and budget, then scoring,
+judging and recording each call the moment it finishes.
+
+A local engine gets one worker, so items run in the planned (prefix-sharing) order; a remote API
+gets as many workers as its provider's concurrency limit. Everything stays on one event loop, so
+the run store has a single writer and a call's rows are committed together.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Iterator, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol
+
+from rotscope.config import ExperimentConfig, JudgeConfig, Price
+from rotscope.cost import Budget, check_budget_price, completion_cost, estimate_cost, find_price, price_table
+from rotscope.delivery import check_delivery, delivery_slack
+from rotscope.errors import BadInput
+from rotscope.judge import (
+    judge_columns,
+    judge_messages,
+    judge_request,
+    judged_score,
+    parse_verdict,
+    part_reply,
+    undecided,
+)
+from rotscope.limits import Limiters, ProviderLimiter
+from rotscope.response_cache import ResponseCache, cache_key
+from rotscope.scoring import score_parts
+from rotscope.store import RunStore
+from rotscope.types import Backend, Completion, GenerateRequest, Score, WorkItem
+
+LOCAL_BACKENDS = {"llamacpp", "fake"}
+
+
+def is_local(backend_name: str) -> bool:
+    """Local engines run one call at a time in prefix order, uncached and free."""
+    return backend_name in LOCAL_BACKENDS
+
+
+class Reporter(Protocol):
+    """Receives progress; the CLI draws a bar with it, the library passes none."""
+
+    def start(self, items: int, prompt_tokens: int) -> None: ...
+
+    def advance(self, item: WorkItem, completion: Completion) -> None: ...
+
+    def finish(self) -> None: ...
+
+
+@dataclass(frozen=True)
+class CallResult:
+    completion: Completion
+    cost: float | None
+    cached: bool
+
+
+class Caller:
+    """Calls one backend: answers from the response cache when it can, else reserves the call's
+    estimated cost in the budget, waits for the provider's limits and calls."""
+
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        price: Price | None,
+        budget: Budget,
+        limiter: ProviderLimiter | None = None,
+        cache: ResponseCache | None = None,
+    ) -> None:
+        self.backend = backend
+        self.price = price
+        self.budget = budget
+        self.limiter = limiter
+        self.cache = cache
+        self._identity = backend.describe()
+        self._slack = delivery_slack(self._identity)
+
+    def cached(self, request: GenerateRequest, trial: int) -> Completion | None:
+        if self.cache is None:
+            return None
+        return self.cache.get(cache_key(self._identity, request, trial))
+
+    async def call(self, request: GenerateRequest, trial: int) -> CallResult | None:
+        """The call's result, or ``None`` when the budget does not allow it (nothing was sent)."""
+        hit = self.cached(request, trial)
+        if hit is not None:
+            return CallResult(hit, 0.0, cached=True)
+        estimate = estimate_cost(self.price, len(request.token_ids), request.params.max_tokens)
+        if not self.budget.reserve(estimate):
+            return None
+        cost: float | None = None
+        try:
+            if self.limiter is None:
+                completion = await self.backend.generate(request)
+            else:
+                async with self.limiter.slot(len(request.token_ids) + request.params.max_tokens):
+                    completion = await self.backend.generate(request)
+            cost = completion_cost(self.price, completion)
+            completion = check_delivery(request, completion, self._slack)
+        finally:
+            self.budget.settle(estimate, cost)
+        if self.cache is not None:
+            self.cache.put(cache_key(self._identity, request, trial), completion)
+        return CallResult(completion, cost, cached=False)
+
+
+@dataclass
+class Judge:
+    caller: Caller
+    config: JudgeConfig
+
+    async def review(
+        self, item: WorkItem, label: str, completion: Completion, result: Score
+    ) -> tuple[Score, dict[str, Any], float]:
+        """The row's score and judge columns; deterministic scores pass through untouched."""
+        part = dict(item.case.scored_parts())[label]
+        if not undecided(result):
+            return result, {}, 0.0
+        messages = judge_messages(part, part_reply(item.case, label, completion))
+        called = await self.caller.call(
+            judge_request(self.caller.backend, messages, self.config.max_tokens), 0
+        )
+        if called is None:  # the budget ran out: keep the deterministic score, unjudged
+            return result, {}, 0.0
+        verdict = parse_verdict(called.completion.text) if called.completion.error is None else None
+        columns = judge_columns(self.config.model, called.completion, verdict)
+        return (judged_score(part, verdict, result) if verdict else result), columns, called.cost or 0.0
+
+
+def result_row(completion: Completion, result: Score) -> dict[str, Any]:
+    return {
+        "status": "error" if result.outcome == "error" else "ok",
+        "response": completion.text,
+        "outcome": result.outcome,
+        "category": result.category,
+        "usage_prompt_tokens": completion.prompt_tokens,
+        "usage_completion_tokens": completion.completion_tokens,
+        "cached_tokens": completion.cached_tokens,
+        "latency_s": completion.latency_s,
+        "error": completion.error,
+        "claim_report": None if result.claims is None else json.dumps(asdict(result.claims)),
+        "request_attempts": completion.attempts,
+    }
+
+
+def row_id(item: WorkItem, label: str) -> str:
+    """The row of one question: the call's id, with the question's label for multi-question prompts."""
+    return f"{item.item_id}:{label}" if label else item.item_id
+
+
+class _CtrlC(Exception):
+    """Ctrl-C raised inside a worker."""
+
+
+@dataclass
+class Execution:
+    """What one session of a run does with its items; ``stopped_at_budget`` when it left some."""
+
+    caller: Caller
+    store: RunStore
+    judge: Judge | None = None
+    reporter: Reporter | None = None
+    stopped_at_budget: bool = False
+
+    async def run(self, items: Sequence[WorkItem], workers: int) -> None:
+        """Run ``items`` on ``workers`` tasks sharing one queue; Ctrl-C inside a call cancels the
+        calls in flight (their items stay pending) and surfaces as ``KeyboardInterrupt``."""
+        queue = iter(items)
+        try:
+            async with asyncio.TaskGroup() as group:
+                for _ in range(max(1, min(workers, len(items)))):
+                    group.create_task(self._guarded(queue))
+        except* _CtrlC:
+            raise KeyboardInterrupt from None
+        except* BadInput as refused:
+            # A provider refusing the run (bad key, unknown model) stops every worker; the calls in
+            # flight stay pending. The CLI prints the first refusal in one line.
+            raise refused.exceptions[0] from None
+
+    async def _guarded(self, queue: Iterator[WorkItem]) -> None:
+        # A KeyboardInterrupt escaping a task leaves asyncio's task group in a bad state (Python
+        # 3.11); carried as an ordinary exception, the group cancels the other workers cleanly.
+        try:
+            await self._work(queue)
+        except KeyboardInterrupt:
+            raise _CtrlC from None
+
+    async def _work(self, queue: Iterator[WorkItem]) -> None:
+        for item in queue:
+            if self.caller.budget.stopped:
+                self.stopped_at_budget = True
+                return
+            request = GenerateRequest(item.prompt.messages, item.prompt.token_ids, item.params)
+            called = await self.caller.call(request, item.trial)
+            if called is None:
+                self.stopped_at_budget = True
+                return
+            await self._record(item, called)
+
+    async def _record(self, item: WorkItem, called: CallResult) -> None:
+        completion = called.completion
+        parts = item.case.scored_parts()
+        scores = score_parts(item.case, completion, context=item.prompt.messages[-1]["content"])
+        cost = called.cost
+        rows: dict[str, dict[str, Any]] = {}
+        for (label, _), result in zip(parts, scores, strict=True):
+            columns: dict[str, Any] = {}
+            if self.judge is not None and result.outcome != "error":
+                result, columns, judge_cost = await self.judge.review(item, label, completion, result)
+                cost = None if cost is None else cost + judge_cost
+            rows[row_id(item, label)] = {**result_row(completion, result), **columns}
+        for values in rows.values():
+            # The call's cost is shared by its questions, so a sum over rows is the run's spend.
+            values["cost"] = None if cost is None else cost / len(rows)
+            values["cached_response"] = int(called.cached)
+        self.store.record(rows)
+        if self.reporter is not None:
+            self.reporter.advance(item, completion)
+
+
+def _caller(
+    backend: Backend, model: str, config: ExperimentConfig, budget: Budget, limiters: Limiters
+) -> tuple[Caller, int]:
+    """A caller for ``backend`` and how many calls may run at once: remote APIs get their
+    provider's limits and the response cache; local engines run one call at a time, uncached."""
+    provider = backend.describe().get("backend", "")
+    local = is_local(provider)
+    price = find_price(model, price_table(config), local=local)
+    check_budget_price(config, price, model)
+    if local:
+        return Caller(backend, price=price, budget=budget), 1
+    limiter = limiters.for_provider(provider)
+    cache = ResponseCache.open(config.cache)
+    return Caller(
+        backend, price=price, budget=budget, limiter=limiter, cache=cache
+    ), limiter.limits.concurrency
+
+
+async def execute_items(
+    config: ExperimentConfig,
+    items: Sequence[WorkItem],
+    backend: Backend,
+    judge_backend: Backend | None,
+    store: RunStore,
+    reporter: Reporter | None,
+) -> bool:
+    """Run ``items``, recording each call as it finishes; True when the budget stopped it early.
+    Limiters and the budget are made here, on the event loop that uses them."""
+    budget = Budget(config.max_cost, spent=store.spent())
+    limiters = Limiters(config.limits)
+    caller, workers = _caller(backend, config.model, config, budget, limiters)
+    if caller.limiter is not None:
+        caller.limiter.check(
+            max((len(i.prompt.token_ids) for i in items), default=0) + config.generation.max_tokens
+        )
+    judge = None
+    if config.judge is not None and judge_backend is not None:
+        judge = Judge(_caller(judge_backend, config.judge.model, config, budget, limiters)[0], config.judge)
+    execution = Execution(caller, store, judge=judge, reporter=reporter)
+    try:
+        await execution.run(items, workers)
+    finally:
+        for opened in (caller, judge.caller if judge else None):
+            if opened is not None and opened.cache is not None:
+                opened.cache.close()
+    return execution.stopped_at_budget

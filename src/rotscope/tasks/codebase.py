@@ -1,0 +1,66 @@
+"""``codebase``: questions about a code base used as filler, answered by a line already in it.
+
+Nothing is inserted: each case names the file and a fragment of the one line that holds the
+answer (in a perturbed code base, see ``rotscope perturb``, so memory cannot supply it); the
+layout moves that file so the line lands at the asked depth. Cases are written in the
+experiment file under ``codebase.cases``, so a run folder's ``config.yaml`` holds them too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rotscope.config import CodebaseCase, ExperimentConfig
+from rotscope.errors import BadInput
+from rotscope.filler.code import code_root
+from rotscope.tasks import BuiltCases, register_configured_task
+from rotscope.types import Case, Evidence, Oracle, TaskFamily
+
+
+def _evidence_line(root: Path, record: CodebaseCase, where: str) -> str:
+    """The stripped text of the one line of the file that contains ``line_contains``."""
+    path = root / record.evidence.file
+    if not path.is_file():
+        raise BadInput(f"{where}.evidence.file: {record.evidence.file!r} is not a file under {root}")
+    text = path.read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n")
+    lines = [line.strip() for line in text.split("\n") if record.evidence.line_contains in line]
+    if len(lines) != 1:
+        raise BadInput(
+            f"{where}.evidence.line_contains: {record.evidence.line_contains!r} is on {len(lines)} lines "
+            f"of {record.evidence.file}, it must name exactly one"
+        )
+    return lines[0]
+
+
+def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
+    if config.codebase is None:
+        raise BadInput("codebase: the task family codebase needs codebase.cases in the experiment file")
+    if config.filler.kind != "code":
+        raise BadInput(f"filler.kind: the codebase family reads a code filler, got {config.filler.kind!r}")
+    root = code_root(config.filler)
+    cases = []
+    for number, record in enumerate(config.codebase.cases):
+        where = f"codebase.cases.{number}"
+        line = _evidence_line(root, record, where)
+        if not any(answer in line for answer in (record.answer, *record.aliases)):
+            raise BadInput(f"{where}.answer: {record.answer!r} is not on the evidence line {line!r}")
+        cases.append(
+            Case(
+                case_id=record.id,
+                task="codebase",
+                evidence=(Evidence("line", line, "answer", source=Path(record.evidence.file).as_posix()),),
+                question=record.question,
+                oracle=Oracle(
+                    answer=record.answer,
+                    aliases=tuple(record.aliases),
+                    traps=tuple(("decoy", decoy) for decoy in record.decoys),
+                ),
+                guarded=(line,),
+            )
+        )
+    return cases
+
+
+@register_configured_task("codebase")
+def codebase_family(config: ExperimentConfig) -> TaskFamily:
+    return BuiltCases("codebase", lambda: build_codebase_cases(config))

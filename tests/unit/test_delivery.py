@@ -1,0 +1,47 @@
+"""The delivery check: the prompt size a backend reports against the token ids sent."""
+
+from __future__ import annotations
+
+from rotscope.delivery import FRAMING_TOKENS, check_delivery, delivery_slack
+from rotscope.types import Completion, GenerateRequest, GenerationParams
+
+REQUEST = GenerateRequest(({"role": "user", "content": "x"},), tuple(range(100)), GenerationParams())
+
+
+def test_exact_or_slightly_framed_counts_pass() -> None:
+    for reported in (100, 100 + FRAMING_TOKENS):
+        completion = Completion("4817", prompt_tokens=reported)
+        assert check_delivery(REQUEST, completion) is completion
+
+
+def test_no_usage_reported_is_trusted() -> None:
+    completion = Completion("4817", prompt_tokens=0)
+    assert check_delivery(REQUEST, completion) is completion
+
+
+def test_fewer_tokens_than_sent_is_a_truncation_error() -> None:
+    checked = check_delivery(REQUEST, Completion("4817", prompt_tokens=99))
+    assert checked.error is not None and "truncated" in checked.error and "99" in checked.error
+    assert checked.text == "4817"
+
+
+def test_many_more_tokens_than_sent_is_an_extension_error() -> None:
+    checked = check_delivery(REQUEST, Completion("4817", prompt_tokens=101 + FRAMING_TOKENS))
+    assert checked.error is not None and "extended" in checked.error
+
+
+def test_an_existing_error_is_kept() -> None:
+    completion = Completion("", prompt_tokens=3, error="timeout")
+    assert check_delivery(REQUEST, completion) is completion
+
+
+def test_slack_depends_on_how_the_backend_counts() -> None:
+    assert delivery_slack({"backend": "llamacpp"}) == 0
+    assert delivery_slack({"backend": "openai", "token_count": "exact"}) == FRAMING_TOKENS
+    assert delivery_slack({"backend": "anthropic", "token_count": "approximate"}) is None
+    framed = Completion("4817", prompt_tokens=100 - FRAMING_TOKENS)
+    assert check_delivery(REQUEST, framed, FRAMING_TOKENS) is framed
+    assert check_delivery(REQUEST, framed, 0).error is not None
+    cut = Completion("4817", prompt_tokens=40)
+    assert check_delivery(REQUEST, cut, FRAMING_TOKENS).error is not None
+    assert check_delivery(REQUEST, cut, None) is cut
