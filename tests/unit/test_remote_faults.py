@@ -13,12 +13,14 @@ import pytest
 from typer.testing import CliRunner
 
 from chat_server import TEMPLATE_OVERHEAD, ChatServer
+from rotscope.backends.openai_compat import OpenAICompatBackend
 from rotscope.cli import app
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config import ExperimentConfig, RemoteOptions, build_config
 from rotscope.errors import BackendRefused
 from rotscope.report.html import render_report
 from rotscope.runner import resume_experiment, run_experiment
 from rotscope.summary import load_summary
+from rotscope.types import GenerateRequest, GenerationParams
 
 KEY_ENV = "ROTSCOPE_TEST_KEY"
 PLANTED_KEY = "sk-planted-SECRET-123"
@@ -219,3 +221,23 @@ def test_overhead_is_provider_count_minus_local_count(
     assert f"median {TEMPLATE_OVERHEAD} tokens" in shown.output
     report = render_report(run_dir)
     assert "Lengths are approximate" in report and f"median {TEMPLATE_OVERHEAD} tokens" in report
+
+
+def test_request_body_carries_reasoning_options_and_drops_null_params() -> None:
+    options = RemoteOptions(
+        max_tokens_field="max_completion_tokens",
+        reasoning_effort="low",
+        params={"temperature": None, "top_p": 0.5},
+    )
+    backend = OpenAICompatBackend("o-model", options)
+    request = GenerateRequest(
+        ({"role": "user", "content": "hi"},), (), GenerationParams(max_tokens=9, seed=4)
+    )
+    assert backend.request_body(request) == {
+        "model": "o-model",
+        "messages": [{"role": "user", "content": "hi"}],
+        "seed": 4,
+        "max_completion_tokens": 9,
+        "reasoning_effort": "low",
+        "top_p": 0.5,
+    }

@@ -43,7 +43,7 @@ class AnthropicBackend(RemoteBackend):
     def _client(self, key: str | None) -> Any:
         return self._sdk.AsyncAnthropic(
             api_key=key,
-            base_url=self.base_url,
+            base_url=self.options.base_url,  # None: the SDK's own endpoint
             max_retries=0,
             timeout=self.options.timeout_s,
             http_client=self._http_client,

@@ -34,7 +34,7 @@ class GeminiBackend(RemoteBackend):
     def _client(self, key: str | None) -> Any:
         types = self._types
         options = types.HttpOptions(
-            base_url=self.base_url,
+            base_url=self.options.base_url,  # None: the SDK's own endpoint and API version
             timeout=int(self.options.timeout_s * 1000),
             retry_options=types.HttpRetryOptions(attempts=1),
             httpx_async_client=self._http_client,

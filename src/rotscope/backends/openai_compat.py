@@ -54,7 +54,8 @@ class OpenAICompatBackend(RemoteBackend):
         if self.options.reasoning_effort is not None:
             body["reasoning_effort"] = self.options.reasoning_effort
         body.update(self.options.params)
-        return body
+        # ``params: {temperature: null}`` drops a field a model refuses (reasoning models: temperature).
+        return {key: value for key, value in body.items() if value is not None}
 
     async def _send(self, request: GenerateRequest, key: str | None) -> Completion:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
