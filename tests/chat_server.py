@@ -98,6 +98,10 @@ class ChatServer:
                 messages = body["messages"]
                 authorization = self.headers.get("Authorization")
                 fault = server._next_fault(prompt_key(messages), authorization)
+                if fault == "shutdown":  # the server goes away: later connections are refused
+                    threading.Thread(target=server.stop).start()
+                    self.close_connection = True
+                    return
                 if fault == "drop":
                     self.close_connection = True
                     return

@@ -4,6 +4,7 @@ auth or model-not-found failures stop the run with one line that never shows the
 
 from __future__ import annotations
 
+import socket
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -241,3 +242,27 @@ def test_request_body_carries_reasoning_options_and_drops_null_params() -> None:
         "reasoning_effort": "low",
         "top_p": 0.5,
     }
+
+
+def test_an_unreachable_server_stops_the_run(corpus: Path, tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = f"http://127.0.0.1:{probe.getsockname()[1]}/v1"
+    with pytest.raises(BackendRefused, match=r"remote\.base_url: cannot reach .*is the server running"):
+        run_experiment(remote_config(corpus, closed, tmp_path / "run", max_attempts=2, api_key_env=None))
+    assert {row["status"] for row in rows(tmp_path / "run")} == {"pending"}
+
+
+def test_a_server_lost_mid_run_gives_error_rows(
+    corpus: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(KEY_ENV, PLANTED_KEY)
+    server = ChatServer().start()
+    server.refuse_after, server.refusal = 2, "shutdown"
+    config = remote_config(corpus, server.base_url, tmp_path / "run", concurrency=1, max_attempts=2)
+    run_dir = run_experiment(config)
+    stored = rows(run_dir)
+    assert sum(row["status"] == "ok" for row in stored) == 2
+    failed = [row for row in stored if row["status"] == "error"]
+    assert len(failed) == len(stored) - 2
+    assert any("connection failed (ConnectError)" in row["error"] for row in failed)

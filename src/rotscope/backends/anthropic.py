@@ -10,7 +10,7 @@ from typing import Any
 
 from rotscope.backends import register_backend
 from rotscope.backends.remote import RemoteBackend, missing_extra
-from rotscope.backends.retry import Permanent, Transient
+from rotscope.backends.retry import Permanent, Transient, Unreachable
 from rotscope.config import ExperimentConfig, RemoteOptions
 from rotscope.types import Completion, GenerateRequest
 
@@ -93,7 +93,9 @@ class AnthropicBackend(RemoteBackend):
         except sdk.APITimeoutError:
             raise Transient(f"timed out after {self.options.timeout_s:g} s") from None
         except sdk.APIConnectionError as error:
-            raise Transient(f"connection failed ({type(error.__cause__ or error).__name__})") from None
+            cause = type(error.__cause__ or error).__name__
+            failure = Unreachable if cause == "ConnectError" else Transient
+            raise failure(f"connection failed ({cause})") from None
         except (sdk.APIResponseValidationError, ValueError):
             raise Transient("malformed response") from None
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from rotscope.backends import register_backend
 from rotscope.backends.remote import RemoteBackend, missing_extra
-from rotscope.backends.retry import Permanent, Transient
+from rotscope.backends.retry import Permanent, Transient, Unreachable
 from rotscope.config import ExperimentConfig, RemoteOptions
 from rotscope.types import Completion, GenerateRequest
 
@@ -99,6 +99,8 @@ class GeminiBackend(RemoteBackend):
             raise Permanent(f"HTTP {error.code}") from None
         except (httpx.TimeoutException, TimeoutError):
             raise Transient(f"timed out after {self.options.timeout_s:g} s") from None
+        except (httpx.ConnectError, ConnectionRefusedError) as error:
+            raise Unreachable(f"connection failed ({type(error).__name__})") from None
         except (httpx.TransportError, ConnectionError) as error:
             raise Transient(f"connection failed ({type(error).__name__})") from None
         except ValueError:

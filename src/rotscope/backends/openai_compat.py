@@ -15,7 +15,7 @@ import httpx
 
 from rotscope.backends import register_backend
 from rotscope.backends.remote import RemoteBackend
-from rotscope.backends.retry import Transient
+from rotscope.backends.retry import Transient, Unreachable
 from rotscope.config import ExperimentConfig, RemoteOptions
 from rotscope.types import Completion, GenerateRequest
 
@@ -65,6 +65,8 @@ class OpenAICompatBackend(RemoteBackend):
             )
         except httpx.TimeoutException:
             raise Transient(f"timed out after {self.options.timeout_s:g} s") from None
+        except httpx.ConnectError as error:
+            raise Unreachable(f"connection failed ({type(error).__name__})") from None
         except httpx.TransportError as error:
             raise Transient(f"connection failed ({type(error).__name__})") from None
         if response.status_code >= 400:

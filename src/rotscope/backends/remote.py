@@ -16,6 +16,7 @@ from rotscope.backends.retry import (
     Permanent,
     RetryPolicy,
     Transient,
+    Unreachable,
     call_with_retries,
     is_retry_status,
     retry_after_seconds,
@@ -55,6 +56,7 @@ class RemoteBackend:
         self._tokenizer: Tokenizer = load_tokenizer(options.tokenizer)
         self.context_window = int(getattr(self._tokenizer, "context_window", 0) or UNKNOWN_CONTEXT_WINDOW)
         self._policy = RetryPolicy(options.max_attempts, options.backoff_initial_s, options.backoff_max_s)
+        self._reached = False
 
     @property
     def key_env(self) -> str:
@@ -98,11 +100,19 @@ class RemoteBackend:
             completion = await call_with_retries(attempt, self._policy)
         except BackendRefused as refused:
             raise BackendRefused(self.redact(str(refused))) from None
+        except Unreachable as failure:
+            if not self._reached:  # a wrong base_url or a server not started: every call would fail
+                raise BackendRefused(
+                    f"remote.base_url: cannot reach {self.base_url} ({failure}, {attempts} attempts); "
+                    "is the server running?"
+                ) from None
+            return self._failed(f"{failure} (after {attempts} attempts)", started, attempts)
         except (Transient, Permanent) as failure:
             suffix = f" (after {attempts} attempts)" if isinstance(failure, Transient) else ""
             return self._failed(f"{failure}{suffix}", started, attempts)
         except Exception as error:  # a bug in parsing must not stop the run: an error row, retried on resume
             return self._failed(f"{type(error).__name__}: {error}", started, attempts)
+        self._reached = True
         return replace(completion, latency_s=time.perf_counter() - started, attempts=attempts)
 
     def _failed(self, message: str, started: float, attempts: int) -> Completion:

@@ -27,6 +27,10 @@ class Transient(Exception):
         self.retry_after_s = retry_after_s
 
 
+class Unreachable(Transient):
+    """No connection to the server at all (refused, DNS, TLS): retried like any transient fault."""
+
+
 class Permanent(Exception):
     """A failure of this one request that retrying cannot cure (400, 422, a refused prompt)."""
 
