@@ -164,6 +164,30 @@ class LlamaCppOptions(_Strict):
     evaluates each distinct prefix once; it helps orders that are not prefix-sorted."""
 
 
+class RemoteOptions(_Strict):
+    """How to reach a model served elsewhere (``openai/…``, ``anthropic/…``, ``gemini/…``).
+
+    The API key is read at call time from the environment variable ``api_key_env`` names (the
+    provider's usual variable when unset); the key itself is never part of the config.
+    ``tokenizer`` counts lengths locally: a GGUF file (its vocabulary and chat template), a Hugging
+    Face ``tokenizer.json``, or ``tiktoken:NAME`` (only when the encoding is cached locally); with
+    none, lengths are an estimate and the run is marked approximate.
+    """
+
+    base_url: str | None = None
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    timeout_s: float = Field(default=120.0, gt=0.0)
+    max_attempts: int = Field(default=6, ge=1)
+    backoff_initial_s: float = Field(default=1.0, ge=0.0)
+    backoff_max_s: float = Field(default=60.0, ge=0.0)
+    tokenizer: str | None = None
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    """OpenAI reasoning models take ``max_completion_tokens``; most compatible servers ``max_tokens``."""
+    reasoning_effort: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Extra request fields passed through unchanged (e.g. ``top_p``, provider-specific options)."""
+
+
 class ProviderLimits(_Strict):
     """How hard a run may press one provider: calls in flight, requests and tokens per minute.
     A call is charged its prompt tokens plus ``max_tokens`` against the token limit, so long
@@ -217,6 +241,7 @@ class ExperimentConfig(_Strict):
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
+    remote: RemoteOptions = Field(default_factory=RemoteOptions)
     system_prompt: str | None = None
     limits: dict[str, ProviderLimits] = Field(default_factory=dict)
     """Per provider (``openai``, ``anthropic``...); a provider not listed gets the defaults."""

@@ -25,6 +25,7 @@ RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
     "cached_tokens", "latency_s", "cost", "error", "attempts", "created_at", "finished_at", "claim_report",
     "cached_response", "judge_verdict", "judge_model", "judge_prompt_sha256", "judge_response",
+    "request_attempts",
 )  # fmt: skip
 ITEM_COLUMNS = PLANNED_COLUMNS + RESULT_COLUMNS
 
@@ -73,6 +74,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ),
     # The filler type of a family that varies it (reasoning: with_solutions, questions_only, neutral).
     ("item_filler", "ALTER TABLE items ADD COLUMN filler TEXT;"),
+    # Requests sent for the row's last completion, retries included (``attempts`` counts runs).
+    ("request_attempts", "ALTER TABLE items ADD COLUMN request_attempts INTEGER"),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

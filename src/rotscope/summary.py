@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -292,6 +293,36 @@ def _task_analysis(task: str, rows: list[Row]) -> dict[str, Any]:
     }
 
 
+def harness_overhead(rows: Iterable[Row], model: str | None) -> dict[str, Any] | None:
+    """Provider-reported prompt tokens minus the local count, per call: the fixed cost of the
+    server's template and system prompt that rotscope's lengths do not include."""
+    per_call = {
+        row["call_id"]: row["usage_prompt_tokens"] - row["prompt_tokens"]
+        for row in _scored(rows)
+        if row["usage_prompt_tokens"]
+    }
+    if not per_call:
+        return None
+    differences = list(per_call.values())
+    return {
+        "model": model,
+        "calls": len(differences),
+        "median": statistics.median(differences),
+        "min": min(differences),
+        "max": max(differences),
+    }
+
+
+def token_counts(meta: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
+    """How lengths were counted (``approximate`` when no tokenizer of the model was at hand)."""
+    backend = meta.get("backend") or {}
+    return {
+        "method": backend.get("token_count", "exact"),
+        "tokenizer": backend.get("tokenizer"),
+        "overhead": harness_overhead(rows, meta.get("model")),
+    }
+
+
 def _pool_offset_depths(rows: list[Row]) -> list[Row]:
     """Rows of an absolute offset (``@N``) with the mean depth of their (task, length, offset): the
     depth N reaches differs a little between cases (their fixed parts differ), but one offset at
@@ -419,6 +450,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             ),
             "cached": sum(row["cached_tokens"] or 0 for row in called),
         },
+        "token_counts": token_counts(meta, rows),
         "timing": {
             "latency_s": sum(row["latency_s"] or 0.0 for row in done),
             "started": min((row["created_at"] for row in rows), default=None),

@@ -205,6 +205,8 @@ class Completion:
     cached_tokens: int = 0
     latency_s: float = 0.0
     error: str | None = None
+    attempts: int = 1
+    """Requests sent for this completion, retries included."""
 
 
 @dataclass(frozen=True)

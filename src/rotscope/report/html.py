@@ -15,6 +15,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
 from rotscope.report.cells import depth_label, row_key
+from rotscope.report.terminal import token_count_line
 from rotscope.store import RunStore
 from rotscope.summary import build_summary
 
@@ -170,6 +171,8 @@ def render_report(run_dir: Path) -> str:
         wrong=wrong,
         meta=meta,
         config_json=json.dumps(meta.get("config"), indent=2),
+        token_counts=token_count_line(summary),
+        approximate=(summary.get("token_counts") or {}).get("method") == "approximate",
         plotly_js=Markup(get_plotlyjs()),
     )
 

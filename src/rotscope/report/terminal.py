@@ -118,6 +118,26 @@ def _print_task(analysis: dict[str, Any], console: Console) -> None:
     console.print(f"  {headline(analysis['effective_length'])}")
 
 
+def token_count_line(summary: dict[str, Any]) -> str:
+    """How lengths were counted and the measured harness overhead (provider count minus local)."""
+    counts = summary.get("token_counts") or {}
+    method = counts.get("method", "exact")
+    tokenizer = counts.get("tokenizer") or "unknown"
+    if method == "approximate":
+        line = (
+            f"token counts: APPROXIMATE (estimated by {tokenizer}; no tokenizer of the model was available)"
+        )
+    else:
+        line = f"token counts: exact ({tokenizer})"
+    overhead = counts.get("overhead")
+    if overhead:
+        line += (
+            f"; harness overhead of {overhead['model']}: median {overhead['median']:g} tokens "
+            f"(range {overhead['min']} to {overhead['max']}) over {overhead['calls']} calls"
+        )
+    return line
+
+
 def _case_list(summary: dict[str, Any], ids: list[str]) -> str:
     worst = {entry["case_id"]: entry["worst"] for entry in summary.get("cases", [])}
     shown = []
@@ -202,6 +222,10 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     execution = summary["execution"]
     reuse = {True: "on", False: "off (cold)", None: "n/a"}[execution["prefix_cache"]]
     console.print(f"order: {execution['order']}; KV prefix reuse: {reuse}")
+    approximate = (summary.get("token_counts") or {}).get("method") == "approximate"
+    console.print(
+        token_count_line(summary), style="bold yellow" if approximate else None, markup=False, soft_wrap=True
+    )
     console.print(
         f"items {items['done']}/{items['total']} done, {items['errors']} errors, "
         f"{items['rejected_prompts']} prompts rejected by the verifier; prompt tokens evaluated "
