@@ -82,3 +82,11 @@ def corpus_from_text() -> CorpusFactory:
 def prose() -> Callable[..., str]:
     """``prose(lines=120, seed=0)``: deterministic filler text."""
     return filler_text
+
+
+@pytest.fixture(autouse=True)
+def _private_response_cache(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Runs in tests never read or write the user's response cache (``$XDG_CACHE_HOME/rotscope``)."""
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))

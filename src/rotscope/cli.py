@@ -89,11 +89,19 @@ def _numbers(value: str | None, kind: type, field: str) -> list[Any] | None:
     return parsed
 
 
-def _build(config_path: Path | None, overrides: dict[str, Any]) -> ExperimentConfig:
+def _build(
+    config_path: Path | None, overrides: dict[str, Any], remote: dict[str, Any] | None = None
+) -> ExperimentConfig:
     from rotscope.config import quick_config_data
 
     data = read_config_file(config_path) if config_path else quick_config_data()
     data.update({key: value for key, value in overrides.items() if value is not None})
+    remote = {key: value for key, value in (remote or {}).items() if value is not None}
+    if remote:
+        section = data.get("remote") or {}
+        if not isinstance(section, dict):
+            raise BadInput(f"{config_path}: field 'remote' must be a mapping")
+        data["remote"] = {**section, **remote}
     return build_config(data, str(config_path) if config_path else "quick experiment")
 
 
@@ -149,6 +157,12 @@ def run(
     no_cache: Annotated[
         bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")
     ] = False,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="Server of an openai/NAME model (any compatible API).")
+    ] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")
+    ] = None,
     plan_file: Annotated[
         Path | None, typer.Option("--plan", help="Frozen plan (rotscope plan); a deviating run exits 2.")
     ] = None,
@@ -166,7 +180,7 @@ def run(
 
     def body() -> None:
         if resume is not None:
-            if config is not None or plan_file is not None:
+            if config is not None or plan_file is not None or base_url is not None or api_key_env is not None:
                 raise BadInput("--resume takes the run folder alone; its config.yaml is used")
             run_dir = resume_experiment(
                 resume, reporter=ProgressBar(console), max_cost=max_cost, use_cache=not no_cache
@@ -184,7 +198,7 @@ def run(
                 "max_cost": max_cost,
                 "cache": {"enabled": False} if no_cache else None,
             }
-            experiment = _build(config, overrides)
+            experiment = _build(config, overrides, {"base_url": base_url, "api_key_env": api_key_env})
             if dry_run:
                 _print_dry_run(plan_only(experiment))
                 return
@@ -338,6 +352,17 @@ def models() -> None:
         elif provider in ("fake", "fake-remote"):
             for name in sorted(RESPONDERS):
                 console.print(f"  {provider}/{name}")
+        else:
+            console.print(f"  {REMOTE_HINTS[provider]}", markup=False, soft_wrap=True)
+
+
+REMOTE_HINTS = {
+    "openai": "openai/NAME --base-url URL (any OpenAI-compatible server; key from --api-key-env, "
+    "default OPENAI_API_KEY, optional for local servers)",
+    "anthropic": "anthropic/NAME (key from ANTHROPIC_API_KEY or --api-key-env; "
+    "pip install rotscope[anthropic])",
+    "gemini": "gemini/NAME (key from GEMINI_API_KEY or --api-key-env; pip install rotscope[gemini])",
+}
 
 
 def main() -> None:

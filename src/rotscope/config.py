@@ -14,6 +14,7 @@ from pydantic import (
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_validator,
 )
 
 from rotscope.errors import BadInput
@@ -74,6 +75,39 @@ class PlacementConfig(_Strict):
             if not 0.0 <= depth <= 1.0:
                 raise ValueError(f"depth {depth} is outside [0, 1]")
         return depths
+
+
+ReasoningSource = Literal["generated", "gsm8k", "arc"]
+ReasoningFiller = Literal["with_solutions", "questions_only", "neutral"]
+ReasoningLayout = Literal["end", "middle", "middle_twice", "middle_dup"]
+_DEFAULT_FILLERS: tuple[ReasoningFiller, ...] = ("with_solutions", "questions_only")
+_DEFAULT_LAYOUTS: tuple[ReasoningLayout, ...] = ("end", "middle", "middle_twice", "middle_dup")
+
+
+class ReasoningConfig(_Strict):
+    """The ``reasoning`` family: where its items come from, which fillers and layouts it crosses.
+
+    ``source``: ``generated`` (seeded arithmetic word problems), ``gsm8k`` or ``arc`` (a local JSONL
+    file, or Parquet for ARC, at ``path``). ``items``: how many target items; the rest of the pool
+    is filler. ``neutral`` filler comes from the experiment's ``filler`` source.
+    """
+
+    source: ReasoningSource = "generated"
+    path: str | None = None
+    items: int = Field(default=20, gt=0)
+    fillers: list[ReasoningFiller] = Field(default_factory=lambda: list(_DEFAULT_FILLERS), min_length=1)
+    layouts: list[ReasoningLayout] = Field(default_factory=lambda: list(_DEFAULT_LAYOUTS), min_length=1)
+
+    @field_validator("fillers", "layouts")
+    @classmethod
+    def _no_repeats(cls, names: list[str]) -> list[str]:
+        return list(dict.fromkeys(names))
+
+    @model_validator(mode="after")
+    def _file_sources_need_a_path(self) -> ReasoningConfig:
+        if self.source != "generated" and not self.path:
+            raise ValueError(f"source {self.source!r} reads a local file: set reasoning.path")
+        return self
 
 
 def _text(value: object) -> object:
@@ -161,6 +195,30 @@ class GateConfig(_Strict):
     errors: Literal["exclude-and-count"] = "exclude-and-count"
 
 
+class RemoteOptions(_Strict):
+    """How to reach a model served elsewhere (``openai/…``, ``anthropic/…``, ``gemini/…``).
+
+    The API key is read at call time from the environment variable ``api_key_env`` names (the
+    provider's usual variable when unset); the key itself is never part of the config.
+    ``tokenizer`` counts lengths locally: a GGUF file (its vocabulary and chat template), a Hugging
+    Face ``tokenizer.json``, or ``tiktoken:NAME`` (only when the encoding is cached locally); with
+    none, lengths are an estimate and the run is marked approximate.
+    """
+
+    base_url: str | None = None
+    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    timeout_s: float = Field(default=120.0, gt=0.0)
+    max_attempts: int = Field(default=6, ge=1)
+    backoff_initial_s: float = Field(default=1.0, ge=0.0)
+    backoff_max_s: float = Field(default=60.0, ge=0.0)
+    tokenizer: str | None = None
+    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
+    """OpenAI reasoning models take ``max_completion_tokens``; most compatible servers ``max_tokens``."""
+    reasoning_effort: str | None = None
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Extra request fields passed through unchanged (e.g. ``top_p``, provider-specific options)."""
+
+
 class ProviderLimits(_Strict):
     """How hard a run may press one provider: calls in flight, requests and tokens per minute.
     A call is charged its prompt tokens plus ``max_tokens`` against the token limit, so long
@@ -213,6 +271,8 @@ class ExperimentConfig(_Strict):
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
+    reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
+    remote: RemoteOptions = Field(default_factory=RemoteOptions)
     system_prompt: str | None = None
     limits: dict[str, ProviderLimits] = Field(default_factory=dict)
     """Per provider (``openai``, ``anthropic``...); a provider not listed gets the defaults."""

@@ -3,3 +3,8 @@
 
 class BadInput(Exception):
     """Bad input named precisely: which file, field or value, and what is wrong with it."""
+
+
+class BackendRefused(BadInput):
+    """The provider refused the run itself (bad key, no permission, unknown model): retrying cannot
+    help, so the run stops with this one-line message and every finished row is kept."""

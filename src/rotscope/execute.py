@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from rotscope.config import ExperimentConfig, JudgeConfig, Price
 from rotscope.cost import Budget, check_budget_price, completion_cost, estimate_cost, find_price, price_table
 from rotscope.delivery import check_delivery, delivery_slack
+from rotscope.errors import BadInput
 from rotscope.judge import (
     judge_columns,
     judge_messages,
@@ -142,6 +143,7 @@ def result_row(completion: Completion, result: Score) -> dict[str, Any]:
         "latency_s": completion.latency_s,
         "error": completion.error,
         "claim_report": None if result.claims is None else json.dumps(asdict(result.claims)),
+        "request_attempts": completion.attempts,
     }
 
 
@@ -174,6 +176,10 @@ class Execution:
                     group.create_task(self._guarded(queue))
         except* _CtrlC:
             raise KeyboardInterrupt from None
+        except* BadInput as refused:
+            # A provider refusing the run (bad key, unknown model) stops every worker; the calls in
+            # flight stay pending. The CLI prints the first refusal in one line.
+            raise refused.exceptions[0] from None
 
     async def _guarded(self, queue: Iterator[WorkItem]) -> None:
         # A KeyboardInterrupt escaping a task leaves asyncio's task group in a bad state (Python

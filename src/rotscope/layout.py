@@ -8,13 +8,15 @@ inserted: the prompt is a window of a corpus arranged around that document, star
 line lands at the asked depth, and the line's tokens are its span.
 
 Before a prompt may be sent, ``verify_prompt`` re-checks it from scratch: the
-evidence bytes at each recorded span, each exactly once and at its asked depth, the length within
+evidence bytes at each recorded span, each as often as the case places it (once, or one per
+intended copy) and at its asked depth, the length within
 tolerance, header and footer intact, no guarded value in the filler, and the text re-encoding to
 the same ids (so the ids are what the tokenizer itself makes of the text).
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -27,14 +29,20 @@ from rotscope.filler.anchor import AnchoredCorpus
 from rotscope.filler.corpus import TokenizedCorpus
 from rotscope.placement import target_depths
 from rotscope.tasks.overlap import mentions
-from rotscope.types import Case, Evidence, Layout, RenderedPrompt, Span, Tokenizer
+from rotscope.types import AnswerKind, Case, Evidence, Layout, RenderedPrompt, Span, Tokenizer
 
 HEADER = "Answer the question at the end using only this context.\n\n<context>\n"
-FOOTER = (
-    "\n</context>\n\nQuestion: {question}\n"
-    "Answer with the exact name, number or phrase from the context. "
-    "If the context does not say, reply: not in the context."
-)
+FOOTER_TEMPLATE = "\n</context>\n\nQuestion: {question}\n{instruction}"
+INSTRUCTIONS: dict[AnswerKind, str] = {
+    "phrase": (
+        "Answer with the exact name, number or phrase from the context. "
+        "If the context does not say, reply: not in the context."
+    ),
+    "number": "End your reply with the final answer on a line of its own in the form Answer: <number>",
+    "choice": "End your reply with the chosen option on a line of its own in the form Answer: <letter>",
+}
+"""The answer instruction by the oracle's kind: the same words in every layout of a case."""
+FOOTER = FOOTER_TEMPLATE.replace("{instruction}", INSTRUCTIONS["phrase"])
 MULTI_FOOTER = (
     "\n</context>\n\nQuestions:\n{question}\n"
     "Reply with exactly one line per question, in the form Q<k>: <answer>, and nothing else. "
@@ -95,6 +103,7 @@ class PromptBuilder:
         depth_tolerance: float = 0.1,
         placement: PlacementConfig | None = None,
         seed: int = 0,
+        whole_corpus: bool = False,
         anchors: Mapping[str, AnchoredCorpus] | None = None,
     ) -> None:
         self.tokenizer = tokenizer
@@ -105,7 +114,10 @@ class PromptBuilder:
         self.depth_tolerance = depth_tolerance
         self.placement = placement or PlacementConfig()
         self.seed = seed
-        self._frames: dict[tuple[str, bool], Frame] = {}
+        self.whole_corpus = whole_corpus
+        """The corpus is the haystack, sized by the caller (filler of whole pool items): all of it
+        is used, and the verifier still checks the prompt's length."""
+        self._frames: dict[tuple[str, bool, AnswerKind], Frame] = {}
 
     @cached_property
     def _template_parts(self) -> tuple[str, str]:
@@ -119,11 +131,14 @@ class PromptBuilder:
         system = () if self.system_prompt is None else ({"role": "system", "content": self.system_prompt},)
         return (*system, {"role": "user", "content": user_content})
 
-    def frame(self, question: str, *, multi: bool = False) -> Frame:
-        found = self._frames.get((question, multi))
+    def frame(self, question: str, *, multi: bool = False, kind: AnswerKind = "phrase") -> Frame:
+        found = self._frames.get((question, multi, kind))
         if found is None:
             prefix, suffix = self._template_parts
-            footer = (MULTI_FOOTER if multi else FOOTER).format(question=question)
+            if multi:
+                footer = MULTI_FOOTER.format(question=question)
+            else:
+                footer = FOOTER_TEMPLATE.format(question=question, instruction=INSTRUCTIONS[kind])
             encode = self.tokenizer.encode
             found = Frame(
                 prefix=tuple(encode(prefix, special=True)),
@@ -135,23 +150,25 @@ class PromptBuilder:
                 footer_bytes=footer.encode("utf-8"),
                 suffix_bytes=suffix.encode("utf-8"),
             )
-            self._frames[(question, multi)] = found
+            self._frames[(question, multi, kind)] = found
         return found
+
+    def case_frame(self, case: Case) -> Frame:
+        return self.frame(case.question, multi=bool(case.parts), kind=case.oracle.kind)
 
     def fixed_tokens(self, case: Case) -> int:
         """Tokens of everything but filler: template, header, footer with question, inserted evidence."""
-        frame = self.frame(case.question, multi=bool(case.parts))
+        frame = self.case_frame(case)
         inserted = [e for e in case.evidence if e.source is None]
         return frame.fixed_tokens + sum(self.tokenizer.count(evidence_unit(e, False)) for e in inserted)
 
     def render(self, case: Case, layout: Layout) -> RenderedPrompt:
         """The verified prompt for ``case`` at ``layout``, or ``PlacementError`` with the reasons."""
-        frame = self.frame(case.question, multi=bool(case.parts))
+        frame = self.case_frame(case)
+        budget = self._filler_budget(case, layout.length_tokens)
         if any(evidence.source is not None for evidence in case.evidence):
-            return self._render_in_corpus(
-                case, layout, frame, self._filler_budget(case, layout.length_tokens)
-            )
-        end = self.filler_tokens(case, layout.length_tokens)
+            return self._render_in_corpus(case, layout, frame, budget)
+        end = self.corpus.size if self.whole_corpus else self.filler_tokens(case, layout.length_tokens)
         targets = target_depths(case, layout, self.placement, self.seed)
         candidates = {
             evidence.evidence_id: self.corpus.nearest_line_ends(targets[evidence.evidence_id] * end, end)
@@ -283,7 +300,7 @@ class PromptBuilder:
         budget = self._filler_budget(case, length_tokens)
         if budget > self.corpus.size:
             raise BadInput(f"filler: corpus has {self.corpus.size} tokens, length needs {budget}")
-        return self._haystack_end(self.frame(case.question, multi=bool(case.parts)), budget)
+        return self._haystack_end(self.case_frame(case), budget)
 
     def _haystack_end(self, frame: Frame, budget: int) -> int:
         """Where the filler stops: as close to ``budget`` tokens as the joint with the footer
@@ -427,9 +444,9 @@ def verify_prompt(
 
     The depth actually reached is recomputed from the spans (filler tokens before the piece over
     all filler tokens) and must be within ``depth_tolerance`` of the depth asked for that piece
-    (``targets``, by default the layout's depth): a short haystack of long lines cannot put evidence
-    at its midpoint, and must not pretend to. The filler must not contain any of the case's
-    ``guarded`` strings (a competing value outside the declared evidence)."""
+    (``targets``, by default the piece's pinned depth, else the layout's depth): a short haystack of
+    long lines cannot put evidence at its midpoint, and must not pretend to. The filler must not
+    contain any of the case's ``guarded`` strings (a competing value outside the declared evidence)."""
     problems: list[str] = []
     if prompt.tokenizer_digest and prompt.tokenizer_digest != tokenizer.digest():
         # Spans are token offsets: under another tokenizer they point at other text.
@@ -439,6 +456,8 @@ def verify_prompt(
         ]
     ids = prompt.token_ids
     text = prompt.text
+    copies = Counter(evidence.text for evidence in case.evidence)
+    pinned = {e.evidence_id: e.depth for e in case.evidence if e.depth is not None}
     spans = {span.evidence_id: span for span in prompt.spans}
     expected_ids = [evidence.evidence_id for evidence in case.evidence]
     if len(spans) != len(prompt.spans) or sorted(spans) != sorted(expected_ids):
@@ -459,14 +478,17 @@ def verify_prompt(
                 f"evidence {evidence.evidence_id} is not at its span [{span.token_start}, {span.token_end})"
             )
         occurrences = text.count(evidence.text)
-        if occurrences != 1:
-            problems.append(f"evidence {evidence.evidence_id} occurs {occurrences} times in the prompt")
+        if occurrences != copies[evidence.text]:
+            problems.append(
+                f"evidence {evidence.evidence_id} occurs {occurrences} times in the prompt, "
+                f"the case places it {copies[evidence.text]} times"
+            )
     haystack_start = len(frame.prefix) + len(frame.header)
     evidence_before = 0
     for span in sorted(prompt.spans, key=lambda span: span.token_start):
         filler_before = span.token_start - haystack_start - evidence_before
         evidence_before += span.token_end - span.token_start
-        asked = (targets or {}).get(span.evidence_id, layout.depth)
+        asked = (targets or {}).get(span.evidence_id, pinned.get(span.evidence_id, layout.depth))
         reached = filler_before / prompt.haystack_tokens if prompt.haystack_tokens else asked
         if abs(reached - asked) > depth_tolerance:
             problems.append(

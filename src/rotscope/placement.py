@@ -49,8 +49,13 @@ def _decoy_depths(count: int, taken: list[float], rule: PlacementConfig, rng: ra
 
 
 def target_depths(case: Case, layout: Layout, rule: PlacementConfig, seed: int) -> dict[str, float]:
-    """Evidence id -> the depth asked for it. Without an ``answer`` piece, or for a ``grouped`` case,
-    every piece goes to the grid's depth (a single needle is its own answer piece)."""
+    """Evidence id -> the depth asked for it. A piece with its own ``depth`` keeps it; without an
+    ``answer`` piece every piece goes to the grid's depth (a single needle is its own answer piece)."""
+    pinned = {e.evidence_id: e.depth for e in case.evidence if e.depth is not None}
+    return {**_rule_depths(case, layout, rule, seed), **pinned}
+
+
+def _rule_depths(case: Case, layout: Layout, rule: PlacementConfig, seed: int) -> dict[str, float]:
     depth = layout.depth
     roles = [evidence.role for evidence in case.evidence]
     if case.grouped or "answer" not in roles:

@@ -89,6 +89,7 @@ def _planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list
                 "haystack_tokens": prompt.haystack_tokens,
                 "depth": item.layout.depth,
                 "position": item.layout.position,
+                "filler": item.layout.filler,
                 "spans": json.dumps([span for span in spans if span["evidence_id"].startswith(prefix)]),
                 "trial": item.trial,
                 "seed": item.params.seed,

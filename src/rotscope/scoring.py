@@ -6,6 +6,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import replace
+from decimal import Decimal, InvalidOperation
 
 from rotscope.types import Case, ClaimReport, Claims, Completion, Oracle, Score
 
@@ -150,9 +151,92 @@ def parse_labelled_answers(reply: str, labels: Sequence[str]) -> dict[str, str] 
     return answers if len(answers) == len(labels) else None
 
 
+_ANSWER_MARKER = re.compile(r"\banswer(?:\W{0,3}:|\s+is\b)", re.IGNORECASE)
+"""``Answer:`` as requested, also ``**Answer:**`` and ``the (final) answer is``."""
+_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
+_CHOICE = re.compile(r"\b([A-Z]|[1-9])\b")
+
+
+def _marked_line(reply: str) -> str | None:
+    """The rest of the line after the reply's last answer marker."""
+    markers = list(_ANSWER_MARKER.finditer(reply))
+    if not markers:
+        return None
+    return reply[markers[-1].end() :].split("\n", 1)[0]
+
+
+def _as_number(text: str) -> Decimal | None:
+    try:
+        return Decimal(text.replace(",", ""))
+    except InvalidOperation:
+        return None
+
+
+_BARE_NUMBER = re.compile(r"\s*\$?(-?\d[\d,]*(?:\.\d+)?)\.?\s*")
+
+
+def final_number(reply: str) -> Decimal | None:
+    """The last number on the line of the reply's last ``Answer:`` marker (``Answer: $1,234`` is
+    1234, ``Answer: 5 + 3 = 8`` is 8), or the whole reply when it is one number and nothing else;
+    ``None`` otherwise (the reply broke the requested format)."""
+    line = _marked_line(reply)
+    if line is None:
+        bare = _BARE_NUMBER.fullmatch(reply)
+        return _as_number(bare.group(1)) if bare else None
+    numbers = _NUMBER.findall(line)
+    return _as_number(numbers[-1]) if numbers else None
+
+
+_BARE_CHOICE = re.compile(r"\s*\(?([A-Z]|[1-9])\)?\.?\s*")
+
+
+def final_choice(reply: str) -> str | None:
+    """The first option label (a capital letter or a digit) after the reply's last ``Answer:``, or
+    the whole reply when it is one label and nothing else."""
+    line = _marked_line(reply)
+    found = _CHOICE.search(line) if line is not None else _BARE_CHOICE.fullmatch(reply)
+    return found.group(1) if found else None
+
+
+def numbers_in(text: str) -> set[Decimal]:
+    return {number for token in _NUMBER.findall(text) if (number := _as_number(token)) is not None}
+
+
+def score_final_answer(oracle: Oracle, completion: Completion, filler: str | None = None) -> Score:
+    """Score a reply that must end with ``Answer: <number>`` or ``Answer: <letter>``.
+
+    A wrong number is traced to the filler: ``filler_answer`` when it is the answer of a filler
+    item (the oracle's traps), ``filler_number`` when it appears anywhere in ``filler`` (the
+    prompt without the target), else ``wrong_answer``. A reply without the format is ``format``."""
+    if completion.error is not None:
+        return Score("error", "error")
+    response = completion.text
+    got: Decimal | str | None
+    got = final_number(response) if oracle.kind == "number" else final_choice(response)
+    if got is None:
+        if not response.strip() or is_abstention(response):
+            return Score("abstained", "abstained")
+        return Score("incorrect", "format")
+    expected = _as_number(oracle.answer) if oracle.kind == "number" else oracle.answer
+    if got == expected:
+        return Score("correct")
+    if isinstance(got, Decimal):
+        for category, value in oracle.traps:
+            if got == _as_number(value):
+                return Score("incorrect", category)
+        if filler is not None and got in numbers_in(filler):
+            return Score("incorrect", "filler_number")
+    return Score("incorrect", "wrong_answer")
+
+
 def score_parts(case: Case, completion: Completion, context: str | None = None) -> list[Score]:
     """One score per question of ``case`` (see ``Case.scored_parts``). A multi-question reply that
     breaks the output contract scores every question ``incorrect`` with category ``format``."""
+    if case.oracle.kind != "phrase":
+        filler = context
+        for evidence in case.evidence:
+            filler = filler.replace(evidence.text, "") if filler is not None else None
+        return [score_final_answer(case.oracle, completion, filler)]
     parts = case.scored_parts()
     if not case.parts or completion.error is not None:
         return [score(part.oracle, completion, context) for _, part in parts]

@@ -19,12 +19,13 @@ from rotscope.errors import BadInput
 PLANNED_COLUMNS = (
     "item_id", "call_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model",
     "backend", "length_target", "prompt_tokens", "haystack_tokens", "depth", "position", "spans", "trial",
-    "seed", "prompt_digest", "question", "expected", "slices",
+    "seed", "prompt_digest", "question", "expected", "slices", "filler",
 )  # fmt: skip
 RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
     "cached_tokens", "latency_s", "cost", "error", "attempts", "created_at", "finished_at", "claim_report",
     "cached_response", "judge_verdict", "judge_model", "judge_prompt_sha256", "judge_response",
+    "request_attempts",
 )  # fmt: skip
 ITEM_COLUMNS = PLANNED_COLUMNS + RESULT_COLUMNS
 
@@ -71,6 +72,10 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE items ADD COLUMN judge_response TEXT;
         """,
     ),
+    # The filler type of a family that varies it (reasoning: with_solutions, questions_only, neutral).
+    ("item_filler", "ALTER TABLE items ADD COLUMN filler TEXT;"),
+    # Requests sent for the row's last completion, retries included (``attempts`` counts runs).
+    ("request_attempts", "ALTER TABLE items ADD COLUMN request_attempts INTEGER"),
     (
         "cache_checks",
         """

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
@@ -22,6 +23,7 @@ from rotscope.stats import (
     sign_test,
 )
 from rotscope.store import RunStore
+from rotscope.tasks.reasoning import FILLER_ANSWER, LAYOUT_COPIES
 from rotscope.types import EVIDENCE_ONLY_POSITION
 
 JUDGED = ("correct", "incorrect", "abstained")
@@ -79,6 +81,17 @@ def _cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
         "error_rate": error_rate(counts),
         "categories": dict(sorted(categories.items())),
     }
+
+
+def _cell_key(
+    task: str, length: int, depth: float, position: str | None, filler: str | None
+) -> dict[str, Any]:
+    """A cell's identity. Cells of a family with named layouts and filler types (reasoning) carry the
+    layout's name in ``layout`` and in ``depth``, and the filler type in ``filler``."""
+    if filler is None:
+        return {"task": task, "length": length, "depth": depth, "position": position}
+    return {"task": task, "length": length, "depth": position, "position": position, "layout": position,
+            "filler": filler}  # fmt: skip
 
 
 def _group(rows: Iterable[Row], *keys: str) -> dict[tuple[Any, ...], list[Row]]:
@@ -177,6 +190,73 @@ def _position_effect(task_rows: list[Row], depths: list[float]) -> list[dict[str
     return results
 
 
+def _layout_order(layout: str) -> int:
+    order = list(LAYOUT_COPIES)
+    return order.index(layout) if layout in order else len(order)
+
+
+def _layout_drops(rows: list[Row]) -> list[dict[str, Any]]:
+    """Per length and filler, each layout's drop from ``end``: end accuracy minus the layout's, paired
+    on the items run in both, with a cluster-bootstrap interval."""
+    drops = []
+    for (length, filler), group in _group(rows, "length_target", "filler").items():
+        by_layout = {
+            layout: instance_means(layout_rows, "case_id")
+            for (layout,), layout_rows in _group(group, "position").items()
+        }
+        end = by_layout.get("end")
+        if end is None:
+            continue
+        for layout in sorted(by_layout, key=_layout_order):
+            if layout == "end":
+                continue
+            gap = paired_gap(by_layout[layout], end)  # "long minus short": end minus this layout
+            shared = sorted(set(end) & set(by_layout[layout]))
+            drops.append(
+                {
+                    "length": length,
+                    "filler": filler,
+                    "layout": layout,
+                    "end_accuracy": sum(end[k] for k in shared) / len(shared) if shared else None,
+                    "layout_accuracy": (
+                        sum(by_layout[layout][k] for k in shared) / len(shared) if shared else None
+                    ),
+                    "drop": gap.estimate,
+                    "ci_low": gap.low,
+                    "ci_high": gap.high,
+                    "pairs": gap.pairs,
+                    "method": gap.method,
+                }
+            )
+    return drops
+
+
+def _interference(rows: list[Row]) -> list[dict[str, Any]]:
+    """Per filler and layout, where the wrong answers came from: the answer of a filler item, another
+    number in the filler, neither; ``share_filler`` is over wrong answers that gave a number."""
+    shares = []
+    groups = _group(rows, "filler", "position")
+    for filler, layout in sorted(groups, key=lambda key: (key[0], _layout_order(key[1]))):
+        wrong = [row for row in _scored(groups[(filler, layout)]) if row["outcome"] == "incorrect"]
+        counts = Counter(row["category"] for row in wrong)
+        numbered = len(wrong) - counts["format"]
+        matched = counts[FILLER_ANSWER] + counts["filler_number"]
+        shares.append(
+            {
+                "filler": filler,
+                "layout": layout,
+                "wrong": len(wrong),
+                "unparsed": counts["format"],
+                "filler_answer": counts[FILLER_ANSWER],
+                "filler_number": counts["filler_number"],
+                "other": numbered - matched,
+                "share_filler": matched / numbered if numbered else None,
+                "share_filler_answer": counts[FILLER_ANSWER] / numbered if numbered else None,
+            }
+        )
+    return shares
+
+
 def _task_analysis(task: str, rows: list[Row]) -> dict[str, Any]:
     per_length = {
         length: _cell({"length": length}, group) for (length,), group in _group(rows, "length_target").items()
@@ -206,6 +286,41 @@ def _task_analysis(task: str, rows: list[Row]) -> dict[str, Any]:
         },
         "degradation": degradation,
         "position_effect": _position_effect(rows, sorted({row["depth"] for row in rows})),
+        **(
+            {"reasoning": {"drops": _layout_drops(rows), "interference": _interference(rows)}}
+            if any(row["filler"] for row in rows)
+            else {}
+        ),
+    }
+
+
+def harness_overhead(rows: Iterable[Row], model: str | None) -> dict[str, Any] | None:
+    """Provider-reported prompt tokens minus the local count, per call: the fixed cost of the
+    server's template and system prompt that rotscope's lengths do not include."""
+    per_call = {
+        row["call_id"]: row["usage_prompt_tokens"] - row["prompt_tokens"]
+        for row in _scored(rows)
+        if row["usage_prompt_tokens"]
+    }
+    if not per_call:
+        return None
+    differences = list(per_call.values())
+    return {
+        "model": model,
+        "calls": len(differences),
+        "median": statistics.median(differences),
+        "min": min(differences),
+        "max": max(differences),
+    }
+
+
+def token_counts(meta: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
+    """How lengths were counted (``approximate`` when no tokenizer of the model was at hand)."""
+    backend = meta.get("backend") or {}
+    return {
+        "method": backend.get("token_count", "exact"),
+        "tokenizer": backend.get("tokenizer"),
+        "overhead": harness_overhead(rows, meta.get("model")),
     }
 
 
@@ -276,9 +391,9 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     controls = [row for row in rows if row["control"] and row["position"] != EVIDENCE_ONLY_POSITION]
     per_case = case_results(probes, evidence_only)
     cells = [
-        _cell({"task": task, "length": length, "depth": depth, "position": position}, group)
-        for (task, length, depth, position), group in _group(
-            probes, "task", "length_target", "depth", "position"
+        _cell(_cell_key(task, length, depth, position, filler), group)
+        for (task, length, depth, position, filler), group in _group(
+            probes, "task", "length_target", "depth", "position", "filler"
         ).items()
     ]
     per_length = {
@@ -336,6 +451,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             ),
             "cached": sum(row["cached_tokens"] or 0 for row in called),
         },
+        "token_counts": token_counts(meta, rows),
         "timing": {
             "latency_s": sum(row["latency_s"] or 0.0 for row in done),
             "started": min((row["created_at"] for row in rows), default=None),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Outcome = Literal["correct", "incorrect", "abstained", "error"]
+AnswerKind = Literal["phrase", "number", "choice"]
 
 
 Role = Literal["answer", "support", "decoy", "superseded"]
@@ -34,6 +35,9 @@ class Evidence:
     evidence_id: str
     text: str
     role: Role = "answer"
+    depth: float | None = None
+    """A depth pinned by the case itself (a copy of a reasoning task at the midpoint or the end);
+    ``None`` places the piece by its role."""
     source: str | None = None
     """The corpus document (its name in the filler) that already holds ``text`` as a line: the
     layout then moves that document so the line lands at the asked depth, and inserts nothing.
@@ -66,6 +70,9 @@ class Oracle:
     (a decoy, the anchor alone, a superseded value, the unfiltered maximum)."""
     claims: Claims | None = None
     """Claim checks replace answer matching when set."""
+    kind: AnswerKind = "phrase"
+    """``phrase``: the answer is found anywhere in the reply. ``number`` and ``choice``: the reply must
+    end with ``Answer: <number>`` or ``Answer: <letter>`` (the prompt asks for that format)."""
 
     def accepted(self) -> tuple[str, ...]:
         return (self.answer, *self.aliases)
@@ -138,6 +145,9 @@ class Layout:
     length_tokens: int
     depth: float
     position: str | None = None
+    filler: str | None = None
+    """The case's own filler stream (a reasoning family's ``with_solutions``, ``questions_only`` or
+    ``neutral``); ``None`` for the experiment's corpus."""
 
 
 @dataclass(frozen=True)
@@ -195,6 +205,8 @@ class Completion:
     cached_tokens: int = 0
     latency_s: float = 0.0
     error: str | None = None
+    attempts: int = 1
+    """Requests sent for this completion, retries included."""
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,9 @@ class VariantSignature:
     head: str
     tail: str
     evidence: tuple[tuple[str, str], ...]
-    """(evidence id, text) in prompt order, or by id when the order may legitimately vary."""
+    """(evidence id, text) in prompt order; when the order may legitimately vary, the distinct texts
+    alone (a layout may place declared copies of a piece, as the reasoning layouts do; each prompt's
+    copies are counted against its case by ``layout.verify_prompt``)."""
 
 
 def _piece_text(found: str) -> str:
@@ -46,7 +48,7 @@ def signature(prompt: RenderedPrompt, tokenizer: Tokenizer, *, ordered: bool) ->
     return VariantSignature(
         head=tokenizer.decode(ids[: prompt.context_start]),
         tail=tokenizer.decode(ids[context_end:]),
-        evidence=tuple(pieces if ordered else sorted(pieces)),
+        evidence=tuple(pieces) if ordered else tuple(("", text) for text in sorted({t for _, t in pieces})),
     )
 
 

@@ -13,17 +13,20 @@ from rotscope.config import OFFSET_PREFIX, ExperimentConfig, FillerConfig
 from rotscope.errors import BadInput
 from rotscope.filler import documents
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document
-from rotscope.filler.corpus import tokenize_corpus
+from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
 from rotscope.layout import PlacementError, PromptBuilder
+from rotscope.reasoning_layout import plan_reasoning
 from rotscope.schedule import prefill_bounds
 from rotscope.tasks import get_task
 from rotscope.tasks.bundles import bundle_all
+from rotscope.tasks.reasoning import TASK as REASONING
 from rotscope.types import (
     EVIDENCE_ONLY_POSITION,
     Backend,
     Case,
     GenerationParams,
     Layout,
+    RenderedPrompt,
     Tokenizer,
     WorkItem,
 )
@@ -58,9 +61,12 @@ def describe_filler(filler: FillerConfig) -> str:
 
 def select_cases(config: ExperimentConfig) -> list[Case]:
     """Each task's cases (the first ``limit`` of each, bundled ``questions_per_prompt`` to a prompt),
-    followed by their evidence-absent controls and, with ``evidence_only``, their evidence-only ones."""
+    followed by their evidence-absent controls and, with ``evidence_only``, their evidence-only ones.
+    The reasoning family is planned on its own."""
     selected: list[Case] = []
     for task in config.tasks:
+        if task == REASONING:
+            continue  # planned by reasoning_layout: its filler comes from its own item pool
         cases = bundle_all(
             list(get_task(task, config).cases())[: config.limit], config.questions_per_prompt, config.seed
         )
@@ -112,8 +118,11 @@ def item_id(
     """Hash of what determines a result (model identity, exact prompt ids, decoding, trial) and of
     the cell it counts in (case, layout): two cells whose prompts coincide are still two items."""
     prompt_digest = hashlib.sha256(np.asarray(token_ids, dtype=np.int64).tobytes()).hexdigest()
+    cell = dict(layout.__dict__)
+    if cell["filler"] is None:
+        del cell["filler"]  # keeps the ids of items planned before layouts named a filler
     material = json.dumps(
-        [model_key, prompt_digest, params.__dict__, trial, case.task, case.case_id, layout.__dict__],
+        [model_key, prompt_digest, params.__dict__, trial, case.task, case.case_id, cell],
         sort_keys=True,
     )
     return hashlib.sha256(material.encode()).hexdigest()[:24]
@@ -159,68 +168,92 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     cases = select_cases(config)
     guarded = frozenset(guard for case in cases for guard in case.guarded)
     sources = {evidence.source for case in cases for evidence in case.evidence if evidence.source}
-    corpus = tokenize_corpus(
-        (d for d in documents(config.filler, config.seed, guarded) if d.name not in sources),
-        tokenizer,
-        longest,
-        allow_repeat=config.filler.allow_repeat,
-        origin=origin,
-    )
-    builder = PromptBuilder(
-        tokenizer,
-        corpus,
-        system_prompt=config.system_prompt,
-        tolerance=config.length_tolerance,
-        depth_tolerance=config.depth_tolerance,
-        placement=config.placement,
-        seed=config.seed,
-        anchors=anchor_documents(config, sources, tokenizer, guarded),
-    )
+    corpus: TokenizedCorpus | None = None
+
+    def core_corpus() -> TokenizedCorpus:
+        nonlocal corpus
+        if corpus is None:
+            corpus = tokenize_corpus(
+                (d for d in documents(config.filler, config.seed, guarded) if d.name not in sources),
+                tokenizer,
+                longest,
+                allow_repeat=config.filler.allow_repeat,
+                origin=origin,
+            )
+        return corpus
+
+    rendered: list[tuple[Case, Layout, RenderedPrompt]] = []
+    rejected: list[str] = []
+    if cases:
+        builder = PromptBuilder(
+            tokenizer,
+            core_corpus(),
+            system_prompt=config.system_prompt,
+            tolerance=config.length_tolerance,
+            depth_tolerance=config.depth_tolerance,
+            placement=config.placement,
+            seed=config.seed,
+            anchors=anchor_documents(config, sources, tokenizer, guarded),
+        )
+        for case in cases:
+            layouts, skipped = layouts_for(case, config, builder)
+            rejected.extend(skipped)
+            for layout in layouts:
+                try:
+                    rendered.append((case, layout, builder.render(case, layout)))
+                except PlacementError as error:
+                    rejected.append(str(error))
+    pool_digest = None
+    if REASONING in config.tasks:
+        reasoning = plan_reasoning(config, tokenizer, core_corpus)
+        rendered.extend((placed.case, placed.layout, placed.prompt) for placed in reasoning.placed)
+        rejected.extend(reasoning.rejected)
+        pool_digest = reasoning.digest
     description = backend.describe()
     model_key = {
         key: description.get(key) for key in ("backend", "model", "model_digest", "tokenizer_digest")
     }
     items: list[WorkItem] = []
-    rejected: list[str] = []
-    for case in cases:
-        layouts, skipped = layouts_for(case, config, builder)
-        rejected.extend(skipped)
-        for layout in layouts:
-            try:
-                prompt = builder.render(case, layout)
-            except PlacementError as error:
-                rejected.append(str(error))
-                continue
-            for trial in range(config.trials):
-                params = GenerationParams(
-                    temperature=config.generation.temperature,
-                    max_tokens=config.generation.max_tokens,
-                    seed=config.generation.seed + trial,
+    for case, layout, prompt in rendered:
+        for trial in range(config.trials):
+            params = GenerationParams(
+                temperature=config.generation.temperature,
+                max_tokens=config.generation.max_tokens,
+                seed=config.generation.seed + trial,
+            )
+            items.append(
+                WorkItem(
+                    item_id=item_id(model_key, prompt.token_ids, params, case, layout, trial),
+                    case=case,
+                    layout=layout,
+                    model=backend.model_id,
+                    trial=trial,
+                    prompt=prompt,
+                    params=params,
+                    instance_id=case.case_id,
                 )
-                items.append(
-                    WorkItem(
-                        item_id=item_id(model_key, prompt.token_ids, params, case, layout, trial),
-                        case=case,
-                        layout=layout,
-                        model=backend.model_id,
-                        trial=trial,
-                        prompt=prompt,
-                        params=params,
-                        instance_id=case.case_id,
-                    )
-                )
+            )
     items, disagreeing = keep_consistent(items, tokenizer)
     rejected.extend(disagreeing)
     naive, lower = prefill_bounds([item.prompt.token_ids for item in items])
-    return Plan(
-        items=items,
-        rejected=rejected,
-        corpus={
+    corpus_info: dict[str, Any] = {}
+    if corpus is not None:
+        corpus_info = {
             "source": origin,
             "digest": corpus.digest,
             "documents": corpus.documents,
             "tokens": corpus.size,
-        },
+        }
+    if pool_digest is not None:
+        corpus_info["reasoning"] = {"source": config.reasoning.source, "digest": pool_digest}
+        corpus_info.setdefault("source", f"reasoning pool ({config.reasoning.source})")
+        corpus_info.setdefault("digest", pool_digest)
+        corpus_info.setdefault("documents", 0)
+        corpus_info.setdefault("tokens", 0)
+    return Plan(
+        items=items,
+        rejected=rejected,
+        corpus=corpus_info,
         naive_prefill=naive,
         lower_bound=lower,
         backend=description,

@@ -19,7 +19,16 @@ from rotscope.layout import Frame, PromptBuilder, verify_prompt
 from rotscope.runner import resume_experiment, run_experiment
 from rotscope.store import RunStore
 from rotscope.tokenizers import FakeTokenizer
-from rotscope.types import Case, Completion, Evidence, GenerateRequest, Layout, RenderedPrompt, Tokenizer
+from rotscope.types import (
+    AnswerKind,
+    Case,
+    Completion,
+    Evidence,
+    GenerateRequest,
+    Layout,
+    RenderedPrompt,
+    Tokenizer,
+)
 
 LEXICAL = lexical_responder()
 
@@ -157,8 +166,10 @@ def test_a_safety_passage_in_some_prompts_rejects_the_case(
     """The template adds its passage only to long prompts: the header of one length differs."""
     frame = PromptBuilder.frame
 
-    def templated(self: PromptBuilder, question: str, *, multi: bool = False) -> Frame:
-        found = frame(self, question, multi=multi)
+    def templated(
+        self: PromptBuilder, question: str, *, multi: bool = False, kind: AnswerKind = "phrase"
+    ) -> Frame:
+        found = frame(self, question, multi=multi, kind=kind)
         if not getattr(self, "long_prompt", False):
             return found
         passage = SAFETY + "\n"

@@ -454,3 +454,29 @@ def test_jsonl_corpus_not_utf8(tmp_path: Path) -> None:
     corpus.write_bytes('{"text": "café au lait"}\n'.encode("latin-1"))
     config = _experiment(tmp_path / "exp.yaml", tmp_path, filler={"kind": "text", "jsonl": str(corpus)})
     _assert_bad_input(_invoke("run", config, "--dry-run"), str(corpus))
+
+
+def test_models_lists_the_remote_providers(monkeypatch: pytest.MonkeyPatch) -> None:
+    for variable in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "GEMINI_API_KEY"):
+        monkeypatch.delenv(variable, raising=False)
+    result = CliRunner().invoke(app, ["models"])
+    assert result.exit_code == 0, result.output
+    for provider, hint in (
+        ("openai", "openai/NAME --base-url URL"),
+        ("anthropic", "pip install rotscope[anthropic]"),
+        ("gemini", "pip install rotscope[gemini]"),
+    ):
+        assert f"\n{provider}\n" in f"\n{result.output}"
+        assert hint in result.output
+
+
+def test_remote_flags_land_in_the_remote_section(tmp_path: Path) -> None:
+    config = tmp_path / "experiment.yaml"
+    config.write_text("remote: {timeout_s: 5}\nlengths: [256]\n")
+    result = CliRunner().invoke(
+        app,
+        ["run", str(config), "--model", "openai/m", "--base-url", "http://127.0.0.1:9/v1",
+         "--api-key-env", "bad-name!", "--dry-run"],
+    )  # fmt: skip
+    assert result.exit_code == 2
+    assert "remote.api_key_env" in result.output

@@ -39,7 +39,8 @@ def split_model(model: str) -> tuple[str, str]:
 
 
 def _known_providers() -> list[str]:
-    from rotscope.backends import fake, llamacpp  # noqa: F401  (registers the built-in backends)
+    # Registers the built-in backends; provider SDKs are imported only when a model is created.
+    from rotscope.backends import anthropic, fake, gemini, llamacpp, openai_compat  # noqa: F401
 
     return sorted(BACKENDS)
 

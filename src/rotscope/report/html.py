@@ -14,6 +14,8 @@ import plotly.graph_objects as go
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
+from rotscope.report.cells import depth_label, row_key
+from rotscope.report.terminal import token_count_line
 from rotscope.store import RunStore
 from rotscope.summary import build_summary
 
@@ -21,20 +23,16 @@ NEIGHBOURHOOD_CHARS = 240
 WRONG_OUTCOMES = ("incorrect", "abstained")
 
 
-def _depth_label(cell: dict[str, Any]) -> str:
-    return cell["position"] or f"{cell['depth']:.2f}"
-
-
 def heatmap_rows(summary: dict[str, Any], task: str) -> dict[str, Any]:
     """The depth x length grid of one task as rows of cells (``None`` where nothing ran)."""
     cells = [cell for cell in summary["cells"] if cell["task"] == task]
     lengths = sorted({cell["length"] for cell in cells})
-    depths = sorted({(cell["depth"], _depth_label(cell)) for cell in cells})
-    lookup = {(cell["depth"], cell["length"]): cell for cell in cells}
+    rows = sorted({row_key(cell) for cell in cells})
+    lookup = {(row_key(cell), cell["length"]): cell for cell in cells}
     return {
         "task": task,
         "lengths": lengths,
-        "rows": [(label, [lookup.get((depth, length)) for length in lengths]) for depth, label in depths],
+        "rows": [(key[2], [lookup.get((key, length)) for length in lengths]) for key in rows],
     }
 
 
@@ -74,11 +72,15 @@ def accuracy_by_length(summary: dict[str, Any]) -> Markup:
 def accuracy_by_position(summary: dict[str, Any], task: str) -> Markup:
     figure = go.Figure()
     cells = [cell for cell in summary["cells"] if cell["task"] == task and cell["accuracy"] is not None]
-    for length in sorted({cell["length"] for cell in cells}):
-        row = sorted((cell for cell in cells if cell["length"] == length), key=lambda cell: cell["depth"])
+    named = any(cell.get("layout") for cell in cells)
+    for length, filler in sorted({(cell["length"], cell.get("filler") or "") for cell in cells}):
+        row = sorted(
+            (cell for cell in cells if cell["length"] == length and (cell.get("filler") or "") == filler),
+            key=row_key,
+        )
         figure.add_trace(
             go.Scatter(
-                x=[cell["depth"] for cell in row],
+                x=[cell["layout"] if named else cell["depth"] for cell in row],
                 y=[cell["accuracy"] for cell in row],
                 error_y={
                     "type": "data",
@@ -87,10 +89,13 @@ def accuracy_by_position(summary: dict[str, Any], task: str) -> Markup:
                     "arrayminus": [cell["accuracy"] - cell["ci_low"] for cell in row],
                 },
                 mode="lines+markers",
-                name=f"{length:,} tokens",
+                name=f"{length:,} tokens" + (f", {filler}" if filler else ""),
             )
         )
-    figure.update_xaxes(title="evidence depth (0 = first, 1 = last)", range=[-0.05, 1.05])
+    if named:
+        figure.update_xaxes(title="layout of the target problem", type="category")
+    else:
+        figure.update_xaxes(title="evidence depth (0 = first, 1 = last)", range=[-0.05, 1.05])
     figure.update_yaxes(range=[0, 1.05], title="accuracy")
     figure.update_layout(title=f"{task}: accuracy by position")
     return _figure_html(figure)
@@ -98,7 +103,7 @@ def accuracy_by_position(summary: dict[str, Any], task: str) -> Markup:
 
 def failure_mix(summary: dict[str, Any]) -> Markup:
     categories = sorted({name for cell in summary["cells"] for name in cell["categories"]})
-    labels = [f"{cell['task']} {cell['length']:,} @ {_depth_label(cell)}" for cell in summary["cells"]]
+    labels = [f"{cell['task']} {cell['length']:,} @ {depth_label(cell)}" for cell in summary["cells"]]
     figure = go.Figure(
         [
             go.Bar(name=name, x=labels, y=[cell["categories"].get(name, 0) for cell in summary["cells"]])
@@ -166,6 +171,8 @@ def render_report(run_dir: Path) -> str:
         wrong=wrong,
         meta=meta,
         config_json=json.dumps(meta.get("config"), indent=2),
+        token_counts=token_count_line(summary),
+        approximate=(summary.get("token_counts") or {}).get("method") == "approximate",
         plotly_js=Markup(get_plotlyjs()),
     )
 

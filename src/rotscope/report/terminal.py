@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from rotscope.report.cells import row_key
+
 
 def _colour(accuracy: float) -> str:
     if accuracy >= 0.85:
@@ -17,10 +19,6 @@ def _colour(accuracy: float) -> str:
     if accuracy >= 0.3:
         return "white on dark_orange3"
     return "white on red"
-
-
-def _depth_label(cell: dict[str, Any]) -> str:
-    return cell["position"] or f"{cell['depth']:.2f}"
 
 
 def _fmt(value: float | None) -> str:
@@ -64,18 +62,18 @@ def spend_line(summary: dict[str, Any]) -> str:
 def heatmap(summary: dict[str, Any], task: str) -> Table:
     cells = [cell for cell in summary["cells"] if cell["task"] == task]
     lengths = sorted({cell["length"] for cell in cells})
-    depths = sorted({(cell["depth"], _depth_label(cell)) for cell in cells})
+    rows = sorted({row_key(cell) for cell in cells})
     table = Table(
         title=f"{task}: accuracy by depth x length (n items, Wilson 95% on instances)", title_justify="left"
     )
     table.add_column("depth \\ length", justify="right")
     for length in lengths:
         table.add_column(f"{length:,}", justify="center")
-    lookup = {(cell["depth"], cell["length"]): cell for cell in cells}
-    for depth, label in depths:
-        row: list[Text | str] = [label]
+    lookup = {(row_key(cell), cell["length"]): cell for cell in cells}
+    for key in rows:
+        row: list[Text | str] = [key[2]]
         for length in lengths:
-            cell = lookup.get((depth, length))
+            cell = lookup.get((key, length))
             if cell is None or cell["accuracy"] is None:
                 row.append(Text("·" if cell is None else f"- ({cell['n']})"))
             else:
@@ -115,7 +113,29 @@ def _print_task(analysis: dict[str, Any], console: Console) -> None:
         )
     calibration = analysis["calibration"]
     console.print(f"  calibration at {calibration['length']:,}: {calibration['verdict']}")
+    if "reasoning" in analysis:
+        _print_reasoning(analysis["reasoning"], console)
     console.print(f"  {headline(analysis['effective_length'])}")
+
+
+def token_count_line(summary: dict[str, Any]) -> str:
+    """How lengths were counted and the measured harness overhead (provider count minus local)."""
+    counts = summary.get("token_counts") or {}
+    method = counts.get("method", "exact")
+    tokenizer = counts.get("tokenizer") or "unknown"
+    if method == "approximate":
+        line = (
+            f"token counts: APPROXIMATE (estimated by {tokenizer}; no tokenizer of the model was available)"
+        )
+    else:
+        line = f"token counts: exact ({tokenizer})"
+    overhead = counts.get("overhead")
+    if overhead:
+        line += (
+            f"; harness overhead of {overhead['model']}: median {overhead['median']:g} tokens "
+            f"(range {overhead['min']} to {overhead['max']}) over {overhead['calls']} calls"
+        )
+    return line
 
 
 def _case_list(summary: dict[str, Any], ids: list[str]) -> str:
@@ -159,6 +179,30 @@ def _print_cases(summary: dict[str, Any], console: Console) -> None:
                 f"{entry['wrong_citations'] or '-'}, uncited claims {entry['missing_citations'] or '-'}",
                 markup=False,
             )
+
+
+def _share(value: float | None) -> str:
+    return "-" if value is None else f"{value:.0%}"
+
+
+def _print_reasoning(reasoning: dict[str, Any], console: Console) -> None:
+    console.print(
+        "  drop from end (end accuracy minus the layout's, paired on the same items, 95% bootstrap):"
+    )
+    for drop in reasoning["drops"]:
+        console.print(
+            f"    length {drop['length']:>6,} {drop['filler']:<15} {drop['layout']:<13} "
+            f"end {_fmt(drop['end_accuracy'])} vs {_fmt(drop['layout_accuracy'])}: drop {_fmt(drop['drop'])} "
+            f"[{_fmt(drop['ci_low'])}, {_fmt(drop['ci_high'])}] on {drop['pairs']} pairs"
+        )
+    console.print("  wrong answers traced to the filler (share of wrong answers that gave a number):")
+    for entry in reasoning["interference"]:
+        console.print(
+            f"    {entry['filler']:<15} {entry['layout']:<13} {entry['wrong']:>3} wrong: "
+            f"filler answer {entry['filler_answer']}, other filler number {entry['filler_number']}, "
+            f"neither {entry['other']}, no 'Answer: <number>' {entry['unparsed']} "
+            f"-> {_share(entry['share_filler'])} from the filler"
+        )
 
 
 def _print_plan_and_cache(summary: dict[str, Any], console: Console) -> None:
@@ -207,6 +251,10 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     execution = summary["execution"]
     reuse = {True: "on", False: "off (cold)", None: "n/a"}[execution["prefix_cache"]]
     console.print(f"order: {execution['order']}; KV prefix reuse: {reuse}")
+    approximate = (summary.get("token_counts") or {}).get("method") == "approximate"
+    console.print(
+        token_count_line(summary), style="bold yellow" if approximate else None, markup=False, soft_wrap=True
+    )
     console.print(
         f"items {items['done']}/{items['total']} done, {items['errors']} errors, "
         f"{items['rejected_prompts']} prompts rejected by the verifier; prompt tokens evaluated "

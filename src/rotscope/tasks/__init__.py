@@ -71,6 +71,7 @@ def get_task(name: str, config: ExperimentConfig | None = None) -> TaskFamily:
         multihop,
         niah,
         nolima,
+        reasoning,
     )
 
     configured = CONFIGURED_FAMILIES.get(name)

@@ -1,0 +1,105 @@
+"""Anthropic's Messages API (``anthropic/NAME``), through the ``anthropic`` SDK with its own retries
+off. The SDK is an optional extra: ``pip install rotscope[anthropic]``.
+
+The current Messages API takes no ``temperature`` or ``seed`` (the SDK has no such arguments), so
+sampling is the provider's; ``remote.params`` passes any field an older model still accepts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rotscope.backends import register_backend
+from rotscope.backends.remote import RemoteBackend, missing_extra
+from rotscope.backends.retry import Permanent, Transient, Unreachable
+from rotscope.config import ExperimentConfig, RemoteOptions
+from rotscope.types import Completion, GenerateRequest
+
+
+def _sdk() -> Any:
+    try:
+        import anthropic
+    except ImportError:
+        raise missing_extra("anthropic", "anthropic") from None
+    return anthropic
+
+
+def split_system(messages: tuple[dict[str, str], ...]) -> tuple[str | None, list[dict[str, str]]]:
+    """The Messages API takes the system prompt apart from the turns."""
+    system = "\n\n".join(m["content"] for m in messages if m["role"] == "system") or None
+    turns = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
+    return system, turns
+
+
+class AnthropicBackend(RemoteBackend):
+    provider = "anthropic"
+    default_key_env = "ANTHROPIC_API_KEY"
+    default_base_url = "https://api.anthropic.com"
+
+    def __init__(self, name: str, options: RemoteOptions, http_client: Any | None = None) -> None:
+        self._sdk = _sdk()
+        super().__init__(name, options)
+        self._http_client = http_client
+
+    def _client(self, key: str | None) -> Any:
+        return self._sdk.AsyncAnthropic(
+            api_key=key,
+            base_url=self.options.base_url,  # None: the SDK's own endpoint
+            max_retries=0,
+            timeout=self.options.timeout_s,
+            http_client=self._http_client,
+        )
+
+    async def _send(self, request: GenerateRequest, key: str | None) -> Completion:
+        system, turns = split_system(request.messages)
+        arguments: dict[str, Any] = {
+            "model": self.name,
+            "messages": turns,
+            "max_tokens": request.params.max_tokens,
+        }
+        if system is not None:
+            arguments["system"] = system
+        if self.options.params:
+            arguments["extra_body"] = dict(self.options.params)
+        message = await self._call(self._client(key).messages.create(**arguments))
+        try:
+            text = "".join(block.text for block in message.content if block.type == "text")
+            usage = message.usage
+            return Completion(
+                text=text,
+                prompt_tokens=int(usage.input_tokens) + int(usage.cache_read_input_tokens or 0),
+                completion_tokens=int(usage.output_tokens),
+                cached_tokens=int(usage.cache_read_input_tokens or 0),
+            )
+        except (AttributeError, TypeError, ValueError):
+            raise Transient("malformed response") from None
+
+    async def count_tokens(self, messages: tuple[dict[str, str], ...]) -> int:
+        """The provider's own count of a prompt (the free count_tokens endpoint)."""
+        system, turns = split_system(messages)
+        arguments: dict[str, Any] = {"model": self.name, "messages": turns}
+        if system is not None:
+            arguments["system"] = system
+        counted = await self._call(self._client(self.api_key()).messages.count_tokens(**arguments))
+        return int(counted.input_tokens)
+
+    async def _call(self, pending: Any) -> Any:
+        """Await an SDK call, mapping its exceptions onto retry, error row or stop."""
+        sdk = self._sdk
+        try:
+            return await pending
+        except sdk.APIStatusError as error:
+            self.check_status(error.status_code, error.response.headers, error.message)
+            raise Permanent(f"HTTP {error.status_code}") from None
+        except sdk.APITimeoutError:
+            raise Transient(f"timed out after {self.options.timeout_s:g} s") from None
+        except sdk.APIConnectionError as error:
+            cause = type(error.__cause__ or error).__name__
+            failure = Unreachable if cause == "ConnectError" else Transient
+            raise failure(f"connection failed ({cause})") from None
+        except (sdk.APIResponseValidationError, ValueError):
+            raise Transient("malformed response") from None
+
+
+@register_backend("anthropic")
+def anthropic_backend(name: str, config: ExperimentConfig) -> AnthropicBackend:
+    return AnthropicBackend(name, config.remote)

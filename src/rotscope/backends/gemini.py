@@ -1,0 +1,112 @@
+"""Google's Gen AI API (``gemini/NAME``), through the ``google-genai`` SDK with its own retries off.
+The SDK is an optional extra: ``pip install rotscope[gemini]``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rotscope.backends import register_backend
+from rotscope.backends.remote import RemoteBackend, missing_extra
+from rotscope.backends.retry import Permanent, Transient, Unreachable
+from rotscope.config import ExperimentConfig, RemoteOptions
+from rotscope.types import Completion, GenerateRequest
+
+
+def _sdk() -> tuple[Any, Any, Any]:
+    try:
+        from google import genai
+        from google.genai import errors, types
+    except ImportError:
+        raise missing_extra("google-genai", "gemini") from None
+    return genai, types, errors
+
+
+class GeminiBackend(RemoteBackend):
+    provider = "gemini"
+    default_key_env = "GEMINI_API_KEY"
+    default_base_url = "https://generativelanguage.googleapis.com"
+
+    def __init__(self, name: str, options: RemoteOptions, http_client: Any | None = None) -> None:
+        self._genai, self._types, self._errors = _sdk()
+        super().__init__(name, options)
+        self._http_client = http_client
+
+    def _client(self, key: str | None) -> Any:
+        types = self._types
+        options = types.HttpOptions(
+            base_url=self.options.base_url,  # None: the SDK's own endpoint and API version
+            timeout=int(self.options.timeout_s * 1000),
+            retry_options=types.HttpRetryOptions(attempts=1),
+            httpx_async_client=self._http_client,
+        )
+        return self._genai.Client(api_key=key, http_options=options)
+
+    def _contents(self, messages: tuple[dict[str, str], ...]) -> tuple[str | None, list[Any]]:
+        types = self._types
+        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system") or None
+        contents = [
+            types.Content(
+                role="model" if m["role"] == "assistant" else "user", parts=[types.Part(text=m["content"])]
+            )
+            for m in messages
+            if m["role"] != "system"
+        ]
+        return system, contents
+
+    async def _send(self, request: GenerateRequest, key: str | None) -> Completion:
+        system, contents = self._contents(request.messages)
+        config = self._types.GenerateContentConfig(
+            system_instruction=system,
+            temperature=request.params.temperature,
+            max_output_tokens=request.params.max_tokens,
+            seed=request.params.seed,
+            **self.options.params,
+        )
+        response = await self._call(
+            self._client(key).aio.models.generate_content(model=self.name, contents=contents, config=config)
+        )
+        try:
+            usage = response.usage_metadata
+            return Completion(
+                text=response.text or "",
+                prompt_tokens=int(usage.prompt_token_count or 0) if usage else 0,
+                completion_tokens=int(usage.candidates_token_count or 0) if usage else 0,
+                cached_tokens=int(usage.cached_content_token_count or 0) if usage else 0,
+            )
+        except (AttributeError, TypeError, ValueError):
+            raise Transient("malformed response") from None
+
+    async def count_tokens(self, messages: tuple[dict[str, str], ...]) -> int:
+        """The provider's own count of a prompt (the free countTokens endpoint)."""
+        system, contents = self._contents(messages)
+        if system is not None:
+            contents.insert(0, self._types.Content(role="user", parts=[self._types.Part(text=system)]))
+        counted = await self._call(
+            self._client(self.api_key()).aio.models.count_tokens(model=self.name, contents=contents)
+        )
+        return int(counted.total_tokens)
+
+    async def _call(self, pending: Any) -> Any:
+        """Await an SDK call, mapping its exceptions onto retry, error row or stop."""
+        import httpx
+
+        try:
+            return await pending
+        except self._errors.APIError as error:
+            response = getattr(error, "response", None)
+            headers = dict(getattr(response, "headers", None) or {})
+            self.check_status(int(error.code or 0), headers, str(error.message or error.status or ""))
+            raise Permanent(f"HTTP {error.code}") from None
+        except (httpx.TimeoutException, TimeoutError):
+            raise Transient(f"timed out after {self.options.timeout_s:g} s") from None
+        except (httpx.ConnectError, ConnectionRefusedError) as error:
+            raise Unreachable(f"connection failed ({type(error).__name__})") from None
+        except (httpx.TransportError, ConnectionError) as error:
+            raise Transient(f"connection failed ({type(error).__name__})") from None
+        except ValueError:
+            raise Transient("malformed response") from None
+
+
+@register_backend("gemini")
+def gemini_backend(name: str, config: ExperimentConfig) -> GeminiBackend:
+    return GeminiBackend(name, config.remote)

@@ -1,0 +1,114 @@
+"""The OpenAI Chat Completions API and every server that speaks it (vLLM, Ollama, llama.cpp server,
+LM Studio, TGI): ``openai/NAME`` with ``remote.base_url``.
+
+Requests go through httpx directly: the API is one JSON POST, and owning the call keeps retries in
+one place (no SDK retries multiplying ours) and every error message free of the key.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+import httpx
+
+from rotscope.backends import register_backend
+from rotscope.backends.remote import RemoteBackend
+from rotscope.backends.retry import Transient, Unreachable
+from rotscope.config import ExperimentConfig, RemoteOptions
+from rotscope.types import Completion, GenerateRequest
+
+
+class OpenAICompatBackend(RemoteBackend):
+    provider = "openai"
+    default_key_env = "OPENAI_API_KEY"
+    key_required = False  # local servers take no key; a named variable that is unset is still an error
+    default_base_url = "https://api.openai.com/v1"
+
+    def __init__(
+        self, name: str, options: RemoteOptions, transport: httpx.AsyncBaseTransport | None = None
+    ) -> None:
+        super().__init__(name, options)
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        """One connection pool per event loop (a run is one loop; tests may start several)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = httpx.AsyncClient(transport=self._transport, timeout=self.options.timeout_s)
+            self._client_loop = loop
+        return self._client
+
+    def request_body(self, request: GenerateRequest) -> dict[str, Any]:
+        params = request.params
+        body: dict[str, Any] = {
+            "model": self.name,
+            "messages": [dict(message) for message in request.messages],
+            "temperature": params.temperature,
+            "seed": params.seed,
+            self.options.max_tokens_field: params.max_tokens,
+        }
+        if self.options.reasoning_effort is not None:
+            body["reasoning_effort"] = self.options.reasoning_effort
+        body.update(self.options.params)
+        # ``params: {temperature: null}`` drops a field a model refuses (reasoning models: temperature).
+        return {key: value for key, value in body.items() if value is not None}
+
+    async def _send(self, request: GenerateRequest, key: str | None) -> Completion:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        try:
+            response = await self._http().post(
+                f"{self.base_url}/chat/completions", json=self.request_body(request), headers=headers
+            )
+        except httpx.TimeoutException:
+            raise Transient(f"timed out after {self.options.timeout_s:g} s") from None
+        except httpx.ConnectError as error:
+            raise Unreachable(f"connection failed ({type(error).__name__})") from None
+        except httpx.TransportError as error:
+            raise Transient(f"connection failed ({type(error).__name__})") from None
+        if response.status_code >= 400:
+            self.check_status(response.status_code, response.headers, error_detail(response.text))
+        return parse_chat_completion(response.content)
+
+    def close(self) -> None:
+        # The pool belongs to the run's event loop, which has ended; dropping it closes the sockets.
+        self._client = None
+        self._client_loop = None
+
+
+def error_detail(body: str) -> str:
+    """The message of an OpenAI-style error body (``{"error": {"message": ...}}``), else the body."""
+    try:
+        error = json.loads(body).get("error")
+    except (ValueError, AttributeError):
+        return body
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    return error if isinstance(error, str) else body
+
+
+def parse_chat_completion(content: bytes) -> Completion:
+    """Text and usage of a Chat Completions response; ``Transient`` when it is not one (a proxy's
+    HTML page, a truncated body), since another attempt usually gets a whole answer."""
+    try:
+        data = json.loads(content)
+        message = data["choices"][0]["message"]
+        text = message.get("content") or ""
+        usage = data.get("usage") or {}
+        details = usage.get("prompt_tokens_details") or {}
+        return Completion(
+            text=str(text),
+            prompt_tokens=int(usage.get("prompt_tokens") or 0),
+            completion_tokens=int(usage.get("completion_tokens") or 0),
+            cached_tokens=int(details.get("cached_tokens") or 0),
+        )
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        raise Transient(f"malformed response ({len(content)} bytes)") from None
+
+
+@register_backend("openai")
+def openai_backend(name: str, config: ExperimentConfig) -> OpenAICompatBackend:
+    return OpenAICompatBackend(name, config.remote)

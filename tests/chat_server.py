@@ -1,0 +1,158 @@
+"""A local OpenAI-compatible chat server for tests: answers with the fake lexical model and injects
+scripted faults (429 with Retry-After, 500, timeouts, malformed JSON, dropped connections).
+
+Each distinct prompt has its own script: its n-th request meets ``script[n]``, and requests past
+the script are answered. Every request is logged (prompt key, time, fault) for the assertions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from rotscope.backends.fake import lexical_responder
+from rotscope.remote_tokenizers import ApproximateTokenizer, render_plain
+from rotscope.types import GenerateRequest, GenerationParams
+
+OK = "ok"
+TEMPLATE_OVERHEAD = 7
+"""Tokens this server adds to each prompt (its 'chat template'), as a provider's usage would show."""
+
+
+def prompt_key(messages: Sequence[dict[str, str]]) -> str:
+    return hashlib.sha256(json.dumps(list(messages), sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass
+class Logged:
+    key: str
+    at: float
+    fault: str
+    authorization: str | None
+
+
+@dataclass
+class ChatServer:
+    """``script(key) -> faults``; ``hang_s`` is how long a ``timeout`` fault stalls, ``delay_s`` how
+    long each answer takes; after ``refuse_after`` requests every request gets ``refusal``."""
+
+    script: Callable[[str], Sequence[str]] = lambda key: ()
+    hang_s: float = 2.0
+    delay_s: float = 0.0
+    retry_after: str = "1"
+    refuse_after: int | None = None
+    refusal: str = "401"
+    log: list[Logged] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _server: ThreadingHTTPServer | None = None
+
+    @property
+    def base_url(self) -> str:
+        assert self._server is not None
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}/v1"
+
+    def requests_per_prompt(self) -> Counter[str]:
+        return Counter(entry.key for entry in self.log)
+
+    def answered_per_prompt(self) -> Counter[str]:
+        return Counter(entry.key for entry in self.log if entry.fault == OK)
+
+    def _next_fault(self, key: str, authorization: str | None) -> str:
+        with self._lock:
+            seen = sum(entry.key == key for entry in self.log)
+            faults = self.script(key)
+            fault = faults[seen] if seen < len(faults) else OK
+            if self.refuse_after is not None and len(self.log) >= self.refuse_after:
+                fault = self.refusal
+            self.log.append(Logged(key, time.monotonic(), fault, authorization))
+            return fault
+
+    def start(self) -> ChatServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:
+                return None
+
+            def _reply(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
+                self.end_headers()
+                self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                messages = body["messages"]
+                authorization = self.headers.get("Authorization")
+                fault = server._next_fault(prompt_key(messages), authorization)
+                if fault == "shutdown":  # the server goes away: later connections are refused
+                    threading.Thread(target=server.stop).start()
+                    self.close_connection = True
+                    return
+                if fault == "drop":
+                    self.close_connection = True
+                    return
+                if fault == "timeout":
+                    time.sleep(server.hang_s)
+                    self.close_connection = True
+                    return
+                if fault == "malformed":
+                    self._reply(200, b'{"id": "chatcmpl-1", "choices": [{"message": {"content": "tru')
+                    return
+                if fault == "429":
+                    error = b'{"error": {"message": "rate limited"}}'
+                    self._reply(429, error, {"Retry-After": server.retry_after})
+                    return
+                if fault in ("500", "400", "404", "401"):
+                    # Real providers echo part of a wrong key; this one echoes all of it, always.
+                    echoed = {"error": {"message": f"scripted failure for {authorization}"}}
+                    self._reply(int(fault), json.dumps(echoed).encode())
+                    return
+                request = GenerateRequest(
+                    tuple(messages), (), GenerationParams(max_tokens=body.get("max_tokens", 32))
+                )
+                text = lexical_responder()(request)
+                time.sleep(server.delay_s)
+                prompt_tokens = ApproximateTokenizer().count(render_plain(messages)) + TEMPLATE_OVERHEAD
+                completion_tokens = len(text.split())
+                answer = {
+                    "id": "chatcmpl-1",
+                    "object": "chat.completion",
+                    "model": body["model"],
+                    "choices": [
+                        {
+                            "index": 0,
+                            "message": {"role": "assistant", "content": text},
+                            "finish_reason": "stop",
+                        }
+                    ],
+                    "usage": {
+                        "prompt_tokens": prompt_tokens,
+                        "completion_tokens": completion_tokens,
+                        "total_tokens": prompt_tokens + completion_tokens,
+                    },
+                }
+                self._reply(200, json.dumps(answer).encode())
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()

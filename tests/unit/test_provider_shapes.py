@@ -1,0 +1,190 @@
+"""Anthropic and Gemini request and response shapes, through each SDK with a mock HTTP transport
+answering with fixture bodies (tests/fixtures/providers, in the shape of the providers' documented
+responses): what is sent, what is parsed, and how failures map onto retry, error row or stop."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+import httpx2
+import pytest
+
+from rotscope.backends.anthropic import AnthropicBackend
+from rotscope.backends.gemini import GeminiBackend
+from rotscope.config import RemoteOptions
+from rotscope.errors import BackendRefused
+from rotscope.types import Completion, GenerateRequest, GenerationParams
+
+FIXTURES = Path(__file__).parent.parent / "fixtures" / "providers"
+PLANTED_KEY = "sk-planted-SECRET-123"
+REQUEST = GenerateRequest(
+    (
+        {"role": "system", "content": "Answer briefly."},
+        {"role": "user", "content": "<context>\nThe secret code is 4817.\n</context>\nQuestion: the code?"},
+    ),
+    (),
+    GenerationParams(temperature=0.0, max_tokens=24, seed=3),
+)
+OPTIONS = RemoteOptions(max_attempts=3, backoff_initial_s=0.0, backoff_max_s=0.0)
+
+
+def fixture(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+Reply = tuple[int, Any, dict[str, str]]
+
+
+class Recorder:
+    """Answers requests in turn from ``replies`` (status, JSON body or raw bytes, headers)."""
+
+    def __init__(self, *replies: Reply) -> None:
+        self.replies = list(replies)
+        self.requests: list[Any] = []
+
+    def reply(self, request: Any, response_type: Callable[..., Any]) -> Any:
+        self.requests.append(request)
+        status, body, headers = self.replies.pop(0) if len(self.replies) > 1 else self.replies[0]
+        content = body if isinstance(body, bytes) else json.dumps(body).encode()
+        return response_type(status, content=content, headers={"content-type": "application/json", **headers})
+
+    def body(self, index: int = 0) -> Any:
+        return json.loads(self.requests[index].content)
+
+
+def anthropic(recorder: Recorder, options: RemoteOptions = OPTIONS) -> AnthropicBackend:
+    transport = httpx2.MockTransport(lambda request: recorder.reply(request, httpx2.Response))
+    return AnthropicBackend("claude-test-model", options, http_client=httpx2.AsyncClient(transport=transport))
+
+
+def gemini(recorder: Recorder, options: RemoteOptions = OPTIONS) -> GeminiBackend:
+    transport = httpx.MockTransport(lambda request: recorder.reply(request, httpx.Response))
+    return GeminiBackend("gemini-2.5-flash", options, http_client=httpx.AsyncClient(transport=transport))
+
+
+@pytest.fixture(autouse=True)
+def keys(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", PLANTED_KEY)
+    monkeypatch.setenv("GEMINI_API_KEY", PLANTED_KEY)
+
+
+def generate(backend: AnthropicBackend | GeminiBackend) -> Completion:
+    return asyncio.run(backend.generate(REQUEST))
+
+
+def test_anthropic_request_and_response() -> None:
+    recorder = Recorder((200, fixture("anthropic_message.json"), {}))
+    completion = generate(anthropic(recorder))
+    assert completion == Completion(
+        text="The secret code is 4817.",
+        prompt_tokens=1187 + 1024,
+        completion_tokens=9,
+        cached_tokens=1024,
+        latency_s=completion.latency_s,
+        attempts=1,
+    )
+    sent = recorder.requests[0]
+    assert sent.url.path == "/v1/messages"
+    assert sent.headers["x-stainless-retry-count"] == "0"
+    assert recorder.body() == {
+        "model": "claude-test-model",
+        "system": "Answer briefly.",
+        "messages": [{"role": "user", "content": REQUEST.messages[1]["content"]}],
+        "max_tokens": 24,
+    }
+
+
+def test_anthropic_retries_overload_and_honours_retry_after() -> None:
+    recorder = Recorder(
+        (529, fixture("anthropic_overloaded.json"), {"retry-after": "0"}),
+        (429, fixture("anthropic_overloaded.json"), {"retry-after-ms": "10"}),
+        (200, fixture("anthropic_message.json"), {}),
+    )
+    completion = generate(anthropic(recorder))
+    assert completion.error is None and completion.attempts == 3
+    assert len(recorder.requests) == 3  # the SDK's own retries are off: one request per attempt
+
+
+def test_anthropic_malformed_json_exhausts_into_an_error_row() -> None:
+    recorder = Recorder((200, b'{"id": "msg_01", "content": [', {}))
+    completion = generate(anthropic(recorder))
+    assert completion.error == "malformed response (after 3 attempts)"
+    assert len(recorder.requests) == 3
+
+
+def test_anthropic_auth_error_stops_without_the_key() -> None:
+    body = fixture("anthropic_auth_error.json")
+    body["error"]["message"] = f"invalid x-api-key {PLANTED_KEY}"
+    recorder = Recorder((401, body, {}))
+    with pytest.raises(BackendRefused, match=r"refused the API key from \$ANTHROPIC_API_KEY") as refused:
+        generate(anthropic(recorder))
+    assert PLANTED_KEY not in str(refused.value) and "[redacted]" in str(refused.value)
+    assert len(recorder.requests) == 1
+
+
+def test_anthropic_count_tokens() -> None:
+    recorder = Recorder((200, fixture("anthropic_count_tokens.json"), {}))
+    assert asyncio.run(anthropic(recorder).count_tokens(REQUEST.messages)) == 2211
+    assert recorder.requests[0].url.path == "/v1/messages/count_tokens"
+    assert recorder.body()["system"] == "Answer briefly."
+
+
+def test_gemini_request_and_response() -> None:
+    recorder = Recorder((200, fixture("gemini_generate_content.json"), {}))
+    completion = generate(gemini(recorder))
+    assert (completion.text, completion.prompt_tokens, completion.completion_tokens) == (
+        "The secret code is 4817.",
+        1193,
+        9,
+    )
+    assert completion.cached_tokens == 512
+    sent = recorder.requests[0]
+    assert sent.url.path.endswith("/models/gemini-2.5-flash:generateContent")
+    assert sent.headers["x-goog-api-key"] == PLANTED_KEY
+    body = recorder.body()
+    assert body["systemInstruction"]["parts"] == [{"text": "Answer briefly."}]
+    assert body["contents"] == [{"role": "user", "parts": [{"text": REQUEST.messages[1]["content"]}]}]
+    assert body["generationConfig"] == {"temperature": 0.0, "maxOutputTokens": 24, "seed": 3}
+
+
+def test_gemini_rate_limit_is_retried_and_refusal_stops() -> None:
+    recorder = Recorder(
+        (429, fixture("gemini_rate_limited.json"), {"retry-after": "0"}),
+        (500, {"error": {"code": 500, "message": "internal", "status": "INTERNAL"}}, {}),
+        (200, fixture("gemini_generate_content.json"), {}),
+    )
+    completion = generate(gemini(recorder))
+    assert completion.error is None and completion.attempts == 3 and len(recorder.requests) == 3
+
+    denied = Recorder((403, fixture("gemini_permission_denied.json"), {}))
+    with pytest.raises(BackendRefused, match="HTTP 403"):
+        generate(gemini(denied))
+    assert len(denied.requests) == 1
+
+
+def test_gemini_count_tokens() -> None:
+    recorder = Recorder((200, fixture("gemini_count_tokens.json"), {}))
+    assert asyncio.run(gemini(recorder).count_tokens(REQUEST.messages)) == 2230
+    assert recorder.requests[0].url.path.endswith("/models/gemini-2.5-flash:countTokens")
+
+
+@pytest.mark.parametrize(("module", "extra"), [("anthropic", "anthropic"), ("google.genai", "gemini")])
+def test_missing_sdk_names_the_extra(monkeypatch: pytest.MonkeyPatch, module: str, extra: str) -> None:
+    monkeypatch.setitem(sys.modules, module, None)
+    backend = AnthropicBackend if extra == "anthropic" else GeminiBackend
+    with pytest.raises(BackendRefused, match=rf"pip install rotscope\[{extra}\]"):
+        backend("some-model", OPTIONS)
+
+
+def test_unset_key_stops_before_any_request(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ANTHROPIC_API_KEY")
+    recorder = Recorder((200, fixture("anthropic_message.json"), {}))
+    with pytest.raises(BackendRefused, match="ANTHROPIC_API_KEY is not set"):
+        generate(anthropic(recorder))
+    assert recorder.requests == []
