@@ -249,6 +249,9 @@ class JudgeConfig(_Strict):
 
     model: str
     max_tokens: int = Field(default=8, gt=0)
+    remote: RemoteOptions = Field(default_factory=RemoteOptions)
+    """The judge's own connection settings: it never inherits the main model's ``remote`` (its
+    server, key variable or parameters belong to another provider)."""
 
 
 class ExperimentConfig(_Strict):

@@ -219,7 +219,8 @@ def run_experiment(
         if config.cache_control:
             require_clearable(backend)
         if config.judge is not None and judge_backend is None:
-            judge_backend = create_backend(build_config({**config.model_dump(), "model": config.judge.model}))
+            judge_config = {"model": config.judge.model, "remote": config.judge.remote.model_dump()}
+            judge_backend = create_backend(build_config({**config.model_dump(), **judge_config}))
         plan = build_plan(config, backend)
         manifest = build_manifest(config, plan, backend)
         plan_meta = check_plan(frozen_plan, manifest, allow_deviation) if frozen_plan is not None else None

@@ -218,6 +218,35 @@ def test_the_judge_backend_is_built_from_the_config(
     assert all(row["judge_model"] == "fake/lexical" and row["judge_verdict"] for row in long_rows)
 
 
+def test_the_judge_never_inherits_the_main_models_connection(
+    make_config: Callable[..., ExperimentConfig], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A key variable, server or parameters set for the model under test stay with it: the judge
+    gets its own ``judge.remote`` (here the defaults)."""
+    from rotscope import runner
+
+    built: list[ExperimentConfig] = []
+    create = runner.create_backend
+
+    def recording(config: ExperimentConfig) -> Any:
+        built.append(config)
+        return create(config)
+
+    monkeypatch.setattr(runner, "create_backend", recording)
+    main_remote = {"base_url": "http://10.0.0.5:8000/v1", "api_key_env": "LOCAL_KEY", "params": {"top_k": 20}}
+    run_experiment(
+        make_config(
+            remote=main_remote, judge={"model": "fake/lexical", "remote": {"api_key_env": "JUDGE_KEY"}}
+        ),
+        run_dir=tmp_path / "run",
+        backend=FakeBackend("lexical", model_reply),
+    )
+    (judge_config,) = built
+    assert judge_config.model == "fake/lexical"
+    assert judge_config.remote.base_url is None and judge_config.remote.params == {}
+    assert judge_config.remote.api_key_env == "JUDGE_KEY"
+
+
 def test_each_question_of_a_multi_question_prompt_is_judged_on_its_own_answer(
     make_config: Callable[..., ExperimentConfig], tmp_path: Path
 ) -> None:
