@@ -34,6 +34,8 @@ def _layouts(rows: list[Row]) -> list[dict[str, Any]]:
     groups: dict[tuple[int, float, str], list[Row]] = {}
     for row in rows:
         label = row["position"] or f"{row['depth']:.2f}"
+        if row.get("filler"):
+            label = f"{row['filler']}/{label}"
         groups.setdefault((row["length_target"], row["depth"], label), []).append(row)
     return [
         {"length": length, "position": label, "depth": depth, "n": len(group), "accuracy": _accuracy(group)}

@@ -78,9 +78,11 @@ def load_run(path: Path) -> RunData:
 
 
 def _position(row: Row) -> str:
-    """The asked position: its name (or absolute offset), else the depth fraction. The depth an
-    offset reaches depends on the tokenizer, so named rows never pair on it."""
-    return str(row["position"] or f"{row['depth']:.2f}")
+    """The asked position: its name (or absolute offset), else the depth fraction, prefixed with
+    the filler type for families that vary it (one reasoning layout with two fillers is two
+    cells). The depth an offset reaches depends on the tokenizer, so named rows never pair on it."""
+    position = str(row["position"] or f"{row['depth']:.2f}")
+    return f"{row['filler']}/{position}" if row.get("filler") else position
 
 
 def _length(row: Row) -> int:

@@ -313,6 +313,29 @@ def test_absolute_offsets_pair_on_the_offset_not_the_depth_it_reached() -> None:
     assert [item["position"] for item in record["slices"]] == ["@40"]
 
 
+def test_each_filler_type_pairs_and_slices_on_its_own() -> None:
+    """A reasoning layout run with two fillers is two cells: rows pair within one filler, and a
+    loss under one filler is not diluted by the other."""
+
+    def two_fillers(outcome: Outcome, name: str) -> RunData:
+        rows = [
+            _row("middle", number, outcome(filler, number), task="reasoning", filler=filler)
+            for filler in ("with_solutions", "questions_only")
+            for number in range(100)
+        ]
+        meta = {"run_id": name, "config": {"seed": 0, "generation": {"seed": 0}, "gate": {}}}
+        return RunData(Path(name), meta, rows)
+
+    baseline = two_fillers(lambda filler, number: True, "base")
+    candidate = two_fillers(lambda filler, number: filler == "with_solutions", "cand")
+    record = compare(baseline, candidate)
+    verdicts = {item["position"]: (item["instances"], item["verdict"]) for item in record["slices"]}
+    assert verdicts == {
+        "questions_only/middle": (100, "FAIL"),
+        "with_solutions/middle": (100, "PASS"),
+    }
+
+
 def test_the_terminal_view_lists_claims_worst_positions_and_the_verdict() -> None:
     def claims(position: str, number: int) -> dict[str, Any]:
         return {"claim_report": json.dumps({"missing": ["window-23"] if number < 2 else []})}
