@@ -353,6 +353,8 @@ def _error_cap(rows: list[Row], cells: list[dict[str, Any]], cap: float) -> dict
                 "task": cell["task"],
                 "length": cell["length"],
                 "depth": cell["depth"],
+                "position": cell["position"],
+                **({"filler": cell["filler"]} if "filler" in cell else {}),
                 "error_rate": cell["error_rate"],
             }
             for cell in cells

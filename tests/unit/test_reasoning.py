@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import sqlite3
 from dataclasses import replace
 from decimal import Decimal
 from importlib import resources
@@ -350,3 +351,31 @@ def test_config_errors_are_one_line_bad_input() -> None:
         _config(source="gsm8k")
     with pytest.raises(BadInput, match=r"reasoning\.layouts"):
         _config(layouts=["start"])
+
+
+def test_reasoning_cells_over_the_error_cap_are_named_by_filler_and_layout(tmp_path: Path) -> None:
+    """The error-cap warning names reasoning cells by filler and layout (their depth is a name)."""
+    config = build_config(
+        {
+            "model": "fake/lexical",
+            "tasks": ["reasoning"],
+            "lengths": [500],
+            "reasoning": {"items": 4, "fillers": ["with_solutions"]},
+        }
+    )
+    run_dir = run_experiment(config, run_dir=tmp_path / "run", backend=FakeBackend("end", end_reader))
+    with sqlite3.connect(run_dir / "run.db") as db:
+        db.execute(
+            "UPDATE items SET status = 'error', outcome = 'error', error = 'x' WHERE position = 'middle'"
+        )
+    summary = load_summary(run_dir)
+    schema = json.loads(
+        resources.files("rotscope").joinpath("schemas", "summary.schema.json").read_text(encoding="utf-8")
+    )
+    jsonschema.validate(summary, schema, cls=jsonschema.Draft202012Validator)
+    assert summary["error_cap"]["exceeded"]
+    assert [cell["depth"] for cell in summary["error_cap"]["cells_over"]] == ["middle"]
+    console = Console(record=True, width=300)
+    print_summary(summary, console)
+    assert "reasoning 500@with_solutions · middle (100%)" in console.export_text()
+    assert "reasoning 500 @ with_solutions · middle (100%)" in render_report(run_dir)

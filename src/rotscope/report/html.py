@@ -161,6 +161,7 @@ def render_report(run_dir: Path) -> str:
     environment = Environment(
         loader=PackageLoader("rotscope.report", "templates"), autoescape=select_autoescape(default=True)
     )
+    environment.filters["depth_label"] = depth_label
     tasks = [analysis["task"] for analysis in summary["tasks"]]
     return environment.get_template("report.html.j2").render(
         summary=summary,

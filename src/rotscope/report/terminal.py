@@ -8,7 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rotscope.report.cells import row_key
+from rotscope.report.cells import depth_label, row_key
 
 
 def _colour(accuracy: float) -> str:
@@ -41,7 +41,7 @@ def error_cap_warning(summary: dict[str, Any]) -> str | None:
     if not cap or not cap["exceeded"]:
         return None
     cells = ", ".join(
-        f"{cell['task']} {cell['length']:,}@{cell['depth']:.2f} ({cell['error_rate']:.0%})"
+        f"{cell['task']} {cell['length']:,}@{depth_label(cell)} ({cell['error_rate']:.0%})"
         for cell in cap["cells_over"]
     )
     return (
