@@ -274,6 +274,7 @@ def _task_analysis(task: str, rows: list[Row]) -> dict[str, Any]:
             {"length": length, "gap": gap.estimate, "ci_low": gap.low, "ci_high": gap.high,
              "pairs": gap.pairs, "method": gap.method}
         )  # fmt: skip
+    layered = any(row["filler"] for row in rows)
     return {
         "task": task,
         "lengths": list(per_length.values()),
@@ -285,10 +286,12 @@ def _task_analysis(task: str, rows: list[Row]) -> dict[str, Any]:
             "verdict": calibration(control_cell["accuracy"], control_cell["ci_low"]),
         },
         "degradation": degradation,
-        "position_effect": _position_effect(rows, sorted({row["depth"] for row in rows})),
+        # Reasoning layouts share depths (middle, middle_twice and middle_dup all sit at 0.5) and
+        # fillers differ: their position effect is the paired end-minus-layout drop per filler.
+        "position_effect": [] if layered else _position_effect(rows, sorted({row["depth"] for row in rows})),
         **(
             {"reasoning": {"drops": _layout_drops(rows), "interference": _interference(rows)}}
-            if any(row["filler"] for row in rows)
+            if layered
             else {}
         ),
     }

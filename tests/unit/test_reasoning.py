@@ -297,6 +297,7 @@ def test_summary_reports_layout_cells_drops_and_interference(tmp_path: Path) -> 
     assert shares["middle"]["wrong"] == 4 and shares["middle"]["filler_answer"] == 4
     assert shares["middle"]["share_filler"] == 1.0
     assert shares["end"]["wrong"] == 0 and shares["end"]["share_filler"] is None
+    assert summary["tasks"][0]["position_effect"] == []  # layouts at one depth are not pooled
 
     console = Console(record=True, width=200)
     print_summary(summary, console)
