@@ -188,3 +188,26 @@ def test_unset_key_stops_before_any_request(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(BackendRefused, match="ANTHROPIC_API_KEY is not set"):
         generate(anthropic(recorder))
     assert recorder.requests == []
+
+
+def test_an_anthropic_refusal_with_no_text_is_an_error_row_not_an_abstention() -> None:
+    body = {**fixture("anthropic_message.json"), "content": [], "stop_reason": "refusal"}
+    completion = generate(anthropic(Recorder((200, body, {}))))
+    assert completion.text == "" and completion.error == "empty reply, stopped by the provider (refusal)"
+    assert completion.attempts == 1  # another attempt would be refused the same way
+
+
+def test_an_anthropic_empty_reply_that_simply_ended_is_the_models_answer() -> None:
+    body = {**fixture("anthropic_message.json"), "content": [], "stop_reason": "end_turn"}
+    completion = generate(anthropic(Recorder((200, body, {}))))
+    assert completion.text == "" and completion.error is None
+
+
+def test_a_gemini_safety_block_is_an_error_row() -> None:
+    reply = fixture("gemini_generate_content.json")
+    blocked = {**reply, "candidates": [{"content": {"parts": [], "role": "model"}, "finishReason": "SAFETY"}]}
+    completion = generate(gemini(Recorder((200, blocked, {}))))
+    assert completion.error == "empty reply, stopped by the provider (SAFETY)"
+    no_candidate = {"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}, "usageMetadata": {}}
+    completion = generate(gemini(Recorder((200, no_candidate, {}))))
+    assert completion.error is not None and "prompt blocked" in completion.error

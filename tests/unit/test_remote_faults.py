@@ -4,6 +4,8 @@ auth or model-not-found failures stop the run with one line that never shows the
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -14,7 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from chat_server import TEMPLATE_OVERHEAD, ChatServer
-from rotscope.backends.openai_compat import OpenAICompatBackend
+from rotscope.backends.openai_compat import OpenAICompatBackend, parse_chat_completion
+from rotscope.backends.retry import Permanent
 from rotscope.cli import app
 from rotscope.config import ExperimentConfig, RemoteOptions, build_config
 from rotscope.errors import BackendRefused
@@ -266,3 +269,28 @@ def test_a_server_lost_mid_run_gives_error_rows(
     failed = [row for row in stored if row["status"] == "error"]
     assert len(failed) == len(stored) - 2
     assert any("connection failed (ConnectError)" in row["error"] for row in failed)
+
+
+@pytest.mark.parametrize(
+    ("finish_reason", "error"),
+    [
+        ("content_filter", "empty reply, stopped by the provider (content_filter)"),
+        ("length", "empty reply, stopped by the provider (length)"),
+        ("stop", None),
+    ],
+)
+def test_an_empty_reply_the_provider_cut_short_is_an_error(finish_reason: str, error: str | None) -> None:
+    """A filtered reply, or a reasoning model that spent max_tokens before any text, says nothing
+    about context use: it must not be scored as an abstention. An empty reply that simply ended is
+    the model's answer."""
+    body = json.dumps(
+        {
+            "choices": [{"message": {"role": "assistant", "content": None}, "finish_reason": finish_reason}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 0},
+        }
+    ).encode()
+    if error is None:
+        assert parse_chat_completion(body).text == ""
+    else:
+        with pytest.raises(Permanent, match=re.escape(error)):
+            parse_chat_completion(body)

@@ -9,10 +9,13 @@ from __future__ import annotations
 from typing import Any
 
 from rotscope.backends import register_backend
-from rotscope.backends.remote import RemoteBackend, missing_extra
+from rotscope.backends.remote import RemoteBackend, missing_extra, require_reply
 from rotscope.backends.retry import Permanent, Transient, Unreachable
 from rotscope.config import ExperimentConfig, RemoteOptions
 from rotscope.types import Completion, GenerateRequest
+
+STOPPED_BY_PROVIDER = {"refusal", "max_tokens"}
+"""``stop_reason`` values that, with no text, mean the reply was cut short or refused."""
 
 
 def _sdk() -> Any:
@@ -64,8 +67,9 @@ class AnthropicBackend(RemoteBackend):
         try:
             text = "".join(block.text for block in message.content if block.type == "text")
             usage = message.usage
+            stop = message.stop_reason if message.stop_reason in STOPPED_BY_PROVIDER else None
             return Completion(
-                text=text,
+                text=require_reply(text, stop),
                 prompt_tokens=int(usage.input_tokens) + int(usage.cache_read_input_tokens or 0),
                 completion_tokens=int(usage.output_tokens),
                 cached_tokens=int(usage.cache_read_input_tokens or 0),

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from rotscope.backends import register_backend
-from rotscope.backends.remote import RemoteBackend, missing_extra
+from rotscope.backends.remote import RemoteBackend, missing_extra, require_reply
 from rotscope.backends.retry import Permanent, Transient, Unreachable
 from rotscope.config import ExperimentConfig, RemoteOptions
 from rotscope.types import Completion, GenerateRequest
@@ -19,6 +19,20 @@ def _sdk() -> tuple[Any, Any, Any]:
     except ImportError:
         raise missing_extra("google-genai", "gemini") from None
     return genai, types, errors
+
+
+def _stop_reason(response: Any) -> str | None:
+    """Why a response may hold no text: a blocked prompt, no candidate at all, or a candidate that
+    stopped for another reason than finishing (safety, recitation, the token limit)."""
+    feedback = getattr(response, "prompt_feedback", None)
+    if feedback is not None and getattr(feedback, "block_reason", None):
+        return f"prompt blocked: {feedback.block_reason}"
+    candidates = getattr(response, "candidates", None) or []
+    if not candidates:
+        return "no candidate"
+    reason = getattr(candidates[0], "finish_reason", None)
+    name = getattr(reason, "name", reason)
+    return None if name in (None, "STOP") else str(name)
 
 
 class GeminiBackend(RemoteBackend):
@@ -68,7 +82,7 @@ class GeminiBackend(RemoteBackend):
         try:
             usage = response.usage_metadata
             return Completion(
-                text=response.text or "",
+                text=require_reply(response.text or "", _stop_reason(response)),
                 prompt_tokens=int(usage.prompt_token_count or 0) if usage else 0,
                 completion_tokens=int(usage.candidates_token_count or 0) if usage else 0,
                 cached_tokens=int(usage.cached_content_token_count or 0) if usage else 0,

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from rotscope.backends import register_backend
-from rotscope.backends.remote import RemoteBackend
+from rotscope.backends.remote import RemoteBackend, require_reply
 from rotscope.backends.retry import Transient, Unreachable
 from rotscope.config import ExperimentConfig, RemoteOptions
 from rotscope.types import Completion, GenerateRequest
@@ -95,18 +95,24 @@ def parse_chat_completion(content: bytes) -> Completion:
     HTML page, a truncated body), since another attempt usually gets a whole answer."""
     try:
         data = json.loads(content)
-        message = data["choices"][0]["message"]
-        text = message.get("content") or ""
+        choice = data["choices"][0]
+        text = choice["message"].get("content") or ""
+        stop = choice.get("finish_reason")
         usage = data.get("usage") or {}
         details = usage.get("prompt_tokens_details") or {}
+        reply = require_reply(str(text), stop if stop in STOPPED_BY_PROVIDER else None)
         return Completion(
-            text=str(text),
+            text=reply,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
             cached_tokens=int(details.get("cached_tokens") or 0),
         )
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         raise Transient(f"malformed response ({len(content)} bytes)") from None
+
+
+STOPPED_BY_PROVIDER = {"content_filter", "length"}
+"""``finish_reason`` values that, with no text, mean the provider cut the reply short."""
 
 
 @register_backend("openai")

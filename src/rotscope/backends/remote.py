@@ -38,6 +38,16 @@ def missing_extra(package: str, extra: str) -> BackendRefused:
     )
 
 
+def require_reply(text: str, stop_reason: str | None) -> str:
+    """``text``, or ``Permanent`` when it is empty because the provider stopped it (a content
+    filter, a safety block, a refusal, or a token limit spent before any visible text, as a
+    reasoning model can): that reply says nothing of the model's use of its context, so it is an
+    error row rather than an abstention."""
+    if text.strip() or stop_reason is None:
+        return text
+    raise Permanent(f"empty reply, stopped by the provider ({stop_reason})")
+
+
 class RemoteBackend:
     """Base of the ``openai``, ``anthropic`` and ``gemini`` backends."""
 
