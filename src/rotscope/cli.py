@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 
 from rotscope.config import ExperimentConfig, build_config, read_config_file
-from rotscope.errors import BadInput
+from rotscope.errors import BadInput, write_output
 
 if TYPE_CHECKING:
     from rotscope.runner import DryRun
@@ -256,7 +256,7 @@ def gate(
 
     record = _guarded(body)
     target = output or candidate / f"gate-vs-{baseline.resolve().name}.json"
-    target.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    _guarded(lambda: write_output(target, json.dumps(record, indent=2) + "\n", "gate"))
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
     else:

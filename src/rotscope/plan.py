@@ -20,7 +20,7 @@ from typing import Any
 
 from rotscope import __version__
 from rotscope.config import ExperimentConfig
-from rotscope.errors import BadInput
+from rotscope.errors import BadInput, write_output
 from rotscope.types import Backend, Case
 from rotscope.workitems import Plan, select_cases
 
@@ -126,7 +126,7 @@ def manifest_digest(manifest: Mapping[str, Any]) -> str:
 
 def write_manifest(manifest: Mapping[str, Any], path: Path) -> str:
     """Write the manifest as JSON; returns its digest."""
-    path.write_text(json.dumps(manifest, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    write_output(path, json.dumps(manifest, indent=2, sort_keys=False) + "\n", "plan")
     return manifest_digest(manifest)
 
 

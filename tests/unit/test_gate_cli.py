@@ -174,3 +174,15 @@ def test_a_run_outside_the_plan_exits_2(runs: dict[str, Path], seeded: Path) -> 
 def test_gate_on_a_folder_that_is_no_run_exits_2(runs: dict[str, Path], folder: Path) -> None:
     result = _invoke("gate", "--baseline", runs["baseline"], "--candidate", folder / "corpus")
     _one_error_line(result, "not a run folder")
+
+
+def test_outputs_in_a_missing_folder_are_one_line_exit_2(runs: dict[str, Path], folder: Path) -> None:
+    missing = folder / "no-such-folder"
+    result = _invoke("plan", runs["experiment"], "-o", missing / "plan.json")
+    _one_error_line(result, "plan: cannot write", "no-such-folder")
+    result = _invoke(
+        "gate", "--baseline", runs["baseline"], "--candidate", runs["baseline"], "-o", missing / "r.json"
+    )
+    _one_error_line(result, "gate: cannot write", "no-such-folder")
+    result = _invoke("report", runs["baseline"], "-o", missing / "report.html")
+    _one_error_line(result, "report: cannot write", "no-such-folder")

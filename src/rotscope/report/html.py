@@ -14,6 +14,7 @@ import plotly.graph_objects as go
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
+from rotscope.errors import write_output
 from rotscope.report.cells import depth_label, row_key
 from rotscope.report.terminal import token_count_line
 from rotscope.store import RunStore
@@ -179,5 +180,5 @@ def render_report(run_dir: Path) -> str:
 
 
 def write_report(run_dir: Path, output: Path) -> Path:
-    output.write_text(render_report(run_dir), encoding="utf-8")
+    write_output(output, render_report(run_dir), "report")
     return output
