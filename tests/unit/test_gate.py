@@ -363,3 +363,14 @@ def test_a_setting_left_at_its_default_equals_the_same_value_given() -> None:
         make_run(always), make_run(always, gate={"margin": 0.05, "slice_fields": None}, name="c")
     )
     assert record["verdict"] == "PASS"
+
+
+def test_slice_values_are_shown_as_written_not_as_markup() -> None:
+    def bracketed(position: str, number: int) -> dict[str, Any]:
+        return {"slices": json.dumps({"team": "[/x]" if number % 2 else "[bold]"})}
+
+    record = compare(make_run(always, extra=bracketed), make_run(always, extra=bracketed, name="c"))
+    console = Console(record=True, width=250)
+    print_record(record, console)
+    shown = console.export_text()
+    assert "team=[/x]" in shown and "team=[bold]" in shown

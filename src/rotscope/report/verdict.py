@@ -6,6 +6,7 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
 _WORST_SHOWN = 10
@@ -34,7 +35,9 @@ def slice_table(record: dict[str, Any]) -> Table:
     for item in record["slices"]:
         fields = "".join(f" {key}={value}" for key, value in item["fields"].items())
         table.add_row(
-            f"{item['task']} {item['length']:,} {item['position']}{fields}",
+            Text(
+                f"{item['task']} {item['length']:,} {item['position']}{fields}"
+            ),  # case-file values, not markup
             str(item["instances"]),
             _fmt(item["baseline_accuracy"]),
             _fmt(item["candidate_accuracy"]),
