@@ -170,11 +170,18 @@ class RunStore:
         finished = _now()
         with self._db:
             for item_id, values in results.items():
-                assignments = ", ".join(f"{key} = ?" for key in values)
+                # ``cost`` adds up over attempts: a billed call that failed and was retried on
+                # resume still counts against the run's budget.
+                assignments = ", ".join(
+                    "cost = CASE WHEN :cost IS NULL THEN cost ELSE COALESCE(cost, 0) + :cost END"
+                    if key == "cost"
+                    else f"{key} = :{key}"
+                    for key in values
+                )
                 self._db.execute(
-                    f"UPDATE items SET {assignments}, attempts = attempts + 1, finished_at = ? "
-                    "WHERE item_id = ?",
-                    (*values.values(), finished, item_id),
+                    f"UPDATE items SET {assignments}, attempts = attempts + 1, finished_at = :finished_now "
+                    "WHERE item_id = :row_item_id",
+                    {**values, "finished_now": finished, "row_item_id": item_id},
                 )
 
     def rows(self) -> list[dict[str, Any]]:

@@ -218,3 +218,18 @@ def test_open_existing_on_a_file_that_is_not_sqlite(tmp_path: Path) -> None:
     (tmp_path / "run.db").write_text("this is not a database\n" * 20, encoding="utf-8")
     with pytest.raises(BadInput, match="not a readable run store"):
         RunStore.open_existing(tmp_path)
+
+
+def test_cost_adds_up_over_attempts_and_stays_null_when_unpriced(db_path: Path) -> None:
+    """A billed call that failed and was retried still counts against the budget."""
+    store = RunStore(db_path)
+    try:
+        store.add_planned([_planned("a"), _planned("b")], {**_prompts("a"), **_prompts("b")})
+        store.record({"a": {**_result(), "status": "error", "outcome": "error", "cost": 0.5}})
+        store.record({"a": {**_result(), "cost": 0.25}, "b": {**_result(), "cost": None}})
+        rows = {row["item_id"]: row for row in store.rows()}
+        assert rows["a"]["cost"] == 0.75 and rows["a"]["attempts"] == 2 and rows["a"]["status"] == "ok"
+        assert rows["b"]["cost"] is None
+        assert store.spent() == 0.75
+    finally:
+        store.close()
