@@ -120,10 +120,12 @@ class Case:
         )
 
     def evidence_only_control(self) -> Case:
-        """The case with its evidence and no padding, scored as the case itself is."""
+        """The case with its evidence and no padding, scored as the case itself is. Evidence that
+        lives in a corpus document is given as its line alone, like inserted evidence."""
         return replace(
             self,
             case_id=f"{self.case_id}{EVIDENCE_ONLY_SUFFIX}",
+            evidence=tuple(replace(evidence, source=None) for evidence in self.evidence),
             control=True,
             evidence_only=True,
             parts=tuple((label, part.evidence_only_control()) for label, part in self.parts),

@@ -29,10 +29,9 @@ class VariantSignature:
 
 
 def _piece_text(found: str) -> str:
-    """An evidence unit's text without the line break that joins it to the filler."""
-    if found.startswith("\n"):
-        return found[1:]
-    return found.removesuffix("\n")
+    """An evidence unit's text without the white space that joins it to the filler (a line break
+    for inserted evidence, the indentation of a line already in a code file)."""
+    return found.strip()
 
 
 def signature(prompt: RenderedPrompt, tokenizer: Tokenizer, *, ordered: bool) -> VariantSignature:

@@ -17,13 +17,16 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from rotscope.backends import create_backend
 from rotscope.cli import app
+from rotscope.config import load_config
 from rotscope.errors import BadInput
 from rotscope.filler import Document
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import tokenize_corpus
 from rotscope.layout import PromptBuilder, verify_prompt
 from rotscope.types import Case, Evidence, Layout, Oracle, RenderedPrompt, Span, Tokenizer
+from rotscope.workitems import build_plan
 
 LINE = 'ttl = opts.get("ttl", opts.get("NIBBLER", 719))'
 NAMES = ("planet", "express", "delivery", "crate", "engine", "hull", "route", "cargo", "beacon", "dock")
@@ -208,6 +211,19 @@ def test_codebase_run_places_every_prompt_and_controls_lack_the_file(tmp_path: P
                 (LINE, "backends/base.py")
             ]
             assert outcome == "correct", response
+
+
+def test_the_evidence_only_control_gives_the_line_alone(tmp_path: Path) -> None:
+    """The control runs the evidence line without the code around it; every layout of the case
+    and the control agree beyond padding, so nothing is dropped."""
+    config = load_config(_experiment(tmp_path, evidence_only=True, controls=False))
+    plan = build_plan(config, create_backend(config))
+    assert plan.rejected == []
+    alone = [item for item in plan.items if item.layout.position == "evidence-only"]
+    assert len(alone) == 1 and len(plan.items) == 7
+    assert alone[0].prompt.haystack_tokens == 0
+    assert [span.evidence_id for span in alone[0].prompt.spans] == ["line"]
+    assert LINE in alone[0].prompt.text
 
 
 @pytest.mark.parametrize(
