@@ -116,7 +116,10 @@ class Judge:
     async def review(
         self, item: WorkItem, label: str, completion: Completion, result: Score
     ) -> tuple[Score, dict[str, Any], float]:
-        """The row's score and judge columns; deterministic scores pass through untouched."""
+        """The row's score and judge columns; deterministic scores pass through untouched. A judge
+        call that fails (or that the budget does not allow) makes the row an ``error``: its score
+        is undecided, so it is left out of accuracy and judged again by ``--resume`` (a remote
+        model's reply then comes from the response cache)."""
         part = dict(item.case.scored_parts())[label]
         if not undecided(result):
             return result, {}, 0.0
@@ -124,11 +127,16 @@ class Judge:
         called = await self.caller.call(
             judge_request(self.caller.backend, messages, self.config.max_tokens), 0
         )
-        if called is None:  # the budget ran out: keep the deterministic score, unjudged
-            return result, {}, 0.0
+        if called is None:
+            return JUDGE_FAILED, {"error": "judge: not called, the budget is spent"}, 0.0
         verdict = parse_verdict(called.completion.text) if called.completion.error is None else None
         columns = judge_columns(self.config.model, called.completion, verdict)
+        if called.completion.error is not None:
+            return JUDGE_FAILED, {**columns, "error": f"judge: {called.completion.error}"}, called.cost or 0.0
         return (judged_score(part, verdict, result) if verdict else result), columns, called.cost or 0.0
+
+
+JUDGE_FAILED = Score("error", "judge")
 
 
 def result_row(completion: Completion, result: Score) -> dict[str, Any]:

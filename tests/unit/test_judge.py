@@ -155,18 +155,33 @@ def test_a_judge_that_rejects_or_says_nothing_keeps_the_string_score(
     assert {row["outcome"] for row in long_rows} == {outcome}
 
 
-def test_a_failing_judge_is_recorded_and_the_row_keeps_its_score(
+def test_a_failing_judge_leaves_error_rows_that_resume_judges(
     make_config: Callable[..., ExperimentConfig], tmp_path: Path
 ) -> None:
+    """A judge that cannot be reached decides nothing: the rows it should have graded are errors
+    (out of accuracy, never scored wrong), and ``--resume`` judges them."""
+
     def broken(prompt: str) -> str:
         raise ConnectionError("judge unreachable")
 
     stored = judged_run(make_config, tmp_path / "run", JudgeModel(broken))
     long_rows = [row for row in stored if row["length_target"] == 300]
-    assert all(
+    assert long_rows and all(
         row["judge_verdict"] == "failed" and "unreachable" in row["judge_response"] for row in long_rows
     )
-    assert all(row["status"] == "ok" and row["outcome"] == "incorrect" for row in long_rows)
+    assert all(row["status"] == "error" and row["error"].startswith("judge: ") for row in long_rows)
+    assert all(row["status"] == "ok" for row in stored if row["length_target"] == 200)
+
+    run_experiment(
+        make_config(judge={"model": "fake/lexical"}),
+        run_dir=tmp_path / "run",
+        resume=True,
+        backend=FakeBackend("lexical", model_reply),
+        judge_backend=FakeBackend("judge", JudgeModel()),
+    )
+    resumed = [row for row in rows(tmp_path / "run") if row["length_target"] == 300]
+    assert all(row["status"] == "ok" and row["judge_verdict"] in ("correct", "abstained") for row in resumed)
+    assert all(row["outcome"] == "correct" and row["error"] is None for row in resumed)
 
 
 def test_prompt_hash_is_of_the_versioned_prompt() -> None:
