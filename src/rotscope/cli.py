@@ -199,10 +199,10 @@ def run(
                 "cache": {"enabled": False} if no_cache else None,
             }
             experiment = _build(config, overrides, {"base_url": base_url, "api_key_env": api_key_env})
-            if dry_run:
-                _print_dry_run(plan_only(experiment))
-                return
             frozen = read_manifest(plan_file) if plan_file is not None else None
+            if dry_run:
+                _print_dry_run(plan_only(experiment, frozen, allow_deviation))
+                return
             run_dir = run_experiment(
                 experiment, reporter=ProgressBar(console), frozen_plan=frozen, allow_deviation=allow_deviation
             )

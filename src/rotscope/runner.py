@@ -310,11 +310,16 @@ class DryRun:
     judge_model: str | None = None
 
 
-def dry_run(config: ExperimentConfig) -> DryRun:
-    """Plan and verify without calling a model; estimate calls, tokens and cost."""
+def dry_run(
+    config: ExperimentConfig, frozen_plan: dict[str, Any] | None = None, allow_deviation: bool = False
+) -> DryRun:
+    """Plan and verify without calling a model; estimate calls, tokens and cost. With a frozen
+    plan, a deviating run is refused here as it would be by ``run_experiment``."""
     backend = create_backend(config)
     try:
         plan = build_plan(config, backend)
+        if frozen_plan is not None:
+            check_plan(frozen_plan, build_manifest(config, plan, backend), allow_deviation)
     finally:
         backend.close()
     local = is_local(plan.backend.get("backend", ""))

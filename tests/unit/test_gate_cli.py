@@ -104,6 +104,13 @@ def test_plan_writes_a_manifest_and_names_its_digest(runs: dict[str, Path]) -> N
 def test_a_run_whose_flags_change_the_plan_exits_2(runs: dict[str, Path], folder: Path) -> None:
     result = _invoke("run", runs["experiment"], "--plan", runs["plan"], "--lengths", "300")
     _one_error_line(result, "grid.lengths: plan [200], run [300]", "--allow-deviation")
+    result = _invoke("run", runs["experiment"], "--plan", runs["plan"], "--lengths", "300", "--dry-run")
+    _one_error_line(result, "grid.lengths: plan [200], run [300]")
+    allowed = ("--allow-deviation", "--dry-run")
+    assert (
+        _invoke("run", runs["experiment"], "--plan", runs["plan"], "--lengths", "300", *allowed).exit_code
+        == 0
+    )
 
 
 def test_an_allowed_deviation_is_listed_by_show(runs: dict[str, Path]) -> None:
