@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.errors import BadInput
-from rotscope.tokenizers import render_template
+from rotscope.tokenizers import PieceVocabulary, render_template
 
 PLAIN_SEPARATOR = "\n\n"
 
@@ -31,7 +31,7 @@ def render_plain(messages: Sequence[dict[str, str]]) -> str:
 _APPROX_PIECES = re.compile(r"\n+|[^\S\n]+(?=\n)|[^\S\n]*[^\W\d_]{1,6}|\d{1,3}|[^\S\n]+|[^\w\s]|_")
 
 
-class ApproximateTokenizer:
+class ApproximateTokenizer(PieceVocabulary):
     """A deterministic estimate of a BPE tokenizer (a word of up to six letters with its leading
     space, three digits, one mark, one run of whitespace per token). Its pieces are exact, so spans
     and round trips hold; its counts are estimates, and runs using it are marked approximate."""
@@ -39,30 +39,11 @@ class ApproximateTokenizer:
     approximate = True
 
     def __init__(self) -> None:
+        super().__init__()
         self.name = "approximate:regex-bpe"
-        self._ids: dict[str, int] = {}
-        self._pieces: list[str] = []
 
     def encode(self, text: str, *, special: bool = False) -> list[int]:
-        ids = []
-        for match in _APPROX_PIECES.finditer(text):
-            piece = match.group()
-            token_id = self._ids.get(piece)
-            if token_id is None:
-                token_id = len(self._pieces)
-                self._ids[piece] = token_id
-                self._pieces.append(piece)
-            ids.append(token_id)
-        return ids
-
-    def piece(self, token_id: int) -> bytes:
-        return self._pieces[token_id].encode("utf-8")
-
-    def decode(self, ids: Sequence[int]) -> str:
-        return "".join(self._pieces[token_id] for token_id in ids)
-
-    def count(self, text: str) -> int:
-        return len(self.encode(text))
+        return [self._id(match.group()) for match in _APPROX_PIECES.finditer(text)]
 
     def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
         return render_plain(messages)

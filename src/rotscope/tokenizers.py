@@ -9,6 +9,7 @@ import bisect
 import ctypes
 import hashlib
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -112,12 +113,11 @@ FAKE_TEMPLATE = (
 )
 
 
-class FakeTokenizer:
-    """Deterministic word/space/punctuation tokenizer for unit tests: pieces are exact,
-    special tokens ``<|name|>`` are single ids only when ``special=True``."""
+class PieceVocabulary(ABC):
+    """A vocabulary grown from the text pieces it meets: each new piece gets the next id, so
+    pieces decode exactly. The base of the regex tokenizers (test fake, approximate count)."""
 
     def __init__(self) -> None:
-        self.name = "fake:regex"
         self._ids: dict[str, int] = {}
         self._pieces: list[str] = []
 
@@ -129,15 +129,8 @@ class FakeTokenizer:
             self._pieces.append(piece)
         return token_id
 
-    def encode(self, text: str, *, special: bool = False) -> list[int]:
-        ids: list[int] = []
-        for match in _FAKE_PIECES.finditer(text):
-            piece = match.group()
-            if _FAKE_SPECIAL.fullmatch(piece) and not special:
-                ids.extend(self._id(part) for part in re.findall(r"\w+|[^\w\s]", piece))
-            else:
-                ids.append(self._id(piece))
-        return ids
+    @abstractmethod
+    def encode(self, text: str, *, special: bool = False) -> list[int]: ...
 
     def piece(self, token_id: int) -> bytes:
         return self._pieces[token_id].encode("utf-8")
@@ -147,6 +140,25 @@ class FakeTokenizer:
 
     def count(self, text: str) -> int:
         return len(self.encode(text))
+
+
+class FakeTokenizer(PieceVocabulary):
+    """Deterministic word/space/punctuation tokenizer for unit tests: pieces are exact,
+    special tokens ``<|name|>`` are single ids only when ``special=True``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.name = "fake:regex"
+
+    def encode(self, text: str, *, special: bool = False) -> list[int]:
+        ids: list[int] = []
+        for match in _FAKE_PIECES.finditer(text):
+            piece = match.group()
+            if _FAKE_SPECIAL.fullmatch(piece) and not special:
+                ids.extend(self._id(part) for part in re.findall(r"\w+|[^\w\s]", piece))
+            else:
+                ids.append(self._id(piece))
+        return ids
 
     def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
         return render_template(FAKE_TEMPLATE, messages)

@@ -147,7 +147,7 @@ def test_text_filler_jsonl_missing_field_names_the_line(tmp_path: Path) -> None:
 
 def test_text_filler_jsonl_invalid_json_names_the_line(tmp_path: Path) -> None:
     path = _jsonl(tmp_path / "c.jsonl", [json.dumps({"text": "ok"}), "{not json"])
-    with pytest.raises(BadInput, match="line 2 is not valid JSON"):
+    with pytest.raises(BadInput, match=":2: not valid JSON"):
         list(documents(FillerConfig(kind="text", jsonl=str(path)), 0))
 
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import glob
-import json
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -11,24 +10,15 @@ from pathlib import Path
 from rotscope.config import FillerConfig
 from rotscope.errors import BadInput
 from rotscope.filler import Document, register_filler
+from rotscope.jsonl import read_jsonl
 
 
 def _jsonl_documents(path: Path, field: str) -> list[Document]:
     if not path.is_file():
         raise BadInput(f"filler.jsonl: {path} does not exist")
     found: list[Document] = []
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not UTF-8 text") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            raise BadInput(f"{path}: line {number} is not valid JSON") from None
-        if not isinstance(record, dict) or field not in record:
+    for number, record in read_jsonl(path):
+        if field not in record:
             raise BadInput(f"{path}: line {number} has no field {field!r}")
         value = record[field]
         if not isinstance(value, str):

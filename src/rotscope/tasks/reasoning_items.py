@@ -8,7 +8,6 @@ Nothing is downloaded: the files are the user's own copies (GSM8K as JSONL with 
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.errors import BadInput
+from rotscope.jsonl import read_jsonl
 from rotscope.types import AnswerKind
 
 _FINAL = re.compile(r"^-?\d+(?:\.\d+)?$")
@@ -52,20 +52,7 @@ def _records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             raise BadInput(f"{path}: not a readable Parquet file ({type(error).__name__})") from None
         yield from enumerate(rows, start=1)
         return
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not UTF-8 text") from None
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError:
-            raise BadInput(f"{path}:{number}: not valid JSON") from None
-        if not isinstance(record, dict):
-            raise BadInput(f"{path}:{number}: expected a JSON object, got {type(record).__name__}")
-        yield number, record
+    yield from read_jsonl(path)
 
 
 def _text(record: dict[str, Any], field: str, where: str) -> str:
