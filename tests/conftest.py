@@ -84,6 +84,16 @@ def prose() -> Callable[..., str]:
     return filler_text
 
 
+@pytest.fixture()
+def corpus(tmp_path: Path) -> Path:
+    """A folder of three prose files, ``corpus/doc{0,1,2}.txt``, for text filler in run tests."""
+    folder = tmp_path / "corpus"
+    folder.mkdir()
+    for number in range(3):
+        (folder / f"doc{number}.txt").write_text(filler_text(60, seed=number), encoding="utf-8")
+    return folder
+
+
 @pytest.fixture(autouse=True)
 def _private_response_cache(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch

@@ -182,22 +182,33 @@ class PromptBuilder:
             ]
             order = sorted(range(len(cuts)), key=lambda i: (cuts[i], i))
             prompt = self._assemble(frame, [(case.evidence[i], cuts[i]) for i in order], end)
-            problems = verify_prompt(
-                prompt,
-                case,
-                layout,
-                self.tokenizer,
-                frame,
-                self.tolerance,
-                depth_tolerance=self.depth_tolerance,
-                targets=targets,
-            )
+            problems = self._verify(prompt, case, layout, frame, targets)
             if not problems:
                 return prompt
             reasons.extend(problems)
             if not case.evidence:
                 break
         raise PlacementError(f"case {case.case_id} at {layout}: " + "; ".join(dict.fromkeys(reasons)))
+
+    def _verify(
+        self,
+        prompt: RenderedPrompt,
+        case: Case,
+        layout: Layout,
+        frame: Frame,
+        targets: Mapping[str, float] | None = None,
+    ) -> list[str]:
+        """``verify_prompt`` with this builder's tokenizer and tolerances."""
+        return verify_prompt(
+            prompt,
+            case,
+            layout,
+            self.tokenizer,
+            frame,
+            self.tolerance,
+            depth_tolerance=self.depth_tolerance,
+            targets=targets,
+        )
 
     def _render_in_corpus(self, case: Case, layout: Layout, frame: Frame, budget: int) -> RenderedPrompt:
         """A window of the corpus arranged around the evidence's own document, starting where the
@@ -226,15 +237,7 @@ class PromptBuilder:
             prompt = self._assemble_window(
                 frame, anchor.corpus, evidence, (start, end), (line_start, line_end)
             )
-            problems = verify_prompt(
-                prompt,
-                case,
-                layout,
-                self.tokenizer,
-                frame,
-                self.tolerance,
-                depth_tolerance=self.depth_tolerance,
-            )
+            problems = self._verify(prompt, case, layout, frame)
             if not problems:
                 return prompt
             reasons.extend(problems)
@@ -438,7 +441,7 @@ def verify_prompt(
     tolerance: float,
     *,
     depth_tolerance: float = 0.1,
-    targets: dict[str, float] | None = None,
+    targets: Mapping[str, float] | None = None,
 ) -> list[str]:
     """Every reason this prompt must not be sent; an empty list means it is verified.
 

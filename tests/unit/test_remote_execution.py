@@ -67,13 +67,25 @@ def long_prompt(request: GenerateRequest) -> bool:
     return len(request.token_ids) > 250
 
 
-@pytest.fixture()
-def corpus(tmp_path: Path, prose: Callable[..., str]) -> Path:
-    folder = tmp_path / "corpus"
-    folder.mkdir()
-    for number in range(3):
-        (folder / f"doc{number}.txt").write_text(prose(60, seed=number), encoding="utf-8")
-    return folder
+def write_experiment(tmp_path: Path, corpus: Path) -> Path:
+    """The experiment file of the command-line tests: a priced fake remote model, its own cache."""
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text(
+        "\n".join(
+            [
+                "model: fake-remote/lexical",
+                "tasks: [niah]",
+                "limit: 2",
+                "lengths: [200, 300]",
+                "depths: [0.0, 1.0]",
+                f"filler: {{kind: text, glob: '{corpus}/*.txt'}}",
+                f"prices: {{fake-remote/lexical: {{input: {INPUT_USD}, output: {OUTPUT_USD}}}}}",
+                f"cache: {{path: '{tmp_path}/cache/responses.db'}}",
+            ]
+        ),
+        encoding="utf-8",
+    )
+    return experiment
 
 
 @pytest.fixture()
@@ -245,23 +257,8 @@ def test_dry_run_estimate_is_the_price_table_sum(make_config: Callable[..., Expe
 def test_dry_run_on_the_command_line_prints_cost_and_calls_nothing(
     make_config: Callable[..., ExperimentConfig], tmp_path: Path, corpus: Path
 ) -> None:
-    experiment = tmp_path / "experiment.yaml"
+    experiment = write_experiment(tmp_path, corpus)
     config = make_config()
-    experiment.write_text(
-        "\n".join(
-            [
-                "model: fake-remote/lexical",
-                "tasks: [niah]",
-                "limit: 2",
-                "lengths: [200, 300]",
-                "depths: [0.0, 1.0]",
-                f"filler: {{kind: text, glob: '{corpus}/*.txt'}}",
-                f"prices: {{fake-remote/lexical: {{input: {INPUT_USD}, output: {OUTPUT_USD}}}}}",
-                f"cache: {{path: '{tmp_path}/cache/responses.db'}}",
-            ]
-        ),
-        encoding="utf-8",
-    )
     result = CliRunner().invoke(app, ["run", str(experiment), "--dry-run", "--out", str(tmp_path / "out")])
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
@@ -365,22 +362,7 @@ def test_calls_in_flight_hold_their_estimate_against_the_budget(
 def test_budget_stop_on_the_command_line_exits_4_and_resume_goes_on(
     make_config: Callable[..., ExperimentConfig], tmp_path: Path, corpus: Path
 ) -> None:
-    experiment = tmp_path / "experiment.yaml"
-    experiment.write_text(
-        "\n".join(
-            [
-                "model: fake-remote/lexical",
-                "tasks: [niah]",
-                "limit: 2",
-                "lengths: [200, 300]",
-                "depths: [0.0, 1.0]",
-                f"filler: {{kind: text, glob: '{corpus}/*.txt'}}",
-                f"prices: {{fake-remote/lexical: {{input: {INPUT_USD}, output: {OUTPUT_USD}}}}}",
-                f"cache: {{path: '{tmp_path}/cache/responses.db'}}",
-            ]
-        ),
-        encoding="utf-8",
-    )
+    experiment = write_experiment(tmp_path, corpus)
     run_dir = tmp_path / "run"
     result = CliRunner().invoke(app, ["run", str(experiment), "--out", str(run_dir), "--max-cost", "0.004"])
     assert result.exit_code == EXIT_BUDGET, result.output

@@ -8,7 +8,7 @@ import json
 import re
 import socket
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,15 +36,6 @@ def server() -> Iterator[ChatServer]:
     chat = ChatServer(retry_after="0.3", hang_s=0.6).start()
     yield chat
     chat.stop()
-
-
-@pytest.fixture()
-def corpus(tmp_path: Path, prose: Callable[..., str]) -> Path:
-    folder = tmp_path / "corpus"
-    folder.mkdir()
-    for number in range(3):
-        (folder / f"doc{number}.txt").write_text(prose(60, seed=number), encoding="utf-8")
-    return folder
 
 
 def remote_config(
