@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from rotscope.backends.extra_buffers import Verdict, probe_command, probe_key, remember, run_probe
 from rotscope.filler import Document
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
 from rotscope.tokenizers import FakeTokenizer, LlamaCppTokenizer
@@ -94,9 +95,25 @@ def corpus(tmp_path: Path) -> Path:
     return folder
 
 
+@pytest.fixture(scope="session")
+def _machine_verdict() -> tuple[str, Verdict] | None:
+    """The real extra-buffer probe of the bundled model on this machine, run once per session."""
+    from rotscope.backends.llamacpp import bundled_model_path, file_digest
+
+    path = bundled_model_path()
+    if not path.is_file():
+        return None
+    return probe_key(file_digest(path)), run_probe(probe_command(path))
+
+
 @pytest.fixture(autouse=True)
 def _private_response_cache(
-    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+    tmp_path_factory: pytest.TempPathFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    _machine_verdict: tuple[str, Verdict] | None,
 ) -> None:
-    """Runs in tests never read or write the user's response cache (``$XDG_CACHE_HOME/rotscope``)."""
+    """Runs in tests never read or write the user's response cache (``$XDG_CACHE_HOME/rotscope``).
+    Each private cache starts with this machine's probe verdict, so tests do not probe again."""
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
+    if _machine_verdict is not None:
+        remember(*_machine_verdict)

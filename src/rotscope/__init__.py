@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-__version__ = "0.1.0"
+from rotscope._version import __version__
 
 if TYPE_CHECKING:
     from rotscope.config import ExperimentConfig

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from rotscope.config import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput, write_output
@@ -32,6 +33,8 @@ EXIT_BAD_INPUT = 2
 EXIT_BUDGET = 4
 """A run stopped by --max-cost: not done (so not 0, which scripts would take as complete), not
 bad input (2), not a Ctrl-C (130); finished work is kept and --resume with a larger budget goes on."""
+EXIT_ENGINE_CRASHED = 5
+"""The local engine crashed repeatedly (its worker restarted each time); finished work is kept."""
 EXIT_INTERRUPTED = 130
 
 
@@ -42,7 +45,7 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
 
 def _guarded(action: Callable[[], T]) -> T:
     """Run a command body; bad input becomes one line on stderr and exit 2, Ctrl-C exit 130."""
-    from rotscope.runner import BudgetReached, Interrupted
+    from rotscope.runner import BudgetReached, EngineStopped, Interrupted
 
     try:
         return action()
@@ -62,6 +65,12 @@ def _guarded(action: Callable[[], T]) -> T:
             f"could exceed it; {stop.done} of {stop.total} items done and kept in {stop.run_dir}; "
             f"continue with: rotscope run --resume {stop.run_dir} --max-cost LARGER",
             EXIT_BUDGET,
+        )
+    except EngineStopped as stop:
+        _fail(
+            f"stopped: {stop.reason}; {stop.done} of {stop.total} items done and kept in {stop.run_dir}; "
+            f"check the machine with rotscope doctor, then: rotscope run --resume {stop.run_dir}",
+            EXIT_ENGINE_CRASHED,
         )
     except KeyboardInterrupt:
         _fail("interrupted", EXIT_INTERRUPTED)
@@ -129,8 +138,23 @@ def _print_dry_run(planned: DryRun) -> None:
         ),
         markup=False,
     )
+    if planned.local is not None:
+        console.print(_local_estimate_line(planned), markup=False)
     for reason in plan.rejected:
         console.print(f"rejected: {reason}", markup=False)
+
+
+def _local_estimate_line(planned: DryRun) -> str:
+    local = planned.local
+    assert local is not None
+    memory = f"engine worker peak memory about {local.peak_memory_bytes / 2**20:,.0f} MiB"
+    if local.seconds is None or local.prefill_tps is None:
+        return f"{memory}; run time unknown: rotscope doctor measures this machine's speed"
+    return (
+        f"{memory}; model time about {local.seconds:,.0f} s at most "
+        f"({planned.plan.lower_bound:,} prompt tokens at {local.prefill_tps:,.0f} tokens/s measured by "
+        "rotscope doctor, plus at most max_tokens per call)"
+    )
 
 
 @app.command()
@@ -363,6 +387,26 @@ REMOTE_HINTS = {
     "pip install rotscope[anthropic])",
     "gemini": "gemini/NAME (key from GEMINI_API_KEY or --api-key-env; pip install rotscope[gemini])",
 }
+
+
+@app.command()
+def doctor() -> None:
+    """Check this machine for a run: engine build, CPU, extra buffers, prefill speed, tokenizer, extras."""
+    from rich.table import Table
+
+    from rotscope.doctor import run_checks
+
+    console.print("checking this machine (the engine checks load the bundled model, a few seconds)")
+    checks = run_checks()
+    table = Table("check", "status", "detail", show_lines=False)
+    for check in checks:
+        style = {"ok": "green", "warn": "yellow", "FAIL": "bold red"}[check.status]
+        table.add_row(check.name, f"[{style}]{check.status}[/{style}]", escape(check.detail))
+    console.print(table)
+    failed = [check for check in checks if check.status == "FAIL"]
+    if failed:
+        _fail(f"doctor: {failed[0].name}: {failed[0].detail}")
+    console.print("ready for a run", markup=False)
 
 
 def main() -> None:

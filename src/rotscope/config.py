@@ -162,6 +162,20 @@ class LlamaCppOptions(_Strict):
     """Memory for saved engine states (llama.cpp's RAM cache), so a prompt whose prefix was
     evaluated earlier, but not just before, starts from it. Off by default: the trie order already
     evaluates each distinct prefix once; it helps orders that are not prefix-sorted."""
+    extra_buffers: Literal["auto", "on", "off"] = "auto"
+    """llama.cpp's extra weight buffers (CPU repack, AMX): ``auto`` uses them where a probe in a child
+    process showed a multi-token prefill runs with them (once per machine and model file; AMX
+    crashes there), ``off`` never, ``on`` always."""
+
+
+class ExecutorConfig(_Strict):
+    """Where calls run. ``auto``: a local engine in a worker process of its own (a native crash is an
+    error row and a restart, not the end of the run), remote APIs on the run's event loop;
+    ``inprocess``: the engine in the run's own process."""
+
+    kind: Literal["auto", "inprocess"] = "auto"
+    max_crashes: int = Field(default=3, gt=0)
+    """Engine crashes in a row after which the run stops (exit 5; ``--resume`` goes on)."""
 
 
 class GateConfig(_Strict):
@@ -274,6 +288,7 @@ class ExperimentConfig(_Strict):
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
+    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
     remote: RemoteOptions = Field(default_factory=RemoteOptions)
     system_prompt: str | None = None

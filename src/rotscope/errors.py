@@ -12,6 +12,10 @@ class BackendRefused(BadInput):
     help, so the run stops with this one-line message and every finished row is kept."""
 
 
+class EngineCrashed(Exception):
+    """The local engine crashed repeatedly: the run stops (exit 5) with every finished row kept."""
+
+
 def write_output(path: Path, text: str, what: str) -> None:
     """Write a file the user named; a folder that is missing or not writable is bad input."""
     try:

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from rotscope.config import ExperimentConfig, JudgeConfig, Price
 from rotscope.cost import Budget, check_budget_price, completion_cost, estimate_cost, find_price, price_table
 from rotscope.delivery import check_delivery, delivery_slack
-from rotscope.errors import BadInput
+from rotscope.errors import BadInput, EngineCrashed
 from rotscope.judge import (
     judge_columns,
     judge_messages,
@@ -49,6 +49,10 @@ class Reporter(Protocol):
     def advance(self, item: WorkItem, completion: Completion) -> None: ...
 
     def finish(self) -> None: ...
+
+    def notice(self, message: str) -> None:
+        """A line on what the run is doing (planning, the engine's mode, a crash and restart)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -152,6 +156,7 @@ def result_row(completion: Completion, result: Score) -> dict[str, Any]:
         "error": completion.error,
         "claim_report": None if result.claims is None else json.dumps(asdict(result.claims)),
         "request_attempts": completion.attempts,
+        "engine_mode": completion.engine_mode,
     }
 
 
@@ -184,6 +189,8 @@ class Execution:
                     group.create_task(self._guarded(queue))
         except* _CtrlC:
             raise KeyboardInterrupt from None
+        except* EngineCrashed as crashed:
+            raise crashed.exceptions[0] from None
         except* BadInput as refused:
             # A provider refusing the run (bad key, unknown model) stops every worker; the calls in
             # flight stay pending. The CLI prints the first refusal in one line.

@@ -39,7 +39,7 @@ from typing import Any, Literal
 import numpy as np
 from statsmodels.stats.multitest import multipletests
 
-from rotscope import __version__
+from rotscope._version import __version__
 from rotscope.config import GateConfig
 from rotscope.errors import BadInput
 from rotscope.plan import SHARED_GROUPS, deviations, manifest_digest

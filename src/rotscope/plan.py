@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from rotscope import __version__
+from rotscope._version import __version__
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput, write_output
 from rotscope.types import Backend, Case

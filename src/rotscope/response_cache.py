@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import sqlite3
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from rotscope._util.cache_dir import user_cache_dir
 from rotscope.config import CacheConfig
 from rotscope.errors import BadInput
 from rotscope.types import Completion, GenerateRequest
@@ -33,8 +33,7 @@ CREATE TABLE IF NOT EXISTS responses (
 
 def default_cache_path() -> Path:
     """``$XDG_CACHE_HOME/rotscope/responses.db`` (``~/.cache`` when the variable is unset)."""
-    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(root) / "rotscope" / CACHE_FILE
+    return user_cache_dir() / CACHE_FILE
 
 
 def cache_key(model: dict[str, Any], request: GenerateRequest, trial: int) -> str:

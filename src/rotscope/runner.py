@@ -7,17 +7,18 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rotscope import __version__
+from rotscope._version import __version__
 from rotscope.backends import create_backend
 from rotscope.cachecheck import require_clearable, run_cache_checks
 from rotscope.config import ExperimentConfig, build_config, dump_config, load_config
 from rotscope.cost import CostEstimate, estimate_plan
-from rotscope.errors import BadInput
+from rotscope.engine_worker import WorkerBackend
+from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execute import LOCAL_BACKENDS, Reporter, execute_items, is_local, row_id
 from rotscope.plan import build_manifest, deviations, manifest_digest, write_manifest
 from rotscope.response_cache import ResponseCache, default_cache_path
@@ -29,7 +30,7 @@ from rotscope.workitems import Plan, build_plan
 __all__ = ["BudgetReached", "Interrupted", "Reporter", "dry_run", "resume_experiment", "run_experiment"]
 
 CONFIG_FILE = "config.yaml"
-RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate"}
+RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate", "executor"}
 """Fields that change how a run is executed or judged, not its results: left out of its identity,
 so ``--resume`` may change them."""
 
@@ -52,6 +53,24 @@ class BudgetReached(Exception):
     total: int
     spent: float
     max_cost: float
+
+
+@dataclass
+class EngineStopped(Exception):
+    """The local engine crashed repeatedly; finished work is kept and ``--resume`` goes on."""
+
+    run_dir: Path
+    done: int
+    total: int
+    reason: str
+
+
+def in_worker(backend: Backend, config: ExperimentConfig, reporter: Reporter | None) -> Backend:
+    """A local engine that can run in a worker process gets one (see ``rotscope.engine_worker``)."""
+    if config.executor.kind == "inprocess" or not getattr(backend, "worker_process", False):
+        return backend
+    notice = reporter.notice if reporter is not None else None
+    return WorkerBackend(backend, max_crashes=config.executor.max_crashes, notice=notice)
 
 
 def config_digest(config: ExperimentConfig) -> str:
@@ -214,7 +233,8 @@ def run_experiment(
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
     digest = config_digest(config)
     _check_run_dir(run_dir, digest, resume)
-    backend = backend or create_backend(config)
+    _notice(reporter, f"planning {config.name}: model {config.model}; {_grid_line(config)}")
+    backend = in_worker(backend or create_backend(config), config, reporter)
     try:
         if config.cache_control:
             require_clearable(backend)
@@ -222,6 +242,7 @@ def run_experiment(
             judge_config = {"model": config.judge.model, "remote": config.judge.remote.model_dump()}
             judge_backend = create_backend(build_config({**config.model_dump(), **judge_config}))
         plan = build_plan(config, backend)
+        _notice(reporter, planned_line(plan))
         manifest = build_manifest(config, plan, backend)
         plan_meta = check_plan(frozen_plan, manifest, allow_deviation) if frozen_plan is not None else None
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -233,13 +254,12 @@ def run_experiment(
             store.set_meta({"manifest": manifest, "manifest_digest": manifest_digest(manifest)})
             if plan_meta is not None:
                 store.set_meta({"plan": plan_meta})
-            unfinished = store.unfinished()
-            todo = [item for item in ordered if item.item_id in unfinished]
+            if isinstance(backend, WorkerBackend):
+                _notice(reporter, "starting the engine in a worker process (a crash there is an error row)")
             backend.reserve(plan.max_prompt_tokens, config.generation.max_tokens)
-            if reporter is not None:
-                reporter.start(len(todo), sum(item.prompt.prompt_tokens for item in todo))
+            store.set_meta({"engine": engine_meta(backend)})
             try:
-                stopped = asyncio.run(execute_items(config, todo, backend, judge_backend, store, reporter))
+                stopped = _execute(config, ordered, backend, judge_backend, store, reporter)
                 if config.cache_control and not stopped:
                     deterministic = (
                         is_local(plan.backend.get("backend", "")) and config.generation.temperature == 0
@@ -251,9 +271,11 @@ def run_experiment(
             except KeyboardInterrupt:
                 left = len(store.unfinished())
                 raise Interrupted(run_dir, len(plan.items) - left, len(plan.items)) from None
+            except EngineCrashed as crashed:
+                left = len(store.unfinished())
+                raise EngineStopped(run_dir, len(plan.items) - left, len(plan.items), str(crashed)) from None
             finally:
-                if reporter is not None:
-                    reporter.finish()
+                store.set_meta({"engine": engine_meta(backend)})
             if stopped and config.max_cost is not None:
                 left = len(store.unfinished())
                 raise BudgetReached(
@@ -266,6 +288,77 @@ def run_experiment(
         if judge_backend is not None:
             judge_backend.close()
     return run_dir
+
+
+def _execute(
+    config: ExperimentConfig,
+    ordered: Sequence[WorkItem],
+    backend: Backend,
+    judge_backend: Backend | None,
+    store: RunStore,
+    reporter: Reporter | None,
+) -> bool:
+    """Run every unfinished call, then again any call answered in another engine mode than the
+    engine's now (a crash switched it to safe mode mid-run, or an earlier session ran in another
+    mode): a run's rows come from one mode. True when the budget stopped it."""
+    todo = store.unfinished() | store.calls_in_other_mode(getattr(backend, "engine_mode", None))
+    while todo:
+        batch = [item for item in ordered if item.item_id in todo]
+        if reporter is not None:
+            reporter.start(len(batch), sum(item.prompt.prompt_tokens for item in batch))
+        try:
+            if asyncio.run(execute_items(config, batch, backend, judge_backend, store, reporter)):
+                return True
+        finally:
+            if reporter is not None:
+                reporter.finish()
+        todo = store.calls_in_other_mode(getattr(backend, "engine_mode", None))
+        if todo:
+            mode = getattr(backend, "engine_mode", None)
+            _notice(reporter, f"running {len(todo)} calls again with {mode}: a run's rows come from one mode")
+    return False
+
+
+def engine_meta(backend: Backend) -> dict[str, Any] | None:
+    """How a local engine ran: its mode, why, and how often its worker crashed."""
+    mode = getattr(backend, "engine_mode", None)
+    if mode is None:
+        return None
+    engine = getattr(backend, "engine", backend)
+    verdict = getattr(engine, "verdict", None)
+    return {
+        "mode": mode,
+        "worker_process": isinstance(backend, WorkerBackend),
+        "crashes": getattr(backend, "crashes", 0),
+        "verdict": None if verdict is None else asdict(verdict),
+    }
+
+
+def _notice(reporter: Reporter | None, message: str) -> None:
+    if reporter is not None:
+        reporter.notice(message)
+
+
+def _grid_line(config: ExperimentConfig) -> str:
+    depths = ", ".join(str(depth) for depth in config.depths)
+    return (
+        f"tasks {', '.join(config.tasks)}; lengths {', '.join(f'{n:,}' for n in config.lengths)} tokens; "
+        f"depths {depths}; {config.trials} trial(s)"
+    )
+
+
+def planned_line(plan: Plan) -> str:
+    """What the verifier passed: calls, distinct prompts, rejections and the tokens to evaluate."""
+    cases = {(item.case.task, item.case.case_id) for item in plan.items}
+    line = (
+        f"planned {len(plan.items)} calls ({len(cases)} cases and controls), "
+        f"{len({item.prompt.token_ids for item in plan.items})} distinct prompts verified, "
+        f"{len(plan.rejected)} rejected; prompt tokens {plan.naive_prefill:,} "
+        f"(distinct prefixes {plan.lower_bound:,})"
+    )
+    if plan.rejected:
+        line += f"; first rejection: {plan.rejected[0]}"
+    return line
 
 
 def resume_experiment(
@@ -304,10 +397,35 @@ def freeze_plan(config: ExperimentConfig, output: Path) -> tuple[dict[str, Any],
 
 
 @dataclass(frozen=True)
+class LocalEstimate:
+    """A local run's model time and the engine worker's peak memory, before it runs."""
+
+    peak_memory_bytes: int
+    prefill_tps: float | None = None
+    """Measured by ``rotscope doctor`` for this model file on this machine; ``None`` if not."""
+    seconds: float | None = None
+    """Prefill of the distinct prefixes plus at most ``max_tokens`` per call, at measured speeds."""
+
+
+@dataclass(frozen=True)
 class DryRun:
     plan: Plan
     estimate: CostEstimate
     judge_model: str | None = None
+    local: LocalEstimate | None = None
+
+
+def local_estimate(backend: Backend, plan: Plan, max_tokens: int) -> LocalEstimate | None:
+    """Time and memory of a local engine's run, from the speed ``rotscope doctor`` measured."""
+    memory = getattr(backend, "peak_memory_bytes", None)
+    if memory is None:
+        return None
+    backend.reserve(plan.max_prompt_tokens, max_tokens)
+    speed = backend.measured_speed()  # type: ignore[attr-defined]
+    if speed is None:
+        return LocalEstimate(memory())
+    seconds = plan.lower_bound / speed.prefill_tps + len(plan.items) * max_tokens / speed.decode_tps
+    return LocalEstimate(memory(), speed.prefill_tps, seconds)
 
 
 def dry_run(
@@ -320,6 +438,7 @@ def dry_run(
         plan = build_plan(config, backend)
         if frozen_plan is not None:
             check_plan(frozen_plan, build_manifest(config, plan, backend), allow_deviation)
+        resources = local_estimate(backend, plan, config.generation.max_tokens)
     finally:
         backend.close()
     local = is_local(plan.backend.get("backend", ""))
@@ -329,7 +448,7 @@ def dry_run(
         cache = ResponseCache(path) if path.is_file() else None
     try:
         judge = config.judge.model if config.judge else None
-        return DryRun(plan, estimate_plan(config, plan, local=local, cache=cache), judge)
+        return DryRun(plan, estimate_plan(config, plan, local=local, cache=cache), judge, resources)
     finally:
         if cache is not None:
             cache.close()

@@ -25,7 +25,7 @@ RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
     "cached_tokens", "latency_s", "cost", "error", "attempts", "created_at", "finished_at", "claim_report",
     "cached_response", "judge_verdict", "judge_model", "judge_prompt_sha256", "judge_response",
-    "request_attempts",
+    "request_attempts", "engine_mode",
 )  # fmt: skip
 ITEM_COLUMNS = PLANNED_COLUMNS + RESULT_COLUMNS
 
@@ -86,6 +86,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         """,
     ),
+    # The local engine's mode that produced the row (``extra_buffers=off``), so a run stays in one.
+    ("engine_mode", "ALTER TABLE items ADD COLUMN engine_mode TEXT"),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -159,6 +161,17 @@ class RunStore:
         """Model calls still to make: those with a pending or error row (errors are retried).
         A call is one prompt; its questions are rows that share its ``call_id``."""
         return {row[0] for row in self._db.execute("SELECT DISTINCT call_id FROM items WHERE status != 'ok'")}
+
+    def calls_in_other_mode(self, mode: str | None) -> set[str]:
+        """Finished calls whose engine ran in another mode than ``mode`` (none when ``None``)."""
+        if mode is None:
+            return set()
+        cursor = self._db.execute(
+            "SELECT DISTINCT call_id FROM items WHERE status = 'ok' AND engine_mode IS NOT NULL "
+            "AND engine_mode != ?",
+            (mode,),
+        )
+        return {row[0] for row in cursor}
 
     def spent(self) -> float:
         """USD recorded so far (calls without a price count nothing)."""

@@ -467,6 +467,8 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             # Which reuse ran: the correctness of reuse is tested, but a reader should know.
             "prefix_cache": (meta.get("backend") or {}).get("options", {}).get("prefix_cache"),
             "state_cache_mb": (meta.get("backend") or {}).get("options", {}).get("state_cache_mb"),
+            # A local engine's mode (llama.cpp extra buffers), why, and its worker's crashes.
+            "engine": meta.get("engine"),
         },
         "error_cap": _error_cap(rows, cells, config.get("max_error_rate", DEFAULT_MAX_ERROR_RATE)),
         "cost": _spend(rows, config),

@@ -53,6 +53,8 @@ class LlamaCppTokenizer:
                 f"{self._llama.metadata.get('general.architecture', 'llama')}.context_length", 0
             )
         )
+        self.metadata: dict[str, str] = dict(self._llama.metadata)
+        self.n_vocab = int(self._llama.n_vocab())
         self.template: str = self._llama.metadata.get("tokenizer.chat_template", "")
         if not self.template:
             raise BadInput(f"{model_path}: the GGUF file has no chat template (tokenizer.chat_template)")

