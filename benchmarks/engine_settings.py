@@ -20,11 +20,11 @@ from pathlib import Path
 
 import llama_cpp
 
+from rotscope._util.quiet import quiet_stderr
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
 from rotscope.config import LlamaCppOptions, build_config
-from rotscope.quiet import quiet_stderr
+from rotscope.plan.workitems import build_plan
 from rotscope.types import GenerateRequest
-from rotscope.workitems import build_plan
 
 CONVERSIONS = {"F16": llama_cpp.LLAMA_FTYPE_MOSTLY_F16, "Q8_0": llama_cpp.LLAMA_FTYPE_MOSTLY_Q8_0}
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from rotscope.backends.extra_buffers import extra_buffers_verdict
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path, file_digest
 from rotscope.config import LlamaCppOptions
-from rotscope.engine_worker import WorkerBackend
+from rotscope.execution.worker import WorkerBackend
 from rotscope.types import GenerateRequest, GenerationParams
 
 TEXT = "The harbor office keeps a ledger of every vessel that enters after dusk, with the pilot's name.\n"

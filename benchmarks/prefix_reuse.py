@@ -17,9 +17,9 @@ import time
 
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
 from rotscope.config import build_config
-from rotscope.schedule import prefix_order
+from rotscope.plan.schedule import prefix_order
+from rotscope.plan.workitems import build_plan
 from rotscope.types import GenerateRequest, WorkItem
-from rotscope.workitems import build_plan
 
 
 def _run(items: list[WorkItem], backend: LlamaCppBackend) -> tuple[float, int, list[str]]:

@@ -18,7 +18,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from rotscope.backends.fake import lexical_responder
-from rotscope.remote_tokenizers import ApproximateTokenizer, render_plain
+from rotscope.tokenizers.remote import ApproximateTokenizer, render_plain
 from rotscope.types import GenerateRequest, GenerationParams
 
 OK = "ok"

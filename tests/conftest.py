@@ -11,7 +11,7 @@ import pytest
 from rotscope.backends.extra_buffers import Verdict, probe_command, probe_key, remember, run_probe
 from rotscope.filler import Document
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
-from rotscope.tokenizers import FakeTokenizer, LlamaCppTokenizer
+from rotscope.tokenizers.local import FakeTokenizer, LlamaCppTokenizer
 from rotscope.types import Tokenizer
 
 CorpusFactory = Callable[..., TokenizedCorpus]

@@ -25,7 +25,7 @@ def __getattr__(name: str) -> Any:
 def run(config: ExperimentConfig | Path | str) -> Path:
     """Run an experiment from an ``ExperimentConfig`` or a YAML path; returns the run folder."""
     from rotscope.config import ExperimentConfig, load_config
-    from rotscope.runner import run_experiment
+    from rotscope.execution.runner import run_experiment
 
     if not isinstance(config, ExperimentConfig):
         config = load_config(Path(config))
@@ -34,6 +34,6 @@ def run(config: ExperimentConfig | Path | str) -> Path:
 
 def load_summary(run_dir: Path | str) -> dict[str, Any]:
     """The summary JSON (see design.md) of a run folder."""
-    from rotscope.summary import load_summary as _load
+    from rotscope.analysis.summary import load_summary as _load
 
     return _load(run_dir)

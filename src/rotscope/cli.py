@@ -17,7 +17,7 @@ from rotscope.config import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput, write_output
 
 if TYPE_CHECKING:
-    from rotscope.runner import DryRun
+    from rotscope.execution.runner import DryRun
 
 app = typer.Typer(
     add_completion=False,
@@ -45,7 +45,7 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
 
 def _guarded(action: Callable[[], T]) -> T:
     """Run a command body; bad input becomes one line on stderr and exit 2, Ctrl-C exit 130."""
-    from rotscope.runner import BudgetReached, EngineStopped, Interrupted
+    from rotscope.execution.runner import BudgetReached, EngineStopped, Interrupted
 
     try:
         return action()
@@ -195,12 +195,12 @@ def run(
     ] = False,
 ) -> None:
     """Run an experiment (or continue one with --resume) and show its heatmap."""
-    from rotscope.plan import read_manifest
+    from rotscope.analysis.summary import load_summary
+    from rotscope.execution.runner import dry_run as plan_only
+    from rotscope.execution.runner import resume_experiment, run_experiment
+    from rotscope.plan.manifest import read_manifest
     from rotscope.report.progress import ProgressBar
     from rotscope.report.terminal import print_summary
-    from rotscope.runner import dry_run as plan_only
-    from rotscope.runner import resume_experiment, run_experiment
-    from rotscope.summary import load_summary
 
     def body() -> None:
         if resume is not None:
@@ -242,7 +242,7 @@ def plan_command(
     output: Annotated[Path, typer.Option("-o", "--output", help="Plan file (JSON) to write.")],
 ) -> None:
     """Freeze a pre-registration manifest: digests, grid, seeds, decoding and the gate's analysis."""
-    from rotscope.runner import freeze_plan
+    from rotscope.execution.runner import freeze_plan
 
     def body() -> None:
         manifest, digest = freeze_plan(_build(config, {}), output)
@@ -270,8 +270,8 @@ def gate(
     ] = None,
 ) -> None:
     """Release verdict of a candidate against a baseline: exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE."""
-    from rotscope.gate import evaluate
-    from rotscope.plan import read_manifest
+    from rotscope.gate.verdict import evaluate
+    from rotscope.plan.manifest import read_manifest
     from rotscope.report.verdict import print_record
 
     def body() -> dict[str, Any]:
@@ -295,8 +295,8 @@ def show(
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary JSON.")] = False,
 ) -> None:
     """Show a run: heatmap and a line per length, or the summary JSON."""
+    from rotscope.analysis.summary import load_summary
     from rotscope.report.terminal import print_summary
-    from rotscope.summary import load_summary
 
     summary = _guarded(lambda: load_summary(run_dir))
     if as_json:
@@ -326,7 +326,7 @@ def export(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="File; default stdout.")] = None,
 ) -> None:
     """Export one row per work item."""
-    from rotscope.export import export_rows
+    from rotscope.report.export import export_rows
 
     _guarded(lambda: export_rows(run_dir, format, output, sys.stdout))
 
@@ -394,7 +394,7 @@ def doctor() -> None:
     """Check this machine for a run: engine build, CPU, extra buffers, prefill speed, tokenizer, extras."""
     from rich.table import Table
 
-    from rotscope.doctor import run_checks
+    from rotscope.execution.doctor import run_checks
 
     console.print("checking this machine (the engine checks load the bundled model, a few seconds)")
     checks = run_checks()

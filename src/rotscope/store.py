@@ -202,7 +202,7 @@ class RunStore:
         return [dict(row) for row in cursor]
 
     def record_cache_check(self, check: Mapping[str, Any]) -> None:
-        """Store one warm/cold comparison (see ``rotscope.cachecheck``)."""
+        """Store one warm/cold comparison (see ``rotscope.execution.cachecheck``)."""
         values = {**check, "finished_at": _now()}
         with self._db:
             self._db.execute(

@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
+from rotscope.analysis.summary import load_summary
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.runner import run_experiment
-from rotscope.summary import load_summary
+from rotscope.execution.runner import run_experiment
 from rotscope.types import Completion, GenerateRequest
 
 pytestmark = pytest.mark.integration

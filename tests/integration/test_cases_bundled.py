@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from rotscope.analysis.summary import load_summary
 from rotscope.config import load_config
-from rotscope.runner import run_experiment
-from rotscope.summary import load_summary
+from rotscope.execution.runner import run_experiment
 
 pytestmark = pytest.mark.integration
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from rotscope.config import build_config
+from rotscope.execution.runner import run_experiment
 from rotscope.filler.perturb import PerturbMap, perturb_tree
-from rotscope.runner import run_experiment
 
 pytestmark = pytest.mark.integration
 

@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from rotscope.analysis.summary import load_summary
 from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.engine_worker import WorkerBackend
-from rotscope.runner import resume_experiment, run_experiment
-from rotscope.summary import load_summary
+from rotscope.execution.runner import resume_experiment, run_experiment
+from rotscope.execution.worker import WorkerBackend
 
 pytestmark = pytest.mark.integration
 

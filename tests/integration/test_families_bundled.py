@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
+from rotscope.analysis.summary import load_summary
 from rotscope.config import build_config
-from rotscope.runner import run_experiment
-from rotscope.scoring import score
-from rotscope.summary import load_summary
+from rotscope.execution.runner import run_experiment
+from rotscope.scoring.deterministic import score
 from rotscope.tasks import get_task
 from rotscope.types import Completion
 

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
+from rotscope.analysis.summary import load_summary
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
 from rotscope.config import LlamaCppOptions, build_config
-from rotscope.gate import EXIT_CODES, evaluate
-from rotscope.plan import read_manifest
-from rotscope.runner import freeze_plan, run_experiment
-from rotscope.summary import load_summary
+from rotscope.execution.runner import freeze_plan, run_experiment
+from rotscope.gate.verdict import EXIT_CODES, evaluate
+from rotscope.plan.manifest import read_manifest
 from rotscope.types import Completion, GenerateRequest
 
 pytestmark = pytest.mark.integration

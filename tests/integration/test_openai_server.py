@@ -19,12 +19,12 @@ import httpx
 import pytest
 
 from chat_server import ChatServer, prompt_key
+from rotscope.analysis.summary import load_summary
 from rotscope.backends.extra_buffers import extra_buffers_verdict
 from rotscope.backends.llamacpp import file_digest
 from rotscope.config import build_config
-from rotscope.runner import run_experiment
+from rotscope.execution.runner import run_experiment
 from rotscope.store import RunStore
-from rotscope.summary import load_summary
 
 pytestmark = pytest.mark.integration
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from rotscope.analysis.summary import load_summary
 from rotscope.config import build_config
-from rotscope.runner import run_experiment
-from rotscope.summary import load_summary
+from rotscope.execution.runner import run_experiment
 
 pytestmark = pytest.mark.integration
 

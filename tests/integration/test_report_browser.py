@@ -10,8 +10,8 @@ import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import build_config
+from rotscope.execution.runner import run_experiment
 from rotscope.report.html import write_report
-from rotscope.runner import run_experiment
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.browser

@@ -10,7 +10,7 @@ from typing import Any
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.workitems import Plan, build_plan
+from rotscope.plan.workitems import Plan, build_plan
 
 SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
 CASES = [

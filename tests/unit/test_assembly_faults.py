@@ -14,11 +14,11 @@ from case_helpers import case_config, plan_for
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
+from rotscope.execution.runner import resume_experiment, run_experiment
 from rotscope.filler.corpus import TokenizedCorpus
-from rotscope.layout import Frame, PromptBuilder, verify_prompt
-from rotscope.runner import resume_experiment, run_experiment
+from rotscope.prompt.builder import Frame, PromptBuilder, verify_prompt
 from rotscope.store import RunStore
-from rotscope.tokenizers import FakeTokenizer
+from rotscope.tokenizers.local import FakeTokenizer
 from rotscope.types import (
     AnswerKind,
     Case,

@@ -13,15 +13,15 @@ import jsonschema
 import pytest
 from rich.console import Console
 
+from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.cachecheck import DETERMINISTIC_RULE, PAIRED_RULE, summarise_checks
 from rotscope.config import build_config
 from rotscope.errors import BadInput
+from rotscope.execution.cachecheck import DETERMINISTIC_RULE, PAIRED_RULE, summarise_checks
+from rotscope.execution.runner import run_experiment
 from rotscope.report.html import render_report
 from rotscope.report.terminal import print_summary
-from rotscope.runner import run_experiment
 from rotscope.store import RunStore
-from rotscope.summary import load_summary
 from rotscope.types import Completion, GenerateRequest
 
 SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")

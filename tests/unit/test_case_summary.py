@@ -17,10 +17,10 @@ from rich.console import Console
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend
-from rotscope.export import export_rows
+from rotscope.execution.runner import run_experiment
+from rotscope.report.export import export_rows
 from rotscope.report.html import render_report
 from rotscope.report.terminal import print_summary
-from rotscope.runner import run_experiment
 from rotscope.store import MIGRATIONS, RunStore
 from rotscope.types import GenerateRequest
 

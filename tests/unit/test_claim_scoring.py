@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from rotscope.scoring import score
+from rotscope.scoring.deterministic import score
 from rotscope.types import ClaimReport, Claims, Completion, Oracle
 
 CLAIMS = Claims(

@@ -24,9 +24,9 @@ from rotscope.errors import BadInput
 from rotscope.filler import Document
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import tokenize_corpus
-from rotscope.layout import PromptBuilder, verify_prompt
+from rotscope.plan.workitems import build_plan
+from rotscope.prompt.builder import PromptBuilder, verify_prompt
 from rotscope.types import Case, Evidence, Layout, Oracle, RenderedPrompt, Span, Tokenizer
-from rotscope.workitems import build_plan
 
 LINE = 'ttl = opts.get("ttl", opts.get("NIBBLER", 719))'
 NAMES = ("planet", "express", "delivery", "crate", "engine", "hull", "route", "cargo", "beacon", "dock")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rotscope.delivery import FRAMING_TOKENS, check_delivery, delivery_slack
+from rotscope.execution.delivery import FRAMING_TOKENS, check_delivery, delivery_slack
 from rotscope.types import Completion, GenerateRequest, GenerationParams
 
 REQUEST = GenerateRequest(({"role": "user", "content": "x"},), tuple(range(100)), GenerationParams())

@@ -16,9 +16,9 @@ import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import build_config
-from rotscope.engine_worker import WorkerBackend
 from rotscope.errors import EngineCrashed
-from rotscope.runner import EngineStopped, resume_experiment, run_experiment
+from rotscope.execution.runner import EngineStopped, resume_experiment, run_experiment
+from rotscope.execution.worker import WorkerBackend
 from rotscope.types import Completion, GenerateRequest, GenerationParams
 
 

@@ -13,8 +13,8 @@ import pytest
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BadInput
-from rotscope.export import export_rows
-from rotscope.runner import run_experiment
+from rotscope.execution.runner import run_experiment
+from rotscope.report.export import export_rows
 from rotscope.store import ITEM_COLUMNS
 from rotscope.types import GenerateRequest
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rotscope.scoring import contains_answer, score
+from rotscope.scoring.deterministic import contains_answer, score
 from rotscope.tasks import get_task
 from rotscope.tasks import latent as latent_module
 from rotscope.types import Case, Completion

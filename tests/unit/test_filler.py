@@ -12,7 +12,7 @@ from rotscope.config import FillerConfig
 from rotscope.errors import BadInput
 from rotscope.filler import Document, documents
 from rotscope.filler.corpus import tokenize_corpus
-from rotscope.tokenizers import FakeTokenizer
+from rotscope.tokenizers.local import FakeTokenizer
 
 CODE_FILES = {
     "alpha.py": "def alpha():\n    return 1\n",

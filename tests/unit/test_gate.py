@@ -13,7 +13,7 @@ from statsmodels.stats.multitest import multipletests
 
 from rotscope.config import GateConfig
 from rotscope.errors import BadInput
-from rotscope.gate import EXIT_CODES, RunData, compare, holm
+from rotscope.gate.verdict import EXIT_CODES, RunData, compare, holm
 from rotscope.report.verdict import print_record
 
 Outcome = Callable[[str, int], bool]

@@ -14,7 +14,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from rotscope.cli import app
-from rotscope.plan import manifest_digest, read_manifest
+from rotscope.plan.manifest import manifest_digest, read_manifest
 
 SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
 

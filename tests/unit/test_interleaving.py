@@ -12,9 +12,9 @@ from statsmodels.sandbox.stats.runs import runstest_1samp
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.runner import execution_order, run_experiment
+from rotscope.execution.runner import execution_order, run_experiment
+from rotscope.plan.workitems import build_plan
 from rotscope.types import GenerateRequest, WorkItem
-from rotscope.workitems import build_plan
 
 REMOTE = "remotefake"
 ALPHA = 0.001

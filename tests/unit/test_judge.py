@@ -14,9 +14,12 @@ from typing import Any
 import jsonschema
 import pytest
 
+from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.judge import (
+from rotscope.execution.runner import run_experiment
+from rotscope.report.html import render_report
+from rotscope.scoring.judge import (
     JUDGE_PROMPT,
     JUDGE_PROMPT_SHA256,
     JUDGE_PROMPT_VERSION,
@@ -24,9 +27,6 @@ from rotscope.judge import (
     parse_verdict,
     undecided,
 )
-from rotscope.report.html import render_report
-from rotscope.runner import run_experiment
-from rotscope.summary import load_summary
 from rotscope.types import Case, Evidence, GenerateRequest, Oracle, Score
 
 PARAPHRASE = "zzz qqq plover"  # names no answer, no trap, is no abstention, is not in the context
@@ -238,7 +238,7 @@ def test_the_judge_never_inherits_the_main_models_connection(
 ) -> None:
     """A key variable, server or parameters set for the model under test stay with it: the judge
     gets its own ``judge.remote`` (here the defaults)."""
-    from rotscope import runner
+    from rotscope.execution import runner
 
     built: list[ExperimentConfig] = []
     create = runner.create_backend

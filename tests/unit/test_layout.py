@@ -14,8 +14,8 @@ from hypothesis import strategies as st
 
 from rotscope.errors import BadInput
 from rotscope.filler.corpus import TokenizedCorpus
-from rotscope.layout import FOOTER, HEADER, PlacementError, PromptBuilder, verify_prompt
-from rotscope.tokenizers import FakeTokenizer, LlamaCppTokenizer
+from rotscope.prompt.builder import FOOTER, HEADER, PlacementError, PromptBuilder, verify_prompt
+from rotscope.tokenizers.local import FakeTokenizer, LlamaCppTokenizer
 from rotscope.types import Case, Evidence, Layout, Oracle, RenderedPrompt, Tokenizer
 
 DEPTH_TOLERANCE = 0.1  # PromptBuilder's default depth_tolerance

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 
+from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.runner import run_experiment
-from rotscope.scoring import parse_labelled_answers, score_parts
+from rotscope.execution.runner import run_experiment
+from rotscope.scoring.deterministic import parse_labelled_answers, score_parts
 from rotscope.store import RunStore
-from rotscope.summary import load_summary
 from rotscope.tasks import get_task
 from rotscope.tasks.bundles import bundle_all, bundle_cases
 from rotscope.types import Case, Completion, GenerateRequest

@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
+from rotscope.analysis.summary import load_summary
 from rotscope.config import build_config
 from rotscope.errors import BadInput
-from rotscope.plan import SHARED_GROUPS, cases_digest, deviations, manifest_digest, read_manifest
+from rotscope.execution.runner import freeze_plan, run_experiment
+from rotscope.plan.manifest import SHARED_GROUPS, cases_digest, deviations, manifest_digest, read_manifest
 from rotscope.report.html import render_report
-from rotscope.runner import freeze_plan, run_experiment
 from rotscope.store import RunStore
-from rotscope.summary import load_summary
 from rotscope.tasks import get_task
 
 SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")

@@ -14,7 +14,7 @@ from case_helpers import CASES, POSITIONS, case_config, plan_for
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import build_config
 from rotscope.errors import BadInput
-from rotscope.layout import PromptBuilder
+from rotscope.prompt.builder import PromptBuilder
 from rotscope.types import Case, Layout, RenderedPrompt, Span, Tokenizer, WorkItem
 
 

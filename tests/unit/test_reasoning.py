@@ -19,18 +19,18 @@ import pytest
 from rich.console import Console
 
 from rotscope import load_summary
+from rotscope.analysis.summary import _interference, _layout_drops
 from rotscope.backends.fake import FakeBackend
 from rotscope.config import ExperimentConfig, ReasoningConfig, build_config
 from rotscope.errors import BadInput
-from rotscope.layout import PromptBuilder, evidence_unit, verify_prompt
+from rotscope.execution.runner import run_experiment
+from rotscope.plan.workitems import build_plan
+from rotscope.prompt.builder import PromptBuilder, evidence_unit, verify_prompt
 from rotscope.report.html import render_report
 from rotscope.report.terminal import print_summary
-from rotscope.runner import run_experiment
-from rotscope.scoring import final_choice, final_number, score_final_answer, score_parts
-from rotscope.summary import _interference, _layout_drops
-from rotscope.tasks.reasoning import TARGET_LABEL, load_pool
+from rotscope.scoring.deterministic import final_choice, final_number, score_final_answer, score_parts
+from rotscope.tasks.reasoning.family import TARGET_LABEL, load_pool
 from rotscope.types import Completion, GenerateRequest, Oracle, WorkItem
-from rotscope.workitems import build_plan
 
 LENGTHS = [400, 700]
 BACKEND = FakeBackend("quiet", lambda request: "")

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from rotscope.errors import BadInput
-from rotscope.tasks.reasoning_items import generated_items, load_arc, load_gsm8k
+from rotscope.tasks.reasoning.items import generated_items, load_arc, load_gsm8k
 
 GSM8K = [
     {

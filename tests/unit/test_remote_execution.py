@@ -19,15 +19,15 @@ import jsonschema
 import pytest
 from typer.testing import CliRunner
 
+from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.cli import EXIT_BUDGET, app
 from rotscope.config import ExperimentConfig, ProviderLimits, build_config
-from rotscope.cost import DEFAULT_PRICES, MILLION, price_table
 from rotscope.errors import BadInput
-from rotscope.limits import ProviderLimiter
+from rotscope.execution.cost import DEFAULT_PRICES, MILLION, price_table
+from rotscope.execution.limits import ProviderLimiter
+from rotscope.execution.runner import BudgetReached, Interrupted, dry_run, resume_experiment, run_experiment
 from rotscope.report.html import render_report
-from rotscope.runner import BudgetReached, Interrupted, dry_run, resume_experiment, run_experiment
-from rotscope.summary import load_summary
 from rotscope.types import GenerateRequest
 
 SCHEMA = json.loads(resources.files("rotscope").joinpath("schemas/summary.schema.json").read_text())

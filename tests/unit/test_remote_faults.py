@@ -16,14 +16,14 @@ import pytest
 from typer.testing import CliRunner
 
 from chat_server import TEMPLATE_OVERHEAD, ChatServer
+from rotscope.analysis.summary import load_summary
 from rotscope.backends.openai_compat import OpenAICompatBackend, parse_chat_completion
 from rotscope.backends.retry import Permanent
 from rotscope.cli import app
 from rotscope.config import ExperimentConfig, RemoteOptions, build_config
 from rotscope.errors import BackendRefused
+from rotscope.execution.runner import resume_experiment, run_experiment
 from rotscope.report.html import render_report
-from rotscope.runner import resume_experiment, run_experiment
-from rotscope.summary import load_summary
 from rotscope.types import GenerateRequest, GenerationParams
 
 KEY_ENV = "ROTSCOPE_TEST_KEY"

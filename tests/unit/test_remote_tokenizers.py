@@ -15,8 +15,8 @@ import tiktoken
 
 from rotscope.backends.retry import retry_after_seconds
 from rotscope.errors import BadInput
-from rotscope.layout import PromptBuilder
-from rotscope.remote_tokenizers import (
+from rotscope.prompt.builder import PromptBuilder
+from rotscope.tokenizers.remote import (
     ApproximateTokenizer,
     HFTokenizer,
     TiktokenTokenizer,

@@ -9,8 +9,8 @@ import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import build_config
+from rotscope.execution.runner import run_experiment
 from rotscope.report.html import evidence_neighbourhood, render_report
-from rotscope.runner import run_experiment
 from rotscope.types import GenerateRequest
 
 PLANTED = "<script>alert('pwned')</script>"

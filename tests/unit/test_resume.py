@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
+from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.runner import Interrupted, run_experiment
-from rotscope.summary import load_summary
+from rotscope.execution.runner import Interrupted, run_experiment
+from rotscope.plan.workitems import Plan, build_plan, item_id
 from rotscope.types import GenerateRequest
-from rotscope.workitems import Plan, build_plan, item_id
 
 MODEL = "fake/lexical"
 TOTAL = 2 * 2 * 2 + 2 * 2  # 2 cases x 2 lengths x 2 depths, plus 2 controls x 2 lengths

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rotscope.scoring import contains_answer, is_abstention, normalise, score
+from rotscope.scoring.deterministic import contains_answer, is_abstention, normalise, score
 from rotscope.types import Completion, Oracle, Score
 
 CONTROL = Oracle(answer="", abstain=True)

@@ -12,7 +12,8 @@ import pytest
 from scipy import stats as scipy_stats
 
 from rotscope import stats as rstats
-from rotscope.scoring import score
+from rotscope.analysis.summary import instance_means
+from rotscope.scoring.deterministic import score
 from rotscope.stats import (
     Gap,
     absolute_effective_length,
@@ -23,7 +24,6 @@ from rotscope.stats import (
     proportion_interval,
     sign_test,
 )
-from rotscope.summary import instance_means
 from rotscope.types import Completion, Oracle, Score
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile

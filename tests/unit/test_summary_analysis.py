@@ -17,7 +17,7 @@ import pytest
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend
 from rotscope.config import build_config
-from rotscope.runner import run_experiment
+from rotscope.execution.runner import run_experiment
 from rotscope.tasks.needles import load_needle_cases
 from rotscope.types import Case, GenerateRequest
 

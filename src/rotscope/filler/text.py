@@ -7,10 +7,10 @@ import random
 from collections.abc import Iterator
 from pathlib import Path
 
+from rotscope._util.jsonl import read_jsonl
 from rotscope.config import FillerConfig
 from rotscope.errors import BadInput
 from rotscope.filler import Document, register_filler
-from rotscope.jsonl import read_jsonl
 
 
 def _jsonl_documents(path: Path, field: str) -> list[Document]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rotscope.tasks.reasoning import LAYOUT_COPIES
+from rotscope.tasks.reasoning.family import LAYOUT_COPIES
 
 LAYOUT_ORDER = list(LAYOUT_COPIES)
 

@@ -14,11 +14,11 @@ import plotly.graph_objects as go
 from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup, escape
 
+from rotscope.analysis.summary import build_summary
 from rotscope.errors import write_output
 from rotscope.report.cells import depth_label, row_key
 from rotscope.report.terminal import token_count_line
 from rotscope.store import RunStore
-from rotscope.summary import build_summary
 
 NEIGHBOURHOOD_CHARS = 240
 WRONG_OUTCOMES = ("incorrect", "abstained")

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from fractions import Fraction
 
+from rotscope._util.text import mentions
 from rotscope.tasks import register_cases
 from rotscope.tasks.casefile import load_records
-from rotscope.tasks.overlap import mentions
 from rotscope.types import Case, Evidence, Oracle
 
 _WHOLE_NUMBERS = {

@@ -3,9 +3,9 @@ last hop, which sits at the grid's depth (the others follow the placement rule).
 
 from __future__ import annotations
 
+from rotscope._util.text import mentions
 from rotscope.tasks import register_cases
 from rotscope.tasks.casefile import load_records
-from rotscope.tasks.overlap import mentions
 from rotscope.types import Case, Evidence, Oracle
 
 

@@ -3,9 +3,9 @@ model must make one latent hop (Colosseum -> Rome) instead of matching strings."
 
 from __future__ import annotations
 
+from rotscope._util.text import shared_content_words
 from rotscope.tasks import register_cases
 from rotscope.tasks.needles import load_needle_cases
-from rotscope.tasks.overlap import shared_content_words
 from rotscope.types import Case
 
 

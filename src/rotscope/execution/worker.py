@@ -113,7 +113,7 @@ class WorkerBackend:
         self._stop()  # a running worker was sized for other prompts: the next call starts anew
 
     def start(self) -> None:
-        """Start the worker (``python -m rotscope.engine_worker``) if none runs. A fresh interpreter,
+        """Start the worker (``python -m rotscope.execution.worker``) if none runs. A fresh interpreter,
         not a fork or multiprocessing's spawn, which would import the caller's main script again."""
         if self._process is not None and self._process.poll() is None:
             return
@@ -121,7 +121,7 @@ class WorkerBackend:
         ours, theirs = socket.socketpair()
         with theirs:
             process = subprocess.Popen(
-                [sys.executable, "-m", "rotscope.engine_worker", str(theirs.fileno())],
+                [sys.executable, "-m", "rotscope.execution.worker", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
             )

@@ -16,8 +16,8 @@ from typing import Any
 
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from rotscope._util.quiet import quiet_stderr
 from rotscope.errors import BadInput
-from rotscope.quiet import quiet_stderr
 from rotscope.types import Tokenizer
 
 

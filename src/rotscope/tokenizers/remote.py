@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.errors import BadInput
-from rotscope.tokenizers import PieceVocabulary, render_template
+from rotscope.tokenizers.local import PieceVocabulary, render_template
 
 PLAIN_SEPARATOR = "\n\n"
 
@@ -201,7 +201,7 @@ def load_tokenizer(spec: str | None) -> Any:
         raise BadInput(f"remote.tokenizer: {spec!r} is neither tiktoken:NAME nor an existing file")
     if path.suffix == ".gguf":
         from rotscope.backends.llamacpp import check_gguf
-        from rotscope.tokenizers import LlamaCppTokenizer
+        from rotscope.tokenizers.local import LlamaCppTokenizer
 
         check_gguf(path)
         return LlamaCppTokenizer(path)

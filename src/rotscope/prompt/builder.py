@@ -23,12 +23,12 @@ from functools import cached_property
 
 import numpy as np
 
+from rotscope._util.text import mentions
 from rotscope.config import PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.filler.anchor import AnchoredCorpus
 from rotscope.filler.corpus import TokenizedCorpus
-from rotscope.placement import target_depths
-from rotscope.tasks.overlap import mentions
+from rotscope.prompt.placement import target_depths
 from rotscope.types import AnswerKind, Case, Evidence, Layout, RenderedPrompt, Span, Tokenizer
 
 HEADER = "Answer the question at the end using only this context.\n\n<context>\n"

@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rotscope._util.jsonl import read_jsonl
 from rotscope.errors import BadInput
-from rotscope.jsonl import read_jsonl
 from rotscope.types import AnswerKind
 
 _FINAL = re.compile(r"^-?\d+(?:\.\d+)?$")

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from rotscope.cachecheck import summarise_checks
-from rotscope.case_results import case_results
+from rotscope.analysis.cases import case_results
 from rotscope.config import OFFSET_PREFIX
+from rotscope.execution.cachecheck import summarise_checks
 from rotscope.stats import (
     absolute_effective_length,
     base_score,
@@ -23,7 +23,7 @@ from rotscope.stats import (
     sign_test,
 )
 from rotscope.store import RunStore
-from rotscope.tasks.reasoning import FILLER_ANSWER, LAYOUT_COPIES
+from rotscope.tasks.reasoning.family import FILLER_ANSWER, LAYOUT_COPIES
 from rotscope.types import EVIDENCE_ONLY_POSITION
 
 JUDGED = ("correct", "incorrect", "abstained")

@@ -15,10 +15,20 @@ from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
 from rotscope.config import ExperimentConfig, JudgeConfig, Price
-from rotscope.cost import Budget, check_budget_price, completion_cost, estimate_cost, find_price, price_table
-from rotscope.delivery import check_delivery, delivery_slack
 from rotscope.errors import BadInput, EngineCrashed
-from rotscope.judge import (
+from rotscope.execution.cost import (
+    Budget,
+    check_budget_price,
+    completion_cost,
+    estimate_cost,
+    find_price,
+    price_table,
+)
+from rotscope.execution.delivery import check_delivery, delivery_slack
+from rotscope.execution.limits import Limiters, ProviderLimiter
+from rotscope.execution.response_cache import ResponseCache, cache_key
+from rotscope.scoring.deterministic import score_parts
+from rotscope.scoring.judge import (
     judge_columns,
     judge_messages,
     judge_request,
@@ -27,9 +37,6 @@ from rotscope.judge import (
     part_reply,
     undecided,
 )
-from rotscope.limits import Limiters, ProviderLimiter
-from rotscope.response_cache import ResponseCache, cache_key
-from rotscope.scoring import score_parts
 from rotscope.store import RunStore
 from rotscope.types import Backend, Completion, GenerateRequest, Score, WorkItem
 

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from rotscope.errors import BadInput
-from rotscope.scoring import score_parts
+from rotscope.scoring.deterministic import score_parts
 from rotscope.stats import sign_test
 from rotscope.store import RunStore
 from rotscope.types import Backend, Completion, GenerateRequest, WorkItem

@@ -14,18 +14,18 @@ from typing import Any
 
 from rotscope._version import __version__
 from rotscope.backends import create_backend
-from rotscope.cachecheck import require_clearable, run_cache_checks
 from rotscope.config import ExperimentConfig, build_config, dump_config, load_config
-from rotscope.cost import CostEstimate, estimate_plan
-from rotscope.engine_worker import WorkerBackend
 from rotscope.errors import BadInput, EngineCrashed
-from rotscope.execute import LOCAL_BACKENDS, Reporter, execute_items, is_local, row_id
-from rotscope.plan import build_manifest, deviations, manifest_digest, write_manifest
-from rotscope.response_cache import ResponseCache, default_cache_path
-from rotscope.schedule import prefix_order, shuffled_order
+from rotscope.execution.cachecheck import require_clearable, run_cache_checks
+from rotscope.execution.cost import CostEstimate, estimate_plan
+from rotscope.execution.execute import LOCAL_BACKENDS, Reporter, execute_items, is_local, row_id
+from rotscope.execution.response_cache import ResponseCache, default_cache_path
+from rotscope.execution.worker import WorkerBackend
+from rotscope.plan.manifest import build_manifest, deviations, manifest_digest, write_manifest
+from rotscope.plan.schedule import prefix_order, shuffled_order
+from rotscope.plan.workitems import Plan, build_plan
 from rotscope.store import RunStore
 from rotscope.types import Backend, WorkItem
-from rotscope.workitems import Plan, build_plan
 
 __all__ = ["BudgetReached", "Interrupted", "Reporter", "dry_run", "resume_experiment", "run_experiment"]
 
@@ -66,7 +66,7 @@ class EngineStopped(Exception):
 
 
 def in_worker(backend: Backend, config: ExperimentConfig, reporter: Reporter | None) -> Backend:
-    """A local engine that can run in a worker process gets one (see ``rotscope.engine_worker``)."""
+    """A local engine that can run in a worker process gets one (see ``rotscope.execution.worker``)."""
     if config.executor.kind == "inprocess" or not getattr(backend, "worker_process", False):
         return backend
     notice = reporter.notice if reporter is not None else None

@@ -14,12 +14,13 @@ from rotscope.errors import BadInput
 from rotscope.filler import documents
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
-from rotscope.layout import PlacementError, PromptBuilder
-from rotscope.reasoning_layout import plan_reasoning
-from rotscope.schedule import prefill_bounds
+from rotscope.plan.schedule import prefill_bounds
+from rotscope.prompt.builder import PlacementError, PromptBuilder
+from rotscope.prompt.variants import keep_consistent
 from rotscope.tasks import get_task
 from rotscope.tasks.bundles import bundle_all
-from rotscope.tasks.reasoning import TASK as REASONING
+from rotscope.tasks.reasoning.family import TASK as REASONING
+from rotscope.tasks.reasoning.layout import plan_reasoning
 from rotscope.types import (
     EVIDENCE_ONLY_POSITION,
     Backend,
@@ -30,7 +31,6 @@ from rotscope.types import (
     Tokenizer,
     WorkItem,
 )
-from rotscope.variants import keep_consistent
 
 CONTROL_POSITION = "absent"
 

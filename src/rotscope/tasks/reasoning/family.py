@@ -23,7 +23,7 @@ from pathlib import Path
 
 from rotscope.config import ReasoningConfig, ReasoningLayout
 from rotscope.tasks import register_cases
-from rotscope.tasks.reasoning_items import ReasoningItem, generated_items, load_arc, load_gsm8k
+from rotscope.tasks.reasoning.items import ReasoningItem, generated_items, load_arc, load_gsm8k
 from rotscope.types import Case, Evidence, Oracle
 
 TASK = "reasoning"

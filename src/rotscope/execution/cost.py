@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING
 
 from rotscope.config import ExperimentConfig, Price
 from rotscope.errors import BadInput
-from rotscope.response_cache import ResponseCache, cache_key
+from rotscope.execution.response_cache import ResponseCache, cache_key
 from rotscope.types import Completion, GenerateRequest
 
 if TYPE_CHECKING:
-    from rotscope.workitems import Plan
+    from rotscope.plan.workitems import Plan
 
 MILLION = 1_000_000
 DEFAULT_PRICES: dict[str, Price] = {

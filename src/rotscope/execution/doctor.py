@@ -92,7 +92,7 @@ def measure_speed(path: Path, key: str) -> Speed:
     """Prefill a few hundred tokens, then decode from the cached prompt, in an engine worker."""
     from rotscope.backends.llamacpp import LlamaCppBackend
     from rotscope.config import LlamaCppOptions
-    from rotscope.engine_worker import WorkerBackend
+    from rotscope.execution.worker import WorkerBackend
     from rotscope.types import GenerateRequest, GenerationParams
 
     engine = LlamaCppBackend(path, LlamaCppOptions())
@@ -134,7 +134,7 @@ def _prefill_check(path: Path, key: str) -> Check:
 
 
 def _round_trip_check(path: Path) -> Check:
-    from rotscope.tokenizers import LlamaCppTokenizer
+    from rotscope.tokenizers.local import LlamaCppTokenizer
 
     tokenizer = LlamaCppTokenizer(path)
     sample = "Round trip: 0123456789, é ß 漢字, tabs\tand\nnew lines; <context> stays text."
@@ -145,7 +145,7 @@ def _round_trip_check(path: Path) -> Check:
 
 
 def _cache_check() -> Check:
-    from rotscope.response_cache import default_cache_path
+    from rotscope.execution.response_cache import default_cache_path
 
     folder = default_cache_path().parent
     try:

@@ -20,9 +20,16 @@ from rotscope.config import ExperimentConfig, ReasoningFiller
 from rotscope.errors import BadInput
 from rotscope.filler import Document
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
-from rotscope.layout import PlacementError, PromptBuilder
-from rotscope.tasks.reasoning import FILLER_ANSWER, LAYOUT_DEPTH, Pool, filler_text, layout_case, load_pool
-from rotscope.tasks.reasoning_items import ReasoningItem
+from rotscope.prompt.builder import PlacementError, PromptBuilder
+from rotscope.tasks.reasoning.family import (
+    FILLER_ANSWER,
+    LAYOUT_DEPTH,
+    Pool,
+    filler_text,
+    layout_case,
+    load_pool,
+)
+from rotscope.tasks.reasoning.items import ReasoningItem
 from rotscope.types import Case, Layout, RenderedPrompt, Tokenizer
 
 _WINDOW_TRIES = 12

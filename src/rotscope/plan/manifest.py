@@ -10,35 +10,37 @@ config, so no field escapes the check. Deviations are reported in this order.
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib
+import importlib.util
 import json
-from collections.abc import Iterator, Mapping
+import pkgutil
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
-from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from rotscope._version import __version__
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput, write_output
+from rotscope.plan.workitems import Plan, select_cases
 from rotscope.types import Backend, Case
-from rotscope.workitems import Plan, select_cases
 
-MANIFEST_VERSION = 1
+MANIFEST_VERSION = 2
+"""2: the assembler digest covers every prompt-shaping module by its code, not listed files."""
 SHARED_GROUPS = ("grid", "seeds", "decoding", "analysis", "cases", "filler")
 """Groups a baseline and a candidate compared under one plan must have in common."""
-ASSEMBLER_SOURCES = (
-    "layout.py",
-    "placement.py",
-    "workitems.py",
-    "filler/__init__.py",
-    "filler/corpus.py",
-    "filler/code.py",
-    "filler/text.py",
-    "filler/readinglog.py",
-    "tasks/bundles.py",
+PROMPT_SHAPING = (
+    "rotscope.prompt",
+    "rotscope.filler",
+    "rotscope.tasks",
+    "rotscope.tokenizers",
+    "rotscope.plan",
 )
-PACING_FIELDS = {"out", "max_cost", "limits", "prices"}
+"""Every module of these packages takes part in turning cases into prompts (the plan package
+too: work items, their filler streams and order), so each is in the assembler digest."""
+PACING_FIELDS = {"out", "max_cost", "limits", "prices", "executor"}
 """Config fields that decide where results go and how a run is paced and paid, not what it
 measures: left out of the manifest, so a budget or rate limit can change without a deviation."""
 _TEMPLATE_PROBE = ({"role": "system", "content": "S"}, {"role": "user", "content": "U"})
@@ -52,14 +54,50 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def assembler_digest() -> str:
-    """The code that turns cases into prompts: its sources and the rotscope version."""
-    digest = hashlib.sha256(__version__.encode())
-    package = resources.files("rotscope")
-    for name in ASSEMBLER_SOURCES:
-        digest.update(name.encode())
-        digest.update(package.joinpath(name).read_bytes())
-    return digest.hexdigest()[:16]
+def code_fingerprint(source: str) -> str:
+    """A module's code without its imports, docstrings, comments and layout: moving a module (which
+    rewrites the imports of others) leaves it unchanged, editing what the code does changes it."""
+    tree = ast.parse(source)
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        if isinstance(body, list):
+            body[:] = [
+                child
+                for child in body
+                if not isinstance(child, ast.Import | ast.ImportFrom) and not _is_docstring(child)
+            ] or [ast.Pass()]
+    return _sha(ast.dump(tree, annotate_fields=False, include_attributes=False).encode())
+
+
+def _is_docstring(node: ast.stmt) -> bool:
+    return (
+        isinstance(node, ast.Expr)
+        and isinstance(node.value, ast.Constant)
+        and isinstance(node.value.value, str)
+    )
+
+
+def prompt_shaping_sources() -> list[str]:
+    """The source of every module in the ``PROMPT_SHAPING`` packages, found by walking them."""
+    sources = []
+    for name in PROMPT_SHAPING:
+        package = importlib.import_module(name)
+        inside = pkgutil.walk_packages(package.__path__, f"{name}.") if hasattr(package, "__path__") else ()
+        found = [name, *(info.name for info in inside)]
+        for module in found:
+            spec = importlib.util.find_spec(module)
+            if spec is not None and spec.origin and spec.origin.endswith(".py"):
+                sources.append(Path(spec.origin).read_text(encoding="utf-8"))
+    return sources
+
+
+def assembler_digest(sources: Iterable[str] | None = None) -> str:
+    """The code that turns cases into prompts: the fingerprints of its modules, in no particular
+    order (a module's name or place is not part of it), and the rotscope version."""
+    prints = sorted(
+        code_fingerprint(source) for source in (prompt_shaping_sources() if sources is None else sources)
+    )
+    return _sha("\n".join([__version__, *prints]).encode())
 
 
 def cases_digest(cases: list[Case]) -> str:

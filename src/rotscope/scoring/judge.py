@@ -16,7 +16,7 @@ import hashlib
 import re
 from typing import Any, Literal
 
-from rotscope.scoring import parse_labelled_answers
+from rotscope.scoring.deterministic import parse_labelled_answers
 from rotscope.types import Backend, Case, Completion, GenerateRequest, GenerationParams, Score
 
 JUDGE_PROMPT_VERSION = "rotscope-judge-v1"

@@ -42,7 +42,7 @@ from statsmodels.stats.multitest import multipletests
 from rotscope._version import __version__
 from rotscope.config import GateConfig
 from rotscope.errors import BadInput
-from rotscope.plan import SHARED_GROUPS, deviations, manifest_digest
+from rotscope.plan.manifest import SHARED_GROUPS, deviations, manifest_digest
 from rotscope.stats import proportion_interval
 from rotscope.store import RunStore
 

@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
-from rotscope.scoring import HIGH_RISK_CATEGORIES
+from rotscope.scoring.deterministic import HIGH_RISK_CATEGORIES
 from rotscope.types import EVIDENCE_ONLY_SUFFIX
 
 PASS_RATE = 0.5

@@ -1,0 +1,1 @@
+"""The release gate: pairing a baseline with a candidate, and the verdict."""

@@ -1,0 +1,1 @@
+"""Planning: verified work items, their order (prefix trie, interleavings), the frozen manifest."""

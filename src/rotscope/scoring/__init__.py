@@ -1,0 +1,1 @@
+"""Scoring replies: deterministic scorers and the optional judge."""

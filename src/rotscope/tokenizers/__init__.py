@@ -1,0 +1,1 @@
+"""Tokenizers: the target model's own vocabulary (GGUF), remote models' tokenizers, GGUF checks."""
