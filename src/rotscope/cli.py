@@ -359,34 +359,14 @@ def perturb(
 
 @app.command()
 def models() -> None:
-    """List backends and the models each can find."""
-    from rotscope.backends import BACKENDS, split_model
-    from rotscope.backends.fake import RESPONDERS
+    """List every registered backend with its hint, and the models each can find."""
+    from rotscope.backends import BACKENDS
 
-    split_model("fake/lexical")  # registers the built-in backends
-    for provider in sorted(BACKENDS):
-        console.print(f"[bold]{provider}[/bold]")
-        if provider == "llamacpp":
-            try:
-                _, path = split_model("bundled")
-                console.print(f"  bundled -> {path}")
-            except BadInput as error:
-                console.print(f"  bundled model unavailable: {error}")
-            console.print("  any GGUF file: --model path/to/model.gguf")
-        elif provider in ("fake", "fake-remote"):
-            for name in sorted(RESPONDERS):
-                console.print(f"  {provider}/{name}")
-        else:
-            console.print(f"  {REMOTE_HINTS[provider]}", markup=False, soft_wrap=True)
-
-
-REMOTE_HINTS = {
-    "openai": "openai/NAME --base-url URL (any OpenAI-compatible server; key from --api-key-env, "
-    "default OPENAI_API_KEY, optional for local servers)",
-    "anthropic": "anthropic/NAME (key from ANTHROPIC_API_KEY or --api-key-env; "
-    "pip install rotscope[anthropic])",
-    "gemini": "gemini/NAME (key from GEMINI_API_KEY or --api-key-env; pip install rotscope[gemini])",
-}
+    for provider, entry in BACKENDS.items():
+        console.print(f"[bold]{escape(provider)}[/bold]")
+        console.print(f"  {entry.hint}", markup=False, soft_wrap=True)
+        for found in entry.models() if entry.models is not None else ():
+            console.print(f"  {found}", markup=False, soft_wrap=True)
 
 
 @app.command()

@@ -34,7 +34,7 @@ DEFAULT_DEPTHS: tuple[float | str, ...] = ("beginning", "midpoint", "end")
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
 class FillerConfig(_Strict):
@@ -115,7 +115,7 @@ def _text(value: object) -> object:
     return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
 
 
-AnswerText = Annotated[str, BeforeValidator(_text)]
+AnswerText = Annotated[str, BeforeValidator(_text, json_schema_input_type=str | int | float)]
 
 
 class CodeLine(_Strict):

@@ -3,6 +3,9 @@
 An instance is the unit that varies independently (a case in a cell; questions that share one
 prompt are one instance). Items of one instance are averaged before any interval is computed,
 so repeated trials never shrink an interval by themselves.
+
+The release gate's tests live here too: a cluster bootstrap of paired differences
+(``bootstrap_means``), Holm's adjustment (``holm``) and its per-hypothesis levels (``step_levels``).
 """
 
 from __future__ import annotations
@@ -159,3 +162,36 @@ def benjamini_hochberg(p_values: Sequence[float], alpha: float = 0.05) -> tuple[
         return [], []
     reject, adjusted, _, _ = multipletests(list(p_values), alpha=alpha, method="fdr_bh")
     return [bool(r) for r in reject], [float(p) for p in adjusted]
+
+
+PSEUDO_INSTANCES = np.array([-1.0, 1.0])
+"""One instance lost and one gained, added before resampling (after Agresti and Min's adjustment
+for matched proportions): a percentile bootstrap of few instances with no discordant pair would
+otherwise be a single point and claim non-inferiority from, say, 7 identical answers."""
+
+
+def bootstrap_means(differences: np.ndarray, resamples: int, seed: Sequence[int]) -> np.ndarray:
+    """Means of ``resamples`` cluster resamples (whole instances drawn with replacement) of the
+    per-instance differences, with ``PSEUDO_INSTANCES`` added."""
+    sample = np.concatenate([differences, PSEUDO_INSTANCES])
+    rng = np.random.default_rng(list(seed))
+    draws = rng.integers(0, len(sample), size=(resamples, len(sample)))
+    means: np.ndarray = sample[draws].mean(axis=1)
+    return means
+
+
+def holm(p_values: Sequence[float], alpha: float) -> list[float]:
+    """Holm-adjusted p-values (statsmodels ``method="holm"``, not its Holm-Sidak default)."""
+    if not p_values:
+        return []
+    _, adjusted, _, _ = multipletests(list(p_values), alpha=alpha, method="holm")
+    return [float(p) for p in adjusted]
+
+
+def step_levels(p_values: Sequence[float], alpha: float) -> list[float]:
+    """Holm's per-hypothesis level alpha / (m - rank + 1), rank 1 for the smallest p."""
+    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
+    levels = [0.0] * len(p_values)
+    for rank, index in enumerate(order, start=1):
+        levels[index] = alpha / (len(p_values) - rank + 1)
+    return levels

@@ -271,12 +271,33 @@ class Tokenizer(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend is, so the executor and checks ask it rather than a list of names."""
+
+    local: bool = False
+    """Runs on this machine: calls go one at a time in prefix order, never through the response
+    cache, at no cost; cache controls may compare warm and cold answers."""
+    exact_ids: bool = False
+    """The model receives the verified token ids themselves, so the prompt-token count it reports
+    must equal them exactly (else the delivery check allows the slack of a re-tokenizing API)."""
+    max_concurrency: int | None = None
+    """Calls at once; ``None``: the provider's configured limits decide."""
+    batching: bool = False
+    """Takes many requests at once and schedules them itself (an engine like vLLM)."""
+    clearable_cache: bool = False
+    """Its KV cache can be cleared between calls (cache controls need it)."""
+    worker_process: bool = False
+    """Can be sent to an engine worker process (pickled without its loaded engine)."""
+
+
 class Backend(Protocol):
     """A model endpoint. ``generate`` never raises for model or network faults: it returns
     a ``Completion`` whose ``error`` is set, so the failure is recorded, never scored."""
 
     model_id: str
     context_window: int
+    capabilities: Capabilities
 
     def tokenizer(self) -> Tokenizer: ...
 

@@ -16,7 +16,9 @@ from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.execution.runner import resume_experiment, run_experiment
 from rotscope.filler.corpus import TokenizedCorpus
-from rotscope.prompt.builder import Frame, PromptBuilder, verify_prompt
+from rotscope.prompt.builder import PromptBuilder
+from rotscope.prompt.frame import Frame
+from rotscope.prompt.verify import verify_prompt
 from rotscope.store import RunStore
 from rotscope.tokenizers.local import FakeTokenizer
 from rotscope.types import (

@@ -22,7 +22,7 @@ from rotscope.execution.runner import run_experiment
 from rotscope.report.html import render_report
 from rotscope.report.terminal import print_summary
 from rotscope.store import RunStore
-from rotscope.types import Completion, GenerateRequest
+from rotscope.types import Capabilities, Completion, GenerateRequest
 
 SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
 
@@ -53,6 +53,7 @@ class NoCache:
 
     model_id = "fake/uncleared"
     context_window = 1_000_000
+    capabilities = Capabilities(local=True, exact_ids=True)
 
     def close(self) -> None:
         return None

@@ -25,7 +25,8 @@ from rotscope.filler import Document
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import tokenize_corpus
 from rotscope.plan.workitems import build_plan
-from rotscope.prompt.builder import PromptBuilder, verify_prompt
+from rotscope.prompt.builder import PromptBuilder
+from rotscope.prompt.verify import verify_prompt
 from rotscope.types import Case, Evidence, Layout, Oracle, RenderedPrompt, Span, Tokenizer
 
 LINE = 'ttl = opts.get("ttl", opts.get("NIBBLER", 719))'

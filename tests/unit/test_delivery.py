@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from rotscope.execution.delivery import FRAMING_TOKENS, check_delivery, delivery_slack
-from rotscope.types import Completion, GenerateRequest, GenerationParams
+from rotscope.types import Capabilities, Completion, GenerateRequest, GenerationParams
 
 REQUEST = GenerateRequest(({"role": "user", "content": "x"},), tuple(range(100)), GenerationParams())
 
@@ -35,10 +35,21 @@ def test_an_existing_error_is_kept() -> None:
     assert check_delivery(REQUEST, completion) is completion
 
 
+class Counted:
+    """Just what the delivery check asks of a backend: its capabilities and how it counts."""
+
+    def __init__(self, exact_ids: bool, token_count: str) -> None:
+        self.capabilities = Capabilities(exact_ids=exact_ids)
+        self.token_count = token_count
+
+    def describe(self) -> dict[str, str]:
+        return {"token_count": self.token_count}
+
+
 def test_slack_depends_on_how_the_backend_counts() -> None:
-    assert delivery_slack({"backend": "llamacpp"}) == 0
-    assert delivery_slack({"backend": "openai", "token_count": "exact"}) == FRAMING_TOKENS
-    assert delivery_slack({"backend": "anthropic", "token_count": "approximate"}) is None
+    assert delivery_slack(Counted(True, "exact")) == 0  # type: ignore[arg-type]
+    assert delivery_slack(Counted(False, "exact")) == FRAMING_TOKENS  # type: ignore[arg-type]
+    assert delivery_slack(Counted(False, "approximate")) is None  # type: ignore[arg-type]
     framed = Completion("4817", prompt_tokens=100 - FRAMING_TOKENS)
     assert check_delivery(REQUEST, framed, FRAMING_TOKENS) is framed
     assert check_delivery(REQUEST, framed, 0).error is not None

@@ -9,6 +9,7 @@ import signal
 import sqlite3
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -27,10 +28,9 @@ class WorkerFake(FakeBackend):
     its own process with SIGSEGV on call ``crash_at`` (counted in the worker), or on every call from
     ``crash_at`` on when ``always``; ``fallback`` switches to ``safe``, which never crashes."""
 
-    worker_process = True
-
     def __init__(self, crash_at: int = 0, *, always: bool = False, delay_s: float = 0.0) -> None:
         super().__init__("lexical", lexical_responder())
+        self.capabilities = replace(self.capabilities, worker_process=True)
         self.crash_at = crash_at
         self.always = always
         self.delay_s = delay_s

@@ -13,8 +13,10 @@ from statsmodels.stats.multitest import multipletests
 
 from rotscope.config import GateConfig
 from rotscope.errors import BadInput
-from rotscope.gate.verdict import EXIT_CODES, RunData, compare, holm
+from rotscope.gate.pairing import RunData
+from rotscope.gate.verdict import EXIT_CODES, compare
 from rotscope.report.verdict import print_record
+from rotscope.stats import holm
 
 Outcome = Callable[[str, int], bool]
 """Whether (position, instance number) is answered correctly."""

@@ -64,7 +64,7 @@ def runs_p_value(order: list[WorkItem], attribute: Callable[[WorkItem], bool]) -
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_remote_order_shows_no_blocks_of_any_attribute(items: list[WorkItem], seed: int) -> None:
-    order = execution_order(items, REMOTE, seed)
+    order = execution_order(items, False, seed)
     assert sorted(item.item_id for item in order) == sorted(item.item_id for item in items)
     for name, attribute in ATTRIBUTES.items():
         assert runs_p_value(order, attribute) > ALPHA, name
@@ -72,12 +72,12 @@ def test_remote_order_shows_no_blocks_of_any_attribute(items: list[WorkItem], se
 
 def test_the_runs_test_catches_blocked_orders(items: list[WorkItem]) -> None:
     # The plan's own order and the local prefix order come in blocks; the test must see it.
-    for order in (items, execution_order(items, "fake", 0)):
+    for order in (items, execution_order(items, True, 0)):
         assert min(runs_p_value(order, attribute) for attribute in ATTRIBUTES.values()) < ALPHA
 
 
 def test_every_quarter_of_the_run_mixes_tasks_controls_lengths_and_depths(items: list[WorkItem]) -> None:
-    order = execution_order(items, REMOTE, 0)
+    order = execution_order(items, False, 0)
     quarter = len(order) // 4
     for start in range(0, 4 * quarter, quarter):
         chunk = order[start : start + quarter]
@@ -88,9 +88,9 @@ def test_every_quarter_of_the_run_mixes_tasks_controls_lengths_and_depths(items:
 
 
 def test_order_is_fixed_by_the_seed(items: list[WorkItem]) -> None:
-    ids = [item.item_id for item in execution_order(items, REMOTE, 7)]
-    assert ids == [item.item_id for item in execution_order(items, REMOTE, 7)]
-    assert ids != [item.item_id for item in execution_order(items, REMOTE, 8)]
+    ids = [item.item_id for item in execution_order(items, False, 7)]
+    assert ids == [item.item_id for item in execution_order(items, False, 7)]
+    assert ids != [item.item_id for item in execution_order(items, False, 8)]
 
 
 def test_runner_sends_remote_calls_in_the_interleaved_order(
@@ -106,5 +106,5 @@ def test_runner_sends_remote_calls_in_the_interleaved_order(
     one_at_a_time = build_config({**config.model_dump(), "limits": {REMOTE: {"concurrency": 1}}})
     backend = FakeBackend("lexical", recording, provider=REMOTE)
     run_experiment(one_at_a_time, run_dir=tmp_path / "run", backend=backend)
-    expected = [item.prompt.token_ids for item in execution_order(items, REMOTE, config.seed)]
+    expected = [item.prompt.token_ids for item in execution_order(items, False, config.seed)]
     assert seen == expected

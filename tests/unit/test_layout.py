@@ -14,7 +14,9 @@ from hypothesis import strategies as st
 
 from rotscope.errors import BadInput
 from rotscope.filler.corpus import TokenizedCorpus
-from rotscope.prompt.builder import FOOTER, HEADER, PlacementError, PromptBuilder, verify_prompt
+from rotscope.prompt.builder import PlacementError, PromptBuilder
+from rotscope.prompt.frame import FOOTER, HEADER
+from rotscope.prompt.verify import verify_prompt
 from rotscope.tokenizers.local import FakeTokenizer, LlamaCppTokenizer
 from rotscope.types import Case, Evidence, Layout, Oracle, RenderedPrompt, Tokenizer
 

@@ -14,8 +14,9 @@ from rotscope.config import FillerConfig, PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.filler import documents
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
-from rotscope.prompt.builder import PlacementError, PromptBuilder, verify_prompt
+from rotscope.prompt.builder import PlacementError, PromptBuilder
 from rotscope.prompt.placement import target_depths
+from rotscope.prompt.verify import verify_prompt
 from rotscope.tasks import get_task
 from rotscope.types import Case, Evidence, Layout, Oracle, RenderedPrompt, Role, Tokenizer
 

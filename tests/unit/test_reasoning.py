@@ -25,7 +25,9 @@ from rotscope.config import ExperimentConfig, ReasoningConfig, build_config
 from rotscope.errors import BadInput
 from rotscope.execution.runner import run_experiment
 from rotscope.plan.workitems import build_plan
-from rotscope.prompt.builder import PromptBuilder, evidence_unit, verify_prompt
+from rotscope.prompt.builder import PromptBuilder
+from rotscope.prompt.frame import evidence_unit
+from rotscope.prompt.verify import verify_prompt
 from rotscope.report.html import render_report
 from rotscope.report.terminal import print_summary
 from rotscope.scoring.deterministic import final_choice, final_number, score_final_answer, score_parts

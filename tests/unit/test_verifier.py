@@ -8,7 +8,9 @@ from collections.abc import Callable
 import pytest
 
 from rotscope.filler.corpus import TokenizedCorpus
-from rotscope.prompt.builder import Frame, PromptBuilder, verify_prompt
+from rotscope.prompt.builder import PromptBuilder
+from rotscope.prompt.frame import Frame
+from rotscope.prompt.verify import verify_prompt
 from rotscope.tokenizers.local import LlamaCppTokenizer
 from rotscope.types import Case, Evidence, Layout, Oracle, RenderedPrompt, Tokenizer
 

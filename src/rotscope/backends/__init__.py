@@ -3,21 +3,48 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from rotscope.config import BUNDLED_MODEL, ExperimentConfig
 from rotscope.errors import BadInput
+from rotscope.registry import Registry
 from rotscope.types import Backend
 
 BackendFactory = Callable[[str, ExperimentConfig], Backend]
 """Builds a backend from the model name after the provider prefix and the experiment config."""
 
-BACKENDS: dict[str, BackendFactory] = {}
+
+@dataclass(frozen=True)
+class BackendEntry:
+    """A registered backend: its factory, the line ``rotscope models`` prints, and the models it
+    can find on this machine (``None``: any name it is given)."""
+
+    factory: BackendFactory
+    hint: str
+    models: Callable[[], list[str]] | None = None
 
 
-def register_backend(provider: str) -> Callable[[BackendFactory], BackendFactory]:
+BACKENDS: Registry[BackendEntry] = Registry(
+    "backend",
+    builtins=(
+        "rotscope.backends.llamacpp",
+        "rotscope.backends.fake",
+        "rotscope.backends.openai_compat",
+        "rotscope.backends.anthropic",
+        "rotscope.backends.gemini",
+    ),
+)
+"""Built-ins register here as an outside package would; provider SDKs load only when a model is made."""
+
+
+def register_backend(
+    provider: str, *, hint: str, models: Callable[[], list[str]] | None = None
+) -> Callable[[BackendFactory], BackendFactory]:
+    """Register a backend factory for ``provider/NAME`` models."""
+
     def add(factory: BackendFactory) -> BackendFactory:
-        BACKENDS[provider] = factory
+        BACKENDS.register(provider)(BackendEntry(factory, hint, models))
         return factory
 
     return add
@@ -30,21 +57,14 @@ def split_model(model: str) -> tuple[str, str]:
 
         return "llamacpp", str(bundled_model_path())
     provider, slash, name = model.partition("/")
-    if slash and provider in _known_providers():
+    if slash and provider in BACKENDS:
         return provider, name
     if model.endswith(".gguf") or Path(model).suffix:
         return "llamacpp", model
-    providers = ", ".join(_known_providers())
+    providers = ", ".join(BACKENDS.names())
     raise BadInput(f"model: {model!r} is neither a .gguf path nor provider/name (providers: {providers})")
-
-
-def _known_providers() -> list[str]:
-    # Registers the built-in backends; provider SDKs are imported only when a model is created.
-    from rotscope.backends import anthropic, fake, gemini, llamacpp, openai_compat  # noqa: F401
-
-    return sorted(BACKENDS)
 
 
 def create_backend(config: ExperimentConfig) -> Backend:
     provider, name = split_model(config.model)
-    return BACKENDS[provider](name, config)
+    return BACKENDS.get(provider).factory(name, config)

@@ -104,6 +104,9 @@ class AnthropicBackend(RemoteBackend):
             raise Transient("malformed response") from None
 
 
-@register_backend("anthropic")
+@register_backend(
+    "anthropic",
+    hint="anthropic/NAME (key from ANTHROPIC_API_KEY or --api-key-env; pip install rotscope[anthropic])",
+)
 def anthropic_backend(name: str, config: ExperimentConfig) -> AnthropicBackend:
     return AnthropicBackend(name, config.remote)

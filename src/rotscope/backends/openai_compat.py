@@ -115,6 +115,10 @@ STOPPED_BY_PROVIDER = {"content_filter", "length"}
 """``finish_reason`` values that, with no text, mean the provider cut the reply short."""
 
 
-@register_backend("openai")
+@register_backend(
+    "openai",
+    hint="openai/NAME --base-url URL (any OpenAI-compatible server; key from --api-key-env, "
+    "default OPENAI_API_KEY, optional for local servers)",
+)
 def openai_backend(name: str, config: ExperimentConfig) -> OpenAICompatBackend:
     return OpenAICompatBackend(name, config.remote)

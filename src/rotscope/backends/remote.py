@@ -24,7 +24,7 @@ from rotscope.backends.retry import (
 from rotscope.config import RemoteOptions
 from rotscope.errors import BackendRefused
 from rotscope.tokenizers.remote import is_approximate, load_tokenizer
-from rotscope.types import Completion, GenerateRequest, Tokenizer
+from rotscope.types import Capabilities, Completion, GenerateRequest, Tokenizer
 
 UNKNOWN_CONTEXT_WINDOW = 10_000_000
 """Remote APIs do not report their window; an over-long prompt comes back as an error row."""
@@ -52,6 +52,8 @@ class RemoteBackend:
     """Base of the ``openai``, ``anthropic`` and ``gemini`` backends."""
 
     provider: ClassVar[str]
+    capabilities = Capabilities()
+    """Remote: re-tokenizes text, runs as many calls at once as the provider's limits allow."""
     default_key_env: ClassVar[str]
     key_required: ClassVar[bool] = True
     default_base_url: ClassVar[str]

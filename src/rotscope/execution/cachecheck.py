@@ -31,7 +31,7 @@ class CacheClearing(Protocol):
 
 
 def require_clearable(backend: Backend) -> CacheClearing:
-    if not isinstance(backend, CacheClearing):
+    if not backend.capabilities.clearable_cache or not isinstance(backend, CacheClearing):
         raise BadInput(f"cache_control: backend of {backend.model_id} cannot clear its cache")
     return backend
 

@@ -9,26 +9,22 @@ reply is an error row (never scored, retried on resume), not a wrong answer at s
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any
 
-from rotscope.types import Completion, GenerateRequest
+from rotscope.types import Backend, Completion, GenerateRequest
 
-EXACT_ID_BACKENDS = frozenset({"llamacpp", "fake"})
-"""Backends that run the token ids as sent: their count must match exactly."""
 FRAMING_TOKENS = 32
 """Tokens a chat API may add or drop around the messages of its own accord (role markers, a start
 token): a difference larger than this is a passage the verified prompt does not contain, or a cut."""
 
 
-def delivery_slack(backend: Mapping[str, Any]) -> int | None:
-    """How far a backend's count may differ from the ids sent (``describe()`` of the backend):
-    0 for engines fed the ids themselves, ``FRAMING_TOKENS`` for chat APIs whose tokenizer is the
-    model's own, ``None`` (no check) when rotscope's count for that model is an approximation."""
-    if backend.get("backend") in EXACT_ID_BACKENDS:
+def delivery_slack(backend: Backend) -> int | None:
+    """How far a backend's count may differ from the ids sent: 0 for engines fed the ids
+    themselves, ``FRAMING_TOKENS`` for chat APIs whose tokenizer is the model's own, ``None`` (no
+    check) when rotscope's count for that model is an approximation."""
+    if backend.capabilities.exact_ids:
         return 0
-    if backend.get("token_count") == "approximate":
+    if backend.describe().get("token_count") == "approximate":
         return None
     return FRAMING_TOKENS
 

@@ -40,13 +40,6 @@ from rotscope.scoring.judge import (
 from rotscope.store import RunStore
 from rotscope.types import Backend, Completion, GenerateRequest, Score, WorkItem
 
-LOCAL_BACKENDS = {"llamacpp", "fake"}
-
-
-def is_local(backend_name: str) -> bool:
-    """Local engines run one call at a time in prefix order, uncached and free."""
-    return backend_name in LOCAL_BACKENDS
-
 
 class Reporter(Protocol):
     """Receives progress; the CLI draws a bar with it, the library passes none."""
@@ -88,7 +81,7 @@ class Caller:
         self.limiter = limiter
         self.cache = cache
         self._identity = backend.describe()
-        self._slack = delivery_slack(self._identity)
+        self._slack = delivery_slack(backend)
 
     def cached(self, request: GenerateRequest, trial: int) -> Completion | None:
         if self.cache is None:
@@ -250,11 +243,11 @@ def _caller(
     """A caller for ``backend`` and how many calls may run at once: remote APIs get their
     provider's limits and the response cache; local engines run one call at a time, uncached."""
     provider = backend.describe().get("backend", "")
-    local = is_local(provider)
-    price = find_price(model, price_table(config), local=local)
+    capabilities = backend.capabilities
+    price = find_price(model, price_table(config), local=capabilities.local)
     check_budget_price(config, price, model)
-    if local:
-        return Caller(backend, price=price, budget=budget), 1
+    if capabilities.local:
+        return Caller(backend, price=price, budget=budget), capabilities.max_concurrency or 1
     limiter = limiters.for_provider(provider)
     cache = ResponseCache.open(config.cache)
     return Caller(

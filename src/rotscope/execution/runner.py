@@ -18,7 +18,7 @@ from rotscope.config import ExperimentConfig, build_config, dump_config, load_co
 from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.cachecheck import require_clearable, run_cache_checks
 from rotscope.execution.cost import CostEstimate, estimate_plan
-from rotscope.execution.execute import LOCAL_BACKENDS, Reporter, execute_items, is_local, row_id
+from rotscope.execution.execute import Reporter, execute_items, row_id
 from rotscope.execution.response_cache import ResponseCache, default_cache_path
 from rotscope.execution.worker import WorkerBackend
 from rotscope.plan.manifest import build_manifest, deviations, manifest_digest, write_manifest
@@ -67,7 +67,7 @@ class EngineStopped(Exception):
 
 def in_worker(backend: Backend, config: ExperimentConfig, reporter: Reporter | None) -> Backend:
     """A local engine that can run in a worker process gets one (see ``rotscope.execution.worker``)."""
-    if config.executor.kind == "inprocess" or not getattr(backend, "worker_process", False):
+    if config.executor.kind == "inprocess" or not backend.capabilities.worker_process:
         return backend
     notice = reporter.notice if reporter is not None else None
     return WorkerBackend(backend, max_crashes=config.executor.max_crashes, notice=notice)
@@ -133,9 +133,9 @@ def _prompt_digest(item: WorkItem) -> str:
     return hashlib.sha256(item.prompt.text.encode("utf-8")).hexdigest()[:24]
 
 
-def execution_order(items: Sequence[WorkItem], backend_name: str, seed: int) -> list[WorkItem]:
+def execution_order(items: Sequence[WorkItem], local: bool, seed: int) -> list[WorkItem]:
     """Prefix-sharing order for local engines; a seeded interleaving for remote APIs."""
-    if backend_name in LOCAL_BACKENDS:
+    if local:
         order = prefix_order([item.prompt.token_ids for item in items])
     else:
         order = shuffled_order(len(items), seed)
@@ -183,7 +183,13 @@ def check_plan(
 
 
 def _store_plan(
-    store: RunStore, plan: Plan, ordered: list[WorkItem], config: ExperimentConfig, run_dir: Path, digest: str
+    store: RunStore,
+    plan: Plan,
+    ordered: list[WorkItem],
+    config: ExperimentConfig,
+    run_dir: Path,
+    digest: str,
+    local: bool,
 ) -> None:
     backend_name = plan.backend.get("backend", "")
     store.add_planned(
@@ -205,9 +211,7 @@ def _store_plan(
             "corpus": plan.corpus,
             "rejected": plan.rejected,
             "tokens": {"naive_prefill": plan.naive_prefill, "lower_bound": plan.lower_bound},
-            "order": "prefix trie"
-            if backend_name in LOCAL_BACKENDS
-            else f"seeded shuffle (seed {config.seed})",
+            "order": "prefix trie" if local else f"seeded shuffle (seed {config.seed})",
         }
     )
 
@@ -249,8 +253,9 @@ def run_experiment(
         (run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
         store = RunStore(run_dir / "run.db")
         try:
-            ordered = execution_order(plan.items, plan.backend.get("backend", ""), config.seed)
-            _store_plan(store, plan, ordered, config, run_dir, digest)
+            local = backend.capabilities.local
+            ordered = execution_order(plan.items, local, config.seed)
+            _store_plan(store, plan, ordered, config, run_dir, digest, local)
             store.set_meta({"manifest": manifest, "manifest_digest": manifest_digest(manifest)})
             if plan_meta is not None:
                 store.set_meta({"plan": plan_meta})
@@ -261,9 +266,7 @@ def run_experiment(
             try:
                 stopped = _execute(config, ordered, backend, judge_backend, store, reporter)
                 if config.cache_control and not stopped:
-                    deterministic = (
-                        is_local(plan.backend.get("backend", "")) and config.generation.temperature == 0
-                    )
+                    deterministic = local and config.generation.temperature == 0
                     store.set_meta({"cache_control": {"deterministic": deterministic}})
                     asyncio.run(
                         run_cache_checks(ordered, backend, store, config.cache_control_sample, config.seed)
@@ -441,7 +444,7 @@ def dry_run(
         resources = local_estimate(backend, plan, config.generation.max_tokens)
     finally:
         backend.close()
-    local = is_local(plan.backend.get("backend", ""))
+    local = backend.capabilities.local
     cache = None
     if not local and config.cache.enabled:
         path = Path(config.cache.path).expanduser() if config.cache.path else default_cache_path()

@@ -83,6 +83,7 @@ class WorkerBackend:
         self.engine = engine
         self.model_id = engine.model_id
         self.context_window = engine.context_window
+        self.capabilities = replace(engine.capabilities, worker_process=False)  # it runs in one already
         self.max_crashes = max_crashes
         self.notice = notice or _default_notice
         self.crashes = 0

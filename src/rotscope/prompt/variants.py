@@ -1,6 +1,6 @@
 """Only padding moves: the layouts of one case must agree on everything but the filler.
 
-Each prompt is verified on its own in ``layout.verify_prompt``; this check compares the prompts of
+Each prompt is verified on its own in ``verify.verify_prompt``; this check compares the prompts of
 one case with each other. What precedes the haystack (template, system prompt, header), what
 follows it (question, answer instructions, template suffix) and each evidence piece's bytes must
 be identical in every layout, and for a ``grouped`` case the order of the pieces too. The
@@ -25,7 +25,7 @@ class VariantSignature:
     evidence: tuple[tuple[str, str], ...]
     """(evidence id, text) in prompt order; when the order may legitimately vary, the distinct texts
     alone (a layout may place declared copies of a piece, as the reasoning layouts do; each prompt's
-    copies are counted against its case by ``layout.verify_prompt``)."""
+    copies are counted against its case by ``verify.verify_prompt``)."""
 
 
 def _piece_text(found: str) -> str:

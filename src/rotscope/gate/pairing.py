@@ -1,0 +1,214 @@
+"""Pairing a candidate run with its baseline: rows matched item by item and grouped into slices.
+
+Pairing: rows match on (task, case, length, position, trial); both runs must hold the same rows
+with the same questions, expected answers, evidence bytes and seeds, otherwise the comparison is
+refused. Rows in error (or unfinished) in either run are excluded and counted.
+
+Execution order is each run's own: remote APIs run in a seeded interleaving (so provider drift
+spreads over cells), local deterministic engines in prefix-sharing order, which cannot change
+their replies (``cache_control`` checks exactly that).
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from rotscope.errors import BadInput
+from rotscope.plan.manifest import SHARED_GROUPS, deviations
+from rotscope.store import RunStore
+
+if TYPE_CHECKING:
+    from rotscope.gate.verdict import Verdict
+
+EVIDENCE_ONLY = "evidence-only"
+"""Position of the evidence-only control: its length is the unpadded prompt's, which differs
+between subjects, so its rows pair and slice by case alone (length shown as 0)."""
+_PAIR_KEY = ("task", "case_id", "length", "position", "trial", "control")
+_SAME_PER_ROW = ("question", "expected", "seed", "instance_id")
+Row = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class RunData:
+    path: Path
+    meta: dict[str, Any]
+    rows: list[Row]
+
+    @property
+    def name(self) -> str:
+        return str(self.meta.get("run_id") or self.path.name)
+
+
+def load_run(path: Path) -> RunData:
+    store = RunStore.open_existing(path)
+    try:
+        return RunData(path, store.meta(), store.rows())
+    finally:
+        store.close()
+
+
+def row_position(row: Row) -> str:
+    """The asked position: its name (or absolute offset), else the depth fraction, prefixed with
+    the filler type for families that vary it (one reasoning layout with two fillers is two
+    cells). The depth an offset reaches depends on the tokenizer, so named rows never pair on it."""
+    position = str(row["position"] or f"{row['depth']:.2f}")
+    return f"{row['filler']}/{position}" if row.get("filler") else position
+
+
+def _length(row: Row) -> int:
+    return 0 if row["position"] == EVIDENCE_ONLY else int(row["length_target"])
+
+
+def _pair_key(row: Row) -> tuple[Any, ...]:
+    return (row["task"], row["case_id"], _length(row), row_position(row), row["trial"], row["control"])
+
+
+def _describe_key(key: tuple[Any, ...]) -> str:
+    values = dict(zip(_PAIR_KEY, key, strict=True))
+    return (
+        f"{values['task']} case {values['case_id']} at length {values['length']}, "
+        f"position {values['position']}, trial {values['trial']}"
+    )
+
+
+def _evidence_texts(row: Row) -> list[str]:
+    return sorted(span.get("text", "") for span in json.loads(row["spans"] or "[]"))
+
+
+def _slice_fields(row: Row, wanted: list[str] | None) -> dict[str, str]:
+    raw = row.get("slices")
+    if not raw:
+        return {}
+    loaded = json.loads(raw) if isinstance(raw, str) else raw
+    return {str(key): str(value) for key, value in sorted(loaded.items()) if wanted is None or key in wanted}
+
+
+def check_pairable(baseline: RunData, candidate: RunData) -> None:
+    """Refuse (``BadInput``) runs that do not share cases, layouts and seeds, naming what differs."""
+    for name, path in (("seed", ("seed",)), ("generation seed", ("generation", "seed"))):
+        values = []
+        for run in (baseline, candidate):
+            value: Any = run.meta.get("config") or {}
+            for part in path:
+                value = value.get(part) if isinstance(value, dict) else None
+            values.append(value)
+        if values[0] != values[1]:
+            raise BadInput(
+                f"gate: the runs use different {name}s (baseline {values[0]}, candidate {values[1]})"
+            )
+    base = {_pair_key(row): row for row in baseline.rows}
+    cand = {_pair_key(row): row for row in candidate.rows}
+    for key in base:
+        if key not in cand:
+            raise BadInput(
+                f"gate: {_describe_key(key)} is in the baseline {baseline.name} but not the candidate"
+            )
+    for key in cand:
+        if key not in base:
+            raise BadInput(
+                f"gate: {_describe_key(key)} is in the candidate {candidate.name} but not the baseline"
+            )
+    for key, left in base.items():
+        right = cand[key]
+        for column in _SAME_PER_ROW:
+            if left[column] != right[column]:
+                raise BadInput(
+                    f"gate: {_describe_key(key)} differs in {column} "
+                    f"(baseline {left[column]!r}, candidate {right[column]!r})"
+                )
+        if _evidence_texts(left) != _evidence_texts(right):
+            raise BadInput(f"gate: {_describe_key(key)} has different evidence text in the two runs")
+
+
+def check_against_plan(plan: Mapping[str, Any], run: RunData, role: str) -> None:
+    """Both runs must share the plan's protocol groups (their subject may differ)."""
+    manifest = run.meta.get("manifest")
+    if manifest is None:
+        raise BadInput(f"gate: the {role} run {run.name} has no manifest (run by an older rotscope)")
+    found = deviations(plan, manifest, SHARED_GROUPS)
+    if found:
+        raise BadInput(f"gate: the {role} run {run.name} deviates from the plan at {found[0].describe()}")
+
+
+@dataclass(eq=False)
+class Slice:
+    """One slice's paired instances and its judgement."""
+
+    task: str
+    length: int
+    position: str
+    fields: dict[str, str]
+    instances: int
+    pairs: int
+    baseline_accuracy: float | None = None
+    candidate_accuracy: float | None = None
+    difference: float | None = None
+    lower: float | None = None
+    upper: float | None = None
+    p_noninferior: float | None = None
+    p_inferior: float | None = None
+    p_noninferior_holm: float | None = None
+    p_inferior_holm: float | None = None
+    candidate_ci_high: float | None = None
+    verdict: Verdict = "INCONCLUSIVE"
+    reason: str = ""
+    differences: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    bootstrap: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    candidate_means: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+
+    def record(self) -> dict[str, Any]:
+        skip = {"differences", "bootstrap", "candidate_means"}
+        return {key: value for key, value in asdict(self).items() if key not in skip}
+
+
+def row_correct(row: Row) -> float:
+    return float(row["outcome"] == "correct")
+
+
+def build_slices(
+    baseline: RunData, candidate: RunData, slice_fields: list[str] | None = None
+) -> tuple[list[Slice], dict[str, int]]:
+    """Slices of paired instances; rows in error or unfinished in either run are excluded."""
+    cand = {_pair_key(row): row for row in candidate.rows}
+    groups: dict[tuple[Any, ...], dict[str, list[tuple[float, float]]]] = defaultdict(
+        lambda: defaultdict(list)
+    )
+    excluded = {"baseline_errors": 0, "candidate_errors": 0, "pairs_excluded": 0}
+    for row in baseline.rows:
+        other = cand[_pair_key(row)]
+        bad = [name for name, r in (("baseline", row), ("candidate", other)) if r["status"] != "ok"]
+        for name in bad:
+            excluded[f"{name}_errors"] += 1
+        if bad:
+            excluded["pairs_excluded"] += 1
+            continue
+        fields = _slice_fields(row, slice_fields)
+        key = (row["task"], _length(row), row_position(row), tuple(fields.items()))
+        groups[key][row["instance_id"]].append((row_correct(row), row_correct(other)))
+    slices = []
+    for (task, length, position, fields), instances in sorted(groups.items()):
+        base = np.array([np.mean([b for b, _ in pairs]) for pairs in instances.values()])
+        cand_means = np.array([np.mean([c for _, c in pairs]) for pairs in instances.values()])
+        slices.append(
+            Slice(
+                task=task,
+                length=length,
+                position=position,
+                fields=dict(fields),
+                instances=len(instances),
+                pairs=sum(len(pairs) for pairs in instances.values()),
+                baseline_accuracy=float(base.mean()),
+                candidate_accuracy=float(cand_means.mean()),
+                difference=float((cand_means - base).mean()),
+                differences=cand_means - base,
+                candidate_means=cand_means,
+            )
+        )
+    return slices, excluded
