@@ -18,17 +18,10 @@ from pydantic import (
 )
 
 from rotscope.errors import BadInput
+from rotscope.position import NAMED_POSITIONS as NAMED_POSITIONS
+from rotscope.position import OFFSET_PREFIX as OFFSET_PREFIX
+from rotscope.position import Position
 
-NAMED_POSITIONS: dict[str, float] = {
-    "beginning": 0.0,
-    "early-middle": 0.25,
-    "midpoint": 0.5,
-    "late-middle": 0.75,
-    "end": 1.0,
-}
-
-OFFSET_PREFIX = "@"
-"""A depth ``"@N"`` is an absolute offset: N filler tokens precede the evidence, at every length."""
 BUNDLED_MODEL = "bundled"
 DEFAULT_DEPTHS: tuple[float | str, ...] = ("beginning", "midpoint", "end")
 
@@ -45,13 +38,17 @@ class FillerConfig(_Strict):
     ``field`` of each line of a ``jsonl`` file. ``readinglog``: generated service documents.
     """
 
-    kind: Literal["code", "text", "readinglog"] = "code"
+    kind: str = "code"
+    """The registered filler source: ``code``, ``text``, ``readinglog``, or one an outside package
+    registers (``rotscope.filler.register_filler``)."""
     package: str | None = None
     path: str | None = None
     glob: str | None = None
     jsonl: str | None = None
     field: str = "text"
     allow_repeat: bool = False
+    options: dict[str, Any] = Field(default_factory=dict)
+    """Settings of a source registered by an outside package, which validates them itself."""
 
 
 class PlacementConfig(_Strict):
@@ -322,17 +319,7 @@ class ExperimentConfig(_Strict):
     @classmethod
     def _known_depths(cls, depths: list[float | str]) -> list[float | str]:
         for depth in depths:
-            if isinstance(depth, str):
-                if depth.startswith(OFFSET_PREFIX):
-                    token_offset(depth)
-                elif depth not in NAMED_POSITIONS:
-                    names = ", ".join(NAMED_POSITIONS)
-                    raise ValueError(
-                        f"unknown position {depth!r} (use a fraction in [0, 1], {names}, "
-                        f"or {OFFSET_PREFIX}N for N filler tokens before the evidence)"
-                    )
-            elif not 0.0 <= depth <= 1.0:
-                raise ValueError(f"depth {depth} is outside [0, 1]")
+            Position.parse(depth)
         return depths
 
     @field_validator("cases")
@@ -342,30 +329,22 @@ class ExperimentConfig(_Strict):
             raise ValueError("the cases task family needs a case file: cases: PATH.jsonl")
         return cases
 
+    def parsed_positions(self) -> list[Position]:
+        """The depths of the grid, each parsed once, in the order given, without repeats."""
+        return list(dict.fromkeys(Position.parse(depth) for depth in self.depths))
+
     def positions(self) -> list[tuple[float, str | None]]:
-        """Fractional depths as (fraction, name or None), in the order given, without repeats;
+        """Fractional depths as (fraction, name or None), in the order given, one per fraction;
         absolute offsets are in ``offsets``."""
         seen: dict[float, str | None] = {}
-        for depth in self.depths:
-            if isinstance(depth, str):
-                if not depth.startswith(OFFSET_PREFIX):
-                    seen.setdefault(NAMED_POSITIONS[depth], depth)
-            else:
-                seen.setdefault(float(depth), None)
+        for position in self.parsed_positions():
+            if position.fraction is not None:
+                seen.setdefault(position.fraction, position.name)
         return list(seen.items())
 
     def offsets(self) -> list[int]:
         """Absolute offsets (filler tokens before the evidence), in the order given, without repeats."""
-        found = (token_offset(d) for d in self.depths if isinstance(d, str) and d.startswith(OFFSET_PREFIX))
-        return list(dict.fromkeys(found))
-
-
-def token_offset(depth: str) -> int:
-    """N of an absolute offset ``"@N"``; ``ValueError`` unless N is a whole number >= 0."""
-    digits = depth.removeprefix(OFFSET_PREFIX)
-    if not digits.isdigit():
-        raise ValueError(f"offset {depth!r} is not {OFFSET_PREFIX} followed by a whole number of tokens")
-    return int(digits)
+        return [p.offset_tokens for p in self.parsed_positions() if p.offset_tokens is not None]
 
 
 def _first_error(error: ValidationError, source: str) -> str:

@@ -19,8 +19,10 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Components of one ``kind`` by name."""
 
-    def __init__(self, kind: str, builtins: Sequence[str] = ()) -> None:
+    def __init__(self, kind: str, field: str, builtins: Sequence[str] = ()) -> None:
         self.kind = kind
+        self.field = field
+        """The experiment file's key that names a component of this kind (in error messages)."""
         self._builtins = tuple(builtins)
         self._loaded = False
         self._entries: dict[str, T] = {}
@@ -45,8 +47,13 @@ class Registry(Generic[T]):
         self._load_builtins()
         entry = self._entries.get(name)
         if entry is None:
-            raise BadInput(f"{self.kind}: unknown {self.kind} {name!r} (known: {', '.join(self.names())})")
+            raise BadInput(f"{self.field}: unknown {self.kind} {name!r} (known: {', '.join(self.names())})")
         return entry
+
+    def find(self, name: str) -> T | None:
+        """The component registered as ``name``, or ``None`` (a run made with a family since gone)."""
+        self._load_builtins()
+        return self._entries.get(name)
 
     def names(self) -> list[str]:
         self._load_builtins()

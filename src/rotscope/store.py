@@ -12,9 +12,10 @@ import zlib
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rotscope.errors import BadInput
+from rotscope.rows import Row
 
 PLANNED_COLUMNS = (
     "item_id", "call_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model",
@@ -197,9 +198,9 @@ class RunStore:
                     {**values, "finished_now": finished, "row_item_id": item_id},
                 )
 
-    def rows(self) -> list[dict[str, Any]]:
+    def rows(self) -> list[Row]:
         cursor = self._db.execute(f"SELECT {', '.join(ITEM_COLUMNS)} FROM items ORDER BY plan_order")
-        return [dict(row) for row in cursor]
+        return [cast(Row, dict(row)) for row in cursor]
 
     def record_cache_check(self, check: Mapping[str, Any]) -> None:
         """Store one warm/cold comparison (see ``rotscope.execution.cachecheck``)."""

@@ -8,7 +8,7 @@ its ``GenerateRequest`` into a ``Completion``; a scorer turns that into a ``Scor
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
@@ -319,3 +319,25 @@ class TaskFamily(Protocol):
     def name(self) -> str: ...
 
     def cases(self) -> Iterable[Case]: ...
+
+
+@dataclass(frozen=True)
+class FamilyPrompts:
+    """Prompts a family rendered itself, from its own filler and layouts, verified like any."""
+
+    rendered: tuple[tuple[Case, Layout, RenderedPrompt], ...]
+    rejected: tuple[str, ...]
+    corpus: dict[str, Any]
+    """What the run's metadata records of the family's filler (its source and digest)."""
+    corpus_label: str
+    """The run's filler source when the family is the only one that uses filler."""
+
+
+@runtime_checkable
+class PlansOwnPrompts(Protocol):
+    """A family that plans its own prompts (the reasoning family: items inside other items) instead
+    of handing cases to the planner's layouts."""
+
+    def plan_prompts(self, tokenizer: Tokenizer, neutral_corpus: Callable[[], Any]) -> FamilyPrompts:
+        """Every prompt of the family; ``neutral_corpus`` gives the experiment's own filler."""
+        ...

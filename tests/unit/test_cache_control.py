@@ -13,11 +13,11 @@ import jsonschema
 import pytest
 from rich.console import Console
 
+from rotscope.analysis.cache_checks import DETERMINISTIC_RULE, PAIRED_RULE, summarise_checks
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import build_config
 from rotscope.errors import BadInput
-from rotscope.execution.cachecheck import DETERMINISTIC_RULE, PAIRED_RULE, summarise_checks
 from rotscope.execution.runner import run_experiment
 from rotscope.report.html import render_report
 from rotscope.report.terminal import print_summary

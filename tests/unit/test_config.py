@@ -109,7 +109,6 @@ def test_lengths_are_sorted_and_deduplicated() -> None:
         ({"lengths": []}, "lengths"),
         ({"tasks": []}, "tasks"),
         ({"generation": {"max_tokens": 0}}, "generation.max_tokens"),
-        ({"filler": {"kind": "pdf"}}, "filler.kind"),
     ],
 )
 def test_out_of_range_fields_name_the_field(data: dict[str, object], field: str) -> None:

@@ -74,10 +74,7 @@ def test_examples_are_found() -> None:
 
 @pytest.mark.parametrize(
     "path",
-    [
-        pytest.param(path, id=str(path.relative_to(ROOT / "examples")))
-        for path in EXAMPLES
-    ],
+    [pytest.param(path, id=str(path.relative_to(ROOT / "examples"))) for path in EXAMPLES],
 )
 def test_example_experiment_files_follow_the_schema(path: Path) -> None:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))

@@ -19,7 +19,6 @@ import pytest
 from rich.console import Console
 
 from rotscope import load_summary
-from rotscope.analysis.summary import _interference, _layout_drops
 from rotscope.backends.fake import FakeBackend
 from rotscope.config import ExperimentConfig, ReasoningConfig, build_config
 from rotscope.errors import BadInput
@@ -31,6 +30,8 @@ from rotscope.prompt.verify import verify_prompt
 from rotscope.report.html import render_report
 from rotscope.report.terminal import print_summary
 from rotscope.scoring.deterministic import final_choice, final_number, score_final_answer, score_parts
+from rotscope.tasks.reasoning.analysis import interference as _interference
+from rotscope.tasks.reasoning.analysis import layout_drops as _layout_drops
 from rotscope.tasks.reasoning.family import TARGET_LABEL, load_pool
 from rotscope.types import Completion, GenerateRequest, Oracle, WorkItem
 

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats as scipy_stats
 
 from rotscope import stats as rstats
-from rotscope.analysis.summary import instance_means
+from rotscope.rows import instance_means
 from rotscope.scoring.deterministic import score
 from rotscope.stats import (
     Gap,

@@ -9,12 +9,12 @@ from collections import Counter
 from collections.abc import Iterable
 from typing import Any
 
+from rotscope.rows import Row
 from rotscope.scoring.deterministic import HIGH_RISK_CATEGORIES
 from rotscope.types import EVIDENCE_ONLY_SUFFIX
 
 PASS_RATE = 0.5
 """A case passes a layout when at least this share of its scored trials there is correct."""
-Row = dict[str, Any]
 
 
 def _accuracy(rows: Iterable[Row]) -> float | None:
@@ -25,8 +25,9 @@ def _accuracy(rows: Iterable[Row]) -> float | None:
 def _claim_ids(rows: Iterable[Row], field: str) -> list[str]:
     found: set[str] = set()
     for row in rows:
-        if row["status"] == "ok" and row.get("claim_report"):
-            found.update(json.loads(row["claim_report"])[field])
+        report = row.get("claim_report")
+        if row["status"] == "ok" and report:
+            found.update(json.loads(report)[field])
     return sorted(found)
 
 

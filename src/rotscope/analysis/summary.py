@@ -8,293 +8,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rotscope.analysis.cache_checks import summarise_checks
 from rotscope.analysis.cases import case_results
-from rotscope.config import OFFSET_PREFIX
-from rotscope.execution.cachecheck import summarise_checks
-from rotscope.stats import (
-    absolute_effective_length,
-    base_score,
-    benjamini_hochberg,
-    calibration,
-    choose_base_lengths,
-    effective_length,
-    paired_gap,
-    proportion_interval,
-    sign_test,
-)
+from rotscope.analysis.cells import cell, cell_key, counts
+from rotscope.analysis.tasks import effective_lengths, task_analysis
+from rotscope.position import Position
+from rotscope.rows import Row, error_rate, group_by, scored
 from rotscope.store import RunStore
-from rotscope.tasks.reasoning.family import FILLER_ANSWER, LAYOUT_COPIES
+from rotscope.tasks import TASKS
 from rotscope.types import EVIDENCE_ONLY_POSITION
 
-JUDGED = ("correct", "incorrect", "abstained")
 DEFAULT_MAX_ERROR_RATE = 0.05
-NOLIMA_RATIO = 0.85
-RULER_THRESHOLD = 0.856
-Row = dict[str, Any]
-
-
-def _scored(rows: Iterable[Row]) -> list[Row]:
-    return [row for row in rows if row["status"] == "ok"]
-
-
-def instance_means(rows: Iterable[Row], key: str = "instance_id") -> dict[str, float]:
-    """Each instance's mean correctness over its scored items."""
-    by_instance: dict[str, list[int]] = defaultdict(list)
-    for row in _scored(rows):
-        by_instance[row[key]].append(int(row["outcome"] == "correct"))
-    return {instance: sum(v) / len(v) for instance, v in by_instance.items()}
-
-
-def _counts(rows: list[Row]) -> dict[str, int]:
-    outcomes = Counter(row["outcome"] for row in _scored(rows))
-    return {
-        "n": len(rows),
-        "instances": len({row["instance_id"] for row in rows}),
-        "correct": outcomes["correct"],
-        "incorrect": outcomes["incorrect"],
-        "abstained": outcomes["abstained"],
-        "errors": sum(row["status"] == "error" for row in rows),
-        "pending": sum(row["status"] == "pending" for row in rows),
-        "judged": sum(row.get("judge_verdict") in JUDGED for row in _scored(rows)),
-    }
-
-
-def error_rate(counts: dict[str, int]) -> float:
-    """Errors among the items that were attempted (pending items are neither)."""
-    attempted = counts["n"] - counts["pending"]
-    return counts["errors"] / attempted if attempted else 0.0
-
-
-def _cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
-    counts = _counts(rows)
-    scored = counts["n"] - counts["errors"] - counts["pending"]
-    means = instance_means(rows)
-    low, high = proportion_interval(sum(means.values()), len(means))
-    categories = Counter(row["category"] for row in _scored(rows) if row["category"])
-    return {
-        **key,
-        **counts,
-        "accuracy": counts["correct"] / scored if scored else None,
-        "instance_correct": sum(means.values()),
-        "ci_low": low if means else None,
-        "ci_high": high if means else None,
-        "error_rate": error_rate(counts),
-        "categories": dict(sorted(categories.items())),
-    }
-
-
-def _cell_key(
-    task: str, length: int, depth: float, position: str | None, filler: str | None
-) -> dict[str, Any]:
-    """A cell's identity. Cells of a family with named layouts and filler types (reasoning) carry the
-    layout's name in ``layout`` and in ``depth``, and the filler type in ``filler``."""
-    if filler is None:
-        return {"task": task, "length": length, "depth": depth, "position": position}
-    return {"task": task, "length": length, "depth": position, "position": position, "layout": position,
-            "filler": filler}  # fmt: skip
-
-
-def _group(rows: Iterable[Row], *keys: str) -> dict[tuple[Any, ...], list[Row]]:
-    groups: dict[tuple[Any, ...], list[Row]] = defaultdict(list)
-    for row in rows:
-        groups[tuple(row[key] for key in keys)].append(row)
-    return dict(sorted(groups.items(), key=lambda item: tuple(str(v) if v is None else v for v in item[0])))
-
-
-def _effective_lengths(per_length: dict[int, dict[str, Any]], rows: list[Row]) -> dict[str, Any]:
-    """Effective length by both definitions, from point estimates and from lower bounds. The base
-    interval counts each case once over the base lengths. With a base score of 0 there is no signal
-    to lose, so the relative definition has no value."""
-    points = {length: cell["accuracy"] for length, cell in per_length.items() if cell["accuracy"] is not None}
-    lows = {length: cell["ci_low"] for length, cell in per_length.items() if cell["ci_low"] is not None}
-    if not points:
-        return {"definition": f"nolima-{NOLIMA_RATIO}", "value": None, "base_score": None, "definitions": []}
-    base = base_score(points)
-    base_lengths = choose_base_lengths(list(points))
-    per_case = instance_means((row for row in rows if row["length_target"] in base_lengths), "case_id")
-    relative = effective_length(points, base=base, ratio=NOLIMA_RATIO) if base > 0 else None
-    return {
-        "definition": f"nolima-{NOLIMA_RATIO}",
-        "value": relative,
-        "base_score": base,
-        "base_lengths": base_lengths,
-        "base_ci": list(proportion_interval(sum(per_case.values()), len(per_case))),
-        "definitions": [
-            {
-                "definition": f"nolima-{NOLIMA_RATIO}",
-                "value": relative,
-                "conservative": effective_length(lows, base=base, ratio=NOLIMA_RATIO) if base > 0 else None,
-            },
-            {
-                "definition": f"absolute-{RULER_THRESHOLD}",
-                "value": absolute_effective_length(points, RULER_THRESHOLD),
-                "conservative": absolute_effective_length(lows, RULER_THRESHOLD),
-            },
-        ],
-    }
-
-
-def _position_effect(task_rows: list[Row], depths: list[float]) -> list[dict[str, Any]]:
-    """Per length: worst position, range, middle-vs-ends sign test, cells below the row's best.
-    Benjamini-Hochberg runs over the lengths (middle vs ends) and over all cell comparisons."""
-    ends = {min(depths), max(depths)}
-    middle = [d for d in depths if d not in ends]
-    results: list[dict[str, Any]] = []
-    tests: list[tuple[int, float]] = []
-    comparisons: list[tuple[int, float, float]] = []
-    for (length,), rows in _group(task_rows, "length_target").items():
-        by_depth = {
-            depth: instance_means(group, "case_id") for (depth,), group in _group(rows, "depth").items()
-        }
-        accuracy = {d: sum(m.values()) / len(m) for d, m in by_depth.items() if m}
-        if not accuracy:
-            continue
-        best = max(accuracy, key=lambda d: accuracy[d])
-        worst = min(accuracy, key=lambda d: accuracy[d])
-        entry: dict[str, Any] = {
-            "length": length,
-            "worst_depth": worst,
-            "best_depth": best,
-            "range": accuracy[best] - accuracy[worst],
-            "middle_vs_ends": None,
-            "flagged_depths": [],
-        }
-        results.append(entry)
-        if middle:
-            cases = set.intersection(*(set(by_depth.get(d, {})) for d in depths))
-            differences = [
-                sum(by_depth[d][c] for d in middle) / len(middle)
-                - sum(by_depth[d][c] for d in ends) / len(ends)
-                for c in sorted(cases)
-            ]
-            if differences:
-                tests.append((len(results) - 1, sign_test(differences)))
-                entry["middle_vs_ends"] = {
-                    "difference": sum(differences) / len(differences),
-                    "pairs": len(cases),
-                }
-        for depth in accuracy:
-            if depth == best:
-                continue
-            shared = sorted(set(by_depth[best]) & set(by_depth[depth]))
-            differences = [by_depth[best][c] - by_depth[depth][c] for c in shared]
-            comparisons.append((len(results) - 1, depth, sign_test(differences)))
-    reject, adjusted = benjamini_hochberg([p for _, p in tests])
-    for (index, p_value), significant, p_adjusted in zip(tests, reject, adjusted, strict=True):
-        effect = results[index]["middle_vs_ends"]
-        effect.update({"p_value": p_value, "p_adjusted": p_adjusted, "significant": significant})
-    reject, _ = benjamini_hochberg([p for _, _, p in comparisons])
-    for (index, depth, _), significant in zip(comparisons, reject, strict=True):
-        if significant:
-            results[index]["flagged_depths"].append(depth)
-    return results
-
-
-def _layout_order(layout: str) -> int:
-    order = list(LAYOUT_COPIES)
-    return order.index(layout) if layout in order else len(order)
-
-
-def _layout_drops(rows: list[Row]) -> list[dict[str, Any]]:
-    """Per length and filler, each layout's drop from ``end``: end accuracy minus the layout's, paired
-    on the items run in both, with a cluster-bootstrap interval."""
-    drops = []
-    for (length, filler), group in _group(rows, "length_target", "filler").items():
-        by_layout = {
-            layout: instance_means(layout_rows, "case_id")
-            for (layout,), layout_rows in _group(group, "position").items()
-        }
-        end = by_layout.get("end")
-        if end is None:
-            continue
-        for layout in sorted(by_layout, key=_layout_order):
-            if layout == "end":
-                continue
-            gap = paired_gap(by_layout[layout], end)  # "long minus short": end minus this layout
-            shared = sorted(set(end) & set(by_layout[layout]))
-            drops.append(
-                {
-                    "length": length,
-                    "filler": filler,
-                    "layout": layout,
-                    "end_accuracy": sum(end[k] for k in shared) / len(shared) if shared else None,
-                    "layout_accuracy": (
-                        sum(by_layout[layout][k] for k in shared) / len(shared) if shared else None
-                    ),
-                    "drop": gap.estimate,
-                    "ci_low": gap.low,
-                    "ci_high": gap.high,
-                    "pairs": gap.pairs,
-                    "method": gap.method,
-                }
-            )
-    return drops
-
-
-def _interference(rows: list[Row]) -> list[dict[str, Any]]:
-    """Per filler and layout, where the wrong answers came from: the answer of a filler item, another
-    number in the filler, neither; ``share_filler`` is over wrong answers that gave a number."""
-    shares = []
-    groups = _group(rows, "filler", "position")
-    for filler, layout in sorted(groups, key=lambda key: (key[0], _layout_order(key[1]))):
-        wrong = [row for row in _scored(groups[(filler, layout)]) if row["outcome"] == "incorrect"]
-        counts = Counter(row["category"] for row in wrong)
-        numbered = len(wrong) - counts["format"]
-        matched = counts[FILLER_ANSWER] + counts["filler_number"]
-        shares.append(
-            {
-                "filler": filler,
-                "layout": layout,
-                "wrong": len(wrong),
-                "unparsed": counts["format"],
-                "filler_answer": counts[FILLER_ANSWER],
-                "filler_number": counts["filler_number"],
-                "other": numbered - matched,
-                "share_filler": matched / numbered if numbered else None,
-                "share_filler_answer": counts[FILLER_ANSWER] / numbered if numbered else None,
-            }
-        )
-    return shares
-
-
-def _task_analysis(task: str, rows: list[Row]) -> dict[str, Any]:
-    per_length = {
-        length: _cell({"length": length}, group) for (length,), group in _group(rows, "length_target").items()
-    }
-    control_length = min(per_length)
-    control_cell = per_length[control_length]
-    short = instance_means((r for r in rows if r["length_target"] == control_length), "case_id")
-    degradation = []
-    for length in sorted(per_length):
-        if length == control_length:
-            continue
-        long = instance_means((r for r in rows if r["length_target"] == length), "case_id")
-        gap = paired_gap(short, long)
-        degradation.append(
-            {"length": length, "gap": gap.estimate, "ci_low": gap.low, "ci_high": gap.high,
-             "pairs": gap.pairs, "method": gap.method}
-        )  # fmt: skip
-    layered = any(row["filler"] for row in rows)
-    return {
-        "task": task,
-        "lengths": list(per_length.values()),
-        "effective_length": _effective_lengths(per_length, rows),
-        "calibration": {
-            "length": control_length,
-            "accuracy": control_cell["accuracy"],
-            "ci_low": control_cell["ci_low"],
-            "verdict": calibration(control_cell["accuracy"], control_cell["ci_low"]),
-        },
-        "degradation": degradation,
-        # Reasoning layouts share depths (middle, middle_twice and middle_dup all sit at 0.5) and
-        # fillers differ: their position effect is the paired end-minus-layout drop per filler.
-        "position_effect": [] if layered else _position_effect(rows, sorted({row["depth"] for row in rows})),
-        **(
-            {"reasoning": {"drops": _layout_drops(rows), "interference": _interference(rows)}}
-            if layered
-            else {}
-        ),
-    }
 
 
 def harness_overhead(rows: Iterable[Row], model: str | None) -> dict[str, Any] | None:
@@ -302,7 +26,7 @@ def harness_overhead(rows: Iterable[Row], model: str | None) -> dict[str, Any] |
     server's template and system prompt that rotscope's lengths do not include."""
     per_call = {
         row["call_id"]: row["usage_prompt_tokens"] - row["prompt_tokens"]
-        for row in _scored(rows)
+        for row in scored(rows)
         if row["usage_prompt_tokens"]
     }
     if not per_call:
@@ -317,7 +41,7 @@ def harness_overhead(rows: Iterable[Row], model: str | None) -> dict[str, Any] |
     }
 
 
-def token_counts(meta: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
+def tokencounts(meta: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
     """How lengths were counted (``approximate`` when no tokenizer of the model was at hand)."""
     backend = meta.get("backend") or {}
     return {
@@ -333,7 +57,7 @@ def _pool_offset_depths(rows: list[Row]) -> list[Row]:
     one length is one cell."""
     depths: dict[tuple[Any, ...], list[float]] = defaultdict(list)
     for row in rows:
-        if (row["position"] or "").startswith(OFFSET_PREFIX):
+        if Position.from_stored(row["position"], row["depth"]).offset_tokens is not None:
             depths[(row["task"], row["length_target"], row["position"])].append(row["depth"])
     means = {key: sum(values) / len(values) for key, values in depths.items()}
     return [
@@ -346,7 +70,7 @@ def _pool_offset_depths(rows: list[Row]) -> list[Row]:
 
 def _error_cap(rows: list[Row], cells: list[dict[str, Any]], cap: float) -> dict[str, Any]:
     """The run's error rate against the configured cap, and the cells above the cap."""
-    rate = error_rate(_counts(rows))
+    rate = error_rate(rows)
     return {
         "max_error_rate": cap,
         "error_rate": rate,
@@ -387,6 +111,15 @@ def _judge(rows: list[Row], config: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _layout_rank(task: str, position: str | None) -> int | None:
+    """Where a named layout stands in its family's own order (``None`` for families without one)."""
+    family = TASKS.find(task)
+    order = family.layout_order if family is not None else ()
+    if not order:
+        return None
+    return order.index(position) if position in order else len(order)
+
+
 def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     meta = store.meta()
     config = meta.get("config") or {}
@@ -396,23 +129,23 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     controls = [row for row in rows if row["control"] and row["position"] != EVIDENCE_ONLY_POSITION]
     per_case = case_results(probes, evidence_only)
     cells = [
-        _cell(_cell_key(task, length, depth, position, filler), group)
-        for (task, length, depth, position, filler), group in _group(
+        cell(cell_key(task, length, depth, position, filler, _layout_rank(task, position)), group)
+        for (task, length, depth, position, filler), group in group_by(
             probes, "task", "length_target", "depth", "position", "filler"
         ).items()
     ]
     per_length = {
-        length: _cell({"length": length}, group)
-        for (length,), group in _group(probes, "length_target").items()
+        length: cell({"length": length}, group)
+        for (length,), group in group_by(probes, "length_target").items()
     }
-    done = _scored(rows)
+    done = scored(rows)
     called = [
         row for row in done if not row["cached_response"]
     ]  # replies from the response cache cost no tokens
     tokens = meta.get("tokens", {})
     task_order = (meta.get("config") or {}).get("tasks") or []
     by_task = sorted(
-        _group(probes, "task").items(),
+        group_by(probes, "task").items(),
         key=lambda item: task_order.index(item[0][0]) if item[0][0] in task_order else len(task_order),
     )
     return {
@@ -423,20 +156,20 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         ),
         "cells": cells,
         "lengths": list(per_length.values()),
-        "effective_length": _effective_lengths(per_length, probes),
-        "tasks": [_task_analysis(task, group) for (task,), group in by_task],
+        "effective_length": effective_lengths(per_length, probes),
+        "tasks": [task_analysis(task, group) for (task,), group in by_task],
         "controls": [
             {
                 "task": task,
                 "length": length,
-                **_counts(group),
+                **counts(group),
                 "hallucinated": sum(row["category"] == "hallucinated" for row in group),
             }
-            for (task, length), group in _group(controls, "task", "length_target").items()
+            for (task, length), group in group_by(controls, "task", "length_target").items()
         ],
         "evidence_only": [
-            {"task": task, **_counts(group), "accuracy": _cell({}, group)["accuracy"]}
-            for (task,), group in _group(evidence_only, "task").items()
+            {"task": task, **counts(group), "accuracy": cell({}, group)["accuracy"]}
+            for (task,), group in group_by(evidence_only, "task").items()
         ],
         "cases": per_case,
         "capability_failures": [entry["case_id"] for entry in per_case if entry["capability_failure"]],
@@ -456,7 +189,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             ),
             "cached": sum(row["cached_tokens"] or 0 for row in called),
         },
-        "token_counts": token_counts(meta, rows),
+        "token_counts": tokencounts(meta, rows),
         "timing": {
             "latency_s": sum(row["latency_s"] or 0.0 for row in done),
             "started": min((row["created_at"] for row in rows), default=None),

@@ -27,6 +27,7 @@ class BackendEntry:
 
 BACKENDS: Registry[BackendEntry] = Registry(
     "backend",
+    "model",
     builtins=(
         "rotscope.backends.llamacpp",
         "rotscope.backends.fake",

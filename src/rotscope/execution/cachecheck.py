@@ -10,17 +10,13 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from rotscope.errors import BadInput
+from rotscope.rows import Row
 from rotscope.scoring.deterministic import score_parts
-from rotscope.stats import sign_test
 from rotscope.store import RunStore
 from rotscope.types import Backend, Completion, GenerateRequest, WorkItem
-
-DETERMINISTIC_RULE = "any differing reply (deterministic engine at temperature 0)"
-PAIRED_RULE = "paired sign test on correctness, p < alpha"
-_EXAMPLES = 3
 
 
 @runtime_checkable
@@ -36,7 +32,7 @@ def require_clearable(backend: Backend) -> CacheClearing:
     return backend
 
 
-def _sample(items: Sequence[WorkItem], rows: list[dict[str, Any]], size: int, seed: int) -> list[WorkItem]:
+def _sample(items: Sequence[WorkItem], rows: list[Row], size: int, seed: int) -> list[WorkItem]:
     """A seeded sample of finished calls not checked yet, preferring those served from the cache."""
     finished = {row["call_id"]: row for row in rows if row["status"] == "ok"}
     calls = {item.item_id: item for item in items if item.item_id in finished}
@@ -78,34 +74,3 @@ async def run_cache_checks(
             }
         )
     return len(sample)
-
-
-def summarise_checks(
-    checks: list[dict[str, Any]], deterministic: bool, alpha: float
-) -> dict[str, Any] | None:
-    """The ``cache_control`` block of the summary, or ``None`` when no check ran."""
-    if not checks:
-        return None
-    compared = [check for check in checks if check["error"] is None]
-    differing = [check for check in compared if check["warm_response"] != check["cold_response"]]
-    p_value: float | None = None
-    if deterministic:
-        incident = bool(differing)
-    else:
-        p_value = sign_test([check["cold_correct"] - check["warm_correct"] for check in compared])
-        incident = p_value < alpha
-    return {
-        "checked": len(checks),
-        "compared": len(compared),
-        "errors": len(checks) - len(compared),
-        "differing": len(differing),
-        "warm_correct": sum(check["warm_correct"] for check in compared),
-        "cold_correct": sum(check["cold_correct"] for check in compared),
-        "rule": DETERMINISTIC_RULE if deterministic else PAIRED_RULE,
-        "p_value": p_value,
-        "incident": incident,
-        "examples": [
-            {key: check[key] for key in ("call_id", "warm_response", "cold_response")}
-            for check in differing[:_EXAMPLES]
-        ],
-    }

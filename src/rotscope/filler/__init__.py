@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from rotscope.config import FillerConfig
+from rotscope.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -20,18 +21,38 @@ FillerSource = Callable[[FillerConfig, int, frozenset[str]], Iterator[Document]]
 the third argument are guarded by the experiment: a source that generates text avoids them (the
 verifier rejects any prompt whose filler still contains one)."""
 
-FILLER_SOURCES: dict[str, FillerSource] = {}
+
+@dataclass(frozen=True)
+class FillerEntry:
+    """A registered filler source and how a run names the corpus it makes from a config."""
+
+    documents: FillerSource
+    describe: Callable[[FillerConfig], str]
 
 
-def register_filler(kind: str) -> Callable[[FillerSource], FillerSource]:
+FILLER_SOURCES: Registry[FillerEntry] = Registry(
+    "filler source",
+    "filler.kind",
+    builtins=("rotscope.filler.code", "rotscope.filler.text", "rotscope.filler.readinglog"),
+)
+
+
+def register_filler(
+    kind: str, *, describe: Callable[[FillerConfig], str] | None = None
+) -> Callable[[FillerSource], FillerSource]:
+    """Register a source for ``filler: {kind: KIND}``; ``describe`` names its corpus (default: the kind)."""
+
     def add(source: FillerSource) -> FillerSource:
-        FILLER_SOURCES[kind] = source
+        FILLER_SOURCES.register(kind)(FillerEntry(source, describe or (lambda config: kind)))
         return source
 
     return add
 
 
-def documents(config: FillerConfig, seed: int, avoid: frozenset[str] = frozenset()) -> Iterator[Document]:
-    from rotscope.filler import code, readinglog, text  # noqa: F401  (registers the built-in sources)
+def describe_filler(config: FillerConfig) -> str:
+    """The corpus a filler config names, as runs record it (``code:json``, ``text:docs/*.md``)."""
+    return FILLER_SOURCES.get(config.kind).describe(config)
 
-    return FILLER_SOURCES[config.kind](config, seed, avoid)
+
+def documents(config: FillerConfig, seed: int, avoid: frozenset[str] = frozenset()) -> Iterator[Document]:
+    return FILLER_SOURCES.get(config.kind).documents(config, seed, avoid)

@@ -53,7 +53,7 @@ def source_files(root: Path) -> list[Path]:
     )
 
 
-@register_filler("code")
+@register_filler("code", describe=lambda config: f"code:{config.package or config.path or 'stdlib'}")
 def code_documents(
     config: FillerConfig, seed: int, avoid: frozenset[str] = frozenset()
 ) -> Iterator[Document]:

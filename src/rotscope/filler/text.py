@@ -34,7 +34,7 @@ def _glob_documents(pattern: str) -> list[Document]:
     ]
 
 
-@register_filler("text")
+@register_filler("text", describe=lambda config: f"text:{config.glob or config.jsonl}")
 def text_documents(
     config: FillerConfig, seed: int, avoid: frozenset[str] = frozenset()
 ) -> Iterator[Document]:

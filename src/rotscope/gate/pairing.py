@@ -22,6 +22,8 @@ import numpy as np
 
 from rotscope.errors import BadInput
 from rotscope.plan.manifest import SHARED_GROUPS, deviations
+from rotscope.position import Position
+from rotscope.rows import Row, column
 from rotscope.store import RunStore
 
 if TYPE_CHECKING:
@@ -32,7 +34,6 @@ EVIDENCE_ONLY = "evidence-only"
 between subjects, so its rows pair and slice by case alone (length shown as 0)."""
 _PAIR_KEY = ("task", "case_id", "length", "position", "trial", "control")
 _SAME_PER_ROW = ("question", "expected", "seed", "instance_id")
-Row = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -58,7 +59,7 @@ def row_position(row: Row) -> str:
     """The asked position: its name (or absolute offset), else the depth fraction, prefixed with
     the filler type for families that vary it (one reasoning layout with two fillers is two
     cells). The depth an offset reaches depends on the tokenizer, so named rows never pair on it."""
-    position = str(row["position"] or f"{row['depth']:.2f}")
+    position = Position.from_stored(row["position"], row["depth"]).label
     return f"{row['filler']}/{position}" if row.get("filler") else position
 
 
@@ -117,11 +118,11 @@ def check_pairable(baseline: RunData, candidate: RunData) -> None:
             )
     for key, left in base.items():
         right = cand[key]
-        for column in _SAME_PER_ROW:
-            if left[column] != right[column]:
+        for name in _SAME_PER_ROW:
+            if column(left, name) != column(right, name):
                 raise BadInput(
-                    f"gate: {_describe_key(key)} differs in {column} "
-                    f"(baseline {left[column]!r}, candidate {right[column]!r})"
+                    f"gate: {_describe_key(key)} differs in {name} "
+                    f"(baseline {column(left, name)!r}, candidate {column(right, name)!r})"
                 )
         if _evidence_texts(left) != _evidence_texts(right):
             raise BadInput(f"gate: {_describe_key(key)} has different evidence text in the two runs")

@@ -44,6 +44,7 @@ from rotscope.gate.pairing import (
     row_position,
 )
 from rotscope.plan.manifest import manifest_digest
+from rotscope.rows import error_rate
 from rotscope.stats import bootstrap_means, holm, proportion_interval, step_levels
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
@@ -131,19 +132,24 @@ def _slice_verdict(item: Slice, settings: GateConfig) -> tuple[Verdict, str]:
     return "PASS", f"lower bound {item.lower:+.3f} above -margin {-margin:+.3f}"
 
 
-def _error_rate(run: RunData) -> float:
-    return sum(row["status"] != "ok" for row in run.rows) / len(run.rows) if run.rows else 0.0
-
-
 def overall_verdict(
-    slices: Sequence[Slice], error_rates: Mapping[str, float], settings: GateConfig
+    slices: Sequence[Slice],
+    error_rates: Mapping[str, float],
+    settings: GateConfig,
+    pending: Mapping[str, int] | None = None,
 ) -> tuple[Verdict, list[str]]:
-    """The gate's verdict and the reasons for it."""
+    """The gate's verdict and the reasons for it. Error rates follow the one rule of
+    ``rotscope.rows.error_rate`` (errors among attempted rows); an unfinished run (pending rows)
+    is a reason of its own, so it is never judged as if complete."""
     reasons = [
-        f"{role} run has {rate:.1%} rows in error or unfinished, "
-        f"above the plan's {settings.max_error_rate:.1%}"
+        f"{role} run has {rate:.1%} rows in error, above the plan's {settings.max_error_rate:.1%}"
         for role, rate in error_rates.items()
         if rate > settings.max_error_rate
+    ]
+    reasons += [
+        f"{role} run is unfinished ({count} items pending): finish it with rotscope run --resume"
+        for role, count in (pending or {}).items()
+        if count
     ]
     if not slices:
         return "INCONCLUSIVE", [*reasons, "no paired rows to compare"]
@@ -196,7 +202,7 @@ def worst_positions(baseline: RunData, candidate: RunData) -> list[dict[str, Any
 def claim_counts(run: RunData) -> dict[str, dict[str, int]]:
     """How often each claim id was missing, forbidden, wrongly cited or uncited, over the rows
     that carry a ``claim_report`` (case-file runs); empty for other families."""
-    reports = [json.loads(row["claim_report"]) for row in run.rows if row.get("claim_report")]
+    reports = [json.loads(report) for row in run.rows if (report := row.get("claim_report"))]
     if not reports:
         return {}
     found: dict[str, dict[str, int]] = {}
@@ -248,8 +254,10 @@ def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | Non
     settings = analysis_settings(baseline, candidate, plan)
     slices, excluded = build_slices(baseline, candidate, settings.slice_fields)
     judge_slices(slices, settings)
-    error_rates = {"baseline": _error_rate(baseline), "candidate": _error_rate(candidate)}
-    verdict, reasons = overall_verdict(slices, error_rates, settings)
+    runs = {"baseline": baseline, "candidate": candidate}
+    error_rates = {role: error_rate(run.rows) for role, run in runs.items()}
+    pending = {role: sum(row["status"] == "pending" for row in run.rows) for role, run in runs.items()}
+    verdict, reasons = overall_verdict(slices, error_rates, settings, pending)
     return {
         "verdict": verdict,
         "exit_code": EXIT_CODES[verdict],

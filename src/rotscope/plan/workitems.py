@@ -9,24 +9,25 @@ from typing import Any
 
 import numpy as np
 
-from rotscope.config import OFFSET_PREFIX, ExperimentConfig, FillerConfig
+from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
-from rotscope.filler import documents
+from rotscope.filler import describe_filler, documents
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
 from rotscope.plan.schedule import prefill_bounds
+from rotscope.position import OFFSET_PREFIX
 from rotscope.prompt.builder import PlacementError, PromptBuilder
 from rotscope.prompt.variants import keep_consistent
 from rotscope.tasks import get_task
 from rotscope.tasks.bundles import bundle_all
-from rotscope.tasks.reasoning.family import TASK as REASONING
-from rotscope.tasks.reasoning.layout import plan_reasoning
 from rotscope.types import (
     EVIDENCE_ONLY_POSITION,
     Backend,
     Case,
+    FamilyPrompts,
     GenerationParams,
     Layout,
+    PlansOwnPrompts,
     RenderedPrompt,
     Tokenizer,
     WorkItem,
@@ -51,25 +52,16 @@ class Plan:
         return max((item.prompt.prompt_tokens for item in self.items), default=0)
 
 
-def describe_filler(filler: FillerConfig) -> str:
-    if filler.kind == "code":
-        return f"code:{filler.package or filler.path or 'stdlib'}"
-    if filler.kind == "readinglog":
-        return "readinglog"
-    return f"text:{filler.glob or filler.jsonl}"
-
-
 def select_cases(config: ExperimentConfig) -> list[Case]:
     """Each task's cases (the first ``limit`` of each, bundled ``questions_per_prompt`` to a prompt),
     followed by their evidence-absent controls and, with ``evidence_only``, their evidence-only ones.
-    The reasoning family is planned on its own."""
+    A family that plans its own prompts (``PlansOwnPrompts``) is planned by itself."""
     selected: list[Case] = []
     for task in config.tasks:
-        if task == REASONING:
-            continue  # planned by reasoning_layout: its filler comes from its own item pool
-        cases = bundle_all(
-            list(get_task(task, config).cases())[: config.limit], config.questions_per_prompt, config.seed
-        )
+        family = get_task(task, config)
+        if isinstance(family, PlansOwnPrompts):
+            continue
+        cases = bundle_all(list(family.cases())[: config.limit], config.questions_per_prompt, config.seed)
         selected.extend(cases)
         if config.controls:
             selected.extend(case.absent_control() for case in cases)
@@ -203,12 +195,13 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
                     rendered.append((case, layout, builder.render(case, layout)))
                 except PlacementError as error:
                     rejected.append(str(error))
-    pool_digest = None
-    if REASONING in config.tasks:
-        reasoning = plan_reasoning(config, tokenizer, core_corpus)
-        rendered.extend((placed.case, placed.layout, placed.prompt) for placed in reasoning.placed)
-        rejected.extend(reasoning.rejected)
-        pool_digest = reasoning.digest
+    own: dict[str, FamilyPrompts] = {}
+    for task in config.tasks:
+        family = get_task(task, config)
+        if isinstance(family, PlansOwnPrompts):
+            own[task] = family.plan_prompts(tokenizer, core_corpus)
+            rendered.extend(own[task].rendered)
+            rejected.extend(own[task].rejected)
     description = backend.describe()
     model_key = {
         key: description.get(key) for key in ("backend", "model", "model_digest", "tokenizer_digest")
@@ -244,10 +237,10 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
             "documents": corpus.documents,
             "tokens": corpus.size,
         }
-    if pool_digest is not None:
-        corpus_info["reasoning"] = {"source": config.reasoning.source, "digest": pool_digest}
-        corpus_info.setdefault("source", f"reasoning pool ({config.reasoning.source})")
-        corpus_info.setdefault("digest", pool_digest)
+    for task, prompts in own.items():
+        corpus_info[task] = prompts.corpus
+        corpus_info.setdefault("source", prompts.corpus_label)
+        corpus_info.setdefault("digest", prompts.corpus["digest"])
         corpus_info.setdefault("documents", 0)
         corpus_info.setdefault("tokens", 0)
     return Plan(

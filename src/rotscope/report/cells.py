@@ -4,21 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from rotscope.tasks.reasoning.family import LAYOUT_COPIES
-
-LAYOUT_ORDER = list(LAYOUT_COPIES)
+from rotscope.position import Position
 
 
 def depth_label(cell: dict[str, Any]) -> str:
-    label = cell["position"] or f"{cell['depth']:.2f}"
+    label = cell["position"] or Position(cell["depth"]).label
     return f"{cell['filler']} · {label}" if cell.get("filler") else label
 
 
 def row_key(cell: dict[str, Any]) -> tuple[str, float, str]:
-    """Heatmap row of a cell: by filler type, then depth (layout names in their canonical order)."""
+    """Heatmap row of a cell: by filler type, then depth (named layouts in their family's order,
+    which the summary gives as ``layout_order``)."""
     depth = cell["depth"]
     if isinstance(depth, str):
-        order = float(LAYOUT_ORDER.index(depth) if depth in LAYOUT_ORDER else len(LAYOUT_ORDER))
+        rank = cell.get("layout_order")
+        order = float(rank) if rank is not None else float("inf")
     else:
         order = float(depth)
     return (cell.get("filler") or "", order, depth_label(cell))

@@ -5,15 +5,16 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from rotscope.errors import BadInput
+from rotscope.rows import Row
 from rotscope.store import ITEM_COLUMNS, RunStore
 
 FORMATS = ("csv", "jsonl", "parquet")
 
 
-def _read_rows(run_dir: Path) -> list[dict[str, Any]]:
+def _read_rows(run_dir: Path) -> list[Row]:
     store = RunStore.open_existing(run_dir)
     try:
         return store.rows()
@@ -21,7 +22,7 @@ def _read_rows(run_dir: Path) -> list[dict[str, Any]]:
         store.close()
 
 
-def _write_parquet(rows: list[dict[str, Any]], output: Path) -> None:
+def _write_parquet(rows: list[Row], output: Path) -> None:
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq
@@ -30,7 +31,7 @@ def _write_parquet(rows: list[dict[str, Any]], output: Path) -> None:
     pq.write_table(pa.Table.from_pylist(rows), output)
 
 
-def _write_text(rows: list[dict[str, Any]], format: str, handle: TextIO) -> None:
+def _write_text(rows: list[Row], format: str, handle: TextIO) -> None:
     if format == "csv":
         writer = csv.DictWriter(handle, fieldnames=ITEM_COLUMNS)
         writer.writeheader()

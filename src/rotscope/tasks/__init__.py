@@ -1,31 +1,63 @@
-"""Task families: each module registers a builder of ``Case``s under its name.
+"""Task families: each module registers its family under a name.
 
 ``register_cases`` takes a function that returns the family's cases (the built-in families are
-such functions); ``register_task`` takes any factory of a ``TaskFamily`` object;
-``register_configured_task`` one that reads the experiment config (a family whose cases come from
-a file the config names).
+such functions); ``register_task`` takes a factory of a ``TaskFamily`` from the experiment config
+(a family whose cases come from a file the config names, or that plans its own prompts). A family
+may bring its own analysis and the order of its named layouts; the planner and the summary ask the
+registry for them instead of branching on a family's name.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from rotscope.errors import BadInput
+from rotscope.registry import Registry
+from rotscope.rows import Row
 from rotscope.types import Case, TaskFamily
 
 if TYPE_CHECKING:
     from rotscope.config import ExperimentConfig
 
-TASK_FAMILIES: dict[str, Callable[[], TaskFamily]] = {}
-CONFIGURED_FAMILIES: dict[str, Callable[[ExperimentConfig], TaskFamily]] = {}
 CaseBuilder = Callable[[], list[Case]]
+TaskFactory = Callable[["ExperimentConfig"], TaskFamily]
+Analysis = Callable[[list[Row]], dict[str, Any]]
 
 
-def register_task(name: str) -> Callable[[Callable[[], TaskFamily]], Callable[[], TaskFamily]]:
-    def add(factory: Callable[[], TaskFamily]) -> Callable[[], TaskFamily]:
-        TASK_FAMILIES[name] = factory
+@dataclass(frozen=True)
+class TaskEntry:
+    """A registered family: how to build it, and what it adds to the summary.
+
+    ``analyse`` replaces the depth-pooled position effect of a family whose layouts are not depths
+    (its result is merged into the task's summary); ``layout_order`` orders its named layouts in
+    tables and figures."""
+
+    factory: TaskFactory
+    analyse: Analysis | None = None
+    layout_order: tuple[str, ...] = ()
+
+
+TASKS: Registry[TaskEntry] = Registry(
+    "task family",
+    "tasks",
+    builtins=tuple(
+        f"rotscope.tasks.{name}"
+        for name in (
+            "niah", "nolima", "competitive", "latent", "join", "multihop", "cases", "codebase",
+            "reasoning",
+        )
+    ),
+)  # fmt: skip
+
+
+def register_task(
+    name: str, *, analyse: Analysis | None = None, layout_order: tuple[str, ...] = ()
+) -> Callable[[TaskFactory], TaskFactory]:
+    """Register a factory that builds the family from the experiment config."""
+
+    def add(factory: TaskFactory) -> TaskFactory:
+        TASKS.register(name)(TaskEntry(factory, analyse, layout_order))
         return factory
 
     return add
@@ -43,44 +75,17 @@ class BuiltCases:
 
 
 def register_cases(name: str) -> Callable[[CaseBuilder], CaseBuilder]:
+    """Register a function that returns the family's cases (the config is not needed)."""
+
     def add(build: CaseBuilder) -> CaseBuilder:
-        TASK_FAMILIES[name] = lambda: BuiltCases(name, build)
+        register_task(name)(lambda config: BuiltCases(name, build))
         return build
 
     return add
 
 
-def register_configured_task(
-    name: str,
-) -> Callable[[Callable[[ExperimentConfig], TaskFamily]], Callable[[ExperimentConfig], TaskFamily]]:
-    def add(factory: Callable[[ExperimentConfig], TaskFamily]) -> Callable[[ExperimentConfig], TaskFamily]:
-        CONFIGURED_FAMILIES[name] = factory
-        return factory
-
-    return add
-
-
 def get_task(name: str, config: ExperimentConfig | None = None) -> TaskFamily:
-    """The family registered as ``name``; families that read the config need ``config``."""
-    from rotscope.tasks import (  # noqa: F401  (registers them)
-        cases,
-        codebase,
-        competitive,
-        join,
-        latent,
-        multihop,
-        niah,
-        nolima,
-        reasoning,
-    )
+    """The family registered as ``name``, built for ``config`` (default: the default experiment)."""
+    from rotscope.config import ExperimentConfig
 
-    configured = CONFIGURED_FAMILIES.get(name)
-    if configured is not None:
-        if config is None:
-            raise BadInput(f"tasks: the {name} family is built from the experiment config; none was given")
-        return configured(config)
-    factory = TASK_FAMILIES.get(name)
-    if factory is None:
-        known = ", ".join(sorted([*TASK_FAMILIES, *CONFIGURED_FAMILIES]))
-        raise BadInput(f"tasks: unknown task family {name!r} (known: {known})")
-    return factory()
+    return TASKS.get(name).factory(config or ExperimentConfig())

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
-from rotscope.tasks import BuiltCases, register_configured_task
+from rotscope.tasks import BuiltCases, register_task
 from rotscope.types import Case, Claims, Evidence, Oracle, Role, TaskFamily
 
 SCHEMA_FILE = "cases.schema.json"
@@ -239,7 +239,7 @@ def load_case_file(path: Path) -> list[Case]:
     return [case_from_record(record) for record in read_case_file(path)]
 
 
-@register_configured_task("cases")
+@register_task("cases")
 def cases_family(config: ExperimentConfig) -> TaskFamily:
     if not config.cases:
         raise BadInput("cases: the cases task family needs a case file: cases: PATH.jsonl")

@@ -13,7 +13,7 @@ from pathlib import Path
 from rotscope.config import CodebaseCase, ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler.code import code_root
-from rotscope.tasks import BuiltCases, register_configured_task
+from rotscope.tasks import BuiltCases, register_task
 from rotscope.types import Case, Evidence, Oracle, TaskFamily
 
 
@@ -61,6 +61,6 @@ def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
     return cases
 
 
-@register_configured_task("codebase")
+@register_task("codebase")
 def codebase_family(config: ExperimentConfig) -> TaskFamily:
     return BuiltCases("codebase", lambda: build_codebase_cases(config))

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rotscope.config import ReasoningConfig, ReasoningLayout
-from rotscope.tasks import register_cases
 from rotscope.tasks.reasoning.items import ReasoningItem, generated_items, load_arc, load_gsm8k
 from rotscope.types import Case, Evidence, Oracle
 
@@ -108,7 +107,6 @@ def layout_case(item: ReasoningItem, layout: ReasoningLayout) -> Case:
     )
 
 
-@register_cases(TASK)
 def build_reasoning_cases() -> list[Case]:
     """Generated items at the end of the context; experiments plan every layout and filler from
     their ``reasoning`` settings instead."""

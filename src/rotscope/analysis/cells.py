@@ -1,0 +1,56 @@
+"""The summary's cells: counts, accuracy and its interval over a group of rows, and a cell's key."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from rotscope.rows import Row, error_rate, instance_means, scored
+from rotscope.stats import proportion_interval
+
+JUDGED = ("correct", "incorrect", "abstained")
+
+
+def counts(rows: list[Row]) -> dict[str, int]:
+    outcomes = Counter(row["outcome"] for row in scored(rows))
+    return {
+        "n": len(rows),
+        "instances": len({row["instance_id"] for row in rows}),
+        "correct": outcomes["correct"],
+        "incorrect": outcomes["incorrect"],
+        "abstained": outcomes["abstained"],
+        "errors": sum(row["status"] == "error" for row in rows),
+        "pending": sum(row["status"] == "pending" for row in rows),
+        "judged": sum(row.get("judge_verdict") in JUDGED for row in scored(rows)),
+    }
+
+
+def cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
+    """A cell of ``rows``: ``accuracy`` = correct / (n - errors), and the interval on instance means."""
+    found = counts(rows)
+    judged = found["n"] - found["errors"] - found["pending"]
+    means = instance_means(rows)
+    low, high = proportion_interval(sum(means.values()), len(means))
+    categories = Counter(row["category"] for row in scored(rows) if row["category"])
+    return {
+        **key,
+        **found,
+        "accuracy": found["correct"] / judged if judged else None,
+        "instance_correct": sum(means.values()),
+        "ci_low": low if means else None,
+        "ci_high": high if means else None,
+        "error_rate": error_rate(rows),
+        "categories": dict(sorted(categories.items())),
+    }
+
+
+def cell_key(
+    task: str, length: int, depth: float, position: str | None, filler: str | None, order: int | None = None
+) -> dict[str, Any]:
+    """A cell's identity. Cells of a family with named layouts and filler types (reasoning) carry the
+    layout's name in ``layout`` and in ``depth``, the filler type in ``filler``, and the layout's
+    place in the family's order in ``layout_order``."""
+    if filler is None:
+        return {"task": task, "length": length, "depth": depth, "position": position}
+    return {"task": task, "length": length, "depth": position, "position": position, "layout": position,
+            "filler": filler, "layout_order": order}  # fmt: skip

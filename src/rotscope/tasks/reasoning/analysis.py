@@ -1,0 +1,84 @@
+"""The reasoning family's own analysis: the drop of each layout from ``end`` per length and filler
+type, and where wrong answers came from. Its layouts share depths (middle, middle_twice and
+middle_dup all sit at 0.5), so a depth-pooled position effect would mix them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+from rotscope.rows import Row, group_by, instance_means, scored
+from rotscope.stats import paired_gap
+from rotscope.tasks.reasoning.family import FILLER_ANSWER, LAYOUT_COPIES
+
+
+def analyse(rows: list[Row]) -> dict[str, Any]:
+    """What the summary adds to the reasoning task's entry."""
+    return {"reasoning": {"drops": layout_drops(rows), "interference": interference(rows)}}
+
+
+def _layout_order(layout: str) -> int:
+    order = list(LAYOUT_COPIES)
+    return order.index(layout) if layout in order else len(order)
+
+
+def layout_drops(rows: list[Row]) -> list[dict[str, Any]]:
+    """Per length and filler, each layout's drop from ``end``: end accuracy minus the layout's, paired
+    on the items run in both, with a cluster-bootstrap interval."""
+    drops = []
+    for (length, filler), group in group_by(rows, "length_target", "filler").items():
+        by_layout = {
+            layout: instance_means(layout_rows, "case_id")
+            for (layout,), layout_rows in group_by(group, "position").items()
+        }
+        end = by_layout.get("end")
+        if end is None:
+            continue
+        for layout in sorted(by_layout, key=_layout_order):
+            if layout == "end":
+                continue
+            gap = paired_gap(by_layout[layout], end)  # "long minus short": end minus this layout
+            shared = sorted(set(end) & set(by_layout[layout]))
+            drops.append(
+                {
+                    "length": length,
+                    "filler": filler,
+                    "layout": layout,
+                    "end_accuracy": sum(end[k] for k in shared) / len(shared) if shared else None,
+                    "layout_accuracy": (
+                        sum(by_layout[layout][k] for k in shared) / len(shared) if shared else None
+                    ),
+                    "drop": gap.estimate,
+                    "ci_low": gap.low,
+                    "ci_high": gap.high,
+                    "pairs": gap.pairs,
+                    "method": gap.method,
+                }
+            )
+    return drops
+
+
+def interference(rows: list[Row]) -> list[dict[str, Any]]:
+    """Per filler and layout, where the wrong answers came from: the answer of a filler item, another
+    number in the filler, neither; ``share_filler`` is over wrong answers that gave a number."""
+    shares = []
+    groups = group_by(rows, "filler", "position")
+    for filler, layout in sorted(groups, key=lambda key: (key[0], _layout_order(key[1]))):
+        wrong = [row for row in scored(groups[(filler, layout)]) if row["outcome"] == "incorrect"]
+        counts = Counter(row["category"] for row in wrong)
+        numbered = len(wrong) - counts["format"]
+        matched = counts[FILLER_ANSWER] + counts["filler_number"]
+        shares.append(
+            {
+                "filler": filler,
+                "layout": layout,
+                "wrong": len(wrong),
+                "unparsed": counts["format"],
+                "filler_answer": counts[FILLER_ANSWER],
+                "filler_number": counts["filler_number"],
+                "other": numbered - matched,
+                "share_filler": matched / numbered if numbered else None,
+                "share_filler_answer": counts[FILLER_ANSWER] / numbered if numbered else None,
+            }
+        )
+    return shares

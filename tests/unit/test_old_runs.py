@@ -1,0 +1,126 @@
+"""Run folders written before the package restructure (commit a945638) still open.
+
+tests/fixtures/runs/ holds two runs made with that code: fake/lexical and fake/lexical-recent on
+niah and nolima, limit 3, lengths 256 and 512 (48 items each). The expected exit codes and cells
+below are what the code of a945638 printed for the same commands on copies of these folders.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from rotscope.cli import app
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
+RUNS = {"lexical": "v1-lexical", "recent": "v1-lexical-recent"}
+
+# (task, length, depth, n, correct, accuracy) of `rotscope show DIR --json` at a945638.
+LEXICAL_CELLS = [
+    ("niah", 256, 0.0, 3, 3, 1.0),
+    ("niah", 256, 0.5, 3, 3, 1.0),
+    ("niah", 256, 1.0, 3, 3, 1.0),
+    ("niah", 512, 0.0, 3, 3, 1.0),
+    ("niah", 512, 0.5, 3, 3, 1.0),
+    ("niah", 512, 1.0, 3, 3, 1.0),
+    ("nolima", 256, 0.0, 3, 0, 0.0),
+    ("nolima", 256, 0.5, 3, 0, 0.0),
+    ("nolima", 256, 1.0, 3, 0, 0.0),
+    ("nolima", 512, 0.0, 3, 0, 0.0),
+    ("nolima", 512, 0.5, 3, 0, 0.0),
+    ("nolima", 512, 1.0, 3, 0, 0.0),
+]
+# lexical-recent reads only the second half of the context: the needle at the end is all it finds.
+RECENT_CELLS = [
+    ("niah", 256, 0.0, 3, 0, 0.0),
+    ("niah", 256, 0.5, 3, 0, 0.0),
+    ("niah", 256, 1.0, 3, 3, 1.0),
+    ("niah", 512, 0.0, 3, 0, 0.0),
+    ("niah", 512, 0.5, 3, 0, 0.0),
+    ("niah", 512, 1.0, 3, 3, 1.0),
+    ("nolima", 256, 0.0, 3, 0, 0.0),
+    ("nolima", 256, 0.5, 3, 0, 0.0),
+    ("nolima", 256, 1.0, 3, 0, 0.0),
+    ("nolima", 512, 0.0, 3, 0, 0.0),
+    ("nolima", 512, 0.5, 3, 0, 0.0),
+    ("nolima", 512, 1.0, 3, 0, 0.0),
+]
+OLD_CELLS = {"lexical": LEXICAL_CELLS, "recent": RECENT_CELLS}
+# At a945638 the gate said INCONCLUSIVE (exit 3), not FAIL: every slice has 3 instances, fewer
+# than the default minimum of 10.
+OLD_GATE_EXIT = 3
+ITEMS = 48
+
+
+@pytest.fixture
+def runs(tmp_path: Path) -> dict[str, Path]:
+    """Copies of the fixture folders (the store may migrate run.db when it opens it)."""
+    copies = {}
+    for key, name in RUNS.items():
+        source = FIXTURES / name
+        assert sorted(p.name for p in source.iterdir()) == ["config.yaml", "run.db"]
+        copies[key] = Path(shutil.copytree(source, tmp_path / key))
+    return copies
+
+
+def item_ids(run_dir: Path) -> set[str]:
+    with closing(sqlite3.connect(run_dir / "run.db")) as db:
+        return {row[0] for row in db.execute("SELECT item_id FROM items")}
+
+
+@pytest.mark.parametrize("key", sorted(RUNS))
+def test_show_json_gives_the_cells_the_old_code_gave(runs: dict[str, Path], key: str) -> None:
+    result = CliRunner().invoke(app, ["show", str(runs[key]), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    cells = [
+        (c["task"], c["length"], c["depth"], c["n"], c["correct"], c["accuracy"]) for c in summary["cells"]
+    ]
+    assert cells == OLD_CELLS[key]
+    assert summary["items"]["total"] == summary["items"]["done"] == ITEMS
+
+
+@pytest.mark.parametrize("key", sorted(RUNS))
+def test_report_writes_a_non_empty_html_file(runs: dict[str, Path], key: str, tmp_path: Path) -> None:
+    out = tmp_path / f"{key}.html"
+    result = CliRunner().invoke(app, ["report", str(runs[key]), "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert out.is_file() and out.stat().st_size > 0
+    assert out.read_text(encoding="utf-8").lstrip().lower().startswith("<!doctype html")
+
+
+@pytest.mark.parametrize("key", sorted(RUNS))
+def test_export_jsonl_gives_one_line_per_row(runs: dict[str, Path], key: str) -> None:
+    result = CliRunner().invoke(app, ["export", str(runs[key]), "--format", "jsonl"])
+    assert result.exit_code == 0, result.output
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert len(rows) == ITEMS
+    assert {row["item_id"] for row in rows} == item_ids(runs[key])
+
+
+def test_gate_of_recent_against_lexical_exits_as_the_old_code_did(
+    runs: dict[str, Path], tmp_path: Path
+) -> None:
+    record = tmp_path / "gate.json"
+    result = CliRunner().invoke(
+        app,
+        [
+            "gate",
+            "--baseline",
+            str(runs["lexical"]),
+            "--candidate",
+            str(runs["recent"]),
+            "-o",
+            str(record),
+        ],
+        env={"COLUMNS": "200"},
+    )
+    assert result.exit_code == OLD_GATE_EXIT, result.output
+    verdict = json.loads(record.read_text(encoding="utf-8"))
+    assert verdict["verdict"] == "INCONCLUSIVE" and verdict["exit_code"] == OLD_GATE_EXIT
