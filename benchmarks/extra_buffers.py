@@ -15,9 +15,10 @@ import statistics
 from pathlib import Path
 
 from rotscope.backends.extra_buffers import extra_buffers_verdict
-from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path, file_digest
+from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
 from rotscope.config import LlamaCppOptions
 from rotscope.execution.worker import WorkerBackend
+from rotscope.tokenizers.gguf import file_digest
 from rotscope.types import GenerateRequest, GenerationParams
 
 TEXT = "The harbor office keeps a ledger of every vessel that enters after dusk, with the pilot's name.\n"

@@ -98,7 +98,8 @@ def corpus(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def _machine_verdict() -> tuple[str, Verdict] | None:
     """The real extra-buffer probe of the bundled model on this machine, run once per session."""
-    from rotscope.backends.llamacpp import bundled_model_path, file_digest
+    from rotscope.backends.llamacpp import bundled_model_path
+    from rotscope.tokenizers.gguf import file_digest
 
     path = bundled_model_path()
     if not path.is_file():

@@ -17,7 +17,7 @@ from rotscope.config import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput, write_output
 
 if TYPE_CHECKING:
-    from rotscope.execution.runner import DryRun
+    from rotscope.execution.dry_run import DryRun
 
 app = typer.Typer(
     add_completion=False,
@@ -196,7 +196,7 @@ def run(
 ) -> None:
     """Run an experiment (or continue one with --resume) and show its heatmap."""
     from rotscope.analysis.summary import load_summary
-    from rotscope.execution.runner import dry_run as plan_only
+    from rotscope.execution.dry_run import dry_run as plan_only
     from rotscope.execution.runner import resume_experiment, run_experiment
     from rotscope.plan.manifest import read_manifest
     from rotscope.report.progress import ProgressBar
@@ -242,7 +242,7 @@ def plan_command(
     output: Annotated[Path, typer.Option("-o", "--output", help="Plan file (JSON) to write.")],
 ) -> None:
     """Freeze a pre-registration manifest: digests, grid, seeds, decoding and the gate's analysis."""
-    from rotscope.execution.runner import freeze_plan
+    from rotscope.execution.dry_run import freeze_plan
 
     def body() -> None:
         manifest, digest = freeze_plan(_build(config, {}), output)

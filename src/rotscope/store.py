@@ -130,6 +130,12 @@ class RunStore:
     def close(self) -> None:
         self._db.close()
 
+    def __enter__(self) -> RunStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
     def set_meta(self, values: Mapping[str, Any]) -> None:
         with self._db:
             self._db.executemany(

@@ -245,6 +245,10 @@ class WorkItem:
     params: GenerationParams
     instance_id: str = field(default="")
 
+    def request(self) -> GenerateRequest:
+        """What the backend receives for this item: the verified messages and ids, its decoding."""
+        return GenerateRequest(self.prompt.messages, self.prompt.token_ids, self.params)
+
 
 @runtime_checkable
 class Tokenizer(Protocol):

@@ -21,10 +21,10 @@ import pytest
 from chat_server import ChatServer, prompt_key
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.extra_buffers import extra_buffers_verdict
-from rotscope.backends.llamacpp import file_digest
 from rotscope.config import build_config
 from rotscope.execution.runner import run_experiment
 from rotscope.store import RunStore
+from rotscope.tokenizers.gguf import file_digest
 
 pytestmark = pytest.mark.integration
 

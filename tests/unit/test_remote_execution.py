@@ -25,8 +25,9 @@ from rotscope.cli import EXIT_BUDGET, app
 from rotscope.config import ExperimentConfig, ProviderLimits, build_config
 from rotscope.errors import BadInput
 from rotscope.execution.cost import DEFAULT_PRICES, MILLION, price_table
+from rotscope.execution.dry_run import dry_run
 from rotscope.execution.limits import ProviderLimiter
-from rotscope.execution.runner import BudgetReached, Interrupted, dry_run, resume_experiment, run_experiment
+from rotscope.execution.runner import BudgetReached, Interrupted, resume_experiment, run_experiment
 from rotscope.report.html import render_report
 from rotscope.types import GenerateRequest
 

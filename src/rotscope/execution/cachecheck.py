@@ -16,7 +16,7 @@ from rotscope.errors import BadInput
 from rotscope.rows import Row
 from rotscope.scoring.deterministic import score_parts
 from rotscope.store import RunStore
-from rotscope.types import Backend, Completion, GenerateRequest, WorkItem
+from rotscope.types import Backend, Completion, WorkItem
 
 
 @runtime_checkable
@@ -58,9 +58,7 @@ async def run_cache_checks(
     for item in sample:
         warm = warm_rows[item.item_id]
         clearing.clear_cache()
-        cold = await backend.generate(
-            GenerateRequest(item.prompt.messages, item.prompt.token_ids, item.params)
-        )
+        cold = await backend.generate(item.request())
         store.record_cache_check(
             {
                 "call_id": item.item_id,

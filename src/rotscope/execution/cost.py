@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from rotscope.config import ExperimentConfig, Price
 from rotscope.errors import BadInput
 from rotscope.execution.response_cache import ResponseCache, cache_key
-from rotscope.types import Completion, GenerateRequest
+from rotscope.types import Completion
 
 if TYPE_CHECKING:
     from rotscope.plan.workitems import Plan
@@ -126,7 +126,7 @@ def estimate_plan(
     price = find_price(config.model, price_table(config), local=local)
     to_call: list[int] = []
     for item in plan.items:
-        request = GenerateRequest(item.prompt.messages, item.prompt.token_ids, item.params)
+        request = item.request()
         if cache is None or cache.get(cache_key(plan.backend, request, item.trial)) is None:
             to_call.append(item.prompt.prompt_tokens)
     max_tokens = config.generation.max_tokens

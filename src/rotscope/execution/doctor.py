@@ -66,7 +66,8 @@ def _system_info() -> str:
 
 def _engine_checks() -> list[Check]:
     from rotscope.backends.extra_buffers import cpu_has_amx, extra_buffers_verdict, probe_key
-    from rotscope.backends.llamacpp import bundled_model_path, file_digest
+    from rotscope.backends.llamacpp import bundled_model_path
+    from rotscope.tokenizers.gguf import file_digest
 
     checks = [Check("llama.cpp build", "ok", _system_info())]
     amx = "AMX (the repack there crashes llama.cpp; safe mode is used)" if cpu_has_amx() else "no AMX"

@@ -209,7 +209,7 @@ class Execution:
             if self.caller.budget.stopped:
                 self.stopped_at_budget = True
                 return
-            request = GenerateRequest(item.prompt.messages, item.prompt.token_ids, item.params)
+            request = item.request()
             called = await self.caller.call(request, item.trial)
             if called is None:
                 self.stopped_at_budget = True

@@ -4,35 +4,31 @@ result the moment it arrives. ``--resume`` re-plans from the stored config and r
 from __future__ import annotations
 
 import asyncio
-import hashlib
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from rotscope._version import __version__
 from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, build_config, dump_config, load_config
 from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.cachecheck import require_clearable, run_cache_checks
-from rotscope.execution.cost import CostEstimate, estimate_plan
-from rotscope.execution.execute import Reporter, execute_items, row_id
-from rotscope.execution.response_cache import ResponseCache, default_cache_path
+from rotscope.execution.execute import Reporter, execute_items
+from rotscope.execution.run_folder import (
+    CONFIG_FILE,
+    check_run_dir,
+    config_digest,
+    default_run_dir,
+    store_plan,
+)
 from rotscope.execution.worker import WorkerBackend
-from rotscope.plan.manifest import build_manifest, deviations, manifest_digest, write_manifest
+from rotscope.plan.manifest import build_manifest, deviations, manifest_digest
 from rotscope.plan.schedule import prefix_order, shuffled_order
 from rotscope.plan.workitems import Plan, build_plan
 from rotscope.store import RunStore
 from rotscope.types import Backend, WorkItem
 
-__all__ = ["BudgetReached", "Interrupted", "Reporter", "dry_run", "resume_experiment", "run_experiment"]
-
-CONFIG_FILE = "config.yaml"
-RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate", "executor"}
-"""Fields that change how a run is executed or judged, not its results: left out of its identity,
-so ``--resume`` may change them."""
+__all__ = ["BudgetReached", "EngineStopped", "Interrupted", "Reporter", "resume_experiment", "run_experiment"]
 
 
 @dataclass
@@ -73,66 +69,6 @@ def in_worker(backend: Backend, config: ExperimentConfig, reporter: Reporter | N
     return WorkerBackend(backend, max_crashes=config.executor.max_crashes, notice=notice)
 
 
-def config_digest(config: ExperimentConfig) -> str:
-    """Identity of an experiment: every field except where its results go and how it executes."""
-    fields = config.model_dump(mode="json", exclude=RUNTIME_FIELDS)
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
-
-
-def default_run_dir(config: ExperimentConfig) -> Path:
-    stamp = datetime.now(UTC).strftime("%Y%m%d-%H%M%S")
-    return Path("runs") / f"{config.name}-{stamp}"
-
-
-def _planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list[dict[str, Any]]:
-    """One row per question of the call (a single question is a call of its own)."""
-    prompt = item.prompt
-    spans = [{**span.__dict__, **_evidence_fields(item, span.evidence_id)} for span in prompt.spans]
-    rows = []
-    for label, part in item.case.scored_parts():
-        prefix = f"{part.case_id}/" if item.case.parts else ""
-        rows.append(
-            {
-                "item_id": row_id(item, label),
-                "call_id": item.item_id,
-                "run_id": run_id,
-                "plan_order": order,
-                "task": part.task,
-                "case_id": part.case_id,
-                "instance_id": item.instance_id,
-                "control": int(part.control),
-                "model": item.model,
-                "backend": backend,
-                "length_target": item.layout.length_tokens,
-                "prompt_tokens": prompt.prompt_tokens,
-                "haystack_tokens": prompt.haystack_tokens,
-                "depth": item.layout.depth,
-                "position": item.layout.position,
-                "filler": item.layout.filler,
-                "spans": json.dumps([span for span in spans if span["evidence_id"].startswith(prefix)]),
-                "trial": item.trial,
-                "seed": item.params.seed,
-                "prompt_digest": _prompt_digest(item),
-                "question": part.question,
-                "expected": "not in the context" if part.oracle.abstain else part.oracle.answer,
-                "slices": json.dumps(dict(part.slices), sort_keys=True),
-            }
-        )
-    return rows
-
-
-def _evidence_fields(item: WorkItem, evidence_id: str) -> dict[str, str]:
-    evidence = next(e for e in item.case.evidence if e.evidence_id == evidence_id)
-    fields = {"text": evidence.text, "role": evidence.role}
-    if evidence.source is not None:
-        fields["source"] = evidence.source  # a line already in this corpus document, not inserted
-    return fields
-
-
-def _prompt_digest(item: WorkItem) -> str:
-    return hashlib.sha256(item.prompt.text.encode("utf-8")).hexdigest()[:24]
-
-
 def execution_order(items: Sequence[WorkItem], local: bool, seed: int) -> list[WorkItem]:
     """Prefix-sharing order for local engines; a seeded interleaving for remote APIs."""
     if local:
@@ -140,25 +76,6 @@ def execution_order(items: Sequence[WorkItem], local: bool, seed: int) -> list[W
     else:
         order = shuffled_order(len(items), seed)
     return [items[i] for i in order]
-
-
-def _check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
-    database = run_dir / "run.db"
-    if resume:
-        return
-    if database.exists():
-        store = RunStore.open_existing(run_dir)
-        stored = store.meta().get("config_digest")
-        store.close()
-        if stored != digest:
-            raise BadInput(f"out: {run_dir} holds a different run; choose another --out")
-        raise BadInput(
-            f"out: {run_dir} holds this run already; continue it with rotscope run --resume {run_dir}"
-        )
-    if run_dir.exists() and not run_dir.is_dir():
-        raise BadInput(f"out: {run_dir} is a file, not a folder")
-    if run_dir.exists() and any(run_dir.iterdir()):
-        raise BadInput(f"out: {run_dir} is not empty and holds no rotscope run")
 
 
 def check_plan(
@@ -182,40 +99,6 @@ def check_plan(
     }
 
 
-def _store_plan(
-    store: RunStore,
-    plan: Plan,
-    ordered: list[WorkItem],
-    config: ExperimentConfig,
-    run_dir: Path,
-    digest: str,
-    local: bool,
-) -> None:
-    backend_name = plan.backend.get("backend", "")
-    store.add_planned(
-        (
-            row
-            for order, item in enumerate(ordered)
-            for row in _planned_rows(item, order, run_dir.name, backend_name)
-        ),
-        {_prompt_digest(item): json.dumps(item.prompt.messages) for item in plan.items},
-    )
-    store.set_meta(
-        {
-            "run_id": run_dir.name,
-            "rotscope_version": __version__,
-            "config": config.model_dump(mode="json"),
-            "config_digest": digest,
-            "model": plan.items[0].model if plan.items else config.model,
-            "backend": plan.backend,
-            "corpus": plan.corpus,
-            "rejected": plan.rejected,
-            "tokens": {"naive_prefill": plan.naive_prefill, "lower_bound": plan.lower_bound},
-            "order": "prefix trie" if local else f"seeded shuffle (seed {config.seed})",
-        }
-    )
-
-
 def run_experiment(
     config: ExperimentConfig,
     *,
@@ -236,7 +119,7 @@ def run_experiment(
     """
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
     digest = config_digest(config)
-    _check_run_dir(run_dir, digest, resume)
+    check_run_dir(run_dir, digest, resume)
     _notice(reporter, f"planning {config.name}: model {config.model}; {_grid_line(config)}")
     backend = in_worker(backend or create_backend(config), config, reporter)
     try:
@@ -255,7 +138,7 @@ def run_experiment(
         try:
             local = backend.capabilities.local
             ordered = execution_order(plan.items, local, config.seed)
-            _store_plan(store, plan, ordered, config, run_dir, digest, local)
+            store_plan(store, plan, ordered, config, run_dir, digest, local)
             store.set_meta({"manifest": manifest, "manifest_digest": manifest_digest(manifest)})
             if plan_meta is not None:
                 store.set_meta({"plan": plan_meta})
@@ -374,8 +257,7 @@ def resume_experiment(
     """Continue a run folder: same config, finished items skipped, errors retried. ``max_cost``
     replaces the stored budget and ``use_cache=False`` turns the response cache off; both are
     written back to the folder's config.yaml (neither changes the experiment's identity)."""
-    store = RunStore.open_existing(run_dir)
-    store.close()
+    RunStore.open_existing(run_dir).close()  # a run folder, or bad input naming it
     config = load_config(run_dir / CONFIG_FILE)
     changes: dict[str, Any] = {}
     if max_cost is not None:
@@ -385,73 +267,3 @@ def resume_experiment(
     if changes:
         config = build_config({**config.model_dump(), **changes}, str(run_dir / CONFIG_FILE))
     return run_experiment(config, run_dir=run_dir, resume=True, reporter=reporter)
-
-
-def freeze_plan(config: ExperimentConfig, output: Path) -> tuple[dict[str, Any], str]:
-    """Plan ``config`` without calling a model and write its manifest to ``output``."""
-    backend = create_backend(config)
-    try:
-        if config.cache_control:
-            require_clearable(backend)
-        manifest = build_manifest(config, build_plan(config, backend), backend)
-    finally:
-        backend.close()
-    return manifest, write_manifest(manifest, output)
-
-
-@dataclass(frozen=True)
-class LocalEstimate:
-    """A local run's model time and the engine worker's peak memory, before it runs."""
-
-    peak_memory_bytes: int
-    prefill_tps: float | None = None
-    """Measured by ``rotscope doctor`` for this model file on this machine; ``None`` if not."""
-    seconds: float | None = None
-    """Prefill of the distinct prefixes plus at most ``max_tokens`` per call, at measured speeds."""
-
-
-@dataclass(frozen=True)
-class DryRun:
-    plan: Plan
-    estimate: CostEstimate
-    judge_model: str | None = None
-    local: LocalEstimate | None = None
-
-
-def local_estimate(backend: Backend, plan: Plan, max_tokens: int) -> LocalEstimate | None:
-    """Time and memory of a local engine's run, from the speed ``rotscope doctor`` measured."""
-    memory = getattr(backend, "peak_memory_bytes", None)
-    if memory is None:
-        return None
-    backend.reserve(plan.max_prompt_tokens, max_tokens)
-    speed = backend.measured_speed()  # type: ignore[attr-defined]
-    if speed is None:
-        return LocalEstimate(memory())
-    seconds = plan.lower_bound / speed.prefill_tps + len(plan.items) * max_tokens / speed.decode_tps
-    return LocalEstimate(memory(), speed.prefill_tps, seconds)
-
-
-def dry_run(
-    config: ExperimentConfig, frozen_plan: dict[str, Any] | None = None, allow_deviation: bool = False
-) -> DryRun:
-    """Plan and verify without calling a model; estimate calls, tokens and cost. With a frozen
-    plan, a deviating run is refused here as it would be by ``run_experiment``."""
-    backend = create_backend(config)
-    try:
-        plan = build_plan(config, backend)
-        if frozen_plan is not None:
-            check_plan(frozen_plan, build_manifest(config, plan, backend), allow_deviation)
-        resources = local_estimate(backend, plan, config.generation.max_tokens)
-    finally:
-        backend.close()
-    local = backend.capabilities.local
-    cache = None
-    if not local and config.cache.enabled:
-        path = Path(config.cache.path).expanduser() if config.cache.path else default_cache_path()
-        cache = ResponseCache(path) if path.is_file() else None
-    try:
-        judge = config.judge.model if config.judge else None
-        return DryRun(plan, estimate_plan(config, plan, local=local, cache=cache), judge, resources)
-    finally:
-        if cache is not None:
-            cache.close()

@@ -48,11 +48,8 @@ class RunData:
 
 
 def load_run(path: Path) -> RunData:
-    store = RunStore.open_existing(path)
-    try:
+    with RunStore.open_existing(path) as store:
         return RunData(path, store.meta(), store.rows())
-    finally:
-        store.close()
 
 
 def row_position(row: Row) -> str:

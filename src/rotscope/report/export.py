@@ -15,11 +15,8 @@ FORMATS = ("csv", "jsonl", "parquet")
 
 
 def _read_rows(run_dir: Path) -> list[Row]:
-    store = RunStore.open_existing(run_dir)
-    try:
+    with RunStore.open_existing(run_dir) as store:
         return store.rows()
-    finally:
-        store.close()
 
 
 def _write_parquet(rows: list[Row], output: Path) -> None:

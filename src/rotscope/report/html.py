@@ -152,13 +152,10 @@ def render_report(run_dir: Path) -> str:
     """The report of ``run_dir`` as one HTML document."""
     from plotly.offline import get_plotlyjs
 
-    store = RunStore.open_existing(run_dir)
-    try:
+    with RunStore.open_existing(run_dir) as store:
         summary = build_summary(store, run_dir)
         wrong = wrong_answers(store)
         meta = store.meta()
-    finally:
-        store.close()
     environment = Environment(
         loader=PackageLoader("rotscope.report", "templates"), autoescape=select_autoescape(default=True)
     )

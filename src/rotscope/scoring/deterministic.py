@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 
+from rotscope.registry import Registry
 from rotscope.types import Case, ClaimReport, Claims, Completion, Oracle, Score
 
 _NUMBER_WORDS = {
@@ -229,21 +230,47 @@ def score_final_answer(oracle: Oracle, completion: Completion, filler: str | Non
     return Score("incorrect", "wrong_answer")
 
 
+Scorer = Callable[[Case, Completion, "str | None"], Score]
+"""Scores one question's reply; the third argument is the prompt's text (to trace wrong answers)."""
+SCORERS: Registry[Scorer] = Registry("scorer", "oracle.kind")
+"""Scorers by the oracle's answer kind; an outside package registers its own kind the same way."""
+
+
+def register_scorer(kind: str) -> Callable[[Scorer], Scorer]:
+    return SCORERS.register(kind)
+
+
+@register_scorer("phrase")
+def score_phrase(case: Case, completion: Completion, context: str | None) -> Score:
+    """The answer (or an alias) anywhere in the reply; see ``score``."""
+    return score(case.oracle, completion, context)
+
+
+@register_scorer("number")
+@register_scorer("choice")
+def score_final(case: Case, completion: Completion, context: str | None) -> Score:
+    """The reply's final ``Answer:``, with wrong numbers traced to the filler (the prompt without
+    the case's own evidence)."""
+    filler = context
+    for evidence in case.evidence:
+        filler = filler.replace(evidence.text, "") if filler is not None else None
+    return score_final_answer(case.oracle, completion, filler)
+
+
 def score_parts(case: Case, completion: Completion, context: str | None = None) -> list[Score]:
-    """One score per question of ``case`` (see ``Case.scored_parts``). A multi-question reply that
-    breaks the output contract scores every question ``incorrect`` with category ``format``."""
-    if case.oracle.kind != "phrase":
-        filler = context
-        for evidence in case.evidence:
-            filler = filler.replace(evidence.text, "") if filler is not None else None
-        return [score_final_answer(case.oracle, completion, filler)]
+    """One score per question of ``case`` (see ``Case.scored_parts``), by the scorer registered for
+    its oracle's kind. A multi-question reply that breaks the output contract scores every
+    question ``incorrect`` with category ``format``."""
     parts = case.scored_parts()
     if not case.parts or completion.error is not None:
-        return [score(part.oracle, completion, context) for _, part in parts]
+        return [SCORERS.get(part.oracle.kind)(part, completion, context) for _, part in parts]
     answers = parse_labelled_answers(completion.text, [label for label, _ in parts])
     if answers is None:
         return [Score("incorrect", "format") for _ in parts]
-    return [score(part.oracle, replace(completion, text=answers[label]), context) for label, part in parts]
+    return [
+        SCORERS.get(part.oracle.kind)(part, replace(completion, text=answers[label]), context)
+        for label, part in parts
+    ]
 
 
 def score(oracle: Oracle, completion: Completion, context: str | None = None) -> Score:

@@ -200,7 +200,7 @@ def load_tokenizer(spec: str | None) -> Any:
     if not path.is_file():
         raise BadInput(f"remote.tokenizer: {spec!r} is neither tiktoken:NAME nor an existing file")
     if path.suffix == ".gguf":
-        from rotscope.backends.llamacpp import check_gguf
+        from rotscope.tokenizers.gguf import check_gguf
         from rotscope.tokenizers.local import LlamaCppTokenizer
 
         check_gguf(path)

@@ -1,0 +1,88 @@
+"""Planning without running: a frozen manifest, and the dry run's counts, cost and a local
+engine's time and memory."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rotscope.backends import create_backend
+from rotscope.config import ExperimentConfig
+from rotscope.execution.cachecheck import require_clearable
+from rotscope.execution.cost import CostEstimate, estimate_plan
+from rotscope.execution.response_cache import ResponseCache, default_cache_path
+from rotscope.execution.runner import check_plan
+from rotscope.plan.manifest import build_manifest, write_manifest
+from rotscope.plan.workitems import Plan, build_plan
+from rotscope.types import Backend
+
+
+def freeze_plan(config: ExperimentConfig, output: Path) -> tuple[dict[str, Any], str]:
+    """Plan ``config`` without calling a model and write its manifest to ``output``."""
+    backend = create_backend(config)
+    try:
+        if config.cache_control:
+            require_clearable(backend)
+        manifest = build_manifest(config, build_plan(config, backend), backend)
+    finally:
+        backend.close()
+    return manifest, write_manifest(manifest, output)
+
+
+@dataclass(frozen=True)
+class LocalEstimate:
+    """A local run's model time and the engine worker's peak memory, before it runs."""
+
+    peak_memory_bytes: int
+    prefill_tps: float | None = None
+    """Measured by ``rotscope doctor`` for this model file on this machine; ``None`` if not."""
+    seconds: float | None = None
+    """Prefill of the distinct prefixes plus at most ``max_tokens`` per call, at measured speeds."""
+
+
+@dataclass(frozen=True)
+class DryRun:
+    plan: Plan
+    estimate: CostEstimate
+    judge_model: str | None = None
+    local: LocalEstimate | None = None
+
+
+def local_estimate(backend: Backend, plan: Plan, max_tokens: int) -> LocalEstimate | None:
+    """Time and memory of a local engine's run, from the speed ``rotscope doctor`` measured."""
+    memory = getattr(backend, "peak_memory_bytes", None)
+    if memory is None:
+        return None
+    backend.reserve(plan.max_prompt_tokens, max_tokens)
+    speed = backend.measured_speed()  # type: ignore[attr-defined]
+    if speed is None:
+        return LocalEstimate(memory())
+    seconds = plan.lower_bound / speed.prefill_tps + len(plan.items) * max_tokens / speed.decode_tps
+    return LocalEstimate(memory(), speed.prefill_tps, seconds)
+
+
+def dry_run(
+    config: ExperimentConfig, frozen_plan: dict[str, Any] | None = None, allow_deviation: bool = False
+) -> DryRun:
+    """Plan and verify without calling a model; estimate calls, tokens and cost. With a frozen
+    plan, a deviating run is refused here as it would be by ``run_experiment``."""
+    backend = create_backend(config)
+    try:
+        plan = build_plan(config, backend)
+        if frozen_plan is not None:
+            check_plan(frozen_plan, build_manifest(config, plan, backend), allow_deviation)
+        resources = local_estimate(backend, plan, config.generation.max_tokens)
+    finally:
+        backend.close()
+    local = backend.capabilities.local
+    cache = None
+    if not local and config.cache.enabled:
+        path = Path(config.cache.path).expanduser() if config.cache.path else default_cache_path()
+        cache = ResponseCache(path) if path.is_file() else None
+    try:
+        judge = config.judge.model if config.judge else None
+        return DryRun(plan, estimate_plan(config, plan, local=local, cache=cache), judge, resources)
+    finally:
+        if cache is not None:
+            cache.close()
