@@ -11,6 +11,8 @@ from rotscope.errors import BadInput
 from rotscope.registry import Registry
 from rotscope.types import Backend
 
+__all__ = ["BACKENDS", "BackendEntry", "BackendFactory", "create_backend", "register_backend", "split_model"]
+
 BackendFactory = Callable[[str, ExperimentConfig], Backend]
 """Builds a backend from the model name after the provider prefix and the experiment config."""
 

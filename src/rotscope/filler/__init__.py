@@ -9,6 +9,16 @@ from dataclasses import dataclass
 from rotscope.config import FillerConfig
 from rotscope.registry import Registry
 
+__all__ = [
+    "FILLER_SOURCES",
+    "Document",
+    "FillerEntry",
+    "FillerSource",
+    "describe_filler",
+    "documents",
+    "register_filler",
+]
+
 
 @dataclass(frozen=True)
 class Document:

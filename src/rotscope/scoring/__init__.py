@@ -1,1 +1,5 @@
-"""Scoring replies: deterministic scorers and the optional judge."""
+"""Scoring replies: deterministic scorers registered by answer kind, and the optional judge."""
+
+from rotscope.scoring.deterministic import SCORERS, Scorer, register_scorer, score, score_parts
+
+__all__ = ["SCORERS", "Scorer", "register_scorer", "score", "score_parts"]

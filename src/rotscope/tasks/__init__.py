@@ -20,6 +20,8 @@ from rotscope.types import Case, TaskFamily
 if TYPE_CHECKING:
     from rotscope.config import ExperimentConfig
 
+__all__ = ["TASKS", "BuiltCases", "TaskEntry", "get_task", "register_cases", "register_task"]
+
 CaseBuilder = Callable[[], list[Case]]
 TaskFactory = Callable[["ExperimentConfig"], TaskFamily]
 Analysis = Callable[[list[Row]], dict[str, Any]]
