@@ -35,6 +35,8 @@ class HeadTrimmingGateway:
         self.silent = silent
         self.model_id = inner.model_id
         self.context_window = inner.context_window
+        # What the wrapped engine is, run in this process (the gateway sits in front of it).
+        self.capabilities = replace(inner.capabilities, worker_process=False)
 
     def tokenizer(self) -> Any:
         return self.inner.tokenizer()
