@@ -215,6 +215,9 @@ class Execution:
                 self.stopped_at_budget = True
                 return
             await self._record(item, called)
+            # A backend that answers without suspending (the fakes, a cache hit) would otherwise
+            # keep the loop from ever running asyncio's Ctrl-C handler until the queue is empty.
+            await asyncio.sleep(0)
 
     async def _record(self, item: WorkItem, called: CallResult) -> None:
         completion = called.completion
