@@ -45,6 +45,13 @@ def test_adding_a_length_keeps_the_plain_families_items(task: str, filler: Any, 
     assert alone and ids_at_256([256, 512], tasks=[task], filler=filler) == alone
 
 
+def test_adding_a_length_keeps_the_reasoning_items() -> None:
+    reasoning = {"items": 4, "fillers": ["with_solutions", "questions_only"]}
+    alone = ids_at_256([256], tasks=["reasoning"], reasoning=reasoning)
+    assert alone and ids_at_256([256, 512], tasks=["reasoning"], reasoning=reasoning) == alone
+    assert ids_at_256([256, 512, 1024], tasks=["reasoning"], reasoning=reasoning) == alone
+
+
 def test_a_piece_has_one_id_whatever_was_encoded_before() -> None:
     from rotscope.tokenizers.local import FakeTokenizer
     from rotscope.tokenizers.remote import ApproximateTokenizer
