@@ -49,6 +49,8 @@ class ChatServer:
     retry_after: str = "1"
     refuse_after: int | None = None
     refusal: str = "401"
+    report_prompt_tokens: Callable[[int], int] = lambda counted: counted
+    """The prompt size the server reports, from its own count (a gateway that trims reports less)."""
     log: list[Logged] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
@@ -126,7 +128,9 @@ class ChatServer:
                 )
                 text = lexical_responder()(request)
                 time.sleep(server.delay_s)
-                prompt_tokens = ApproximateTokenizer().count(render_plain(messages)) + TEMPLATE_OVERHEAD
+                prompt_tokens = server.report_prompt_tokens(
+                    ApproximateTokenizer().count(render_plain(messages)) + TEMPLATE_OVERHEAD
+                )
                 completion_tokens = len(text.split())
                 answer = {
                     "id": "chatcmpl-1",

@@ -2,7 +2,15 @@
 
 from __future__ import annotations
 
-from rotscope.execution.delivery import FRAMING_TOKENS, check_delivery, delivery_slack
+from rotscope.execution.delivery import (
+    APPROXIMATE,
+    APPROXIMATE_RATIO,
+    EXACT,
+    FRAMING_TOKENS,
+    REMOTE,
+    check_delivery,
+    delivery_tolerance,
+)
 from rotscope.types import Capabilities, Completion, GenerateRequest, GenerationParams
 
 REQUEST = GenerateRequest(({"role": "user", "content": "x"},), tuple(range(100)), GenerationParams())
@@ -46,13 +54,26 @@ class Counted:
         return {"token_count": self.token_count}
 
 
-def test_slack_depends_on_how_the_backend_counts() -> None:
-    assert delivery_slack(Counted(True, "exact")) == 0  # type: ignore[arg-type]
-    assert delivery_slack(Counted(False, "exact")) == FRAMING_TOKENS  # type: ignore[arg-type]
-    assert delivery_slack(Counted(False, "approximate")) is None  # type: ignore[arg-type]
+def test_tolerance_depends_on_how_the_backend_counts() -> None:
+    assert delivery_tolerance(Counted(True, "exact")) == EXACT  # type: ignore[arg-type]
+    assert delivery_tolerance(Counted(False, "exact")) == REMOTE  # type: ignore[arg-type]
+    assert delivery_tolerance(Counted(False, "approximate")) == APPROXIMATE  # type: ignore[arg-type]
     framed = Completion("4817", prompt_tokens=100 - FRAMING_TOKENS)
-    assert check_delivery(REQUEST, framed, FRAMING_TOKENS) is framed
-    assert check_delivery(REQUEST, framed, 0).error is not None
+    assert check_delivery(REQUEST, framed, REMOTE) is framed
+    assert check_delivery(REQUEST, framed, EXACT).error is not None
     cut = Completion("4817", prompt_tokens=40)
-    assert check_delivery(REQUEST, cut, FRAMING_TOKENS).error is not None
-    assert check_delivery(REQUEST, cut, None) is cut
+    assert check_delivery(REQUEST, cut, REMOTE).error is not None
+
+
+def test_an_approximate_count_is_checked_for_plausibility() -> None:
+    """Under the estimate a real count anywhere in the measured range (0.78 to 1.22 times it) is a
+    genuine delivery; a count far below or above it is not, and is an error, never a score."""
+    low, high = APPROXIMATE_RATIO
+    for reported in (78, 122, int(100 * low) - FRAMING_TOKENS, int(100 * high) + FRAMING_TOKENS):
+        completion = Completion("4817", prompt_tokens=reported)
+        assert check_delivery(REQUEST, completion, APPROXIMATE) is completion
+    long_request = GenerateRequest(REQUEST.messages, tuple(range(256)), REQUEST.params)
+    cut = check_delivery(long_request, Completion("4817", prompt_tokens=7), APPROXIMATE)
+    assert cut.error is not None and "truncated" in cut.error and "approximate" in cut.error
+    added = check_delivery(long_request, Completion("4817", prompt_tokens=600), APPROXIMATE)
+    assert added.error is not None and "extended" in added.error

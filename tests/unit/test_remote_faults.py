@@ -285,3 +285,32 @@ def test_an_empty_reply_the_provider_cut_short_is_an_error(finish_reason: str, e
     else:
         with pytest.raises(Permanent, match=re.escape(error)):
             parse_chat_completion(body)
+
+
+@pytest.mark.parametrize(
+    ("reported", "delivered"),
+    [(lambda n: 7, False), (lambda n: int(n * 0.78), True)],
+    ids=["cut-to-7-tokens", "real-count-at-0.78"],
+)
+def test_a_truncated_delivery_under_the_approximate_count_is_an_error_row(
+    server: ChatServer,
+    corpus: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    reported: Any,
+    delivered: bool,
+) -> None:
+    """A gateway that kept 7 tokens of each prompt is a fault, not the model's answer: every row is
+    an error (never scored), while a real tokenizer's count at 0.78 of the estimate is delivered."""
+    monkeypatch.setenv(KEY_ENV, PLANTED_KEY)
+    server.report_prompt_tokens = reported
+    run_dir = run_experiment(remote_config(corpus, server.base_url, tmp_path / "run"))
+    stored = rows(run_dir)
+    assert stored and load_summary(run_dir)["token_counts"]["method"] == "approximate"
+    if delivered:
+        assert {row["status"] for row in stored} == {"ok"}
+        assert "correct" in {row["outcome"] for row in stored}
+        return
+    assert {row["status"] for row in stored} == {"error"}
+    assert {row["outcome"] for row in stored} == {"error"}
+    assert all("prompt truncated: the backend reports 7 prompt tokens" in row["error"] for row in stored)

@@ -24,7 +24,7 @@ from rotscope.execution.cost import (
     find_price,
     price_table,
 )
-from rotscope.execution.delivery import check_delivery, delivery_slack
+from rotscope.execution.delivery import check_delivery, delivery_tolerance
 from rotscope.execution.limits import Limiters, ProviderLimiter
 from rotscope.execution.response_cache import ResponseCache, cache_key
 from rotscope.scoring.deterministic import score_parts
@@ -81,7 +81,7 @@ class Caller:
         self.limiter = limiter
         self.cache = cache
         self._identity = backend.describe()
-        self._slack = delivery_slack(backend)
+        self._tolerance = delivery_tolerance(backend)
 
     def cached(self, request: GenerateRequest, trial: int) -> Completion | None:
         if self.cache is None:
@@ -104,7 +104,7 @@ class Caller:
                 async with self.limiter.slot(len(request.token_ids) + request.params.max_tokens):
                     completion = await self.backend.generate(request)
             cost = completion_cost(self.price, completion)
-            completion = check_delivery(request, completion, self._slack)
+            completion = check_delivery(request, completion, self._tolerance)
         finally:
             self.budget.settle(estimate, cost)
         if self.cache is not None:
@@ -215,6 +215,9 @@ class Execution:
                 self.stopped_at_budget = True
                 return
             await self._record(item, called)
+            # A backend that answers without suspending (the fakes, a cache hit) would otherwise
+            # keep the loop from ever running asyncio's Ctrl-C handler until the queue is empty.
+            await asyncio.sleep(0)
 
     async def _record(self, item: WorkItem, called: CallResult) -> None:
         completion = called.completion

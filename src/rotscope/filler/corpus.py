@@ -69,16 +69,25 @@ def _line_ends(offsets: np.ndarray, data: bytes) -> np.ndarray:
 
 
 def tokenize_corpus(
-    source: Iterable[Document], tokenizer: Tokenizer, min_tokens: int, *, allow_repeat: bool, origin: str
+    source: Iterable[Document],
+    tokenizer: Tokenizer,
+    min_tokens: int,
+    *,
+    allow_repeat: bool,
+    origin: str,
+    read_tokens: int | None = None,
 ) -> TokenizedCorpus:
-    """Read documents until the corpus holds at least ``min_tokens`` tokens, then tokenize it once.
+    """Read documents until the corpus holds at least ``read_tokens`` tokens (default
+    ``min_tokens``) or the source runs out, then tokenize it once.
 
-    A corpus that runs out first is an error naming both counts, unless ``allow_repeat``.
+    A corpus of fewer than ``min_tokens`` tokens is an error naming both counts, unless
+    ``allow_repeat``.
     """
+    wanted_tokens = max(min_tokens, read_tokens or 0)
     documents = iter(source)
     texts: list[str] = []
     chars = 0
-    wanted_chars = min_tokens * _CHARS_PER_TOKEN_GUESS * 1.5
+    wanted_chars = wanted_tokens * _CHARS_PER_TOKEN_GUESS * 1.5
     while True:
         exhausted = True
         for document in documents:
@@ -91,7 +100,7 @@ def tokenize_corpus(
             raise BadInput(f"filler: corpus {origin} is empty")
         text = "\n".join(texts)
         ids = tokenizer.encode(text)
-        if len(ids) >= min_tokens or exhausted:
+        if len(ids) >= wanted_tokens or exhausted:
             break
         wanted_chars *= 2
     if len(ids) < min_tokens:
@@ -100,7 +109,7 @@ def tokenize_corpus(
                 f"filler: corpus {origin} has {len(ids)} tokens but the longest length needs {min_tokens}; "
                 "add text or set filler.allow_repeat: true"
             )
-        copies = -(-min_tokens // max(len(ids), 1)) + 1
+        copies = -(-wanted_tokens // max(len(ids), 1)) + 1
         text = "\n".join([text] * copies)
         ids = tokenizer.encode(text)
     return corpus_of(text, ids, tokenizer, origin=origin, documents=len(texts))

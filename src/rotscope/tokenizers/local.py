@@ -116,19 +116,30 @@ FAKE_TEMPLATE = (
 
 
 class PieceVocabulary(ABC):
-    """A vocabulary grown from the text pieces it meets: each new piece gets the next id, so
-    pieces decode exactly. The base of the regex tokenizers (test fake, approximate count)."""
+    """A vocabulary grown from the text pieces it meets, so pieces decode exactly. The base of the
+    regex tokenizers (test fake, approximate count).
+
+    A piece's id is derived from the piece itself (48 bits of its BLAKE2b hash), not from the order
+    in which pieces were first met: the same text has the same ids whatever was encoded before it,
+    so a prompt's ids (and its work item id) do not depend on how much filler was read for the
+    other lengths of a grid, or on the other tasks. Two pieces sharing a hash (about one chance in
+    10^5 for a vocabulary of 10^5 pieces) are told apart by taking the next free id."""
+
+    _ID_SPACE = 1 << 48
 
     def __init__(self) -> None:
         self._ids: dict[str, int] = {}
-        self._pieces: list[str] = []
+        self._pieces: dict[int, str] = {}
 
     def _id(self, piece: str) -> int:
         token_id = self._ids.get(piece)
         if token_id is None:
-            token_id = len(self._pieces)
+            digest = hashlib.blake2b(piece.encode("utf-8"), digest_size=6).digest()
+            token_id = int.from_bytes(digest, "big")
+            while token_id in self._pieces:
+                token_id = (token_id + 1) % self._ID_SPACE
             self._ids[piece] = token_id
-            self._pieces.append(piece)
+            self._pieces[token_id] = piece
         return token_id
 
     @abstractmethod
@@ -166,7 +177,7 @@ class FakeTokenizer(PieceVocabulary):
         return render_template(FAKE_TEMPLATE, messages)
 
     def digest(self) -> str:
-        return "fake-regex-1"
+        return "fake-regex-2"
 
 
 def _byte_offsets(tokenizer: Tokenizer, ids: Sequence[int]) -> list[int]:

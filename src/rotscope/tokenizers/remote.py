@@ -49,7 +49,7 @@ class ApproximateTokenizer(PieceVocabulary):
         return render_plain(messages)
 
     def digest(self) -> str:
-        return "approximate-regex-bpe-1"
+        return "approximate-regex-bpe-2"
 
 
 class TiktokenTokenizer:

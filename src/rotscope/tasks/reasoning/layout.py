@@ -33,6 +33,12 @@ from rotscope.tasks.reasoning.items import ReasoningItem
 from rotscope.types import Case, Layout, RenderedPrompt, Tokenizer
 
 _WINDOW_TRIES = 12
+STREAM_REACH = 2
+"""A prompt of L tokens takes its window from the first ``STREAM_REACH`` x L tokens of its filler
+stream, and each stream is read to ``STREAM_REACH`` times the longest length (plus
+``_STREAM_MARGIN`` tokens) when the pool holds that much. The window at a length therefore depends
+on that length only: adding a length to the grid leaves the prompts at the others unchanged."""
+_STREAM_MARGIN = 64
 
 
 @dataclass(frozen=True)
@@ -60,9 +66,15 @@ class PoolStream:
 
 
 def pool_stream(
-    pool: Pool, target: ReasoningItem, filler: ReasoningFiller, tokenizer: Tokenizer, min_tokens: int
+    pool: Pool,
+    target: ReasoningItem,
+    filler: ReasoningFiller,
+    tokenizer: Tokenizer,
+    min_tokens: int,
+    read_tokens: int | None = None,
 ) -> PoolStream:
-    """The filler stream of ``target`` tokenized up to at least ``min_tokens`` tokens."""
+    """The filler stream of ``target`` tokenized up to at least ``min_tokens`` tokens, and up to
+    ``read_tokens`` when the pool holds them."""
     consumed: list[ReasoningItem] = []
     with_solutions = filler == "with_solutions"
 
@@ -72,7 +84,12 @@ def pool_stream(
             yield Document(item.item_id, filler_text(item, with_solutions))
 
     corpus = tokenize_corpus(
-        documents(), tokenizer, min_tokens, allow_repeat=False, origin=f"reasoning pool ({filler})"
+        documents(),
+        tokenizer,
+        min_tokens,
+        allow_repeat=False,
+        origin=f"reasoning pool ({filler})",
+        read_tokens=read_tokens,
     )
     ranges = []
     cursor = 0
@@ -108,11 +125,15 @@ def slice_corpus(stream: PoolStream, start: int, end: int) -> TokenizedCorpus:
     )
 
 
-def windows(stream: PoolStream, budget: int) -> list[tuple[int, int]]:
-    """(start, end) token windows that end at an item boundary and start at a line start, closest
-    to ``budget`` tokens first (earlier windows first among equals, so targets share them)."""
+def windows(stream: PoolStream, budget: int, reach: int | None = None) -> list[tuple[int, int]]:
+    """(start, end) token windows that end at an item boundary (at most ``reach``) and start at a
+    line start, closest to ``budget`` tokens first (earlier windows first among equals, so targets
+    share them)."""
     found: list[tuple[int, int, int]] = []
-    for end in stream.boundaries[stream.boundaries >= budget][:_WINDOW_TRIES]:
+    ends = stream.boundaries[stream.boundaries >= budget]
+    if reach is not None:
+        ends = ends[ends <= reach]
+    for end in ends[:_WINDOW_TRIES]:
         index = int(np.searchsorted(stream.starts, end - budget))
         for start in stream.starts[max(index - 1, 0) : index + 1]:
             if start < end:
@@ -140,7 +161,8 @@ def _place_in_pool(
 ) -> Placed:
     budget = layout.length_tokens - _builder(config, tokenizer, stream.corpus, False).fixed_tokens(case)
     reasons: list[str] = []
-    for start, end in windows(stream, budget)[:_WINDOW_TRIES]:
+    reach = STREAM_REACH * layout.length_tokens
+    for start, end in windows(stream, budget, reach)[:_WINDOW_TRIES]:
         try:
             prompt = _builder(config, tokenizer, slice_corpus(stream, start, end), True).render(case, layout)
         except PlacementError as error:
@@ -180,7 +202,13 @@ def plan_reasoning(
     neutral_builder: PromptBuilder | None = None
     for filler in settings.fillers:
         for target in pool.targets:
-            stream = None if filler == "neutral" else pool_stream(pool, target, filler, tokenizer, longest)
+            stream = (
+                None
+                if filler == "neutral"
+                else pool_stream(
+                    pool, target, filler, tokenizer, longest, STREAM_REACH * longest + _STREAM_MARGIN
+                )
+            )
             if stream is not None:
                 digests.append(stream.corpus.digest)
             for name in settings.layouts:
