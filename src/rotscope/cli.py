@@ -13,7 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
-from rotscope.config import ExperimentConfig, build_config, read_config_file
+from rotscope.config import ExperimentConfig, build_config, read_config_file, resolve_paths
 from rotscope.errors import BadInput, write_output
 
 if TYPE_CHECKING:
@@ -104,7 +104,8 @@ def _build(
     from rotscope.config import quick_config_data
 
     data = read_config_file(config_path) if config_path else quick_config_data()
-    data.update({key: value for key, value in overrides.items() if value is not None})
+    given = {key: value for key, value in overrides.items() if value is not None}
+    data.update(resolve_paths(given, Path.cwd()))  # a path on the command line is relative to here
     remote = {key: value for key, value in (remote or {}).items() if value is not None}
     if remote:
         section = data.get("remote") or {}

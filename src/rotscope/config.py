@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import (
@@ -17,6 +19,8 @@ from pydantic import (
     model_validator,
 )
 
+from rotscope._util.decode import check_encoding
+from rotscope._util.strict_yaml import read_yaml
 from rotscope.errors import BadInput
 from rotscope.position import NAMED_POSITIONS as NAMED_POSITIONS
 from rotscope.position import OFFSET_PREFIX as OFFSET_PREFIX
@@ -24,6 +28,29 @@ from rotscope.position import Position
 
 BUNDLED_MODEL = "bundled"
 DEFAULT_DEPTHS: tuple[float | str, ...] = ("beginning", "midpoint", "end")
+
+
+def _not_a_boolean(value: object) -> object:
+    """YAML reads ``true``/``yes``/``on`` as booleans, which pydantic would take as 1: where a number
+    is meant, a boolean is surely a mistake."""
+    if isinstance(value, bool):
+        raise ValueError(f"{str(value).lower()} is a boolean, not a number")
+    return value
+
+
+Int = Annotated[int, BeforeValidator(_not_a_boolean)]
+Float = Annotated[float, BeforeValidator(_not_a_boolean)]
+OptionalInt = Annotated[int | None, BeforeValidator(_not_a_boolean)]
+OptionalFloat = Annotated[float | None, BeforeValidator(_not_a_boolean)]
+
+
+def _depth(value: object) -> object:
+    if not isinstance(_not_a_boolean(value), int | float | str):
+        raise ValueError(f"{value!r} is not a depth: a fraction in [0, 1], a position name or @N")
+    return value
+
+
+Depth = Annotated[float | str, BeforeValidator(_depth)]
 
 
 class _Strict(BaseModel):
@@ -46,9 +73,18 @@ class FillerConfig(_Strict):
     glob: str | None = None
     jsonl: str | None = None
     field: str = "text"
+    encoding: str = "utf-8"
+    """How the filler's files are decoded (``path``, ``glob``, ``jsonl``): any Python codec name
+    (``utf-8``, ``latin-1``, ``cp1252``...). Decoding is strict: a byte that is not valid in this
+    encoding stops the run naming the file and the byte's offset, never a silent replacement."""
     allow_repeat: bool = False
     options: dict[str, Any] = Field(default_factory=dict)
     """Settings of a source registered by an outside package, which validates them itself."""
+
+    @field_validator("encoding")
+    @classmethod
+    def _known_encoding(cls, encoding: str) -> str:
+        return check_encoding(encoding)
 
 
 class PlacementConfig(_Strict):
@@ -61,9 +97,9 @@ class PlacementConfig(_Strict):
     """
 
     support: Literal["before", "opposite", "depths"] = "before"
-    distance: float = Field(default=0.3, ge=0.0, le=1.0)
-    support_depths: list[float] = Field(default_factory=list)
-    decoy_min_gap: float = Field(default=0.1, ge=0.0, le=0.5)
+    distance: Float = Field(default=0.3, ge=0.0, le=1.0)
+    support_depths: list[Float] = Field(default_factory=list)
+    decoy_min_gap: Float = Field(default=0.1, ge=0.0, le=0.5)
 
     @field_validator("support_depths")
     @classmethod
@@ -91,7 +127,7 @@ class ReasoningConfig(_Strict):
 
     source: ReasoningSource = "generated"
     path: str | None = None
-    items: int = Field(default=20, gt=0)
+    items: Int = Field(default=20, gt=0)
     fillers: list[ReasoningFiller] = Field(default_factory=lambda: list(_DEFAULT_FILLERS), min_length=1)
     layouts: list[ReasoningLayout] = Field(default_factory=lambda: list(_DEFAULT_LAYOUTS), min_length=1)
 
@@ -140,9 +176,9 @@ class CodebaseConfig(_Strict):
 
 
 class GenerationConfig(_Strict):
-    temperature: float = Field(default=0.0, ge=0.0)
-    max_tokens: int = Field(default=32, gt=0)
-    seed: int = 0
+    temperature: Float = Field(default=0.0, ge=0.0)
+    max_tokens: Int = Field(default=32, gt=0)
+    seed: Int = 0
 
 
 class LlamaCppOptions(_Strict):
@@ -150,12 +186,12 @@ class LlamaCppOptions(_Strict):
     bundled model (benchmarks/engine_settings.py): one thread per core, and a batch of 256 prefills
     2,000 tokens at 226 tok/s against 173 tok/s with 2,048."""
 
-    n_threads: int | None = Field(default=None, gt=0)
-    n_batch: int = Field(default=256, gt=0)
+    n_threads: OptionalInt = Field(default=None, gt=0)
+    n_batch: Int = Field(default=256, gt=0)
     prefix_cache: bool = True
     """Keep the KV cache of the previous prompt and evaluate only what differs; ``false`` runs
     every prompt cold (the correctness guard compares both)."""
-    state_cache_mb: int = Field(default=0, ge=0)
+    state_cache_mb: Int = Field(default=0, ge=0)
     """Memory for saved engine states (llama.cpp's RAM cache), so a prompt whose prefix was
     evaluated earlier, but not just before, starts from it. Off by default: the trie order already
     evaluates each distinct prefix once; it helps orders that are not prefix-sorted."""
@@ -171,7 +207,7 @@ class ExecutorConfig(_Strict):
     ``inprocess``: the engine in the run's own process."""
 
     kind: Literal["auto", "inprocess"] = "auto"
-    max_crashes: int = Field(default=3, gt=0)
+    max_crashes: Int = Field(default=3, gt=0)
     """Engine crashes in a row after which the run stops (exit 5; ``--resume`` goes on)."""
 
 
@@ -187,20 +223,20 @@ class GateConfig(_Strict):
 
     primary_metric: Literal["accuracy"] = "accuracy"
     interval: Literal["cluster-bootstrap-percentile"] = "cluster-bootstrap-percentile"
-    resamples: int = Field(default=4000, ge=100)
-    bootstrap_seed: int = 0
-    alpha: float = Field(default=0.05, gt=0.0, lt=0.5)
+    resamples: Int = Field(default=4000, ge=100)
+    bootstrap_seed: Int = 0
+    alpha: Float = Field(default=0.05, gt=0.0, lt=0.5)
     multiple_comparisons: Literal["holm"] = "holm"
-    margin: float = Field(default=0.05, ge=0.0, lt=1.0)
+    margin: Float = Field(default=0.05, ge=0.0, lt=1.0)
     """Non-inferiority margin: a slice passes when candidate minus baseline is shown above -margin."""
-    floor: float = Field(default=0.0, ge=0.0, le=1.0)
+    floor: Float = Field(default=0.0, ge=0.0, le=1.0)
     """Least candidate accuracy per slice (point estimate); a Wilson upper bound below it fails."""
-    min_instances: int = Field(default=10, gt=0)
+    min_instances: Int = Field(default=10, gt=0)
     """A slice with fewer paired instances is INCONCLUSIVE; it is never pooled into a larger one."""
     slice_fields: list[str] | None = None
     """Case-file slice fields (e.g. risk, hops) that split each task x length x position slice,
     crossed; ``None`` takes every field the rows carry, ``[]`` none."""
-    max_error_rate: float = Field(default=0.05, ge=0.0, le=1.0)
+    max_error_rate: Float = Field(default=0.05, ge=0.0, le=1.0)
     stopping_rule: Literal["fixed-sample"] = "fixed-sample"
     """Every planned item runs once; no interim looks, no early stop."""
     errors: Literal["exclude-and-count"] = "exclude-and-count"
@@ -218,10 +254,10 @@ class RemoteOptions(_Strict):
 
     base_url: str | None = None
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    timeout_s: float = Field(default=120.0, gt=0.0)
-    max_attempts: int = Field(default=6, ge=1)
-    backoff_initial_s: float = Field(default=1.0, ge=0.0)
-    backoff_max_s: float = Field(default=60.0, ge=0.0)
+    timeout_s: Float = Field(default=120.0, gt=0.0)
+    max_attempts: Int = Field(default=6, ge=1)
+    backoff_initial_s: Float = Field(default=1.0, ge=0.0)
+    backoff_max_s: Float = Field(default=60.0, ge=0.0)
     tokenizer: str | None = None
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     """OpenAI reasoning models take ``max_completion_tokens``; most compatible servers ``max_tokens``."""
@@ -229,23 +265,39 @@ class RemoteOptions(_Strict):
     params: dict[str, Any] = Field(default_factory=dict)
     """Extra request fields passed through unchanged (e.g. ``top_p``, provider-specific options)."""
 
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, url: str | None) -> str | None:
+        """A server address is ``http(s)://HOST[:PORT][/PATH]``: anything else could only be
+        retried until every row is an error."""
+        if url is None:
+            return None
+        try:
+            parts = urlsplit(url)
+            parts.port  # noqa: B018 (raises ValueError on a port that is not a number)
+        except ValueError:
+            parts = None
+        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+            raise ValueError("not an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
+        return url
+
 
 class ProviderLimits(_Strict):
     """How hard a run may press one provider: calls in flight, requests and tokens per minute.
     A call is charged its prompt tokens plus ``max_tokens`` against the token limit, so long
     prompts reach it first."""
 
-    concurrency: int = Field(default=4, gt=0)
-    requests_per_minute: float | None = Field(default=None, gt=0)
-    tokens_per_minute: float | None = Field(default=None, gt=0)
+    concurrency: Int = Field(default=4, gt=0)
+    requests_per_minute: OptionalFloat = Field(default=None, gt=0)
+    tokens_per_minute: OptionalFloat = Field(default=None, gt=0)
 
 
 class Price(_Strict):
     """List price of a model in USD per million tokens; cached input defaults to the input price."""
 
-    input: float = Field(ge=0)
-    output: float = Field(ge=0)
-    cached_input: float | None = Field(default=None, ge=0)
+    input: Float = Field(ge=0)
+    output: Float = Field(ge=0)
+    cached_input: OptionalFloat = Field(default=None, ge=0)
 
 
 class CacheConfig(_Strict):
@@ -259,7 +311,7 @@ class JudgeConfig(_Strict):
     """An optional model that grades the replies deterministic scoring cannot decide."""
 
     model: str
-    max_tokens: int = Field(default=8, gt=0)
+    max_tokens: Int = Field(default=8, gt=0)
     remote: RemoteOptions = Field(default_factory=RemoteOptions)
     """The judge's own connection settings: it never inherits the main model's ``remote`` (its
     server, key variable or parameters belong to another provider)."""
@@ -269,18 +321,18 @@ class ExperimentConfig(_Strict):
     name: str = "experiment"
     model: str = BUNDLED_MODEL
     tasks: list[str] = Field(default_factory=lambda: ["niah"], min_length=1)
-    lengths: list[int] = Field(default_factory=lambda: [256, 512, 1024], min_length=1)
-    depths: list[float | str] = Field(default_factory=lambda: list(DEFAULT_DEPTHS), min_length=1)
-    trials: int = Field(default=1, gt=0)
-    seed: int = 0
-    limit: int | None = Field(default=None, gt=0)
+    lengths: list[Int] = Field(default_factory=lambda: [256, 512, 1024], min_length=1)
+    depths: list[Depth] = Field(default_factory=lambda: list(DEFAULT_DEPTHS), min_length=1)
+    trials: Int = Field(default=1, gt=0)
+    seed: Int = 0
+    limit: OptionalInt = Field(default=None, gt=0)
     controls: bool = True
     evidence_only: bool = False
     """Also run each case with its evidence alone, no padding: a case failing there is a capability
     failure, reported apart from positional ones."""
     cases: str | None = Field(default=None, validate_default=True)
     """The case file (JSON Lines) of the ``cases`` task family; relative to the experiment file."""
-    questions_per_prompt: int = Field(default=1, gt=0)
+    questions_per_prompt: Int = Field(default=1, gt=0)
     filler: FillerConfig = Field(default_factory=FillerConfig)
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
@@ -293,18 +345,18 @@ class ExperimentConfig(_Strict):
     """Per provider (``openai``, ``anthropic``...); a provider not listed gets the defaults."""
     prices: dict[str, Price] = Field(default_factory=dict)
     """Per model (``openai/gpt-4o-mini``), added to and overriding the built-in table."""
-    max_cost: float | None = Field(default=None, gt=0)
+    max_cost: OptionalFloat = Field(default=None, gt=0)
     """USD for the whole run folder: no call starts that could take the spend above it."""
-    max_error_rate: float = Field(default=0.05, ge=0.0, le=1.0)
+    max_error_rate: Float = Field(default=0.05, ge=0.0, le=1.0)
     cache: CacheConfig = Field(default_factory=CacheConfig)
     judge: JudgeConfig | None = None
-    length_tolerance: float = Field(default=0.05, gt=0.0, lt=1.0)
-    depth_tolerance: float = Field(default=0.1, gt=0.0, le=1.0)
+    length_tolerance: Float = Field(default=0.05, gt=0.0, lt=1.0)
+    depth_tolerance: Float = Field(default=0.1, gt=0.0, le=1.0)
     out: str | None = None
     gate: GateConfig = Field(default_factory=GateConfig)
     cache_control: bool = False
     """After the run, re-run a seeded sample of items with the engine's cache cleared and compare."""
-    cache_control_sample: int = Field(default=8, gt=0)
+    cache_control_sample: Int = Field(default=8, gt=0)
     codebase: CodebaseConfig | None = None
 
     @field_validator("lengths")
@@ -364,38 +416,88 @@ def build_config(data: dict[str, Any], source: str = "config") -> ExperimentConf
         raise BadInput(_first_error(error, source)) from None
 
 
-def read_config_file(path: Path) -> dict[str, Any]:
-    """The raw mapping of a YAML experiment file, or ``BadInput`` naming what is wrong."""
+def read_config_file(path: Path, paths_from: Path | None = None) -> dict[str, Any]:
+    """The raw mapping of a YAML experiment file, its relative paths resolved against the file's
+    folder or ``paths_from`` (``resolve_paths``), or ``BadInput`` naming what is wrong."""
     if not path.is_file():
         raise BadInput(f"{path}: config file not found")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not UTF-8 text") from None
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        raise BadInput(f"{path}: malformed YAML{where}") from None
+    data = read_yaml(path)
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise BadInput(f"{path}: the experiment file must be a mapping of fields, got {type(data).__name__}")
-    return resolve_paths(data, path)
+    return resolve_paths(data, path.parent if paths_from is None else paths_from)
 
 
-def resolve_paths(data: dict[str, Any], config_path: Path) -> dict[str, Any]:
-    """``cases`` made absolute against the experiment file's folder, so the resolved config (stored
-    in the run folder and in plans) names one file wherever it is read from."""
-    cases = data.get("cases")
-    if isinstance(cases, str) and cases and not Path(cases).expanduser().is_absolute():
-        data["cases"] = str((config_path.parent / cases).resolve())
+def _absolute(value: object, base: Path) -> object:
+    """A relative path (or glob pattern) made absolute against ``base``; anything else unchanged."""
+    if not isinstance(value, str) or not value:
+        return value
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return str(path)
+    return os.path.normpath(base.resolve() / path)
+
+
+def _model_path(model: object, base: Path) -> object:
+    """A llama.cpp model given by path (``PATH.gguf`` or ``llamacpp/PATH``) made absolute."""
+    if not isinstance(model, str) or model == BUNDLED_MODEL:
+        return model
+    if model.startswith("llamacpp/"):
+        return f"llamacpp/{_absolute(model.removeprefix('llamacpp/'), base)}"
+    return _absolute(model, base) if model.endswith(".gguf") else model
+
+
+def _tokenizer_path(spec: object, base: Path) -> object:
+    if isinstance(spec, str) and spec.startswith("tiktoken:"):
+        return spec
+    return _absolute(spec, base)
+
+
+_SECTION_PATHS = (("filler", ("path", "glob", "jsonl")), ("reasoning", ("path",)), ("cache", ("path",)))
+
+
+def _section(data: dict[str, Any], key: str) -> dict[str, Any] | None:
+    section = data.get(key)
+    if not isinstance(section, dict):
+        return None  # absent, or wrong: validation names it
+    data[key] = section = dict(section)
+    return section
+
+
+def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """Every path of an experiment mapping made absolute against ``base`` (the experiment file's
+    folder; the current folder for command-line flags), so the resolved config stored in the run
+    folder and in plans names the same files wherever it is read from: ``model`` (a GGUF path),
+    ``cases``, ``out``, ``filler.path``/``glob``/``jsonl``, ``reasoning.path``, ``cache.path``,
+    ``remote.tokenizer`` and ``judge.remote.tokenizer`` (unless ``tiktoken:NAME``)."""
+    data = dict(data)
+    if "model" in data:
+        data["model"] = _model_path(data["model"], base)
+    for key in ("cases", "out"):
+        if key in data:
+            data[key] = _absolute(data[key], base)
+    for name, keys in _SECTION_PATHS:
+        section = _section(data, name)
+        for key in keys:
+            if section is not None and key in section:
+                section[key] = _absolute(section[key], base)
+    for owner in (data, _section(data, "judge")):
+        remote = _section(owner, "remote") if owner is not None else None
+        if remote is not None and "tokenizer" in remote:
+            remote["tokenizer"] = _tokenizer_path(remote["tokenizer"], base)
     return data
 
 
-def load_config(path: Path, overrides: dict[str, Any] | None = None) -> ExperimentConfig:
-    """Read a YAML experiment file, apply command-line overrides (non-None values), validate."""
-    data = read_config_file(path)
-    data.update({key: value for key, value in (overrides or {}).items() if value is not None})
+def load_config(
+    path: Path, overrides: dict[str, Any] | None = None, *, paths_from: Path | None = None
+) -> ExperimentConfig:
+    """Read a YAML experiment file, apply overrides (non-None values; their paths relative to the
+    current folder), validate. The file's relative paths resolve against its folder, or against
+    ``paths_from`` when given."""
+    data = read_config_file(path, paths_from)
+    given = {key: value for key, value in (overrides or {}).items() if value is not None}
+    data.update(resolve_paths(given, Path.cwd()))
     return build_config(data, str(path))
 
 

@@ -184,7 +184,7 @@ def test_dump_round_trips(tmp_path: Path) -> None:
             "lengths": [300, 200],
             "depths": ["midpoint", 0.25],
             "filler": {"kind": "text", "glob": "/x/*.txt", "allow_repeat": True},
-            "out": "runs/rt",
+            "out": "/runs/rt",  # relative paths resolve against the file (test_paths_resolve_...)
         }
     )
     path = _write(tmp_path / "dumped.yaml", dump_config(config))

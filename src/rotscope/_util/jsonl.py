@@ -8,15 +8,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from rotscope._util.decode import read_text
 from rotscope.errors import BadInput
 
 
-def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """(line number, object) for each non-blank line of ``path``."""
-    try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except UnicodeDecodeError:
-        raise BadInput(f"{path}: not UTF-8 text") from None
+def read_jsonl(path: Path, encoding: str = "utf-8", hint: str = "") -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of ``path``, decoded strictly (``read_text``)."""
+    lines = read_text(path, encoding, hint).splitlines()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

@@ -132,6 +132,8 @@ def run_experiment(
         _notice(reporter, planned_line(plan))
         manifest = build_manifest(config, plan, backend)
         plan_meta = check_plan(frozen_plan, manifest, allow_deviation) if frozen_plan is not None else None
+        if resume:
+            _same_corpus(run_dir, plan.corpus)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
         store = RunStore(run_dir / "run.db")
@@ -174,6 +176,28 @@ def run_experiment(
         if judge_backend is not None:
             judge_backend.close()
     return run_dir
+
+
+def _same_corpus(run_dir: Path, corpus: Mapping[str, Any]) -> None:
+    """On ``--resume``, the re-planned filler corpus must be the one the run's rows were made from
+    (its digest in the run's metadata): a corpus that changed (files edited, or a path that now
+    names other files) is refused before anything runs, never mixed into the run."""
+    if not (run_dir / "run.db").exists():
+        return
+    with RunStore.open_existing(run_dir) as store:
+        stored = store.meta().get("corpus") or {}
+    checks = [(stored.get("source"), stored.get("digest"), corpus.get("digest"))]
+    checks += [
+        (task, before.get("digest"), (corpus.get(task) or {}).get("digest"))
+        for task, before in stored.items()
+        if isinstance(before, dict)
+    ]
+    for source, before, now in checks:
+        if before is not None and before != now:
+            raise BadInput(
+                f"--resume {run_dir}: filler {source} has digest {now} now, but the run was made with "
+                f"digest {before}; restore that corpus or start a new run"
+            )
 
 
 def _execute(
@@ -258,7 +282,9 @@ def resume_experiment(
     replaces the stored budget and ``use_cache=False`` turns the response cache off; both are
     written back to the folder's config.yaml (neither changes the experiment's identity)."""
     RunStore.open_existing(run_dir).close()  # a run folder, or bad input naming it
-    config = load_config(run_dir / CONFIG_FILE)
+    # A run folder written before paths were stored resolved holds paths relative to where it ran:
+    # they are read from the current folder, and a different corpus is refused (``_same_corpus``).
+    config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
     changes: dict[str, Any] = {}
     if max_cost is not None:
         changes["max_cost"] = max_cost

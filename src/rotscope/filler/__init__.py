@@ -10,6 +10,7 @@ from rotscope.config import FillerConfig
 from rotscope.registry import Registry
 
 __all__ = [
+    "ENCODING_HINT",
     "FILLER_SOURCES",
     "Document",
     "FillerEntry",
@@ -18,6 +19,10 @@ __all__ = [
     "documents",
     "register_filler",
 ]
+
+
+ENCODING_HINT = " (set filler.encoding to the encoding the files are written in)"
+"""Said after an invalid byte in a filler file: the one setting that changes how it is read."""
 
 
 @dataclass(frozen=True)

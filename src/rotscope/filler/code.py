@@ -8,9 +8,10 @@ import sysconfig
 from collections.abc import Iterator
 from pathlib import Path
 
+from rotscope._util.decode import read_text
 from rotscope.config import FillerConfig
 from rotscope.errors import BadInput
-from rotscope.filler import Document, register_filler
+from rotscope.filler import ENCODING_HINT, Document, register_filler
 
 _SKIPPED_PARTS = {"site-packages", "dist-packages", "test", "tests", "__pycache__", "idlelib"}
 
@@ -63,6 +64,6 @@ def code_documents(
         raise BadInput(f"filler: no Python source files under {root}")
     random.Random(seed).shuffle(files)
     for path in files:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = read_text(path, config.encoding, ENCODING_HINT)
         if text.strip():
             yield Document(name=str(path.relative_to(root) if root.is_dir() else path.name), text=text)

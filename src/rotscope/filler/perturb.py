@@ -32,10 +32,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import libcst as cst
-import yaml
 from libcst.metadata import MetadataWrapper, PositionProvider
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from rotscope._util.strict_yaml import read_yaml
 from rotscope.errors import BadInput
 
 _SKIPPED_DIRECTORIES = {"__pycache__"}
@@ -142,10 +142,7 @@ def load_map(path: Path) -> PerturbMap:
     """Read and validate a rename map; anything wrong is ``BadInput`` naming the file and key."""
     if not path.is_file():
         raise BadInput(f"{path}: rename map not found")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (yaml.YAMLError, UnicodeDecodeError):
-        raise BadInput(f"{path}: malformed YAML") from None
+    data = read_yaml(path)
     if not isinstance(data, dict):
         raise BadInput(f"{path}: the rename map must be a mapping with paths, renames, literals, inject")
     try:

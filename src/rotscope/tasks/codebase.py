@@ -10,19 +10,21 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from rotscope._util.decode import read_text
 from rotscope.config import CodebaseCase, ExperimentConfig
 from rotscope.errors import BadInput
+from rotscope.filler import ENCODING_HINT
 from rotscope.filler.code import code_root
 from rotscope.tasks import BuiltCases, register_task
 from rotscope.types import Case, Evidence, Oracle, TaskFamily
 
 
-def _evidence_line(root: Path, record: CodebaseCase, where: str) -> str:
+def _evidence_line(root: Path, record: CodebaseCase, where: str, encoding: str) -> str:
     """The stripped text of the one line of the file that contains ``line_contains``."""
     path = root / record.evidence.file
     if not path.is_file():
         raise BadInput(f"{where}.evidence.file: {record.evidence.file!r} is not a file under {root}")
-    text = path.read_text(encoding="utf-8", errors="replace").replace("\r\n", "\n")
+    text = read_text(path, encoding, ENCODING_HINT)
     lines = [line.strip() for line in text.split("\n") if record.evidence.line_contains in line]
     if len(lines) != 1:
         raise BadInput(
@@ -41,7 +43,7 @@ def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
     cases = []
     for number, record in enumerate(config.codebase.cases):
         where = f"codebase.cases.{number}"
-        line = _evidence_line(root, record, where)
+        line = _evidence_line(root, record, where, config.filler.encoding)
         if not any(answer in line for answer in (record.answer, *record.aliases)):
             raise BadInput(f"{where}.answer: {record.answer!r} is not on the evidence line {line!r}")
         cases.append(
