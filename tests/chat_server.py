@@ -49,6 +49,9 @@ class ChatServer:
     retry_after: str = "1"
     refuse_after: int | None = None
     refusal: str = "401"
+    reply: Callable[[str, str | None], str] = lambda text, authorization: text
+    """The answer's text from the fake model's text and the request's Authorization header (a
+    test answers with odd code points, terminal escapes or an echoed key)."""
     log: list[Logged] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
@@ -124,7 +127,7 @@ class ChatServer:
                 request = GenerateRequest(
                     tuple(messages), (), GenerationParams(max_tokens=body.get("max_tokens", 32))
                 )
-                text = lexical_responder()(request)
+                text = server.reply(lexical_responder()(request), authorization)
                 time.sleep(server.delay_s)
                 prompt_tokens = ApproximateTokenizer().count(render_plain(messages)) + TEMPLATE_OVERHEAD
                 completion_tokens = len(text.split())

@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from rotscope._util.safe_text import storable, storable_values
 from rotscope.errors import BadInput
 from rotscope.rows import Row
 
@@ -154,13 +155,16 @@ class RunStore:
         with self._db:
             self._db.executemany(
                 "INSERT OR IGNORE INTO prompts (prompt_digest, messages) VALUES (?, ?)",
-                [(digest, zlib.compress(text.encode("utf-8"))) for digest, text in prompts.items()],
+                [(digest, zlib.compress(storable(text).encode("utf-8"))) for digest, text in prompts.items()],
             )
             before = self._db.total_changes
             self._db.executemany(
                 f"INSERT OR IGNORE INTO items ({', '.join(PLANNED_COLUMNS)}, created_at) "
                 f"VALUES ({', '.join('?' for _ in PLANNED_COLUMNS)}, ?)",
-                [(*(row[key] for key in PLANNED_COLUMNS), created) for row in rows],
+                [
+                    (*(safe[key] for key in PLANNED_COLUMNS), created)
+                    for safe in (storable_values(row) for row in rows)
+                ],
             )
             return self._db.total_changes - before
 
@@ -186,7 +190,8 @@ class RunStore:
 
     def record(self, results: Mapping[str, Mapping[str, Any]]) -> None:
         """Write the rows of one finished call (item id -> values) and commit at once, so a crash
-        loses nothing that finished and never leaves half a call written."""
+        loses nothing that finished and never leaves half a call written. Text is stored whatever
+        its code points (``storable``): a reply with a lone surrogate is a row, not a crash."""
         finished = _now()
         with self._db:
             for item_id, values in results.items():
@@ -201,7 +206,7 @@ class RunStore:
                 self._db.execute(
                     f"UPDATE items SET {assignments}, attempts = attempts + 1, finished_at = :finished_now "
                     "WHERE item_id = :row_item_id",
-                    {**values, "finished_now": finished, "row_item_id": item_id},
+                    {**storable_values(values), "finished_now": finished, "row_item_id": item_id},
                 )
 
     def rows(self) -> list[Row]:
@@ -210,7 +215,7 @@ class RunStore:
 
     def record_cache_check(self, check: Mapping[str, Any]) -> None:
         """Store one warm/cold comparison (see ``rotscope.execution.cachecheck``)."""
-        values = {**check, "finished_at": _now()}
+        values = {**storable_values(check), "finished_at": _now()}
         with self._db:
             self._db.execute(
                 f"INSERT OR REPLACE INTO cache_checks ({', '.join(values)}) "
