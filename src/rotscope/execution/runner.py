@@ -257,7 +257,7 @@ def resume_experiment(
     """Continue a run folder: same config, finished items skipped, errors retried. ``max_cost``
     replaces the stored budget and ``use_cache=False`` turns the response cache off; both are
     written back to the folder's config.yaml (neither changes the experiment's identity)."""
-    RunStore.open_existing(run_dir).close()  # a run folder, or bad input naming it
+    RunStore.read(run_dir).close()  # a run folder, or bad input naming it
     config = load_config(run_dir / CONFIG_FILE)
     changes: dict[str, Any] = {}
     if max_cost is not None:

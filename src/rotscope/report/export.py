@@ -15,7 +15,7 @@ FORMATS = ("csv", "jsonl", "parquet")
 
 
 def _read_rows(run_dir: Path) -> list[Row]:
-    with RunStore.open_existing(run_dir) as store:
+    with RunStore.read(run_dir) as store:
         return store.rows()
 
 
