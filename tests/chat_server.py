@@ -52,6 +52,9 @@ class ChatServer:
     reply: Callable[[str, str | None], str] = lambda text, authorization: text
     """The answer's text from the fake model's text and the request's Authorization header (a
     test answers with odd code points, terminal escapes or an echoed key)."""
+    error_detail: Callable[[str | None], str] = lambda authorization: f"scripted failure for {authorization}"
+    """The message of a scripted 4xx/5xx from the request's Authorization header (real providers
+    echo part of a wrong key; this one echoes all of it, always)."""
     log: list[Logged] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
@@ -120,8 +123,7 @@ class ChatServer:
                     self._reply(429, error, {"Retry-After": server.retry_after})
                     return
                 if fault in ("500", "400", "404", "401"):
-                    # Real providers echo part of a wrong key; this one echoes all of it, always.
-                    echoed = {"error": {"message": f"scripted failure for {authorization}"}}
+                    echoed = {"error": {"message": server.error_detail(authorization)}}
                     self._reply(int(fault), json.dumps(echoed).encode())
                     return
                 request = GenerateRequest(

@@ -13,6 +13,7 @@ import typer
 from rich.console import Console
 from rich.markup import escape
 
+from rotscope._util.safe_text import terminal_safe
 from rotscope.config import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput, write_output
 
@@ -39,7 +40,8 @@ EXIT_INTERRUPTED = 130
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    errors.print(f"rotscope: {message}", markup=False, highlight=False, soft_wrap=True)
+    # A server's error text is part of some messages: its control characters are shown escaped.
+    errors.print(f"rotscope: {terminal_safe(message)}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -231,7 +233,7 @@ def run(
                 experiment, reporter=ProgressBar(console), frozen_plan=frozen, allow_deviation=allow_deviation
             )
         print_summary(load_summary(run_dir), console)
-        console.print(f"run folder: {run_dir}")
+        console.print(f"run folder: {terminal_safe(str(run_dir))}", markup=False)
 
     _guarded(body)
 
