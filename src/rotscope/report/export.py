@@ -62,6 +62,8 @@ def export_rows(run_dir: Path, format: str, output: Path | None, stdout: TextIO)
         else:
             with output.open("w", encoding="utf-8", newline="") as handle:
                 _write_text(rows, format, handle)
+    except BrokenPipeError:
+        raise  # a reader that stopped reading (| head): the CLI ends quietly
     except OSError as error:
         raise BadInput(f"-o: cannot write {output}: {error.strerror or error}") from None
     return len(rows)
