@@ -51,6 +51,12 @@ class ChatServer:
     refusal: str = "401"
     report_prompt_tokens: Callable[[int], int] = lambda counted: counted
     """The prompt size the server reports, from its own count (a gateway that trims reports less)."""
+    reply: Callable[[str, str | None], str] = lambda text, authorization: text
+    """The answer's text from the fake model's text and the request's Authorization header (a
+    test answers with odd code points, terminal escapes or an echoed key)."""
+    error_detail: Callable[[str | None], str] = lambda authorization: f"scripted failure for {authorization}"
+    """The message of a scripted 4xx/5xx from the request's Authorization header (real providers
+    echo part of a wrong key; this one echoes all of it, always)."""
     log: list[Logged] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
@@ -119,14 +125,13 @@ class ChatServer:
                     self._reply(429, error, {"Retry-After": server.retry_after})
                     return
                 if fault in ("500", "400", "404", "401"):
-                    # Real providers echo part of a wrong key; this one echoes all of it, always.
-                    echoed = {"error": {"message": f"scripted failure for {authorization}"}}
+                    echoed = {"error": {"message": server.error_detail(authorization)}}
                     self._reply(int(fault), json.dumps(echoed).encode())
                     return
                 request = GenerateRequest(
                     tuple(messages), (), GenerationParams(max_tokens=body.get("max_tokens", 32))
                 )
-                text = lexical_responder()(request)
+                text = server.reply(lexical_responder()(request), authorization)
                 time.sleep(server.delay_s)
                 prompt_tokens = server.report_prompt_tokens(
                     ApproximateTokenizer().count(render_plain(messages)) + TEMPLATE_OVERHEAD

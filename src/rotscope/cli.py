@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import sys
 from collections.abc import Callable
@@ -12,21 +13,63 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 import typer
 from rich.console import Console
 from rich.markup import escape
+from typer.core import TyperGroup
 
+from rotscope._util.safe_text import terminal_safe
 from rotscope.config import ExperimentConfig, build_config, read_config_file, resolve_paths
 from rotscope.errors import BadInput, write_output
 
 if TYPE_CHECKING:
     from rotscope.execution.dry_run import DryRun
 
+EXIT_BROKEN_PIPE = 141
+"""stdout was closed before everything was written (``rotscope export DIR | head -1``): the
+command ends at once and quietly with the status a shell gives a process killed by SIGPIPE
+(128 + 13), as ``cat`` or ``seq`` would; a script under ``set -o pipefail`` sees the output cut."""
+
+
+def _quiet_closed_stdout() -> None:
+    """Point stdout at /dev/null, so the interpreter's last flush does not complain again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError, AttributeError):  # not a file descriptor (a test's captured stdout)
+        pass
+
+
+class _Commands(TyperGroup):
+    """Every command: a closed stdout pipe ends it quietly with ``EXIT_BROKEN_PIPE``."""
+
+    def invoke(self, ctx: Any) -> Any:  # a click context (typer vendors click)
+        try:
+            try:
+                return super().invoke(ctx)
+            finally:
+                sys.stdout.flush()  # what is still buffered meets the closed pipe here, not at exit
+        except BrokenPipeError:
+            _quiet_closed_stdout()
+            raise typer.Exit(EXIT_BROKEN_PIPE) from None
+
+
 app = typer.Typer(
+    cls=_Commands,
     add_completion=False,
     no_args_is_help=True,
     pretty_exceptions_show_locals=False,  # locals could hold secrets
     help="Measure where a model stops using its context.",
 )
-console = Console()
-errors = Console(stderr=True)
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        """rich would exit 1; a closed pipe ends the command as ``_Commands`` says."""
+        self.quiet = True
+        raise BrokenPipeError
+
+
+console = _Console()
+errors = _Console(stderr=True)
 T = TypeVar("T")
 
 EXIT_BAD_INPUT = 2
@@ -39,7 +82,8 @@ EXIT_INTERRUPTED = 130
 
 
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
-    errors.print(f"rotscope: {message}", markup=False, highlight=False, soft_wrap=True)
+    # A server's error text is part of some messages: its control characters are shown escaped.
+    errors.print(f"rotscope: {terminal_safe(message)}", markup=False, highlight=False, soft_wrap=True)
     raise typer.Exit(code)
 
 
@@ -232,7 +276,7 @@ def run(
                 experiment, reporter=ProgressBar(console), frozen_plan=frozen, allow_deviation=allow_deviation
             )
         print_summary(load_summary(run_dir), console)
-        console.print(f"run folder: {run_dir}")
+        console.print(f"run folder: {terminal_safe(str(run_dir))}", markup=False)
 
     _guarded(body)
 

@@ -1,7 +1,8 @@
 """The run store: one SQLite file per run folder, one row per work item, committed as each finishes.
 
 The schema is versioned (``PRAGMA user_version``) with named migrations, so old run folders stay
-readable as rotscope grows.
+readable as rotscope grows. A run is migrated only when it is written (a run or ``--resume``); the
+read commands open it read-only and read an older schema as it is.
 """
 
 from __future__ import annotations
@@ -10,10 +11,12 @@ import json
 import sqlite3
 import zlib
 from collections.abc import Iterable, Mapping
+from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
 
+from rotscope._util.safe_text import storable, storable_values
 from rotscope.errors import BadInput
 from rotscope.rows import Row
 
@@ -97,26 +100,93 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-class RunStore:
-    """Read and write one run's ``run.db``."""
+def _column_defaults() -> dict[str, str]:
+    """Each items column's SQL default as the migrations declare it (``NULL`` where none): what a
+    read-only open of an older run gives for the columns that later migrations add."""
+    with closing(sqlite3.connect(":memory:")) as db:
+        for _name, script in MIGRATIONS:
+            db.executescript(script)
+        return {row[1]: row[4] or "NULL" for row in db.execute("PRAGMA table_info(items)")}
 
-    def __init__(self, path: Path) -> None:
+
+_COLUMN_DEFAULTS = _column_defaults()
+
+
+def _connect_read_only(path: Path) -> sqlite3.Connection:
+    """``path`` opened read-only (``mode=ro``): nothing is migrated or written. A WAL database in a
+    folder nobody may write (a read-only mount) cannot get its shared-memory file, so it is opened
+    as immutable, which is safe there: no writer can change it either."""
+    uri = path.resolve().as_uri()
+    db = sqlite3.connect(f"{uri}?mode=ro", uri=True)
+    try:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    except sqlite3.OperationalError as error:
+        db.close()
+        if error.sqlite_errorcode != sqlite3.SQLITE_CANTOPEN:
+            raise
+        db = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
+    return db
+
+
+class RunStore:
+    """Read and write one run's ``run.db``; ``read_only`` opens it for the read commands (``show``,
+    ``report``, ``export``, ``gate``): no migration, no journal-mode change, no write of any kind,
+    and an older schema read as it is."""
+
+    def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
-        self._db = sqlite3.connect(path)
+        self.read_only = read_only
+        if read_only:
+            self._db = _connect_read_only(path)
+        else:
+            self._db = sqlite3.connect(path)
         self._db.row_factory = sqlite3.Row
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._migrate()
+        try:
+            if read_only:
+                self._check_run_store()
+            else:
+                self._db.execute("PRAGMA journal_mode=WAL")
+                self._db.execute("PRAGMA synchronous=NORMAL")
+                self._migrate()
+            self._tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master")}
+            self._columns = {row[1] for row in self._db.execute("PRAGMA table_info(items)")}
+        except BaseException:
+            self._db.close()
+            raise
 
     @classmethod
-    def open_existing(cls, run_dir: Path) -> RunStore:
+    def read(cls, run_dir: Path) -> RunStore:
+        """The run store of ``run_dir``, read-only; ``BadInput`` naming the file when it is missing,
+        empty, not SQLite, not a rotscope run store or from a newer rotscope. The file is left
+        byte for byte as it was."""
         path = run_dir / "run.db"
         if not path.is_file():
             raise BadInput(f"{run_dir}: not a run folder (no run.db)")
+        if path.stat().st_size == 0:
+            raise BadInput(f"{path}: not a rotscope run store (an empty file)")
         try:
-            return cls(path)
+            return cls(path, read_only=True)
         except sqlite3.DatabaseError as error:
             raise BadInput(f"{path}: not a readable run store ({error})") from None
+
+    @classmethod
+    def open_existing(cls, run_dir: Path) -> RunStore:
+        """The run store of ``run_dir`` for writing, migrated to this schema; checked read-only
+        first, so a file that is no rotscope run store is refused untouched. Readers use ``read``."""
+        cls.read(run_dir).close()
+        try:
+            return cls(run_dir / "run.db")
+        except sqlite3.DatabaseError as error:
+            raise BadInput(f"{run_dir / 'run.db'}: not a writable run store ({error})") from None
+
+    def _check_run_store(self) -> None:
+        tables = {row[0] for row in self._db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        missing = sorted({"items", "meta"} - tables)
+        if missing:
+            raise BadInput(f"{self.path}: not a rotscope run store (no {' or '.join(missing)} table)")
+        version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
+        if version > SCHEMA_VERSION:
+            raise BadInput(f"{self.path}: written by a newer rotscope (schema {version} > {SCHEMA_VERSION})")
 
     def _migrate(self) -> None:
         version = int(self._db.execute("PRAGMA user_version").fetchone()[0])
@@ -154,13 +224,16 @@ class RunStore:
         with self._db:
             self._db.executemany(
                 "INSERT OR IGNORE INTO prompts (prompt_digest, messages) VALUES (?, ?)",
-                [(digest, zlib.compress(text.encode("utf-8"))) for digest, text in prompts.items()],
+                [(digest, zlib.compress(storable(text).encode("utf-8"))) for digest, text in prompts.items()],
             )
             before = self._db.total_changes
             self._db.executemany(
                 f"INSERT OR IGNORE INTO items ({', '.join(PLANNED_COLUMNS)}, created_at) "
                 f"VALUES ({', '.join('?' for _ in PLANNED_COLUMNS)}, ?)",
-                [(*(row[key] for key in PLANNED_COLUMNS), created) for row in rows],
+                [
+                    (*(safe[key] for key in PLANNED_COLUMNS), created)
+                    for safe in (storable_values(row) for row in rows)
+                ],
             )
             return self._db.total_changes - before
 
@@ -186,7 +259,8 @@ class RunStore:
 
     def record(self, results: Mapping[str, Mapping[str, Any]]) -> None:
         """Write the rows of one finished call (item id -> values) and commit at once, so a crash
-        loses nothing that finished and never leaves half a call written."""
+        loses nothing that finished and never leaves half a call written. Text is stored whatever
+        its code points (``storable``): a reply with a lone surrogate is a row, not a crash."""
         finished = _now()
         with self._db:
             for item_id, values in results.items():
@@ -201,16 +275,21 @@ class RunStore:
                 self._db.execute(
                     f"UPDATE items SET {assignments}, attempts = attempts + 1, finished_at = :finished_now "
                     "WHERE item_id = :row_item_id",
-                    {**values, "finished_now": finished, "row_item_id": item_id},
+                    {**storable_values(values), "finished_now": finished, "row_item_id": item_id},
                 )
 
     def rows(self) -> list[Row]:
-        cursor = self._db.execute(f"SELECT {', '.join(ITEM_COLUMNS)} FROM items ORDER BY plan_order")
+        """Every item row in plan order; a column this store's schema lacks (an older run opened
+        read-only) has the value its migration would give: its default, else ``None``."""
+        selected = ", ".join(
+            name if name in self._columns else f"{_COLUMN_DEFAULTS[name]} AS {name}" for name in ITEM_COLUMNS
+        )
+        cursor = self._db.execute(f"SELECT {selected} FROM items ORDER BY plan_order")
         return [cast(Row, dict(row)) for row in cursor]
 
     def record_cache_check(self, check: Mapping[str, Any]) -> None:
         """Store one warm/cold comparison (see ``rotscope.execution.cachecheck``)."""
-        values = {**check, "finished_at": _now()}
+        values = {**storable_values(check), "finished_at": _now()}
         with self._db:
             self._db.execute(
                 f"INSERT OR REPLACE INTO cache_checks ({', '.join(values)}) "
@@ -219,6 +298,8 @@ class RunStore:
             )
 
     def cache_checks(self) -> list[dict[str, Any]]:
+        if "cache_checks" not in self._tables:  # an older run opened read-only
+            return []
         return [
             dict(row) for row in self._db.execute("SELECT * FROM cache_checks ORDER BY finished_at, call_id")
         ]

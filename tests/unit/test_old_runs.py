@@ -60,7 +60,7 @@ ITEMS = 48
 
 @pytest.fixture
 def runs(tmp_path: Path) -> dict[str, Path]:
-    """Copies of the fixture folders (the store may migrate run.db when it opens it)."""
+    """Copies of the fixture folders (a run or --resume would migrate run.db; reads do not)."""
     copies = {}
     for key, name in RUNS.items():
         source = FIXTURES / name

@@ -76,3 +76,52 @@ def test_planted_key_appears_nowhere(
         assert PLANTED_KEY.encode() not in path.read_bytes(), path
     for output in outputs:
         assert PLANTED_KEY not in output
+
+
+def test_a_key_echoed_in_successful_replies_is_stored_nowhere(
+    tmp_path: Path, prose: Callable[..., str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A gateway that echoes the request's headers in every 200 reply, to the subject and to the
+    judge: run.db, the response cache, the exports and the report hold the redaction, not the key."""
+    monkeypatch.setenv(KEY_ENV, PLANTED_KEY)
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+    (corpus / "doc.txt").write_text(prose(120), encoding="utf-8")
+    server = ChatServer().start()
+    # No accepted answer in it: deterministic scoring cannot decide, so every reply is judged.
+    server.reply = lambda text, authorization: f"CORRECT, says the gateway to {authorization}"
+    remote = f"{{base_url: '{server.base_url}', api_key_env: {KEY_ENV}, timeout_s: 2}}"
+    config = tmp_path / "experiment.yaml"
+    config.write_text(
+        "tasks: [niah]\nlimit: 2\nlengths: [160]\ndepths: [0.0, 1.0]\n"
+        f"filler: {{kind: text, glob: '{corpus}/*.txt'}}\n"
+        f"remote: {remote}\njudge: {{model: openai/judge, remote: {remote}}}\n"
+        f"cache: {{path: '{tmp_path / 'cache' / 'responses.db'}'}}\n"
+    )
+    run_dir = tmp_path / "run"
+    runner = CliRunner()
+    try:
+        result = runner.invoke(app, ["run", str(config), "--model", "openai/m", "--out", str(run_dir)])
+    finally:
+        server.stop()
+    assert result.exit_code == 0, result.output
+    outputs = [result.output]
+    for name, format in (("rows.csv", "csv"), ("rows.jsonl", "jsonl"), ("rows.parquet", "parquet")):
+        exported = runner.invoke(
+            app, ["export", str(run_dir), "--format", format, "-o", str(tmp_path / name)]
+        )
+        assert exported.exit_code == 0, exported.output
+    for command in (["report", str(run_dir)], ["show", str(run_dir)], ["export", str(run_dir)]):
+        shown = runner.invoke(app, command)
+        assert shown.exit_code == 0, shown.output
+        outputs.append(shown.output)
+
+    rows = (tmp_path / "rows.jsonl").read_text(encoding="utf-8")
+    assert "says the gateway to Bearer [redacted]" in rows  # the replies echoed it, redacted
+    assert '"judge_response": "CORRECT, says the gateway to Bearer [redacted]"' in rows
+    written = [path for path in tmp_path.rglob("*") if path.is_file()]
+    assert {path.name for path in written} >= {"run.db", "report.html", "rows.parquet", "responses.db"}
+    for path in written:
+        assert PLANTED_KEY.encode() not in path.read_bytes(), path
+    for output in outputs:
+        assert PLANTED_KEY not in output

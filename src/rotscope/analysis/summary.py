@@ -222,5 +222,5 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
 def load_summary(run_dir: Path | str) -> dict[str, Any]:
     """The summary JSON (design.md contract) of a run folder."""
     run_dir = Path(run_dir)
-    with RunStore.open_existing(run_dir) as store:
+    with RunStore.read(run_dir) as store:
         return build_summary(store, run_dir)

@@ -1,5 +1,6 @@
 """What every remote backend shares: the API key read from the environment at call time (and kept
-out of every message), retries, failure classification and the local tokenizer.
+out of every reply and message that leaves the backend), retries, failure classification and the
+local tokenizer.
 
 A subclass implements ``_send`` for one request: it returns a ``Completion`` or raises
 ``Transient`` (retried), ``Permanent`` (an error row at once) or ``BackendRefused`` (stop the run)."""
@@ -85,7 +86,8 @@ class RemoteBackend:
         return key
 
     def redact(self, text: str) -> str:
-        """``text`` with the API key (if any) replaced, for every message that leaves the backend."""
+        """``text`` with the API key (if any) replaced, for every reply and message that leaves the
+        backend: what a subject or a judge answers, and every error."""
         key = os.environ.get(self.key_env)
         return text.replace(key, REDACTED) if key else text
 
@@ -125,7 +127,13 @@ class RemoteBackend:
         except Exception as error:  # a bug in parsing must not stop the run: an error row, retried on resume
             return self._failed(f"{type(error).__name__}: {error}", started, attempts)
         self._reached = True
-        return replace(completion, latency_s=time.perf_counter() - started, attempts=attempts)
+        # A gateway that echoes request headers puts the key in a successful reply too.
+        return replace(
+            completion,
+            text=self.redact(completion.text),
+            latency_s=time.perf_counter() - started,
+            attempts=attempts,
+        )
 
     def _failed(self, message: str, started: float, attempts: int) -> Completion:
         return Completion(

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope._util.cache_dir import user_cache_dir
+from rotscope._util.safe_text import storable
 from rotscope.config import CacheConfig
 from rotscope.errors import BadInput
 from rotscope.types import Completion, GenerateRequest
@@ -96,7 +97,7 @@ class ResponseCache:
                 "INSERT OR REPLACE INTO responses VALUES (?, ?, ?, ?, ?, ?, ?)",
                 (
                     key,
-                    completion.text,
+                    storable(completion.text),
                     completion.prompt_tokens,
                     completion.completion_tokens,
                     completion.cached_tokens,

@@ -88,7 +88,7 @@ def check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
     if resume:
         return
     if database.exists():
-        with RunStore.open_existing(run_dir) as store:
+        with RunStore.read(run_dir) as store:
             stored = store.meta().get("config_digest")
         if stored != digest:
             raise BadInput(f"out: {run_dir} holds a different run; choose another --out")

@@ -281,7 +281,7 @@ def resume_experiment(
     """Continue a run folder: same config, finished items skipped, errors retried. ``max_cost``
     replaces the stored budget and ``use_cache=False`` turns the response cache off; both are
     written back to the folder's config.yaml (neither changes the experiment's identity)."""
-    RunStore.open_existing(run_dir).close()  # a run folder, or bad input naming it
+    RunStore.read(run_dir).close()  # a run folder, or bad input naming it
     # A run folder written before paths were stored resolved holds paths relative to where it ran:
     # they are read from the current folder, and a different corpus is refused (``_same_corpus``).
     config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())

@@ -48,7 +48,7 @@ class RunData:
 
 
 def load_run(path: Path) -> RunData:
-    with RunStore.open_existing(path) as store:
+    with RunStore.read(path) as store:
         return RunData(path, store.meta(), store.rows())
 
 

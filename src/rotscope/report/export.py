@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import TextIO
 
+from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.errors import BadInput
 from rotscope.rows import Row
 from rotscope.store import ITEM_COLUMNS, RunStore
@@ -15,7 +16,7 @@ FORMATS = ("csv", "jsonl", "parquet")
 
 
 def _read_rows(run_dir: Path) -> list[Row]:
-    with RunStore.open_existing(run_dir) as store:
+    with RunStore.read(run_dir) as store:
         return store.rows()
 
 
@@ -29,6 +30,9 @@ def _write_parquet(rows: list[Row], output: Path) -> None:
 
 
 def _write_text(rows: list[Row], format: str, handle: TextIO) -> None:
+    if format == "csv" and handle.isatty():
+        # A terminal would obey a reply's escapes (clear screen, window title); JSON escapes its own.
+        rows = [terminal_safe_tree(row) for row in rows]
     if format == "csv":
         writer = csv.DictWriter(handle, fieldnames=ITEM_COLUMNS)
         writer.writeheader()
@@ -42,6 +46,7 @@ def export_rows(run_dir: Path, format: str, output: Path | None, stdout: TextIO)
     """Write every item row of ``run_dir`` to ``output`` (or ``stdout``); returns the row count.
 
     The run is read before the output is opened, so a mistyped run folder never empties a file.
+    A file gets the stored text exactly; a terminal gets control characters shown as escapes.
     """
     if format not in FORMATS:
         raise BadInput(f"--format: {format!r} is not one of {', '.join(FORMATS)}")
@@ -57,6 +62,8 @@ def export_rows(run_dir: Path, format: str, output: Path | None, stdout: TextIO)
         else:
             with output.open("w", encoding="utf-8", newline="") as handle:
                 _write_text(rows, format, handle)
+    except BrokenPipeError:
+        raise  # a reader that stopped reading (| head): the CLI ends quietly
     except OSError as error:
         raise BadInput(f"-o: cannot write {output}: {error.strerror or error}") from None
     return len(rows)

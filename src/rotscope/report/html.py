@@ -152,7 +152,7 @@ def render_report(run_dir: Path) -> str:
     """The report of ``run_dir`` as one HTML document."""
     from plotly.offline import get_plotlyjs
 
-    with RunStore.open_existing(run_dir) as store:
+    with RunStore.read(run_dir) as store:
         summary = build_summary(store, run_dir)
         wrong = wrong_answers(store)
         meta = store.meta()

@@ -7,6 +7,7 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+from rotscope._util.safe_text import terminal_safe
 from rotscope.types import Completion, WorkItem
 
 
@@ -55,4 +56,4 @@ class ProgressBar:
         self._progress.stop()
 
     def notice(self, message: str) -> None:
-        self._progress.console.print(message, markup=False, highlight=False, soft_wrap=True)
+        self._progress.console.print(terminal_safe(message), markup=False, highlight=False, soft_wrap=True)

@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.cells import depth_label, row_key
 
 
@@ -247,6 +248,9 @@ def engine_note(execution: dict[str, Any]) -> str:
 
 
 def print_summary(summary: dict[str, Any], console: Console) -> None:
+    # Case ids, replies and errors come from outside: none of their control characters reaches
+    # the terminal (a reply's clear-screen or window title is shown as its escape).
+    summary = terminal_safe_tree(summary)
     for analysis in summary["tasks"]:
         console.print(heatmap(summary, analysis["task"]))
         _print_task(analysis, console)

@@ -8,6 +8,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from rotscope._util.safe_text import terminal_safe_tree
+
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
 _WORST_SHOWN = 10
 _CLAIM_LABELS = {"missing": "missing claims", "forbidden": "forbidden claims (high risk)"}
@@ -50,6 +52,7 @@ def slice_table(record: dict[str, Any]) -> Table:
 
 
 def print_record(record: dict[str, Any], console: Console) -> None:
+    record = terminal_safe_tree(record)  # case ids and reasons: no control character reaches the terminal
     console.print(slice_table(record))
     worst = [entry for entry in record["worst_positions"] if entry["range"] or entry["worst_accuracy"] < 1]
     if worst:
