@@ -1,5 +1,5 @@
-"""A run folder: its identity (the config digest), the planned rows stored before the first call,
-and the metadata that lets any command read the run back."""
+"""A run folder: its identity (``rotscope.execution.identity``), the planned rows stored before
+the first call, and the metadata that lets any command read the run back."""
 
 from __future__ import annotations
 
@@ -13,20 +13,14 @@ from rotscope._version import __version__
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.execution.execute import row_id
+from rotscope.execution.identity import RUNTIME_FIELDS, config_digest
 from rotscope.plan.workitems import Plan
 from rotscope.store import RunStore
 from rotscope.types import WorkItem
 
+__all__ = ["CONFIG_FILE", "RUNTIME_FIELDS", "check_run_dir", "config_digest", "store_plan"]
+
 CONFIG_FILE = "config.yaml"
-RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate", "executor"}
-"""Fields that change how a run is executed or judged, not its results: left out of its identity,
-so ``--resume`` may change them."""
-
-
-def config_digest(config: ExperimentConfig) -> str:
-    """Identity of an experiment: every field except where its results go and how it executes."""
-    fields = config.model_dump(mode="json", exclude=RUNTIME_FIELDS)
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def default_run_dir(config: ExperimentConfig) -> Path:

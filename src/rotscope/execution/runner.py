@@ -14,10 +14,10 @@ from rotscope.config import ExperimentConfig, build_config, dump_config, load_co
 from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.cachecheck import require_clearable, run_cache_checks
 from rotscope.execution.execute import Reporter, execute_items
+from rotscope.execution.identity import check_identity, config_digest, experiment_identity
 from rotscope.execution.run_folder import (
     CONFIG_FILE,
     check_run_dir,
-    config_digest,
     default_run_dir,
     store_plan,
 )
@@ -115,7 +115,8 @@ def run_experiment(
     With ``frozen_plan`` (a manifest from ``rotscope plan``) a run that deviates from it is bad
     input, unless ``allow_deviation``, which runs it and records every deviation.
     Raises ``Interrupted`` on Ctrl-C and ``BudgetReached`` when ``max_cost`` stops it, with all
-    finished items stored either way.
+    finished items stored either way. A resume of another experiment than the folder's is bad
+    input naming the first changed field.
     """
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
     digest = config_digest(config)
@@ -123,6 +124,11 @@ def run_experiment(
     _notice(reporter, f"planning {config.name}: model {config.model}; {_grid_line(config)}")
     backend = in_worker(backend or create_backend(config), config, reporter)
     try:
+        identity = experiment_identity(config, backend.describe())
+        first = not resume or not (run_dir / "run.db").is_file()
+        if not first:
+            with RunStore.open_existing(run_dir) as stored:
+                check_identity(stored.meta(), identity, digest, str(run_dir / CONFIG_FILE))
         if config.cache_control:
             require_clearable(backend)
         if config.judge is not None and judge_backend is None:
@@ -139,6 +145,8 @@ def run_experiment(
             local = backend.capabilities.local
             ordered = execution_order(plan.items, local, config.seed)
             store_plan(store, plan, ordered, config, run_dir, digest, local)
+            if first or "identity" not in store.meta():
+                store.set_meta({"identity": identity})  # kept as it began, never rewritten
             store.set_meta({"manifest": manifest, "manifest_digest": manifest_digest(manifest)})
             if plan_meta is not None:
                 store.set_meta({"plan": plan_meta})
