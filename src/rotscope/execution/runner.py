@@ -17,9 +17,11 @@ from rotscope.execution.execute import Reporter, execute_items
 from rotscope.execution.identity import check_identity, config_digest, experiment_identity
 from rotscope.execution.run_folder import (
     CONFIG_FILE,
+    STORE_FILE,
     check_run_dir,
     default_run_dir,
     store_plan,
+    writing,
 )
 from rotscope.execution.worker import WorkerBackend
 from rotscope.plan.manifest import build_manifest, deviations, manifest_digest
@@ -115,17 +117,43 @@ def run_experiment(
     With ``frozen_plan`` (a manifest from ``rotscope plan``) a run that deviates from it is bad
     input, unless ``allow_deviation``, which runs it and records every deviation.
     Raises ``Interrupted`` on Ctrl-C and ``BudgetReached`` when ``max_cost`` stops it, with all
-    finished items stored either way. A resume of another experiment than the folder's is bad
-    input naming the first changed field.
+    finished items stored either way. The run holds the folder's lock throughout: a second run or
+    resume of the same folder meanwhile is refused (``RunFolderLocked``); a resume of another
+    experiment than the folder's is bad input naming the changed field.
     """
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
+    with writing(run_dir):
+        return _run_locked(
+            config,
+            run_dir,
+            resume=resume,
+            reporter=reporter,
+            backend=backend,
+            judge_backend=judge_backend,
+            frozen_plan=frozen_plan,
+            allow_deviation=allow_deviation,
+        )
+
+
+def _run_locked(
+    config: ExperimentConfig,
+    run_dir: Path,
+    *,
+    resume: bool,
+    reporter: Reporter | None,
+    backend: Backend | None,
+    judge_backend: Backend | None,
+    frozen_plan: Mapping[str, Any] | None,
+    allow_deviation: bool,
+) -> Path:
+    """``run_experiment`` once the caller holds the run folder's lock."""
     digest = config_digest(config)
     check_run_dir(run_dir, digest, resume)
     _notice(reporter, f"planning {config.name}: model {config.model}; {_grid_line(config)}")
     backend = in_worker(backend or create_backend(config), config, reporter)
     try:
         identity = experiment_identity(config, backend.describe())
-        first = not resume or not (run_dir / "run.db").is_file()
+        first = not resume or not (run_dir / STORE_FILE).is_file()
         if not first:
             with RunStore.open_existing(run_dir) as stored:
                 check_identity(stored.meta(), identity, digest, str(run_dir / CONFIG_FILE))
@@ -265,13 +293,25 @@ def resume_experiment(
     """Continue a run folder: same config, finished items skipped, errors retried. ``max_cost``
     replaces the stored budget and ``use_cache=False`` turns the response cache off; both are
     written back to the folder's config.yaml (neither changes the experiment's identity)."""
-    RunStore.open_existing(run_dir).close()  # a run folder, or bad input naming it
-    config = load_config(run_dir / CONFIG_FILE)
-    changes: dict[str, Any] = {}
-    if max_cost is not None:
-        changes["max_cost"] = max_cost
-    if not use_cache:
-        changes["cache"] = {**config.cache.model_dump(), "enabled": False}
-    if changes:
-        config = build_config({**config.model_dump(), **changes}, str(run_dir / CONFIG_FILE))
-    return run_experiment(config, run_dir=run_dir, resume=True, reporter=reporter)
+    if not (run_dir / STORE_FILE).is_file():
+        raise BadInput(f"{run_dir}: not a run folder (no run.db)")
+    with writing(run_dir):  # the lock first: opening the store may migrate it
+        RunStore.open_existing(run_dir).close()  # a readable run store, or bad input naming it
+        config = load_config(run_dir / CONFIG_FILE)
+        changes: dict[str, Any] = {}
+        if max_cost is not None:
+            changes["max_cost"] = max_cost
+        if not use_cache:
+            changes["cache"] = {**config.cache.model_dump(), "enabled": False}
+        if changes:
+            config = build_config({**config.model_dump(), **changes}, str(run_dir / CONFIG_FILE))
+        return _run_locked(
+            config,
+            run_dir,
+            resume=True,
+            reporter=reporter,
+            backend=None,
+            judge_backend=None,
+            frozen_plan=None,
+            allow_deviation=False,
+        )
