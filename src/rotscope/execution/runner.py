@@ -152,13 +152,13 @@ def _run_locked(
     _notice(reporter, f"planning {config.name}: model {config.model}; {_grid_line(config)}")
     backend = in_worker(backend or create_backend(config), config, reporter)
     try:
+        if config.cache_control:
+            require_clearable(backend)
         identity = experiment_identity(config, backend.describe())
         first = not resume or not (run_dir / STORE_FILE).is_file()
         if not first:
             with RunStore.open_existing(run_dir) as stored:
                 check_identity(stored.meta(), identity, digest, str(run_dir / CONFIG_FILE))
-        if config.cache_control:
-            require_clearable(backend)
         if config.judge is not None and judge_backend is None:
             judge_config = {"model": config.judge.model, "remote": config.judge.remote.model_dump()}
             judge_backend = create_backend(build_config({**config.model_dump(), **judge_config}))
