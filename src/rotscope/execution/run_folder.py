@@ -34,8 +34,9 @@ def writing(run_dir: Path) -> Iterator[None]:
     lock (``RunFolderLocked`` when another run holds it) before any store is opened or migrated.
 
     A write that fails for a reason outside rotscope (disk full, read-only file system, permission
-    denied) becomes ``OutputFailed``, one line; rows committed before it stay. A folder this call
-    created is removed again when the body ends before a store was written (bad input in planning).
+    denied) becomes ``OutputFailed``, one line; rows committed before it stay. When the body ends
+    before a store was written (bad input in planning, a folder holding other files), the lock
+    file and a folder this call created are removed again: a refused run leaves nothing behind.
     """
     if run_dir.exists() and not run_dir.is_dir():
         raise BadInput(f"out: {run_dir} is a file, not a folder")
@@ -43,25 +44,24 @@ def writing(run_dir: Path) -> Iterator[None]:
     lock = RunLock(run_dir)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)
+        lock_created = not lock.path.exists()
         lock.acquire()
     except OSError as error:
         reason = write_failure(error)
         if reason is None:
             raise
         raise OutputFailed(f"out: cannot write {error.filename or run_dir} ({reason})") from None
-    empty = True
     try:
         yield
-        empty = False
     except (sqlite3.OperationalError, OSError) as error:
         reason = write_failure(error)
         if reason is None:
             raise
         raise OutputFailed(_failure_line(run_dir, error, reason)) from None
     finally:
-        empty = empty and created and not (run_dir / STORE_FILE).exists()
-        lock.release(remove=empty)
-        if empty:
+        unused = not (run_dir / STORE_FILE).exists()
+        lock.release(remove=unused and lock_created)
+        if unused and created:
             _remove_if_empty(run_dir)
 
 
