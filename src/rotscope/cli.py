@@ -17,7 +17,7 @@ from typer.core import TyperGroup
 
 from rotscope._util.safe_text import terminal_safe
 from rotscope.config import ExperimentConfig, build_config, read_config_file, resolve_paths
-from rotscope.errors import BadInput, write_output
+from rotscope.errors import BadInput, write_failure, write_output
 
 if TYPE_CHECKING:
     from rotscope.execution.dry_run import DryRun
@@ -88,7 +88,8 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
 
 
 def _guarded(action: Callable[[], T]) -> T:
-    """Run a command body; bad input becomes one line on stderr and exit 2, Ctrl-C exit 130."""
+    """Run a command body; bad input becomes one line on stderr and exit 2, Ctrl-C exit 130; so does
+    a write the disk or file system refused (disk full, read-only, no permission)."""
     from rotscope.execution.runner import BudgetReached, EngineStopped, Interrupted
 
     try:
@@ -96,7 +97,15 @@ def _guarded(action: Callable[[], T]) -> T:
     except BadInput as error:
         _fail(str(error))
     except sqlite3.DatabaseError as error:
-        _fail(f"run store unreadable ({error}); was it written by another rotscope version?")
+        # A store of a newer schema is refused by name when it is opened (BadInput above); what
+        # reaches here is a write the disk refused or a file that is not a run store.
+        reason = write_failure(error)
+        _fail(f"run store: {reason} ({error})" if reason else f"run store unreadable ({error})")
+    except OSError as error:
+        reason = write_failure(error)
+        if reason is None:
+            raise
+        _fail(f"cannot write {error.filename or 'an output'} ({reason})")
     except Interrupted as stop:
         _fail(
             f"interrupted: {stop.done} of {stop.total} items done and kept in {stop.run_dir}; "

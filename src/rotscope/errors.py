@@ -1,5 +1,7 @@
 """Errors that mean the user's input is wrong: the CLI prints one line and exits 2."""
 
+import errno
+import sqlite3
 from pathlib import Path
 
 
@@ -14,6 +16,39 @@ class BackendRefused(BadInput):
 
 class EngineCrashed(Exception):
     """The local engine crashed repeatedly: the run stops (exit 5) with every finished row kept."""
+
+
+class OutputFailed(BadInput):
+    """The run folder or an output could not be written for a reason outside rotscope (disk full,
+    read-only file system, no permission, a file where a folder belongs): one line and exit 2, with
+    everything finished before it kept, instead of a traceback."""
+
+
+_OS_REASONS = {
+    errno.ENOSPC: "disk full",
+    errno.EDQUOT: "disk quota exceeded",
+    errno.EROFS: "read-only file system",
+    errno.EACCES: "permission denied",
+    errno.EPERM: "permission denied",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+}
+_SQLITE_REASONS = {
+    "database or disk is full": "disk full",
+    "attempt to write a readonly database": "read-only file system or no permission",
+    "disk i/o error": "disk I/O error",
+    "unable to open database file": "cannot open or create the file",
+}
+
+
+def write_failure(error: BaseException) -> str | None:
+    """Why a write failed, in a few words, when the cause lies outside rotscope (the disk, the file
+    system, permissions); ``None`` for any other error, which stays a bug worth a traceback."""
+    if isinstance(error, sqlite3.OperationalError):
+        text = str(error).lower()
+        return next((reason for key, reason in _SQLITE_REASONS.items() if key in text), None)
+    if isinstance(error, OSError) and error.errno is not None:
+        return _OS_REASONS.get(error.errno)
+    return None
 
 
 def write_output(path: Path, text: str, what: str) -> None:

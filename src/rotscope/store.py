@@ -253,6 +253,10 @@ class RunStore:
         )
         return {row[0] for row in cursor}
 
+    def calls(self) -> set[str]:
+        """Every planned call (a prompt; its questions are rows sharing the ``call_id``)."""
+        return {row[0] for row in self._db.execute("SELECT DISTINCT call_id FROM items")}
+
     def spent(self) -> float:
         """USD recorded so far (calls without a price count nothing)."""
         return float(self._db.execute("SELECT COALESCE(SUM(cost), 0) FROM items").fetchone()[0])

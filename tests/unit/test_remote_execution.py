@@ -532,7 +532,11 @@ def test_a_real_sigint_cancels_calls_in_flight_and_keeps_finished_work(
 def test_resume_takes_a_new_budget_and_no_cache(
     make_config: Callable[..., ExperimentConfig], tmp_path: Path
 ) -> None:
-    run_dir = run_experiment(make_config(), run_dir=tmp_path / "run", backend=remote())
+    # The resumed run makes its backend from the folder's config, so the run does too: resuming a
+    # folder made through another backend is refused (its prompts plan to other items).
+    model = "fake-remote/lexical"
+    config = make_config(model=model, prices={model: {"input": INPUT_USD, "output": OUTPUT_USD}})
+    run_dir = run_experiment(config, run_dir=tmp_path / "run")
     resumed = resume_experiment(run_dir, max_cost=2.0, use_cache=False)
     assert resumed == run_dir
     stored = (run_dir / "config.yaml").read_text(encoding="utf-8")

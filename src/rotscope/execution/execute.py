@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sqlite3
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
@@ -195,6 +196,10 @@ class Execution:
             # A provider refusing the run (bad key, unknown model) stops every worker; the calls in
             # flight stay pending. The CLI prints the first refusal in one line.
             raise refused.exceptions[0] from None
+        except* (sqlite3.Error, OSError) as failed:
+            # A write that failed (disk full, read-only): the first one, not a group, so the run
+            # folder turns it into one line; every call recorded before it stays.
+            raise failed.exceptions[0] from None
 
     async def _guarded(self, queue: Iterator[WorkItem]) -> None:
         # A KeyboardInterrupt escaping a task leaves asyncio's task group in a bad state (Python

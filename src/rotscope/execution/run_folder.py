@@ -1,32 +1,83 @@
-"""A run folder: its identity (the config digest), the planned rows stored before the first call,
-and the metadata that lets any command read the run back."""
+"""A run folder: its one writer, its identity, the planned rows stored before the first call, and
+the metadata that lets any command read the run back."""
 
 from __future__ import annotations
 
 import hashlib
 import json
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rotscope._version import __version__
 from rotscope.config import ExperimentConfig
-from rotscope.errors import BadInput
+from rotscope.errors import BadInput, OutputFailed, write_failure
 from rotscope.execution.execute import row_id
+from rotscope.execution.identity import RUNTIME_FIELDS, config_digest
+from rotscope.execution.lock import LOCK_FILE, RunLock
 from rotscope.plan.workitems import Plan
 from rotscope.store import RunStore
 from rotscope.types import WorkItem
 
+__all__ = ["CONFIG_FILE", "RUNTIME_FIELDS", "check_run_dir", "config_digest", "store_plan", "writing"]
+
 CONFIG_FILE = "config.yaml"
-RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate", "executor"}
-"""Fields that change how a run is executed or judged, not its results: left out of its identity,
-so ``--resume`` may change them."""
+STORE_FILE = "run.db"
 
 
-def config_digest(config: ExperimentConfig) -> str:
-    """Identity of an experiment: every field except where its results go and how it executes."""
-    fields = config.model_dump(mode="json", exclude=RUNTIME_FIELDS)
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:16]
+@contextmanager
+def writing(run_dir: Path) -> Iterator[None]:
+    """Hold ``run_dir`` as its one writer for the body: create the folder if need be and take its
+    lock (``RunFolderLocked`` when another run holds it) before any store is opened or migrated.
+
+    A write that fails for a reason outside rotscope (disk full, read-only file system, permission
+    denied) becomes ``OutputFailed``, one line; rows committed before it stay. When the body ends
+    before a store was written (bad input in planning, a folder holding other files), the lock
+    file and a folder this call created are removed again: a refused run leaves nothing behind.
+    """
+    if run_dir.exists() and not run_dir.is_dir():
+        raise BadInput(f"out: {run_dir} is a file, not a folder")
+    created = not run_dir.exists()
+    lock = RunLock(run_dir)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+        lock_created = not lock.path.exists()
+        lock.acquire()
+    except OSError as error:
+        reason = write_failure(error)
+        if reason is None:
+            raise
+        raise OutputFailed(f"out: cannot write {error.filename or run_dir} ({reason})") from None
+    try:
+        yield
+    except (sqlite3.OperationalError, OSError) as error:
+        reason = write_failure(error)
+        if reason is None:
+            raise
+        raise OutputFailed(_failure_line(run_dir, error, reason)) from None
+    finally:
+        unused = not (run_dir / STORE_FILE).exists()
+        lock.release(remove=unused and lock_created)
+        if unused and created:
+            _remove_if_empty(run_dir)
+
+
+def _failure_line(run_dir: Path, error: BaseException, reason: str) -> str:
+    target = getattr(error, "filename", None) or run_dir
+    if not (run_dir / STORE_FILE).is_file():
+        return f"out: cannot write {target} ({reason})"
+    return (
+        f"{target}: {reason} ({error}); the rows finished before it are kept in {run_dir}; "
+        f"once fixed, continue with: rotscope run --resume {run_dir}"
+    )
+
+
+def _remove_if_empty(run_dir: Path) -> None:
+    with suppress(OSError):  # another process put something there meanwhile: leave it
+        run_dir.rmdir()
 
 
 def default_run_dir(config: ExperimentConfig) -> Path:
@@ -84,7 +135,8 @@ def prompt_digest(item: WorkItem) -> str:
 
 
 def check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
-    database = run_dir / "run.db"
+    """A fresh run goes into a new or empty folder (its lock file aside); called under the lock."""
+    database = run_dir / STORE_FILE
     if resume:
         return
     if database.exists():
@@ -95,9 +147,7 @@ def check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
         raise BadInput(
             f"out: {run_dir} holds this run already; continue it with rotscope run --resume {run_dir}"
         )
-    if run_dir.exists() and not run_dir.is_dir():
-        raise BadInput(f"out: {run_dir} is a file, not a folder")
-    if run_dir.exists() and any(run_dir.iterdir()):
+    if run_dir.exists() and any(path.name != LOCK_FILE for path in run_dir.iterdir()):
         raise BadInput(f"out: {run_dir} is not empty and holds no rotscope run")
 
 

@@ -14,12 +14,14 @@ from rotscope.config import ExperimentConfig, build_config, dump_config, load_co
 from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.cachecheck import require_clearable, run_cache_checks
 from rotscope.execution.execute import Reporter, execute_items
+from rotscope.execution.identity import check_identity, config_digest, experiment_identity
 from rotscope.execution.run_folder import (
     CONFIG_FILE,
+    STORE_FILE,
     check_run_dir,
-    config_digest,
     default_run_dir,
     store_plan,
+    writing,
 )
 from rotscope.execution.worker import WorkerBackend
 from rotscope.plan.manifest import build_manifest, deviations, manifest_digest
@@ -115,9 +117,36 @@ def run_experiment(
     With ``frozen_plan`` (a manifest from ``rotscope plan``) a run that deviates from it is bad
     input, unless ``allow_deviation``, which runs it and records every deviation.
     Raises ``Interrupted`` on Ctrl-C and ``BudgetReached`` when ``max_cost`` stops it, with all
-    finished items stored either way.
+    finished items stored either way. The run holds the folder's lock throughout: a second run or
+    resume of the same folder meanwhile is refused (``RunFolderLocked``); a resume of another
+    experiment than the folder's is bad input naming the changed field.
     """
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
+    with writing(run_dir):
+        return _run_locked(
+            config,
+            run_dir,
+            resume=resume,
+            reporter=reporter,
+            backend=backend,
+            judge_backend=judge_backend,
+            frozen_plan=frozen_plan,
+            allow_deviation=allow_deviation,
+        )
+
+
+def _run_locked(
+    config: ExperimentConfig,
+    run_dir: Path,
+    *,
+    resume: bool,
+    reporter: Reporter | None,
+    backend: Backend | None,
+    judge_backend: Backend | None,
+    frozen_plan: Mapping[str, Any] | None,
+    allow_deviation: bool,
+) -> Path:
+    """``run_experiment`` once the caller holds the run folder's lock."""
     digest = config_digest(config)
     check_run_dir(run_dir, digest, resume)
     _notice(reporter, f"planning {config.name}: model {config.model}; {_grid_line(config)}")
@@ -125,6 +154,11 @@ def run_experiment(
     try:
         if config.cache_control:
             require_clearable(backend)
+        identity = experiment_identity(config, backend.describe())
+        first = not resume or not (run_dir / STORE_FILE).is_file()
+        if not first:
+            with RunStore.open_existing(run_dir) as stored:
+                check_identity(stored.meta(), identity, digest, str(run_dir / CONFIG_FILE))
         if config.judge is not None and judge_backend is None:
             judge_config = {"model": config.judge.model, "remote": config.judge.remote.model_dump()}
             judge_backend = create_backend(build_config({**config.model_dump(), **judge_config}))
@@ -134,6 +168,7 @@ def run_experiment(
         plan_meta = check_plan(frozen_plan, manifest, allow_deviation) if frozen_plan is not None else None
         if resume:
             _same_corpus(run_dir, plan.corpus)
+            _same_items(run_dir, plan)
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
         store = RunStore(run_dir / "run.db")
@@ -141,6 +176,8 @@ def run_experiment(
             local = backend.capabilities.local
             ordered = execution_order(plan.items, local, config.seed)
             store_plan(store, plan, ordered, config, run_dir, digest, local)
+            if first or "identity" not in store.meta():
+                store.set_meta({"identity": identity})  # kept as it began, never rewritten
             store.set_meta({"manifest": manifest, "manifest_digest": manifest_digest(manifest)})
             if plan_meta is not None:
                 store.set_meta({"plan": plan_meta})
@@ -176,6 +213,25 @@ def run_experiment(
         if judge_backend is not None:
             judge_backend.close()
     return run_dir
+
+
+def _same_items(run_dir: Path, plan: Plan) -> None:
+    """On ``--resume``, the re-planned work items must be the run's own: an item id hashes the
+    exact prompt ids, so a tokenizer, template or prompt builder that changed since the run began
+    would otherwise add a second experiment's items to the folder."""
+    if not (run_dir / "run.db").exists():
+        return
+    with RunStore.open_existing(run_dir) as store:
+        stored = store.calls()
+    if not stored:
+        return
+    planned = {item.item_id for item in plan.items}
+    if planned != stored:
+        missing = len(stored - planned)
+        raise BadInput(
+            f"--resume {run_dir}: {missing} of the run's {len(stored)} prompts cannot be planned again "
+            "(the tokenizer, template or prompt code changed since it ran); start a new run folder"
+        )
 
 
 def _same_corpus(run_dir: Path, corpus: Mapping[str, Any]) -> None:
@@ -281,15 +337,28 @@ def resume_experiment(
     """Continue a run folder: same config, finished items skipped, errors retried. ``max_cost``
     replaces the stored budget and ``use_cache=False`` turns the response cache off; both are
     written back to the folder's config.yaml (neither changes the experiment's identity)."""
-    RunStore.read(run_dir).close()  # a run folder, or bad input naming it
-    # A run folder written before paths were stored resolved holds paths relative to where it ran:
-    # they are read from the current folder, and a different corpus is refused (``_same_corpus``).
-    config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
-    changes: dict[str, Any] = {}
-    if max_cost is not None:
-        changes["max_cost"] = max_cost
-    if not use_cache:
-        changes["cache"] = {**config.cache.model_dump(), "enabled": False}
-    if changes:
-        config = build_config({**config.model_dump(), **changes}, str(run_dir / CONFIG_FILE))
-    return run_experiment(config, run_dir=run_dir, resume=True, reporter=reporter)
+    if not (run_dir / STORE_FILE).is_file():
+        raise BadInput(f"{run_dir}: not a run folder (no run.db)")
+    RunStore.read(run_dir).close()  # a rotscope run store, checked before anything is written there
+    with writing(run_dir):  # the lock first: opening the store may migrate it
+        RunStore.open_existing(run_dir).close()  # a readable run store, or bad input naming it
+        # A run folder written before paths were stored resolved holds paths relative to where it
+        # ran: they are read from the current folder, and a different corpus is refused.
+        config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
+        changes: dict[str, Any] = {}
+        if max_cost is not None:
+            changes["max_cost"] = max_cost
+        if not use_cache:
+            changes["cache"] = {**config.cache.model_dump(), "enabled": False}
+        if changes:
+            config = build_config({**config.model_dump(), **changes}, str(run_dir / CONFIG_FILE))
+        return _run_locked(
+            config,
+            run_dir,
+            resume=True,
+            reporter=reporter,
+            backend=None,
+            judge_backend=None,
+            frozen_plan=None,
+            allow_deviation=False,
+        )

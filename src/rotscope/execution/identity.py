@@ -1,0 +1,119 @@
+"""An experiment's identity: what its results depend on, so that ``--resume`` never mixes two
+experiments in one run folder.
+
+The identity is every config field except those that only say how a run is executed or judged
+(``RUNTIME_FIELDS``, ``ENGINE_RUNTIME_FIELDS``), plus the digests of the model file, its tokenizer
+and its chat template: editing ``model``, ``lengths`` or ``seed`` in ``DIR/config.yaml``, or
+replacing the GGUF file behind the same path, is refused on resume, naming the first changed field.
+
+llama.cpp's ``n_batch`` is part of the identity: the batch size decides how a prompt is split into
+prefill chunks and which matrix kernels evaluate them, so it can change the logits in their last
+bits and with them a greedy answer. ``n_threads`` splits the same operations over cores without
+changing them; ``prefix_cache`` and ``state_cache_mb`` only skip evaluations whose results are kept
+(the correctness guard and tests/unit/test_cache_control.py hold them equal); ``extra_buffers``
+changes the engine mode, and the runner already runs again every call answered in another mode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from rotscope.config import ExperimentConfig, build_config
+from rotscope.errors import BadInput
+
+RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate", "executor"}
+"""Fields that change how a run is executed or judged, not its results: left out of its identity,
+so ``--resume`` may change them."""
+ENGINE_RUNTIME_FIELDS = {"llamacpp": {"n_threads", "prefix_cache", "state_cache_mb", "extra_buffers"}}
+"""Engine options that cannot change an answer (see the module docstring)."""
+DIGESTS = {"model": "model_digest", "tokenizer": "tokenizer_digest", "template": "template_digest"}
+"""The identity's ``digests`` section: its names and the backend description keys they come from."""
+_ABSENT = object()
+
+
+def config_fields(config: ExperimentConfig) -> dict[str, Any]:
+    """The config part of the identity, in the config's field order."""
+    fields = config.model_dump(mode="json", exclude=RUNTIME_FIELDS)
+    for section, names in ENGINE_RUNTIME_FIELDS.items():
+        fields[section] = {key: value for key, value in fields[section].items() if key not in names}
+    return fields
+
+
+def config_digest(config: ExperimentConfig) -> str:
+    """A short fingerprint of the config part of the identity (run metadata, messages)."""
+    return hashlib.sha256(json.dumps(config_fields(config), sort_keys=True).encode()).hexdigest()[:16]
+
+
+def experiment_identity(config: ExperimentConfig, description: Mapping[str, Any]) -> dict[str, Any]:
+    """The identity of ``config`` run on the backend that ``description`` (``describe()``) names."""
+    digests = {name: description.get(key) for name, key in DIGESTS.items()}
+    return {**config_fields(config), "digests": digests}
+
+
+def stored_identity(meta: Mapping[str, Any]) -> tuple[dict[str, Any], bool] | None:
+    """The identity a run folder was started with, and whether it was read strictly.
+
+    Its config part is read again with today's config model, so a field added since (at its
+    default, which keeps the old behaviour) compares equal; when that fails (a field was removed
+    since) it is compared as stored, passing keys that only one side has. A folder from before
+    identities were stored gives the identity of its stored config (no digests); ``None`` when
+    even that is missing (the caller then compares ``config_digest``)."""
+    stored = meta.get("identity")
+    if not isinstance(stored, dict):
+        stored = meta.get("config")
+        if not isinstance(stored, dict):
+            return None
+        stored = {key: value for key, value in stored.items() if key not in RUNTIME_FIELDS}
+    fields = {key: value for key, value in stored.items() if key != "digests"}
+    digests = {"digests": stored["digests"]} if "digests" in stored else {}
+    try:
+        return {**config_fields(build_config(fields)), **digests}, True
+    except BadInput:
+        return dict(stored), False
+
+
+def first_change(old: Any, new: Any, path: str = "", *, strict: bool = True) -> tuple[str, Any, Any] | None:
+    """``(dotted path, old, new)`` of the first difference, in ``old``'s order; unless ``strict``,
+    keys that only one side has are passed (fields another rotscope version added or removed)."""
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in [*old, *(key for key in new if key not in old)]:
+            if not strict and (key not in old or key not in new):
+                continue
+            where = f"{path}.{key}" if path else str(key)
+            found = first_change(old.get(key, _ABSENT), new.get(key, _ABSENT), where, strict=strict)
+            if found is not None:
+                return found
+        return None
+    return None if old == new else (path, old, new)
+
+
+def check_identity(meta: Mapping[str, Any], identity: Mapping[str, Any], digest: str, where: str) -> None:
+    """Refuse to resume a run folder whose experiment is not ``identity``: bad input naming the
+    first changed field with its old and new values."""
+    found_stored = stored_identity(meta)
+    if found_stored is None:
+        if meta.get("config_digest") not in (None, digest):
+            raise BadInput(
+                f"{where}: the experiment changed since the run began (config digest "
+                f"{meta['config_digest']} -> {digest}); a run folder holds one experiment: undo the "
+                "change, or run it with another --out"
+            )
+        return
+    stored, strict = found_stored
+    if "digests" not in stored:  # a folder from before identities: only its config is known
+        identity = {key: value for key, value in identity.items() if key != "digests"}
+    found = first_change(stored, dict(identity), strict=strict)
+    if found is None:
+        return
+    field, old, new = found
+    raise BadInput(
+        f"{where}: {field} changed from {_shown(old)} to {_shown(new)} since the run began; a run folder "
+        "holds one experiment: undo the change, or run the new experiment with another --out"
+    )
+
+
+def _shown(value: Any) -> str:
+    return "(not set)" if value is _ABSENT else json.dumps(value)
