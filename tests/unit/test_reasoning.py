@@ -228,8 +228,7 @@ def test_numbers_in_the_target_itself_are_not_filler_numbers(plan_items: list[Wo
         for number in re.findall(r"\d+", item.case.evidence[0].text):
             if number in outside or number in traps or number == item.case.oracle.answer:
                 continue
-            content = item.prompt.messages[-1]["content"]
-            result = score_parts(item.case, Completion(f"Answer: {number}"), content)
+            result = score_parts(item.case, Completion(f"Answer: {number}"), item.prompt.filler_text())
             assert result[0].category == "wrong_answer"
             checked += 1
     assert checked > 0
