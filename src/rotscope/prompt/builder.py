@@ -291,7 +291,9 @@ class PromptBuilder:
         filler_start = 0
         for number, (item, cut) in enumerate(placements, start=1):
             ids.extend(corpus.ids[filler_start:cut].tolist())
-            filler_bytes.append((len(body), len(body) + int(corpus.offsets[cut] - corpus.offsets[filler_start])))
+            filler_bytes.append(
+                (len(body), len(body) + int(corpus.offsets[cut] - corpus.offsets[filler_start]))
+            )
             body += corpus.data[corpus.offsets[filler_start] : corpus.offsets[cut]]
             unit = unit_for(item, cut, end, last=number == len(placements))
             piece = self.tokenizer.encode(unit)
