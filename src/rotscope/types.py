@@ -177,10 +177,19 @@ class RenderedPrompt:
     and header, what follows the haystack is the question footer and template suffix."""
     tokenizer_digest: str = ""
     """The tokenizer the spans were computed with: spans are never reused under another one."""
+    filler_chars: tuple[tuple[int, int], ...] = ()
+    """Character ranges ``[start, end)`` of the last message's content that are filler: the haystack
+    without its evidence pieces, and none of the header, question, instructions or template."""
 
     @property
     def prompt_tokens(self) -> int:
         return len(self.token_ids)
+
+    def filler_text(self) -> str:
+        """The filler alone, its pieces (cut apart by evidence) one per line; what a wrong answer is
+        traced to (``context_value``, ``filler_number``). Empty for a prompt without filler."""
+        content = self.messages[-1]["content"] if self.messages else ""
+        return "\n".join(content[start:end] for start, end in self.filler_chars)
 
 
 @dataclass(frozen=True)

@@ -131,6 +131,18 @@ def check_prompt(prompt: RenderedPrompt, case: Case, layout: Layout, builder: Pr
     assert prompt.messages[-1]["role"] == "user"
     assert prompt.messages[-1]["content"] in prompt.text
     assert verify_prompt(prompt, case, layout, tokenizer, frame, builder.tolerance) == []
+    # the filler text is the haystack without the evidence units: filler pieces and units, in
+    # order, are exactly the haystack; no question, instruction or header is in it
+    content = prompt.messages[-1]["content"]
+    units = [tokenizer.decode(ids[span.token_start : span.token_end]) for span in prompt.spans]
+    pieces = [content[start:end] for start, end in prompt.filler_chars]
+    end = prompt.context_start + prompt.haystack_tokens + evidence_tokens
+    haystack = tokenizer.decode(ids[prompt.context_start : end])
+    for unit in units:
+        assert unit in haystack
+        haystack = haystack.replace(unit, "", 1)
+    assert "".join(pieces) == haystack
+    assert case.question not in prompt.filler_text()
 
 
 def assert_refusal_justified(error: PlacementError, corpus: TokenizedCorpus, depth: float) -> None:

@@ -228,8 +228,7 @@ def test_numbers_in_the_target_itself_are_not_filler_numbers(plan_items: list[Wo
         for number in re.findall(r"\d+", item.case.evidence[0].text):
             if number in outside or number in traps or number == item.case.oracle.answer:
                 continue
-            content = item.prompt.messages[-1]["content"]
-            result = score_parts(item.case, Completion(f"Answer: {number}"), content)
+            result = score_parts(item.case, Completion(f"Answer: {number}"), item.prompt.filler_text())
             assert result[0].category == "wrong_answer"
             checked += 1
     assert checked > 0
@@ -307,9 +306,10 @@ def test_summary_reports_layout_cells_drops_and_interference(tmp_path: Path) -> 
     shown = console.export_text()
     assert "with_solutions · middle_twice" in shown  # a heatmap row per filler type and layout
     assert re.search(r"length +500 with_solutions +middle +end 1\.00 vs 0\.00: drop 1\.00", shown), shown
-    assert re.search(r"with_solutions +middle +4 wrong: filler answer 4.*-> 100% from the filler", shown), (
-        shown
-    )
+    assert re.search(
+        r"with_solutions +middle +4 wrong: filler answer 4.*-> 4 of 4 wrong answers from the filler \(100%\)",
+        shown,
+    ), shown
 
     html = render_report(run_dir)
     assert "Drop from the end layout" in html and "Wrong answers traced to the filler" in html

@@ -414,23 +414,23 @@ CONTEXT = "Line one.\nThe old code for the Vellmoor annex was 9132.\nvalve 3 che
 def test_decoy_category() -> None:
     assert score(ORACLE, Completion(text="The code is 4871.")) == Score("incorrect", "decoy")
     # The decoy wins even when the reply is also copied from the context.
-    assert score(ORACLE, Completion(text="4871"), context="x 4871 y") == Score("incorrect", "decoy")
+    assert score(ORACLE, Completion(text="4871"), filler="x 4871 y") == Score("incorrect", "decoy")
 
 
 def test_context_value_category() -> None:
     # "9132" appears as a whole word in the context: a value copied from the filler.
-    assert score(ORACLE, Completion(text="9132"), context=CONTEXT) == Score("incorrect", "context_value")
+    assert score(ORACLE, Completion(text="9132"), filler=CONTEXT) == Score("incorrect", "context_value")
     # Only the first line of a reply is compared; normalisation drops the final full stop.
     reply = Completion(text="valve 3 checked.\nbecause it says so")
-    assert score(ORACLE, reply, context=CONTEXT) == Score("incorrect", "context_value")
+    assert score(ORACLE, reply, filler=CONTEXT) == Score("incorrect", "context_value")
 
 
 def test_wrong_answer_category() -> None:
     assert score(ORACLE, Completion(text="9132")) == Score("incorrect", "wrong_answer")  # no context
-    assert score(ORACLE, Completion(text="5555"), context=CONTEXT) == Score("incorrect", "wrong_answer")
+    assert score(ORACLE, Completion(text="5555"), filler=CONTEXT) == Score("incorrect", "wrong_answer")
     # Part of a word in the context is not a copied value: "913" is not a whole word there.
-    assert score(ORACLE, Completion(text="913"), context=CONTEXT) == Score("incorrect", "wrong_answer")
+    assert score(ORACLE, Completion(text="913"), filler=CONTEXT) == Score("incorrect", "wrong_answer")
 
 
 def test_right_answer_is_never_categorised() -> None:
-    assert score(ORACLE, Completion(text="4,817"), context=CONTEXT) == Score("correct")
+    assert score(ORACLE, Completion(text="4,817"), filler=CONTEXT) == Score("correct")

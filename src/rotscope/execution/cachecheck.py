@@ -42,7 +42,7 @@ def _sample(items: Sequence[WorkItem], rows: list[Row], size: int, seed: int) ->
 
 
 def _correct_fraction(item: WorkItem, text: str) -> float:
-    scores = score_parts(item.case, Completion(text=text), context=item.prompt.messages[-1]["content"])
+    scores = score_parts(item.case, Completion(text=text), filler=item.prompt.filler_text())
     return sum(score.outcome == "correct" for score in scores) / len(scores)
 
 

@@ -227,7 +227,7 @@ class Execution:
     async def _record(self, item: WorkItem, called: CallResult) -> None:
         completion = called.completion
         parts = item.case.scored_parts()
-        scores = score_parts(item.case, completion, context=item.prompt.messages[-1]["content"])
+        scores = score_parts(item.case, completion, filler=item.prompt.filler_text())
         cost = called.cost
         rows: dict[str, dict[str, Any]] = {}
         for (label, _), result in zip(parts, scores, strict=True):

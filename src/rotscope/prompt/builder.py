@@ -231,6 +231,12 @@ class PromptBuilder:
         body = (
             frame.header_bytes + corpus.data[corpus.offsets[start] : corpus.offsets[end]] + frame.footer_bytes
         )
+        head, offsets = len(frame.header_bytes), corpus.offsets
+
+        def at(token: int) -> int:
+            return head + int(offsets[token]) - int(offsets[start])
+
+        filler_bytes = ((at(start), at(line[0])), (at(line[1]), at(end)))
         return RenderedPrompt(
             messages=self._messages(body.decode("utf-8", errors="replace")),
             text=(frame.prefix_bytes + body + frame.suffix_bytes).decode("utf-8", errors="replace"),
@@ -240,6 +246,7 @@ class PromptBuilder:
             corpus_digest=corpus.digest,
             context_start=base,
             tokenizer_digest=self.tokenizer.digest(),
+            filler_chars=_char_ranges(body, filler_bytes),
         )
 
     def _filler_budget(self, case: Case, length_tokens: int) -> int:
@@ -280,9 +287,13 @@ class PromptBuilder:
         ids: list[int] = [*frame.prefix, *frame.header]
         body = bytearray(frame.header_bytes)
         spans: list[Span] = []
+        filler_bytes: list[tuple[int, int]] = []
         filler_start = 0
         for number, (item, cut) in enumerate(placements, start=1):
             ids.extend(corpus.ids[filler_start:cut].tolist())
+            filler_bytes.append(
+                (len(body), len(body) + int(corpus.offsets[cut] - corpus.offsets[filler_start]))
+            )
             body += corpus.data[corpus.offsets[filler_start] : corpus.offsets[cut]]
             unit = unit_for(item, cut, end, last=number == len(placements))
             piece = self.tokenizer.encode(unit)
@@ -291,6 +302,7 @@ class PromptBuilder:
             body += unit.encode("utf-8")
             filler_start = cut
         ids.extend(corpus.ids[filler_start:end].tolist())
+        filler_bytes.append((len(body), len(body) + int(corpus.offsets[end] - corpus.offsets[filler_start])))
         body += corpus.data[corpus.offsets[filler_start] : corpus.offsets[end]]
         ids.extend(frame.footer)
         ids.extend(frame.suffix)
@@ -305,4 +317,15 @@ class PromptBuilder:
             corpus_digest=corpus.digest,
             context_start=len(frame.prefix) + len(frame.header),
             tokenizer_digest=self.tokenizer.digest(),
+            filler_chars=_char_ranges(bytes(body), filler_bytes),
         )
+
+
+def _char_ranges(body: bytes, ranges: Sequence[tuple[int, int]]) -> tuple[tuple[int, int], ...]:
+    """Byte ranges of ``body`` as character ranges of its decoded text (the message content), empty
+    ones dropped. A bound inside a multi-byte character counts that character as before it."""
+
+    def chars(position: int) -> int:
+        return len(body[:position].decode("utf-8", errors="replace"))
+
+    return tuple((chars(start), chars(end)) for start, end in ranges if end > start)

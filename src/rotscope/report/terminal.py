@@ -182,8 +182,15 @@ def _print_cases(summary: dict[str, Any], console: Console) -> None:
             )
 
 
-def _share(value: float | None) -> str:
-    return "-" if value is None else f"{value:.0%}"
+def filler_share(entry: dict[str, Any]) -> str:
+    """``3 of 7 wrong answers from the filler (43%)``: the share with its denominator, the wrong
+    answers that gave a number (one answer is no "100%")."""
+    numbered = entry["wrong"] - entry["unparsed"]
+    matched = entry["filler_answer"] + entry["filler_number"]
+    if not numbered:
+        return "no wrong answer gave a number"
+    answers = "wrong answer" if numbered == 1 else "wrong answers"
+    return f"{matched} of {numbered} {answers} from the filler ({matched / numbered:.0%})"
 
 
 def _print_reasoning(reasoning: dict[str, Any], console: Console) -> None:
@@ -202,7 +209,7 @@ def _print_reasoning(reasoning: dict[str, Any], console: Console) -> None:
             f"    {entry['filler']:<15} {entry['layout']:<13} {entry['wrong']:>3} wrong: "
             f"filler answer {entry['filler_answer']}, other filler number {entry['filler_number']}, "
             f"neither {entry['other']}, no 'Answer: <number>' {entry['unparsed']} "
-            f"-> {_share(entry['share_filler'])} from the filler"
+            f"-> {filler_share(entry)}"
         )
 
 

@@ -37,6 +37,8 @@ ABSTENTION_PATTERNS = (
     r"i (?:do not|don'?t) know",
 )
 _ABSTENTION = re.compile("|".join(ABSTENTION_PATTERNS))
+HEDGED = "hedged"
+"""A reply that states the right answer and also abstains: ``incorrect``, never ``correct``."""
 
 
 def normalise(text: str) -> str:
@@ -61,14 +63,15 @@ def is_abstention(response: str) -> bool:
     return _ABSTENTION.search(response.lower().replace("’", "'")) is not None
 
 
-def _wrong_answer_category(oracle: Oracle, response: str, context: str | None) -> str:
+def _wrong_answer_category(oracle: Oracle, response: str, filler: str | None) -> str:
     """Why a wrong answer is wrong: it names a trap (a decoy, a superseded value...), repeats
-    something from the filler, or neither."""
+    something from the filler (``context_value``: its first line occurs in ``filler``, the filler
+    text alone, never the question or the evidence), or neither."""
     for category, value in oracle.traps:
         if contains_answer(response, value):
             return category
     reply = normalise(response.strip().splitlines()[0]) if response.strip() else ""
-    if context is not None and reply and re.search(rf"(?<!\w){re.escape(reply)}(?!\w)", normalise(context)):
+    if filler and reply and re.search(rf"(?<!\w){re.escape(reply)}(?!\w)", normalise(filler)):
         return "context_value"
     return "wrong_answer"
 
@@ -110,7 +113,7 @@ def _copies_distractor(claims: Claims, response: str) -> bool:
     )
 
 
-def score_claims(oracle: Oracle, claims: Claims, response: str, context: str | None) -> Score:
+def score_claims(oracle: Oracle, claims: Claims, response: str, filler: str | None) -> Score:
     """A claim-checked reply: a forbidden claim is always wrong (and high risk); otherwise every
     required claim must be present and, when asked, cited; an abstain case wants an abstention."""
     report = claim_report(claims, response)
@@ -132,7 +135,7 @@ def score_claims(oracle: Oracle, claims: Claims, response: str, context: str | N
         return Score("abstained", "abstained", report)
     if _copies_distractor(claims, response):
         return Score("incorrect", "distractor", report)
-    return Score("incorrect", _wrong_answer_category(oracle, response, context), report)
+    return Score("incorrect", _wrong_answer_category(oracle, response, filler), report)
 
 
 _CONTRACT_LINE = re.compile(r"(Q\d+):[ \t]*(.*?)[ \t]*")
@@ -203,12 +206,16 @@ def numbers_in(text: str) -> set[Decimal]:
     return {number for token in _NUMBER.findall(text) if (number := _as_number(token)) is not None}
 
 
-def score_final_answer(oracle: Oracle, completion: Completion, filler: str | None = None) -> Score:
+def score_final_answer(
+    oracle: Oracle, completion: Completion, filler: str | None = None, own: str = ""
+) -> Score:
     """Score a reply that must end with ``Answer: <number>`` or ``Answer: <letter>``.
 
     A wrong number is traced to the filler: ``filler_answer`` when it is the answer of a filler
-    item (the oracle's traps), ``filler_number`` when it appears anywhere in ``filler`` (the
-    prompt without the target), else ``wrong_answer``. A reply without the format is ``format``."""
+    item (the oracle's traps), ``filler_number`` when it appears in ``filler`` (the filler text
+    alone) but not in ``own`` (the target's own problem and question: a number the model read
+    there is no interference), else ``wrong_answer``. A reply without the format is ``format``; a
+    right answer whose ``Answer:`` line also abstains is ``hedged`` (see ``score``)."""
     if completion.error is not None:
         return Score("error", "error")
     response = completion.text
@@ -220,18 +227,23 @@ def score_final_answer(oracle: Oracle, completion: Completion, filler: str | Non
         return Score("incorrect", "format")
     expected = _as_number(oracle.answer) if oracle.kind == "number" else oracle.answer
     if got == expected:
+        # Only the answer line: a worked solution says "not given directly" on its way there.
+        if is_abstention(_marked_line(response) or ""):
+            return Score("incorrect", HEDGED)
         return Score("correct")
     if isinstance(got, Decimal):
         for category, value in oracle.traps:
             if got == _as_number(value):
                 return Score("incorrect", category)
-        if filler is not None and got in numbers_in(filler):
+        if filler and got in numbers_in(filler) and got not in numbers_in(own):
             return Score("incorrect", "filler_number")
     return Score("incorrect", "wrong_answer")
 
 
 Scorer = Callable[[Case, Completion, "str | None"], Score]
-"""Scores one question's reply; the third argument is the prompt's text (to trace wrong answers)."""
+"""Scores one question's reply; the third argument is the prompt's filler text alone
+(``RenderedPrompt.filler_text``: no evidence, question, instructions or template), to trace wrong
+answers to the filler; ``None`` when unknown."""
 SCORERS: Registry[Scorer] = Registry("scorer", "oracle.kind")
 """Scorers by the oracle's answer kind; an outside package registers its own kind the same way."""
 
@@ -241,57 +253,61 @@ def register_scorer(kind: str) -> Callable[[Scorer], Scorer]:
 
 
 @register_scorer("phrase")
-def score_phrase(case: Case, completion: Completion, context: str | None) -> Score:
+def score_phrase(case: Case, completion: Completion, filler: str | None) -> Score:
     """The answer (or an alias) anywhere in the reply; see ``score``."""
-    return score(case.oracle, completion, context)
+    return score(case.oracle, completion, filler)
 
 
 @register_scorer("number")
 @register_scorer("choice")
-def score_final(case: Case, completion: Completion, context: str | None) -> Score:
-    """The reply's final ``Answer:``, with wrong numbers traced to the filler (the prompt without
-    the case's own evidence)."""
-    filler = context
-    for evidence in case.evidence:
-        filler = filler.replace(evidence.text, "") if filler is not None else None
-    return score_final_answer(case.oracle, completion, filler)
+def score_final(case: Case, completion: Completion, filler: str | None) -> Score:
+    """The reply's final ``Answer:``, with wrong numbers traced to the filler but not to the
+    case's own evidence and question."""
+    own = "\n".join([*(evidence.text for evidence in case.evidence), case.question])
+    return score_final_answer(case.oracle, completion, filler, own)
 
 
-def score_parts(case: Case, completion: Completion, context: str | None = None) -> list[Score]:
+def score_parts(case: Case, completion: Completion, filler: str | None = None) -> list[Score]:
     """One score per question of ``case`` (see ``Case.scored_parts``), by the scorer registered for
     its oracle's kind. A multi-question reply that breaks the output contract scores every
     question ``incorrect`` with category ``format``."""
     parts = case.scored_parts()
     if not case.parts or completion.error is not None:
-        return [SCORERS.get(part.oracle.kind)(part, completion, context) for _, part in parts]
+        return [SCORERS.get(part.oracle.kind)(part, completion, filler) for _, part in parts]
     answers = parse_labelled_answers(completion.text, [label for label, _ in parts])
     if answers is None:
         return [Score("incorrect", "format") for _ in parts]
     return [
-        SCORERS.get(part.oracle.kind)(part, replace(completion, text=answers[label]), context)
+        SCORERS.get(part.oracle.kind)(part, replace(completion, text=answers[label]), filler)
         for label, part in parts
     ]
 
 
-def score(oracle: Oracle, completion: Completion, context: str | None = None) -> Score:
+def score(oracle: Oracle, completion: Completion, filler: str | None = None) -> Score:
     """Exactly one of correct / incorrect / abstained / error for a reply.
 
     An infrastructure failure is ``error`` (never counted as wrong). For an evidence-absent
     control the right reply is an abstention; any answer there is an incorrect (hallucinated) one.
-    ``context`` (the prompt's text) lets a wrong answer be traced to a value copied from it.
+    A reply that names the answer and also abstains ("KESTRA-9 is not in the context") is
+    ``incorrect`` with category ``hedged``: it is no answer a reader can use, since it disowns
+    what it states, and no abstention, since it states the answer; counted ``abstained`` it would
+    read as a clean refusal that hides what the model found. ``filler`` (the prompt's filler text
+    alone) lets a wrong answer be traced to a value copied from the filler.
     """
     if completion.error is not None:
         return Score("error", "error")
     response = completion.text
     if oracle.claims is not None:
-        return score_claims(oracle, oracle.claims, response, context)
+        return score_claims(oracle, oracle.claims, response, filler)
     if oracle.abstain:
         if is_abstention(response):
             return Score("correct")
         # An empty reply is no explicit abstention, but no invented answer either.
         return Score("incorrect", "hallucinated" if response.strip() else "empty")
     if any(contains_answer(response, accepted) for accepted in oracle.accepted()):
+        if is_abstention(response):
+            return Score("incorrect", HEDGED)
         return Score("correct")
     if is_abstention(response) or not response.strip():
         return Score("abstained", "abstained")
-    return Score("incorrect", _wrong_answer_category(oracle, response, context))
+    return Score("incorrect", _wrong_answer_category(oracle, response, filler))
