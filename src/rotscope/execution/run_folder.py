@@ -18,9 +18,9 @@ from rotscope.store import RunStore
 from rotscope.types import WorkItem
 
 CONFIG_FILE = "config.yaml"
-RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate", "executor"}
+RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate", "executor", "analysis"}
 """Fields that change how a run is executed or judged, not its results: left out of its identity,
-so ``--resume`` may change them."""
+so ``--resume`` may change them (``analysis`` only changes how the results are summarised)."""
 
 
 def config_digest(config: ExperimentConfig) -> str:
