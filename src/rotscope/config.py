@@ -242,6 +242,22 @@ class GateConfig(_Strict):
     errors: Literal["exclude-and-count"] = "exclude-and-count"
 
 
+class AnalysisConfig(_Strict):
+    """How ``show`` and ``report`` analyse the run (the summary; read again at each analysis)."""
+
+    base_lengths: list[Int] = Field(default_factory=lambda: [250, 500, 1000], min_length=1)
+    """Lengths whose mean score is the base of the relative effective length (``nolima-0.85``):
+    those that were tested; with none tested, every tested length up to 1.25 x the longest of them
+    (the 1,024 of a 256/512/1,024 grid is in); else the shortest tested length."""
+
+    @field_validator("base_lengths")
+    @classmethod
+    def _positive_base_lengths(cls, lengths: list[int]) -> list[int]:
+        if any(length <= 0 for length in lengths):
+            raise ValueError("base lengths must be positive")
+        return lengths
+
+
 class RemoteOptions(_Strict):
     """How to reach a model served elsewhere (``openai/…``, ``anthropic/…``, ``gemini/…``).
 
@@ -354,6 +370,7 @@ class ExperimentConfig(_Strict):
     depth_tolerance: Float = Field(default=0.1, gt=0.0, le=1.0)
     out: str | None = None
     gate: GateConfig = Field(default_factory=GateConfig)
+    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
     cache_control: bool = False
     """After the run, re-run a seeded sample of items with the engine's cache cleared and compare."""
     cache_control_sample: Int = Field(default=8, gt=0)

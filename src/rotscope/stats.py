@@ -21,8 +21,14 @@ from statsmodels.stats.proportion import proportion_confint
 
 IntervalMethod = Literal["wilson", "clopper-pearson"]
 _STATSMODELS_METHOD = {"wilson": "wilson", "clopper-pearson": "beta"}
-SATURATED_LOWER_BOUND = 0.99
+SATURATED_POINT = 0.95
+"""Above this control-length accuracy a probe is saturated: the reference band is 90-95%."""
 TOO_HARD_POINT = 0.90
+"""Below this control-length accuracy a probe is too hard for the reference band."""
+BASE_LENGTHS = (250, 500, 1000)
+BASE_REACH = 1.25
+"""Without any of ``base_lengths`` tested, the base takes the tested lengths up to this multiple of
+the longest base length: 1,250 for the default, so the 1,024 of a 256/512/1,024 grid is in."""
 
 
 def proportion_interval(
@@ -45,14 +51,17 @@ def wilson(k: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
     return proportion_interval(k, n, confidence, "wilson")
 
 
-def choose_base_lengths(tested: Sequence[int], base_lengths: Sequence[int] = (250, 500, 1000)) -> list[int]:
-    """The ``base_lengths`` that were tested; else every tested length up to 1K; else the shortest."""
+def choose_base_lengths(tested: Sequence[int], base_lengths: Sequence[int] = BASE_LENGTHS) -> list[int]:
+    """The ``base_lengths`` that were tested; else every tested length up to ``BASE_REACH`` times the
+    longest base length (1,250 for the default: a grid's ~1K length such as 1,024 is in); else the
+    shortest."""
     lengths = sorted(tested)
     chosen = [length for length in base_lengths if length in lengths]
-    return chosen or [length for length in lengths if length <= 1000] or lengths[:1]
+    reach = BASE_REACH * max(base_lengths, default=1000)
+    return chosen or [length for length in lengths if length <= reach] or lengths[:1]
 
 
-def base_score(scores: Mapping[int, float], base_lengths: Sequence[int] = (250, 500, 1000)) -> float:
+def base_score(scores: Mapping[int, float], base_lengths: Sequence[int] = BASE_LENGTHS) -> float:
     """Mean score at the base lengths (see ``choose_base_lengths``)."""
     chosen = choose_base_lengths(list(scores), base_lengths)
     return sum(scores[length] for length in chosen) / len(chosen)
@@ -71,14 +80,14 @@ def effective_length(
     scores: Mapping[int, float],
     *,
     base: float | None = None,
-    base_lengths: Sequence[int] = (250, 500, 1000),
+    base_lengths: Sequence[int] = BASE_LENGTHS,
     ratio: float = 0.85,
 ) -> int | None:
     """NoLiMa's effective length: scanning up from the shortest tested length, the longest length
     before the first whose score falls below ``ratio * base``; ``None`` when the shortest already does.
 
     ``base`` defaults to the mean score at ``base_lengths`` (those that were tested; else every
-    length up to 1K; else the shortest length).
+    length up to 1.25 x the longest base length; else the shortest length).
     """
     if not scores:
         return None
@@ -87,16 +96,36 @@ def effective_length(
     return _last_passing(scores, ratio * base)
 
 
+EffectiveState = Literal["value", "below-shortest", "at-least-longest", "no-signal", "no-data"]
+
+
+def scan_effective(scores: Mapping[int, float], threshold: float) -> tuple[int | None, EffectiveState]:
+    """The scan of ``effective_length`` with what its value means: ``value`` (a length below the
+    threshold follows it), ``at-least-longest`` (nothing tested fell below: the longest tested length,
+    a lower limit), ``below-shortest`` (the shortest length already falls below; value ``None``),
+    ``no-data`` (no scores)."""
+    if not scores:
+        return None, "no-data"
+    value = _last_passing(scores, threshold)
+    if value is None:
+        return None, "below-shortest"
+    return value, "at-least-longest" if value == max(scores) else "value"
+
+
 def absolute_effective_length(scores: Mapping[int, float], threshold: float) -> int | None:
     """RULER-style: scanning up, the longest length before the first score below ``threshold``."""
     return _last_passing(scores, threshold)
 
 
-def calibration(point: float | None, low: float | None) -> str:
-    """Whether the probe can show rot at the control length at all."""
-    if point is None or low is None:
+def calibration(point: float | None) -> str:
+    """Where the control length's accuracy (a point estimate) stands against the reference band of
+    90-95%: ``saturated`` above 0.95, ``too hard`` below 0.90, ``in band`` from 0.90 to 0.95
+    inclusive. The verdict is on the point, as the band is; its interval is reported beside it
+    (16 instances cannot place a lower bound above 0.95, so a verdict on the bound could never
+    say saturated)."""
+    if point is None:
         return "no data"
-    if low > SATURATED_LOWER_BOUND:
+    if point > SATURATED_POINT:
         return "saturated"
     if point < TOO_HARD_POINT:
         return "too hard"

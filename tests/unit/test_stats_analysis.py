@@ -274,21 +274,21 @@ def test_both_bootstraps_failing_gives_no_interval(monkeypatch: pytest.MonkeyPat
 
 
 @pytest.mark.parametrize(
-    ("point", "low", "verdict"),
+    ("point", "verdict"),
     [
-        (1.0, 0.995, "saturated"),  # low > 0.99
-        (1.0, 0.99, "in band"),  # 0.99 is not above 0.99
-        (1.0, 0.8865, "in band"),  # 30/30 on 30 instances
-        (0.9, 0.7, "in band"),  # 0.90 is not below 0.90
-        (0.89, 0.7, "too hard"),  # point < 0.90
-        (0.0, 0.0, "too hard"),
-        (None, None, "no data"),
-        (None, 0.5, "no data"),
-        (0.5, None, "no data"),
+        (12 / 12, "saturated"),  # 1.0 > 0.95 (the old rule, Wilson low 0.757 > 0.99, said in band)
+        (16 / 16, "saturated"),
+        (20 / 21, "saturated"),  # 0.952 > 0.95
+        (19 / 20, "in band"),  # 0.95 is not above 0.95
+        (15 / 16, "in band"),  # 0.9375
+        (9 / 10, "in band"),  # 0.90 is not below 0.90
+        (14 / 16, "too hard"),  # 0.875 < 0.90
+        (0.0, "too hard"),
+        (None, "no data"),
     ],
 )
-def test_calibration(point: float | None, low: float | None, verdict: str) -> None:
-    assert calibration(point, low) == verdict
+def test_calibration(point: float | None, verdict: str) -> None:
+    assert calibration(point) == verdict
 
 
 # --- effective length with thresholds --------------------------------------------------------

@@ -128,12 +128,13 @@ def test_degradation_calibration_and_effective_length(tmp_path: Path) -> None:
                    "method": "degenerate"}  # fmt: skip
 
     # Control length 200: 48 of 48 items, 16 of 16 instances -> Wilson low 16 / (16 + z^2)
-    # = 16 / 19.8415 = 0.8064: point 1.0 >= 0.90 and low <= 0.99 -> in band.
+    # = 16 / 19.8415 = 0.8064, shown beside the verdict: point 1.0 > 0.95 -> saturated.
     calibration = task["calibration"]
     assert calibration["length"] == 200
     assert calibration["accuracy"] == 1.0
     assert calibration["ci_low"] == pytest.approx(16 / (16 + Z95**2), abs=1e-9)
-    assert calibration["verdict"] == "in band"
+    assert calibration["ci_high"] == 1.0
+    assert calibration["verdict"] == "saturated"
 
     lengths = _by_length(task["lengths"])
     assert (lengths[200]["n"], lengths[200]["instances"], lengths[200]["correct"]) == (48, 16, 48)
@@ -146,11 +147,14 @@ def test_degradation_calibration_and_effective_length(tmp_path: Path) -> None:
     assert effective["value"] == 200
     definitions = _definitions(effective)
     assert set(definitions) == {"nolima-0.85", "absolute-0.856"}
-    # Lower bounds: 200 -> 0.8064, 400 -> 0. NoLiMa on them: 0.8064 >= 0.425 -> 200.
+    # One-sided 95% lower bounds: 200 -> 16 / (16 + 1.645^2) = 0.8553, 400 -> 0. NoLiMa on them:
+    # 0.8553 >= 0.425 -> 200.
     assert (definitions["nolima-0.85"]["value"], definitions["nolima-0.85"]["conservative"]) == (200, 200)
-    # RULER 0.856 on points: 1.0 passes, 0.0 fails -> 200; on lower bounds 0.8064 < 0.856 -> None.
+    assert (effective["state"], effective["conservative_state"]) == ("value", "value")
+    # RULER 0.856 on points: 1.0 passes, 0.0 fails -> 200; on lower bounds 0.8553 < 0.856 -> None.
     assert definitions["absolute-0.856"]["value"] == 200
     assert definitions["absolute-0.856"]["conservative"] is None
+    assert definitions["absolute-0.856"]["conservative_state"] == "below-shortest"
 
 
 def _half_fail_long(case: Case | None, depth: float | None, length: int, _: GenerateRequest) -> str:
@@ -271,3 +275,20 @@ def test_abstaining_controls_are_not_hallucinated(tmp_path: Path) -> None:
     for effect in _task(summary)["position_effect"]:
         assert effect["middle_vs_ends"] is None
         assert effect["flagged_depths"] == []
+
+
+def _always_right(case: Case | None, depth: float | None, length: int, _: GenerateRequest) -> str:
+    return case.oracle.answer if case else "not in the context"
+
+
+def test_perfect_model_on_the_default_case_count_gets_a_conservative_length(tmp_path: Path) -> None:
+    # 16 cases (niah's default), every answer right at 200 and 400: nothing falls below, so the
+    # value is the longest length, marked as a lower limit; the conservative value exists too
+    # (one-sided 95% lower bound 16 / (16 + 1.645^2) = 0.8553 >= 0.85).
+    summary = _run(tmp_path, _always_right, analysis={"base_lengths": [400]})
+    effective = summary["effective_length"]
+    assert effective["base_lengths"] == [400]
+    assert (effective["value"], effective["state"]) == (400, "at-least-longest")
+    assert (effective["conservative"], effective["conservative_state"]) == (400, "at-least-longest")
+    assert _task(summary)["calibration"]["verdict"] == "saturated"
+    assert all(cell["instance_accuracy"] == cell["accuracy"] == 1.0 for cell in summary["cells"])

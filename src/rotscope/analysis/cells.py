@@ -26,7 +26,9 @@ def counts(rows: list[Row]) -> dict[str, int]:
 
 
 def cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
-    """A cell of ``rows``: ``accuracy`` = correct / (n - errors), and the interval on instance means."""
+    """A cell of ``rows``: ``accuracy`` = correct / (n - errors) counts items; the interval is on
+    instance means and centres on ``instance_accuracy``, the mean of the instance means (the two
+    differ when instances have unequal numbers of scored items)."""
     found = counts(rows)
     judged = found["n"] - found["errors"] - found["pending"]
     means = instance_means(rows)
@@ -36,6 +38,7 @@ def cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
         **key,
         **found,
         "accuracy": found["correct"] / judged if judged else None,
+        "instance_accuracy": sum(means.values()) / len(means) if means else None,
         "instance_correct": sum(means.values()),
         "ci_low": low if means else None,
         "ci_high": high if means else None,

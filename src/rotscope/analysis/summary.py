@@ -14,6 +14,7 @@ from rotscope.analysis.cells import cell, cell_key, counts
 from rotscope.analysis.tasks import effective_lengths, task_analysis
 from rotscope.position import Position
 from rotscope.rows import Row, error_rate, group_by, scored
+from rotscope.stats import BASE_LENGTHS
 from rotscope.store import RunStore
 from rotscope.tasks import TASKS
 from rotscope.types import EVIDENCE_ONLY_POSITION
@@ -143,6 +144,8 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         row for row in done if not row["cached_response"]
     ]  # replies from the response cache cost no tokens
     tokens = meta.get("tokens", {})
+    # A run stored before the analysis section existed takes the default base lengths.
+    base_lengths = tuple((config.get("analysis") or {}).get("base_lengths") or BASE_LENGTHS)
     task_order = (meta.get("config") or {}).get("tasks") or []
     by_task = sorted(
         group_by(probes, "task").items(),
@@ -156,8 +159,8 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         ),
         "cells": cells,
         "lengths": list(per_length.values()),
-        "effective_length": effective_lengths(per_length, probes),
-        "tasks": [task_analysis(task, group) for (task,), group in by_task],
+        "effective_length": effective_lengths(per_length, probes, base_lengths),
+        "tasks": [task_analysis(task, group, base_lengths) for (task,), group in by_task],
         "controls": [
             {
                 "task": task,

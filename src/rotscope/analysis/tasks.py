@@ -3,55 +3,103 @@ length, degradation as the paired gap to it, and the position effect (or a famil
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from rotscope.analysis.cells import cell
 from rotscope.rows import Row, group_by, instance_means
 from rotscope.stats import (
-    absolute_effective_length,
+    BASE_LENGTHS,
+    SATURATED_POINT,
+    TOO_HARD_POINT,
     base_score,
     benjamini_hochberg,
     calibration,
     choose_base_lengths,
-    effective_length,
     paired_gap,
     proportion_interval,
+    scan_effective,
     sign_test,
 )
 from rotscope.tasks import TASKS
 
 NOLIMA_RATIO = 0.85
 RULER_THRESHOLD = 0.856
+CONSERVATIVE_CONFIDENCE = 0.95
+"""One-sided: a length passes conservatively when its one-sided 95% Wilson lower bound (the lower
+end of the two-sided 90% interval) clears the threshold."""
+NO_SIGNAL_CEILING = 0.5
+"""The relative definition needs a base to lose: a base of 0, or one whose 95% upper bound is
+below 0.5 (the model is shown to miss most answers already at the base lengths), has no signal."""
+SCORE = "instance_accuracy"
+CONSERVATIVE = (
+    f"one-sided {CONSERVATIVE_CONFIDENCE:.0%} Wilson lower bound of instance_accuracy at each length"
+)
+NO_SIGNAL = f"base score 0 or its 95% upper bound below {NO_SIGNAL_CEILING}"
 
 
-def effective_lengths(per_length: dict[int, dict[str, Any]], rows: list[Row]) -> dict[str, Any]:
-    """Effective length by both definitions, from point estimates and from lower bounds. The base
-    interval counts each case once over the base lengths. With a base score of 0 there is no signal
-    to lose, so the relative definition has no value."""
-    points = {length: cell["accuracy"] for length, cell in per_length.items() if cell["accuracy"] is not None}
-    lows = {length: cell["ci_low"] for length, cell in per_length.items() if cell["ci_low"] is not None}
+def _lower_bounds(rows: list[Row]) -> dict[int, float]:
+    """Per length, the one-sided lower bound of the instance means' accuracy."""
+    lows: dict[int, float] = {}
+    for (length,), group in group_by(rows, "length_target").items():
+        means = instance_means(group)
+        if means:
+            confidence = 1 - 2 * (1 - CONSERVATIVE_CONFIDENCE)
+            lows[length] = proportion_interval(sum(means.values()), len(means), confidence)[0]
+    return lows
+
+
+def effective_lengths(
+    per_length: dict[int, dict[str, Any]], rows: list[Row], base_lengths: Sequence[int] = BASE_LENGTHS
+) -> dict[str, Any]:
+    """Effective length by both definitions, on ``instance_accuracy`` (the centre of each length's
+    interval) and conservatively on one-sided lower bounds; each value with its ``state``. The
+    base interval counts each case once over the base lengths; a base without signal
+    (``NO_SIGNAL``) gives the relative definition no value."""
+    points = {length: cell[SCORE] for length, cell in per_length.items() if cell[SCORE] is not None}
+    lows = {length: low for length, low in _lower_bounds(rows).items() if length in points}
     if not points:
-        return {"definition": f"nolima-{NOLIMA_RATIO}", "value": None, "base_score": None, "definitions": []}
-    base = base_score(points)
-    base_lengths = choose_base_lengths(list(points))
-    per_case = instance_means((row for row in rows if row["length_target"] in base_lengths), "case_id")
-    relative = effective_length(points, base=base, ratio=NOLIMA_RATIO) if base > 0 else None
+        return {"definition": f"nolima-{NOLIMA_RATIO}", "value": None, "state": "no-data",
+                "base_score": None, "score": SCORE, "definitions": []}  # fmt: skip
+    base = base_score(points, base_lengths)
+    chosen = choose_base_lengths(list(points), base_lengths)
+    per_case = instance_means((row for row in rows if row["length_target"] in chosen), "case_id")
+    base_ci = list(proportion_interval(sum(per_case.values()), len(per_case)))
+    signal = base > 0 and bool(per_case) and base_ci[1] >= NO_SIGNAL_CEILING
+    relative, state = scan_effective(points, NOLIMA_RATIO * base) if signal else (None, "no-signal")
+    conservative, conservative_state = (
+        scan_effective(lows, NOLIMA_RATIO * base) if signal else (None, "no-signal")
+    )
+    absolute, absolute_state = scan_effective(points, RULER_THRESHOLD)
+    absolute_low, absolute_low_state = scan_effective(lows, RULER_THRESHOLD)
     return {
         "definition": f"nolima-{NOLIMA_RATIO}",
         "value": relative,
+        "state": state,
+        "conservative": conservative,
+        "conservative_state": conservative_state,
+        "conservative_definition": f"{CONSERVATIVE} >= {NOLIMA_RATIO} x base score",
+        "no_signal": NO_SIGNAL,
+        "score": SCORE,
         "base_score": base,
-        "base_lengths": base_lengths,
-        "base_ci": list(proportion_interval(sum(per_case.values()), len(per_case))),
+        "base_lengths": chosen,
+        "base_ci": base_ci,
         "definitions": [
             {
                 "definition": f"nolima-{NOLIMA_RATIO}",
                 "value": relative,
-                "conservative": effective_length(lows, base=base, ratio=NOLIMA_RATIO) if base > 0 else None,
+                "state": state,
+                "conservative": conservative,
+                "conservative_state": conservative_state,
+                "conservative_definition": f"{CONSERVATIVE} >= {NOLIMA_RATIO} x base score",
             },
             {
                 "definition": f"absolute-{RULER_THRESHOLD}",
-                "value": absolute_effective_length(points, RULER_THRESHOLD),
-                "conservative": absolute_effective_length(lows, RULER_THRESHOLD),
+                "value": absolute,
+                "state": absolute_state,
+                "conservative": absolute_low,
+                "conservative_state": absolute_low_state,
+                "conservative_definition": f"{CONSERVATIVE} >= {RULER_THRESHOLD}",
             },
         ],
     }
@@ -113,7 +161,7 @@ def position_effect(task_rows: list[Row], depths: list[float]) -> list[dict[str,
     return results
 
 
-def task_analysis(task: str, rows: list[Row]) -> dict[str, Any]:
+def task_analysis(task: str, rows: list[Row], base_lengths: Sequence[int] = BASE_LENGTHS) -> dict[str, Any]:
     per_length = {
         length: cell({"length": length}, group)
         for (length,), group in group_by(rows, "length_target").items()
@@ -136,12 +184,16 @@ def task_analysis(task: str, rows: list[Row]) -> dict[str, Any]:
     return {
         "task": task,
         "lengths": list(per_length.values()),
-        "effective_length": effective_lengths(per_length, rows),
+        "effective_length": effective_lengths(per_length, rows, base_lengths),
+        # The verdict is on instance_accuracy, the centre of the interval shown beside it.
         "calibration": {
             "length": control_length,
             "accuracy": control_cell["accuracy"],
+            "instance_accuracy": control_cell["instance_accuracy"],
             "ci_low": control_cell["ci_low"],
-            "verdict": calibration(control_cell["accuracy"], control_cell["ci_low"]),
+            "ci_high": control_cell["ci_high"],
+            "band": [TOO_HARD_POINT, SATURATED_POINT],
+            "verdict": calibration(control_cell["instance_accuracy"]),
         },
         "degradation": degradation,
         # A family with its own analysis (reasoning: layouts that share depths) replaces the

@@ -24,7 +24,7 @@ from typing import Any
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BadInput
 
-RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate", "executor"}
+RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate", "executor", "analysis"}
 """Fields that change how a run is executed or judged, not its results: left out of its identity,
 so ``--resume`` may change them."""
 ENGINE_RUNTIME_FIELDS = {"llamacpp": {"n_threads", "prefix_cache", "state_cache_mb", "extra_buffers"}}

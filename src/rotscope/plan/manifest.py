@@ -40,9 +40,10 @@ PROMPT_SHAPING = (
 )
 """Every module of these packages takes part in turning cases into prompts (the plan package
 too: work items, their filler streams and order), so each is in the assembler digest."""
-PACING_FIELDS = {"out", "max_cost", "limits", "prices", "executor"}
+PACING_FIELDS = {"out", "max_cost", "limits", "prices", "executor", "analysis"}
 """Config fields that decide where results go and how a run is paced and paid, not what it
-measures: left out of the manifest, so a budget or rate limit can change without a deviation."""
+measures: left out of the manifest, so a budget or rate limit can change without a deviation
+(``analysis`` only decides how ``show`` summarises; the gate has its own frozen section)."""
 _TEMPLATE_PROBE = ({"role": "system", "content": "S"}, {"role": "user", "content": "U"})
 
 

@@ -87,14 +87,30 @@ def heatmap(summary: dict[str, Any], task: str) -> Table:
     return table
 
 
+def effective_text(value: int | None, state: str | None) -> str:
+    """An effective length as its state says to read it (an older summary has no state)."""
+    if state == "no-data":
+        return "no data"
+    if state == "no-signal":
+        return "no signal (base score too low to measure a loss)"
+    if state == "at-least-longest":
+        return f"at least {value:,} tokens (the longest length tested; nothing tested fell below)"
+    if value is None:
+        return "below the shortest length tested"
+    return f"{value:,} tokens"
+
+
 def headline(effective: dict[str, Any]) -> str:
-    value = effective["value"]
-    shown = f"{value:,} tokens" if value is not None else "below the shortest length tested"
+    shown = effective_text(effective["value"], effective.get("state"))
     interval = ""
     if effective.get("base_ci"):
         interval = f" [{_fmt(effective['base_ci'][0])}, {_fmt(effective['base_ci'][1])}]"
     base = _fmt(effective["base_score"])
-    return f"Effective length: {shown} ({effective['definition']}); base score {base}{interval}"
+    conservative = ""
+    if "conservative_state" in effective:
+        shown_low = effective_text(effective["conservative"], effective["conservative_state"])
+        conservative = f"; conservative: {shown_low}"
+    return f"Effective length: {shown} ({effective['definition']}){conservative}; base score {base}{interval}"
 
 
 def _print_task(analysis: dict[str, Any], console: Console) -> None:
@@ -113,7 +129,14 @@ def _print_task(analysis: dict[str, Any], console: Console) -> None:
             f"n={line['n']}, errors={line['errors']}{gap_text}"
         )
     calibration = analysis["calibration"]
-    console.print(f"  calibration at {calibration['length']:,}: {calibration['verdict']}")
+    point = calibration.get("instance_accuracy", calibration["accuracy"])
+    interval = ""
+    if "ci_high" in calibration:
+        interval = f" [{_fmt(calibration['ci_low'])}, {_fmt(calibration['ci_high'])}]"
+    console.print(
+        f"  calibration at {calibration['length']:,}: {calibration['verdict']} "
+        f"(accuracy {_fmt(point)}{interval}; band 0.90-0.95)"
+    )
     if "reasoning" in analysis:
         _print_reasoning(analysis["reasoning"], console)
     console.print(f"  {headline(analysis['effective_length'])}")
