@@ -132,15 +132,30 @@ def calibration(point: float | None) -> str:
     return "in band"
 
 
+MIN_PAIRS = 5
+"""Fewer instances than this in both conditions give no interval ("too few pairs"): at 5 pairs the
+adjusted t interval already spans about half of [-1, 1] (``benchmarks/gap_coverage.py``), and a
+gap measured on fewer cannot be told from noise."""
+
+PSEUDO_PAIR_WEIGHT = 0.5
+"""Weight of each of the two pseudo-differences, +1 and -1, added to the paired differences before
+the t interval (Agresti and Min's half a pair in each discordant cell): one pseudo-instance in all,
+so a sample whose differences are all equal still has a spread and the interval never has zero
+width."""
+
+
 @dataclass(frozen=True)
 class Gap:
-    """Mean paired difference (long minus short) over instances present in both, with its interval."""
+    """Mean paired difference (long minus short) over instances present in both, with its interval.
+
+    ``too_few`` is set, with no interval, when fewer than ``MIN_PAIRS`` instances are shared."""
 
     estimate: float | None
     low: float | None
     high: float | None
     pairs: int
     method: str
+    too_few: bool = False
 
 
 def paired_gap(
@@ -148,32 +163,45 @@ def paired_gap(
     long: Mapping[str, float],
     *,
     confidence: float = 0.95,
-    resamples: int = 2000,
-    seed: int = 0,
+    min_pairs: int = MIN_PAIRS,
 ) -> Gap:
-    """Cluster bootstrap of the paired gap: the inputs are per-instance means keyed by instance,
-    so resampling draws whole instances. BCa falls back to percentile when it is degenerate."""
+    """Paired gap of per-instance means keyed by instance (whole instances are the unit, so items
+    of one instance are never treated as independent).
+
+    The estimate is the mean of the paired differences. The interval is an adjusted t interval:
+    the differences plus the pseudo-differences +1 and -1 weighted ``PSEUDO_PAIR_WEIGHT`` each
+    (n + 1 observations in all), centred on their mean n/(n + 1) times the estimate, with their
+    sample standard deviation and n degrees of freedom, clipped to [-1, 1]. It is never of zero
+    width and always contains the estimate; ``benchmarks/gap_coverage.py`` shows its coverage of
+    clustered binary data is at least nominal from 10 pairs on, where the cluster bootstrap it
+    replaces covered 0.48 to 0.83 at 5 to 10 pairs."""
     keys = sorted(set(short) & set(long))
     if not keys:
-        return Gap(None, None, None, 0, "none")
+        return Gap(None, None, None, 0, "none", too_few=True)
     differences = np.array([long[key] - short[key] for key in keys], dtype=float)
     estimate = float(differences.mean())
-    if len(keys) < 2 or np.all(differences == differences[0]):
-        return Gap(estimate, estimate, estimate, len(keys), "degenerate")
-    for method in ("BCa", "percentile"):
-        with np.errstate(all="ignore"):
-            result = scipy_stats.bootstrap(
-                (differences,),
-                np.mean,
-                confidence_level=confidence,
-                n_resamples=resamples,
-                method=method,
-                random_state=np.random.default_rng(seed),
-            )
-        low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
-        if np.isfinite(low) and np.isfinite(high):
-            return Gap(estimate, low, high, len(keys), method)
-    return Gap(estimate, None, None, len(keys), "failed")
+    if len(keys) < min_pairs:
+        return Gap(estimate, None, None, len(keys), "too few pairs", too_few=True)
+    low, high = adjusted_t_interval(differences, confidence)
+    return Gap(estimate, float(low), float(high), len(keys), "adjusted t")
+
+
+def adjusted_t_interval(differences: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
+    """The adjusted t interval of ``paired_gap`` for differences in [-1, 1]; vectorised over the
+    last axis, so ``benchmarks/gap_coverage.py`` runs the very same code on many datasets."""
+    values = np.asarray(differences, dtype=float)
+    n = values.shape[-1]
+    weight = PSEUDO_PAIR_WEIGHT
+    total = n + 2 * weight
+    centre = values.sum(axis=-1) / total
+    squares = (
+        ((values - centre[..., None]) ** 2).sum(axis=-1)
+        + weight * (1.0 - centre) ** 2
+        + weight * (1.0 + centre) ** 2
+    )
+    standard_error = np.sqrt(squares / (total - 1) / total)
+    half = scipy_stats.t.ppf(0.5 + confidence / 2, total - 1) * standard_error
+    return np.clip(centre - half, -1.0, 1.0), np.clip(centre + half, -1.0, 1.0)
 
 
 def sign_test(differences: Sequence[float]) -> float:

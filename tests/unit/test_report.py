@@ -6,11 +6,14 @@ import re
 from pathlib import Path
 
 import pytest
+from rich.console import Console
 
+from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import build_config
 from rotscope.execution.runner import run_experiment
 from rotscope.report.html import evidence_neighbourhood, render_report
+from rotscope.report.terminal import print_summary
 from rotscope.types import GenerateRequest
 
 PLANTED = "<script>alert('pwned')</script>"
@@ -87,3 +90,14 @@ def test_neighbourhood_escapes_context_and_marks_evidence() -> None:
     assert "<mark>The needle is here.</mark>" in marked
     assert "&lt;b&gt;bold&lt;/b&gt;" in marked
     assert "&amp; more" in marked
+
+
+def test_a_gap_on_too_few_pairs_shows_no_interval(run_dir: Path) -> None:
+    # limit 2: each length's gap to the control is paired on 2 instances, under MIN_PAIRS = 5.
+    summary = load_summary(run_dir)
+    gaps = [gap for task in summary["tasks"] for gap in task["degradation"]]
+    assert gaps and all(gap["too_few"] and gap["ci_low"] is None for gap in gaps)
+    assert "too few pairs for an interval" in render_report(run_dir)
+    console = Console(record=True, width=200)
+    print_summary(summary, console)
+    assert "on 2 pairs (too few pairs for an interval)" in console.export_text()

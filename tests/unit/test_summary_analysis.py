@@ -13,6 +13,7 @@ from typing import Any
 
 import jsonschema
 import pytest
+from scipy import stats as scipy_stats
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend
@@ -124,8 +125,13 @@ def test_degradation_calibration_and_effective_length(tmp_path: Path) -> None:
 
     # Every one of the 16 cases: 1.0 at 200 (over 3 depths), 0.0 at 400 -> differences all -1.
     (gap,) = task["degradation"]
-    assert gap == {"length": 400, "gap": -1.0, "ci_low": -1.0, "ci_high": -1.0, "pairs": 16,
-                   "method": "degenerate"}  # fmt: skip
+    # No longer a point [-1, -1]: the adjusted t adds +1 and -1 weighted 1/2 (17 values), centre
+    # -16 / 17; squares 16 (1/17)^2 + ((33/17)^2 + (1/17)^2) / 2 = 33/17; SE sqrt(33/17 / 16 / 17);
+    # the low end is clipped at -1.
+    centre, se = -16 / 17, (33 / 17 / 16 / 17) ** 0.5
+    assert gap == {"length": 400, "gap": -1.0, "ci_low": -1.0,
+                   "ci_high": pytest.approx(centre + scipy_stats.t.ppf(0.975, 16) * se),
+                   "pairs": 16, "method": "adjusted t", "too_few": False}  # fmt: skip
 
     # Control length 200: 48 of 48 items, 16 of 16 instances -> Wilson low 16 / (16 + z^2)
     # = 16 / 19.8415 = 0.8064, shown beside the verdict: point 1.0 > 0.95 -> saturated.
@@ -164,13 +170,14 @@ def _half_fail_long(case: Case | None, depth: float | None, length: int, _: Gene
     return WRONG if length == 400 and even else case.oracle.answer
 
 
-def test_degradation_with_a_bootstrap_interval(tmp_path: Path) -> None:
+def test_degradation_with_an_adjusted_t_interval(tmp_path: Path) -> None:
     task = _task(_run(tmp_path, _half_fail_long))
     (gap,) = task["degradation"]
     # 8 of 16 cases (the even ids) drop 1 -> 0 at 400, the rest stay 1: mean -8 / 16 = -0.5.
     assert gap["gap"] == pytest.approx(-0.5)
     assert gap["pairs"] == 16
-    assert gap["method"] in ("BCa", "percentile")
+    assert gap["method"] == "adjusted t"
+    assert gap["too_few"] is False
     assert -1.0 <= gap["ci_low"] < -0.5 < gap["ci_high"] <= 0.0
     # 400: 8 of 16 right -> 0.5 >= threshold? base = (1.0 + 0.5) / 2 = 0.75, threshold 0.6375: no.
     assert task["effective_length"]["value"] == 200

@@ -177,7 +177,7 @@ def task_analysis(task: str, rows: list[Row], base_lengths: Sequence[int] = BASE
         gap = paired_gap(short, long)
         degradation.append(
             {"length": length, "gap": gap.estimate, "ci_low": gap.low, "ci_high": gap.high,
-             "pairs": gap.pairs, "method": gap.method}
+             "pairs": gap.pairs, "method": gap.method, "too_few": gap.too_few}
         )  # fmt: skip
     family = TASKS.find(task)
     own_analysis = family.analyse if family is not None else None

@@ -113,13 +113,19 @@ def headline(effective: dict[str, Any]) -> str:
     return f"Effective length: {shown} ({effective['definition']}){conservative}; base score {base}{interval}"
 
 
+def _gap(estimate: float | None, entry: dict[str, Any]) -> str:
+    """A paired gap with its interval, or the note that it has too few pairs for one."""
+    if entry.get("too_few"):
+        return f"{_fmt(estimate)} on {entry['pairs']} pairs (too few pairs for an interval)"
+    return f"{_fmt(estimate)} [{_fmt(entry['ci_low'])}, {_fmt(entry['ci_high'])}] on {entry['pairs']} pairs"
+
+
 def _print_task(analysis: dict[str, Any], console: Console) -> None:
     gaps = {gap["length"]: gap for gap in analysis["degradation"]}
     for line in analysis["lengths"]:
         gap = gaps.get(line["length"])
         gap_text = (
-            f"; gap to {analysis['calibration']['length']:,}: {_fmt(gap['gap'])} "
-            f"[{_fmt(gap['ci_low'])}, {_fmt(gap['ci_high'])}] on {gap['pairs']} pairs"
+            f"; gap to {analysis['calibration']['length']:,}: {_gap(gap['gap'], gap)}"
             if gap
             else " (control length)"
         )
@@ -218,13 +224,13 @@ def filler_share(entry: dict[str, Any]) -> str:
 
 def _print_reasoning(reasoning: dict[str, Any], console: Console) -> None:
     console.print(
-        "  drop from end (end accuracy minus the layout's, paired on the same items, 95% bootstrap):"
+        "  drop from end (end accuracy minus the layout's, paired on the same items, 95% adjusted t):"
     )
     for drop in reasoning["drops"]:
         console.print(
             f"    length {drop['length']:>6,} {drop['filler']:<15} {drop['layout']:<13} "
-            f"end {_fmt(drop['end_accuracy'])} vs {_fmt(drop['layout_accuracy'])}: drop {_fmt(drop['drop'])} "
-            f"[{_fmt(drop['ci_low'])}, {_fmt(drop['ci_high'])}] on {drop['pairs']} pairs"
+            f"end {_fmt(drop['end_accuracy'])} vs {_fmt(drop['layout_accuracy'])}: drop "
+            f"{_gap(drop['drop'], drop)}"
         )
     console.print("  wrong answers traced to the filler (share of wrong answers that gave a number):")
     for entry in reasoning["interference"]:

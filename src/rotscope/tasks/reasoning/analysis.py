@@ -24,7 +24,8 @@ def _layout_order(layout: str) -> int:
 
 def layout_drops(rows: list[Row]) -> list[dict[str, Any]]:
     """Per length and filler, each layout's drop from ``end``: end accuracy minus the layout's, paired
-    on the items run in both, with a cluster-bootstrap interval."""
+    on the items run in both, with the adjusted t interval of ``paired_gap`` (none under
+    ``MIN_PAIRS`` pairs)."""
     drops = []
     for (length, filler), group in group_by(rows, "length_target", "filler").items():
         by_layout = {
@@ -53,6 +54,7 @@ def layout_drops(rows: list[Row]) -> list[dict[str, Any]]:
                     "ci_high": gap.high,
                     "pairs": gap.pairs,
                     "method": gap.method,
+                    "too_few": gap.too_few,
                 }
             )
     return drops
