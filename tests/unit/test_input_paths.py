@@ -3,7 +3,6 @@ resumed run refuses a corpus other than the one its rows were made from; filler.
 
 from __future__ import annotations
 
-import random
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -11,28 +10,10 @@ from typing import Any
 import pytest
 import yaml
 from click.testing import Result
-from typer.testing import CliRunner
 
-from rotscope.cli import app
+from cli_helpers import invoke, nonsense_corpus
 from rotscope.config import load_config
 from rotscope.filler import documents
-
-SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
-
-
-def _invoke(*args: str | Path) -> Result:
-    return CliRunner().invoke(app, [str(arg) for arg in args])
-
-
-def _corpus(folder: Path, seed: int = 0) -> Path:
-    rng = random.Random(seed)
-    folder.mkdir(parents=True, exist_ok=True)
-    for number in range(3):
-        text = "\n".join(
-            " ".join(rng.choice(SYLLABLES) + rng.choice(SYLLABLES) for _ in range(8)) + "." for _ in range(40)
-        )
-        (folder / f"doc{number}.txt").write_text(text + "\n", encoding="utf-8")
-    return folder
 
 
 def _write(path: Path, data: dict[str, Any]) -> Path:
@@ -109,32 +90,32 @@ def test_llamacpp_model_path_and_command_line_paths(tmp_path: Path, monkeypatch:
 def test_run_from_the_parent_folder_and_resume_from_elsewhere(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _corpus(tmp_path / "exp" / "corpus")
+    nonsense_corpus(tmp_path / "exp" / "corpus")
     _write(tmp_path / "exp" / "text.yaml", EXPERIMENT)
     monkeypatch.chdir(tmp_path)
-    result = _invoke("run", "exp/text.yaml", "--out", "run")
+    result = invoke("run", "exp/text.yaml", "--out", "run")
     assert result.exit_code == 0, result.output
     stored = yaml.safe_load((tmp_path / "run" / "config.yaml").read_text(encoding="utf-8"))
     assert stored["filler"]["glob"] == str((tmp_path / "exp" / "corpus" / "*.txt").resolve())
     rows = _rows(tmp_path / "run")
     # a corpus of the same relative name where the resume starts must not be read
-    _corpus(tmp_path / "elsewhere" / "corpus", seed=9)
+    nonsense_corpus(tmp_path / "elsewhere" / "corpus", seed=9)
     monkeypatch.chdir(tmp_path / "elsewhere")
-    result = _invoke("run", "--resume", tmp_path / "run")
+    result = invoke("run", "--resume", tmp_path / "run")
     assert result.exit_code == 0, result.output
     assert _rows(tmp_path / "run") == rows
 
 
 def test_resume_refuses_a_corpus_that_changed(tmp_path: Path) -> None:
-    corpus = _corpus(tmp_path / "corpus")
+    corpus = nonsense_corpus(tmp_path / "corpus")
     experiment = _write(tmp_path / "exp.yaml", EXPERIMENT)
-    result = _invoke("run", experiment, "--out", tmp_path / "run")
+    result = invoke("run", experiment, "--out", tmp_path / "run")
     assert result.exit_code == 0, result.output
     rows = _rows(tmp_path / "run")
     with sqlite3.connect(tmp_path / "run" / "run.db") as db:
         (stored,) = db.execute("SELECT value FROM meta WHERE key = 'corpus'").fetchone()
-    _corpus(corpus, seed=5)  # the same files, other words
-    line = _bad_input_line(_invoke("run", "--resume", tmp_path / "run"))
+    nonsense_corpus(corpus, seed=5)  # the same files, other words
+    line = _bad_input_line(invoke("run", "--resume", tmp_path / "run"))
     assert "filler text:" in line and str(corpus) in line
     digests = [word.rstrip(",;") for word in line.split() if len(word.rstrip(",;")) == 16]
     assert len(set(digests)) == 2 and yaml.safe_load(stored)["digest"] in digests
@@ -148,22 +129,21 @@ def test_resume_of_an_old_folder_with_relative_paths_reads_them_from_here(
 ) -> None:
     """Folders written before paths were stored resolved: the current folder, as before, and
     a corpus that is not the run's is refused."""
-    _corpus(tmp_path / "a" / "corpus")
+    nonsense_corpus(tmp_path / "a" / "corpus")
     monkeypatch.chdir(tmp_path / "a")
     assert (
-        _invoke("run", _write(tmp_path / "a" / "e.yaml", EXPERIMENT), "--out", tmp_path / "run").exit_code
-        == 0
+        invoke("run", _write(tmp_path / "a" / "e.yaml", EXPERIMENT), "--out", tmp_path / "run").exit_code == 0
     )
     config = tmp_path / "run" / "config.yaml"
     stored = yaml.safe_load(config.read_text(encoding="utf-8"))
     stored["filler"]["glob"] = "corpus/*.txt"
     config.write_text(yaml.safe_dump(stored), encoding="utf-8")
-    _corpus(tmp_path / "b" / "corpus", seed=3)
+    nonsense_corpus(tmp_path / "b" / "corpus", seed=3)
     monkeypatch.chdir(tmp_path / "b")
-    refused = _bad_input_line(_invoke("run", "--resume", tmp_path / "run"))
+    refused = _bad_input_line(invoke("run", "--resume", tmp_path / "run"))
     assert "filler" in refused  # the identity (filler.glob) or the corpus digest names it
     monkeypatch.chdir(tmp_path / "a")
-    assert _invoke("run", "--resume", tmp_path / "run").exit_code == 0
+    assert invoke("run", "--resume", tmp_path / "run").exit_code == 0
     stored = yaml.safe_load(config.read_text(encoding="utf-8"))  # written back resolved
     assert stored["filler"]["glob"] == str((tmp_path / "a" / "corpus" / "*.txt").resolve())
 

@@ -1,0 +1,44 @@
+"""What the command-line tests share: calling the CLI, the bad-input contract, a nonsense corpus."""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from click.testing import Result
+from typer.testing import CliRunner
+
+from rotscope.cli import app
+
+SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
+
+
+def invoke(*args: str | Path) -> Result:
+    return CliRunner().invoke(app, [str(arg) for arg in args])
+
+
+def assert_bad_input(result: Result, *fragments: str) -> str:
+    """Exit 2, exactly one line on stderr starting with 'rotscope: ', no traceback; the line."""
+    assert result.exit_code == 2, (result.exit_code, result.output, result.exception)
+    assert isinstance(result.exception, SystemExit), result.exception
+    assert "Traceback" not in result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1, result.stderr
+    assert lines[0].startswith("rotscope: "), lines[0]
+    for fragment in fragments:
+        assert fragment in lines[0], (fragment, lines[0])
+    return lines[0]
+
+
+def nonsense_corpus(folder: Path, files: int = 3, lines: int = 40, seed: int = 0) -> Path:
+    """Lines of invented words: no content word is shared with any task question, so the fake
+    string matcher can only ever find the planted needle."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    for number in range(files):
+        text = "\n".join(
+            " ".join(rng.choice(SYLLABLES) + rng.choice(SYLLABLES) for _ in range(8)) + "."
+            for _ in range(lines)
+        )
+        (folder / f"doc{number}.txt").write_text(text + "\n", encoding="utf-8")
+    return folder
