@@ -20,7 +20,7 @@ from rotscope.config import ExperimentConfig, build_config, read_config_file, re
 from rotscope.errors import BadInput, write_failure, write_output
 
 if TYPE_CHECKING:
-    from rotscope.execution.dry_run import DryRun
+    pass
 
 EXIT_BROKEN_PIPE = 141
 """stdout was closed before everything was written (``rotscope export DIR | head -1``): the
@@ -168,49 +168,6 @@ def _build(
     return build_config(data, str(config_path) if config_path else "quick experiment")
 
 
-def _print_dry_run(planned: DryRun) -> None:
-    plan, estimate = planned.plan, planned.estimate
-    console.print(
-        f"{len(plan.items)} work items, {len({i.prompt.token_ids for i in plan.items})} distinct "
-        f"prompts, {len(plan.rejected)} rejected by the verifier; prompt tokens: naive "
-        f"{plan.naive_prefill:,}, lower bound {plan.lower_bound:,}; corpus "
-        f"{plan.corpus['source']} ({plan.corpus['tokens']:,} tokens, digest "
-        f"{plan.corpus['digest']})",
-        markup=False,
-    )
-    cost = "unknown (no price for this model; add it under prices:)"
-    if estimate.cost is not None:
-        cost = f"${estimate.cost:.4f}"
-    console.print(
-        f"calls: {estimate.calls:,} ({estimate.cached_calls:,} answered by the response cache); prompt "
-        f"tokens {estimate.prompt_tokens:,}; output tokens at most {estimate.max_output_tokens:,}; "
-        f"estimated cost {cost} for {estimate.model}"
-        + (
-            f"; judge calls ({planned.judge_model}) come on top, one per undecided reply"
-            if planned.judge_model
-            else ""
-        ),
-        markup=False,
-    )
-    if planned.local is not None:
-        console.print(_local_estimate_line(planned), markup=False)
-    for reason in plan.rejected:
-        console.print(f"rejected: {reason}", markup=False)
-
-
-def _local_estimate_line(planned: DryRun) -> str:
-    local = planned.local
-    assert local is not None
-    memory = f"engine worker peak memory about {local.peak_memory_bytes / 2**20:,.0f} MiB"
-    if local.seconds is None or local.prefill_tps is None:
-        return f"{memory}; run time unknown: rotscope doctor measures this machine's speed"
-    return (
-        f"{memory}; model time about {local.seconds:,.0f} s at most "
-        f"({planned.plan.lower_bound:,} prompt tokens at {local.prefill_tps:,.0f} tokens/s measured by "
-        "rotscope doctor, plus at most max_tokens per call)"
-    )
-
-
 @app.command()
 def run(
     config: Annotated[
@@ -253,6 +210,7 @@ def run(
     from rotscope.execution.dry_run import dry_run as plan_only
     from rotscope.execution.runner import resume_experiment, run_experiment
     from rotscope.plan.manifest import read_manifest
+    from rotscope.report.dry_run import print_dry_run
     from rotscope.report.progress import ProgressBar
     from rotscope.report.terminal import print_summary
 
@@ -279,7 +237,7 @@ def run(
             experiment = _build(config, overrides, {"base_url": base_url, "api_key_env": api_key_env})
             frozen = read_manifest(plan_file) if plan_file is not None else None
             if dry_run:
-                _print_dry_run(plan_only(experiment, frozen, allow_deviation))
+                print_dry_run(plan_only(experiment, frozen, allow_deviation), console)
                 return
             run_dir = run_experiment(
                 experiment, reporter=ProgressBar(console), frozen_plan=frozen, allow_deviation=allow_deviation

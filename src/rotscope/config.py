@@ -4,23 +4,43 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from typing import Any
 
 import yaml
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
     ValidationError,
     ValidationInfo,
     field_validator,
-    model_validator,
 )
 
-from rotscope._util.decode import check_encoding
 from rotscope._util.strict_yaml import read_yaml
+from rotscope.config_sections import AnalysisConfig as AnalysisConfig
+from rotscope.config_sections import AnswerText as AnswerText
+from rotscope.config_sections import CacheConfig as CacheConfig
+from rotscope.config_sections import CodebaseCase as CodebaseCase
+from rotscope.config_sections import CodebaseConfig as CodebaseConfig
+from rotscope.config_sections import CodeLine as CodeLine
+from rotscope.config_sections import Depth as Depth
+from rotscope.config_sections import ExecutorConfig as ExecutorConfig
+from rotscope.config_sections import FillerConfig as FillerConfig
+from rotscope.config_sections import Float as Float
+from rotscope.config_sections import GateConfig as GateConfig
+from rotscope.config_sections import GenerationConfig as GenerationConfig
+from rotscope.config_sections import Int as Int
+from rotscope.config_sections import JudgeConfig as JudgeConfig
+from rotscope.config_sections import LlamaCppOptions as LlamaCppOptions
+from rotscope.config_sections import OptionalFloat as OptionalFloat
+from rotscope.config_sections import OptionalInt as OptionalInt
+from rotscope.config_sections import PlacementConfig as PlacementConfig
+from rotscope.config_sections import Price as Price
+from rotscope.config_sections import ProviderLimits as ProviderLimits
+from rotscope.config_sections import ReasoningConfig as ReasoningConfig
+from rotscope.config_sections import ReasoningFiller as ReasoningFiller
+from rotscope.config_sections import ReasoningLayout as ReasoningLayout
+from rotscope.config_sections import ReasoningSource as ReasoningSource
+from rotscope.config_sections import RemoteOptions as RemoteOptions
+from rotscope.config_sections import _Strict as _Strict
 from rotscope.errors import BadInput
 from rotscope.position import NAMED_POSITIONS as NAMED_POSITIONS
 from rotscope.position import OFFSET_PREFIX as OFFSET_PREFIX
@@ -28,309 +48,6 @@ from rotscope.position import Position
 
 BUNDLED_MODEL = "bundled"
 DEFAULT_DEPTHS: tuple[float | str, ...] = ("beginning", "midpoint", "end")
-
-
-def _not_a_boolean(value: object) -> object:
-    """YAML reads ``true``/``yes``/``on`` as booleans, which pydantic would take as 1: where a number
-    is meant, a boolean is surely a mistake."""
-    if isinstance(value, bool):
-        raise ValueError(f"{str(value).lower()} is a boolean, not a number")
-    return value
-
-
-Int = Annotated[int, BeforeValidator(_not_a_boolean)]
-Float = Annotated[float, BeforeValidator(_not_a_boolean)]
-OptionalInt = Annotated[int | None, BeforeValidator(_not_a_boolean)]
-OptionalFloat = Annotated[float | None, BeforeValidator(_not_a_boolean)]
-
-
-def _depth(value: object) -> object:
-    if not isinstance(_not_a_boolean(value), int | float | str):
-        raise ValueError(f"{value!r} is not a depth: a fraction in [0, 1], a position name or @N")
-    return value
-
-
-Depth = Annotated[float | str, BeforeValidator(_depth)]
-
-
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
-class FillerConfig(_Strict):
-    """Where haystack text comes from.
-
-    ``code``: the source files of an installed package (``package``) or a directory (``path``);
-    with neither, the Python standard library. ``text``: files matching ``glob``, or one
-    ``field`` of each line of a ``jsonl`` file. ``readinglog``: generated service documents.
-    """
-
-    kind: str = "code"
-    """The registered filler source: ``code``, ``text``, ``readinglog``, or one an outside package
-    registers (``rotscope.filler.register_filler``)."""
-    package: str | None = None
-    path: str | None = None
-    glob: str | None = None
-    jsonl: str | None = None
-    field: str = "text"
-    encoding: str = "utf-8"
-    """How the filler's files are decoded (``path``, ``glob``, ``jsonl``): any Python codec name
-    (``utf-8``, ``latin-1``, ``cp1252``...). Decoding is strict: a byte that is not valid in this
-    encoding stops the run naming the file and the byte's offset, never a silent replacement."""
-    allow_repeat: bool = False
-    options: dict[str, Any] = Field(default_factory=dict)
-    """Settings of a source registered by an outside package, which validates them itself."""
-
-    @field_validator("encoding")
-    @classmethod
-    def _known_encoding(cls, encoding: str) -> str:
-        return check_encoding(encoding)
-
-
-class PlacementConfig(_Strict):
-    """Where evidence other than the answer piece goes, relative to the grid's depth ``d``.
-
-    ``support``: ``before`` puts the i-th support piece counted back from the answer at
-    ``d - i * distance``; ``opposite`` puts them in the other half (``d + 0.5`` or ``d - 0.5``);
-    ``depths`` takes ``support_depths`` in order. Decoys get independent seeded depths at least
-    ``decoy_min_gap`` apart; superseded pieces a seeded depth before the answer.
-    """
-
-    support: Literal["before", "opposite", "depths"] = "before"
-    distance: Float = Field(default=0.3, ge=0.0, le=1.0)
-    support_depths: list[Float] = Field(default_factory=list)
-    decoy_min_gap: Float = Field(default=0.1, ge=0.0, le=0.5)
-
-    @field_validator("support_depths")
-    @classmethod
-    def _fractions(cls, depths: list[float]) -> list[float]:
-        for depth in depths:
-            if not 0.0 <= depth <= 1.0:
-                raise ValueError(f"depth {depth} is outside [0, 1]")
-        return depths
-
-
-ReasoningSource = Literal["generated", "gsm8k", "arc"]
-ReasoningFiller = Literal["with_solutions", "questions_only", "neutral"]
-ReasoningLayout = Literal["end", "middle", "middle_twice", "middle_dup"]
-_DEFAULT_FILLERS: tuple[ReasoningFiller, ...] = ("with_solutions", "questions_only")
-_DEFAULT_LAYOUTS: tuple[ReasoningLayout, ...] = ("end", "middle", "middle_twice", "middle_dup")
-
-
-class ReasoningConfig(_Strict):
-    """The ``reasoning`` family: where its items come from, which fillers and layouts it crosses.
-
-    ``source``: ``generated`` (seeded arithmetic word problems), ``gsm8k`` or ``arc`` (a local JSONL
-    file, or Parquet for ARC, at ``path``). ``items``: how many target items; the rest of the pool
-    is filler. ``neutral`` filler comes from the experiment's ``filler`` source.
-    """
-
-    source: ReasoningSource = "generated"
-    path: str | None = None
-    items: Int = Field(default=20, gt=0)
-    fillers: list[ReasoningFiller] = Field(default_factory=lambda: list(_DEFAULT_FILLERS), min_length=1)
-    layouts: list[ReasoningLayout] = Field(default_factory=lambda: list(_DEFAULT_LAYOUTS), min_length=1)
-
-    @field_validator("fillers", "layouts")
-    @classmethod
-    def _no_repeats(cls, names: list[str]) -> list[str]:
-        return list(dict.fromkeys(names))
-
-    @model_validator(mode="after")
-    def _file_sources_need_a_path(self) -> ReasoningConfig:
-        if self.source != "generated" and not self.path:
-            raise ValueError(f"source {self.source!r} reads a local file: set reasoning.path")
-        return self
-
-
-def _text(value: object) -> object:
-    """Numbers written unquoted in YAML (``answer: 719``) are answers as text."""
-    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
-
-
-AnswerText = Annotated[str, BeforeValidator(_text, json_schema_input_type=str | int | float)]
-
-
-class CodeLine(_Strict):
-    """A line that exists in the code filler: the one line of ``file`` (a path relative to the
-    filler's root) that contains ``line_contains``."""
-
-    file: str
-    line_contains: str = Field(min_length=1)
-
-
-class CodebaseCase(_Strict):
-    id: str
-    question: str
-    answer: AnswerText
-    aliases: list[AnswerText] = Field(default_factory=list)
-    decoys: list[AnswerText] = Field(default_factory=list)
-    """Values present in the corpus that a wrong answer may name; scored as ``decoy``."""
-    evidence: CodeLine
-
-
-class CodebaseConfig(_Strict):
-    """Cases of the ``codebase`` family, whose evidence is a line already in the code filler."""
-
-    cases: list[CodebaseCase] = Field(min_length=1)
-
-
-class GenerationConfig(_Strict):
-    temperature: Float = Field(default=0.0, ge=0.0)
-    max_tokens: Int = Field(default=32, gt=0)
-    seed: Int = 0
-
-
-class LlamaCppOptions(_Strict):
-    """Engine settings of the llama.cpp backend. Defaults are measured on 2 CPU cores with the
-    bundled model (benchmarks/engine_settings.py): one thread per core, and a batch of 256 prefills
-    2,000 tokens at 226 tok/s against 173 tok/s with 2,048."""
-
-    n_threads: OptionalInt = Field(default=None, gt=0)
-    n_batch: Int = Field(default=256, gt=0)
-    prefix_cache: bool = True
-    """Keep the KV cache of the previous prompt and evaluate only what differs; ``false`` runs
-    every prompt cold (the correctness guard compares both)."""
-    state_cache_mb: Int = Field(default=0, ge=0)
-    """Memory for saved engine states (llama.cpp's RAM cache), so a prompt whose prefix was
-    evaluated earlier, but not just before, starts from it. Off by default: the trie order already
-    evaluates each distinct prefix once; it helps orders that are not prefix-sorted."""
-    extra_buffers: Literal["auto", "on", "off"] = "auto"
-    """llama.cpp's extra weight buffers (CPU repack, AMX): ``auto`` uses them where a probe in a child
-    process showed a multi-token prefill runs with them (once per machine and model file; AMX
-    crashes there), ``off`` never, ``on`` always."""
-
-
-class ExecutorConfig(_Strict):
-    """Where calls run. ``auto``: a local engine in a worker process of its own (a native crash is an
-    error row and a restart, not the end of the run), remote APIs on the run's event loop;
-    ``inprocess``: the engine in the run's own process."""
-
-    kind: Literal["auto", "inprocess"] = "auto"
-    max_crashes: Int = Field(default=3, gt=0)
-    """Engine crashes in a row after which the run stops (exit 5; ``--resume`` goes on)."""
-
-
-class GateConfig(_Strict):
-    """The pre-registered analysis of a release gate (frozen by ``rotscope plan``).
-
-    The primary metric is instance-level accuracy; per slice the paired difference candidate minus
-    baseline gets a cluster bootstrap distribution (instances resampled, ``resamples`` draws seeded
-    by ``bootstrap_seed``), one-sided tests against ``-margin`` are Holm-adjusted across slices at
-    ``alpha``. Error rows are excluded and counted; more than ``max_error_rate`` of either run's rows
-    in error makes the verdict INCONCLUSIVE.
-    """
-
-    primary_metric: Literal["accuracy"] = "accuracy"
-    interval: Literal["cluster-bootstrap-percentile"] = "cluster-bootstrap-percentile"
-    resamples: Int = Field(default=4000, ge=100)
-    bootstrap_seed: Int = 0
-    alpha: Float = Field(default=0.05, gt=0.0, lt=0.5)
-    multiple_comparisons: Literal["holm"] = "holm"
-    margin: Float = Field(default=0.05, ge=0.0, lt=1.0)
-    """Non-inferiority margin: a slice passes when candidate minus baseline is shown above -margin."""
-    floor: Float = Field(default=0.0, ge=0.0, le=1.0)
-    """Least candidate accuracy per slice (point estimate); a Wilson upper bound below it fails."""
-    min_instances: Int = Field(default=10, gt=0)
-    """A slice with fewer paired instances is INCONCLUSIVE; it is never pooled into a larger one."""
-    slice_fields: list[str] | None = None
-    """Case-file slice fields (e.g. risk, hops) that split each task x length x position slice,
-    crossed; ``None`` takes every field the rows carry, ``[]`` none."""
-    max_error_rate: Float = Field(default=0.05, ge=0.0, le=1.0)
-    stopping_rule: Literal["fixed-sample"] = "fixed-sample"
-    """Every planned item runs once; no interim looks, no early stop."""
-    errors: Literal["exclude-and-count"] = "exclude-and-count"
-
-
-class AnalysisConfig(_Strict):
-    """How ``show`` and ``report`` analyse the run (the summary; read again at each analysis)."""
-
-    base_lengths: list[Int] = Field(default_factory=lambda: [250, 500, 1000], min_length=1)
-    """Lengths whose mean score is the base of the relative effective length (``nolima-0.85``):
-    those that were tested; with none tested, every tested length up to 1.25 x the longest of them
-    (the 1,024 of a 256/512/1,024 grid is in); else the shortest tested length."""
-
-    @field_validator("base_lengths")
-    @classmethod
-    def _positive_base_lengths(cls, lengths: list[int]) -> list[int]:
-        if any(length <= 0 for length in lengths):
-            raise ValueError("base lengths must be positive")
-        return lengths
-
-
-class RemoteOptions(_Strict):
-    """How to reach a model served elsewhere (``openai/…``, ``anthropic/…``, ``gemini/…``).
-
-    The API key is read at call time from the environment variable ``api_key_env`` names (the
-    provider's usual variable when unset); the key itself is never part of the config.
-    ``tokenizer`` counts lengths locally: a GGUF file (its vocabulary and chat template), a Hugging
-    Face ``tokenizer.json``, or ``tiktoken:NAME`` (only when the encoding is cached locally); with
-    none, lengths are an estimate and the run is marked approximate.
-    """
-
-    base_url: str | None = None
-    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    timeout_s: Float = Field(default=120.0, gt=0.0)
-    max_attempts: Int = Field(default=6, ge=1)
-    backoff_initial_s: Float = Field(default=1.0, ge=0.0)
-    backoff_max_s: Float = Field(default=60.0, ge=0.0)
-    tokenizer: str | None = None
-    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
-    """OpenAI reasoning models take ``max_completion_tokens``; most compatible servers ``max_tokens``."""
-    reasoning_effort: str | None = None
-    params: dict[str, Any] = Field(default_factory=dict)
-    """Extra request fields passed through unchanged (e.g. ``top_p``, provider-specific options)."""
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, url: str | None) -> str | None:
-        """A server address is ``http(s)://HOST[:PORT][/PATH]``: anything else could only be
-        retried until every row is an error."""
-        if url is None:
-            return None
-        try:
-            parts = urlsplit(url)
-            parts.port  # noqa: B018 (raises ValueError on a port that is not a number)
-        except ValueError:
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("not an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
-        return url
-
-
-class ProviderLimits(_Strict):
-    """How hard a run may press one provider: calls in flight, requests and tokens per minute.
-    A call is charged its prompt tokens plus ``max_tokens`` against the token limit, so long
-    prompts reach it first."""
-
-    concurrency: Int = Field(default=4, gt=0)
-    requests_per_minute: OptionalFloat = Field(default=None, gt=0)
-    tokens_per_minute: OptionalFloat = Field(default=None, gt=0)
-
-
-class Price(_Strict):
-    """List price of a model in USD per million tokens; cached input defaults to the input price."""
-
-    input: Float = Field(ge=0)
-    output: Float = Field(ge=0)
-    cached_input: OptionalFloat = Field(default=None, ge=0)
-
-
-class CacheConfig(_Strict):
-    """The on-disk response cache of remote calls (default: the user's cache folder)."""
-
-    enabled: bool = True
-    path: str | None = None
-
-
-class JudgeConfig(_Strict):
-    """An optional model that grades the replies deterministic scoring cannot decide."""
-
-    model: str
-    max_tokens: Int = Field(default=8, gt=0)
-    remote: RemoteOptions = Field(default_factory=RemoteOptions)
-    """The judge's own connection settings: it never inherits the main model's ``remote`` (its
-    server, key variable or parameters belong to another provider)."""
 
 
 class ExperimentConfig(_Strict):

@@ -1,0 +1,55 @@
+"""The dry run's printout: what a run would send and cost, before any model call."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+if TYPE_CHECKING:  # a view reads what the dry run made, never runs one
+    from rotscope.execution.dry_run import DryRun
+
+
+def print_dry_run(planned: DryRun, console: Console) -> None:
+    """What ``rotscope run --dry-run`` prints: calls, prompts, rejections, tokens, cost, and a local
+    engine's time and memory."""
+    plan, estimate = planned.plan, planned.estimate
+    console.print(
+        f"{len(plan.items)} work items, {len({i.prompt.token_ids for i in plan.items})} distinct "
+        f"prompts, {len(plan.rejected)} rejected by the verifier; prompt tokens: naive "
+        f"{plan.naive_prefill:,}, lower bound {plan.lower_bound:,}; corpus "
+        f"{plan.corpus['source']} ({plan.corpus['tokens']:,} tokens, digest "
+        f"{plan.corpus['digest']})",
+        markup=False,
+    )
+    cost = "unknown (no price for this model; add it under prices:)"
+    if estimate.cost is not None:
+        cost = f"${estimate.cost:.4f}"
+    console.print(
+        f"calls: {estimate.calls:,} ({estimate.cached_calls:,} answered by the response cache); prompt "
+        f"tokens {estimate.prompt_tokens:,}; output tokens at most {estimate.max_output_tokens:,}; "
+        f"estimated cost {cost} for {estimate.model}"
+        + (
+            f"; judge calls ({planned.judge_model}) come on top, one per undecided reply"
+            if planned.judge_model
+            else ""
+        ),
+        markup=False,
+    )
+    if planned.local is not None:
+        console.print(local_estimate_line(planned), markup=False)
+    for reason in plan.rejected:
+        console.print(f"rejected: {reason}", markup=False)
+
+
+def local_estimate_line(planned: DryRun) -> str:
+    local = planned.local
+    assert local is not None
+    memory = f"engine worker peak memory about {local.peak_memory_bytes / 2**20:,.0f} MiB"
+    if local.seconds is None or local.prefill_tps is None:
+        return f"{memory}; run time unknown: rotscope doctor measures this machine's speed"
+    return (
+        f"{memory}; model time about {local.seconds:,.0f} s at most "
+        f"({planned.plan.lower_bound:,} prompt tokens at {local.prefill_tps:,.0f} tokens/s measured by "
+        "rotscope doctor, plus at most max_tokens per call)"
+    )
