@@ -124,6 +124,13 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
         db.close()
         if error.sqlite_errorcode != sqlite3.SQLITE_CANTOPEN:
             raise
+        if path.with_name(path.name + "-wal").exists():
+            # Rows of a run killed before its log was folded in live in the -wal file, which an
+            # immutable open ignores: refuse rather than show a run without its last rows.
+            raise BadInput(
+                f"{path}: on a read-only mount with an unmerged write-ahead log ({path.name}-wal); "
+                "copy the folder somewhere writable to read it"
+            ) from None
         db = sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True)
     return db
 
@@ -193,9 +200,15 @@ class RunStore:
         if version > SCHEMA_VERSION:
             raise BadInput(f"{self.path}: written by a newer rotscope (schema {version} > {SCHEMA_VERSION})")
         for number, (_name, script) in enumerate(MIGRATIONS[version:], start=version + 1):
-            with self._db:
-                self._db.executescript(script)
-                self._db.execute(f"PRAGMA user_version = {number}")
+            # One transaction per migration (executescript commits before it runs, so the
+            # statements and the new version go in one BEGIN...COMMIT): a kill or a full disk
+            # midway leaves the previous schema, never half of the next.
+            try:
+                self._db.executescript(f"BEGIN;\n{script};\nPRAGMA user_version = {number};\nCOMMIT;")
+            except sqlite3.Error:
+                if self._db.in_transaction:
+                    self._db.rollback()
+                raise
 
     def close(self) -> None:
         self._db.close()

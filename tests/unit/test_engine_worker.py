@@ -197,3 +197,20 @@ def test_crashes_in_a_row_stop_the_run_and_resume_finishes(tmp_path: Path, corpu
     assert sum(row["status"] == "pending" for row in kept) == 4
     resume_experiment(tmp_path / "run")  # a fresh engine (safe by default this time) finishes
     assert all(row["status"] == "ok" for row in rows(tmp_path / "run"))
+
+
+def test_an_oom_kill_restarts_the_worker_without_the_safe_mode() -> None:
+    """SIGKILL (the OOM killer) is no fault of the engine's code: no fallback, nothing remembered."""
+    notices: list[str] = []
+    backend = WorkerBackend(WorkerFake(delay_s=3.0), notice=notices.append)
+    try:
+        backend.start()
+        pid = backend.pid
+        assert pid is not None
+        threading.Timer(0.5, os.kill, (pid, signal.SIGKILL)).start()
+        killed = generate(backend)
+        assert killed.error is not None and "SIGKILL" in killed.error
+        assert backend.engine_mode == "fast"
+        assert notices and "restarting" in notices[0]
+    finally:
+        backend.close()

@@ -63,7 +63,7 @@ def test_the_verdict_decides_the_mode_and_a_crash_turns_extra_buffers_off(bundle
     remember(probe_key(file_digest(bundled_path)), Verdict(True, "ran"))
     backend = LlamaCppBackend(bundled_path, LlamaCppOptions())
     assert backend.engine_mode == "extra_buffers=on"
-    assert backend.fallback("crashed with SIGSEGV") == "retrying with extra_buffers=off"
+    assert "extra_buffers=off" in (backend.fallback("crashed with SIGSEGV") or "")
     assert backend.engine_mode == "extra_buffers=off"
     assert backend.fallback("crashed with SIGSEGV") is None  # nothing safer left
     later = LlamaCppBackend(bundled_path, LlamaCppOptions())  # the next run starts in safe mode

@@ -233,3 +233,23 @@ def test_cost_adds_up_over_attempts_and_stays_null_when_unpriced(db_path: Path) 
         assert store.spent() == 0.75
     finally:
         store.close()
+
+
+def test_a_migration_that_fails_midway_leaves_the_previous_schema(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "run.db"
+    RunStore(path).close()
+    broken = (
+        *store_module.MIGRATIONS,
+        ("broken", "ALTER TABLE items ADD COLUMN half TEXT; ALTER TABLE nope ADD y"),
+    )
+    monkeypatch.setattr(store_module, "MIGRATIONS", broken)
+    monkeypatch.setattr(store_module, "SCHEMA_VERSION", len(broken))
+    with pytest.raises(sqlite3.Error):
+        RunStore(path)
+    with sqlite3.connect(path) as db:
+        columns = {row[1] for row in db.execute("PRAGMA table_info(items)")}
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+    assert "half" not in columns
+    assert version == len(broken) - 1

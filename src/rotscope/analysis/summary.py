@@ -42,7 +42,7 @@ def harness_overhead(rows: Iterable[Row], model: str | None) -> dict[str, Any] |
     }
 
 
-def tokencounts(meta: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
+def token_counts(meta: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
     """How lengths were counted (``approximate`` when no tokenizer of the model was at hand)."""
     backend = meta.get("backend") or {}
     return {
@@ -140,9 +140,10 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         for (length,), group in group_by(probes, "length_target").items()
     }
     done = scored(rows)
-    called = [
-        row for row in done if not row["cached_response"]
-    ]  # replies from the response cache cost no tokens
+    # One call's usage and latency once, though each of its questions is a row; replies from the
+    # response cache cost no tokens.
+    calls = list({row["call_id"]: row for row in done}.values())
+    called = [row for row in calls if not row["cached_response"]]
     tokens = meta.get("tokens", {})
     # A run stored before the analysis section existed takes the default base lengths.
     base_lengths = tuple((config.get("analysis") or {}).get("base_lengths") or BASE_LENGTHS)
@@ -192,9 +193,9 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             ),
             "cached": sum(row["cached_tokens"] or 0 for row in called),
         },
-        "token_counts": tokencounts(meta, rows),
+        "token_counts": token_counts(meta, rows),
         "timing": {
-            "latency_s": sum(row["latency_s"] or 0.0 for row in done),
+            "latency_s": sum(row["latency_s"] or 0.0 for row in calls),
             "started": min((row["created_at"] for row in rows), default=None),
             "finished": max((row["finished_at"] for row in rows if row["finished_at"]), default=None),
         },

@@ -90,7 +90,7 @@ class LlamaCppBackend:
         mark_unsafe(self._digest, f"the engine {reason} with extra buffers on")
         self.options = self.options.model_copy(update={"extra_buffers": "off"})
         self.verdict = Verdict(False, f"the engine {reason} during the run with extra buffers on")
-        return "retrying with extra_buffers=off"
+        return "the next calls run with extra_buffers=off (the crashed call is an error row)"
 
     def measured_speed(self) -> Speed | None:
         """What ``rotscope doctor`` measured for this model file on this machine, if it did."""

@@ -227,10 +227,10 @@ def _same_items(run_dir: Path, plan: Plan) -> None:
         return
     planned = {item.item_id for item in plan.items}
     if planned != stored:
-        missing = len(stored - planned)
         raise BadInput(
-            f"--resume {run_dir}: {missing} of the run's {len(stored)} prompts cannot be planned again "
-            "(the tokenizer, template or prompt code changed since it ran); start a new run folder"
+            f"--resume {run_dir}: {len(stored - planned)} of the run's {len(stored)} prompts cannot be "
+            f"planned again and {len(planned - stored)} planned prompts are not the run's (the "
+            "tokenizer, template or prompt code changed since it ran); start a new run folder"
         )
 
 

@@ -30,6 +30,8 @@ from rotscope.errors import EngineCrashed
 from rotscope.types import Backend, Completion, GenerateRequest, Tokenizer
 
 _POLL_S = 0.1
+NATIVE_FAULTS = frozenset({signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGFPE, signal.SIGABRT})
+"""Signals of a fault in the engine's own code, after which it may retry in a safer mode."""
 _STOP_WAIT_S = 5.0
 
 
@@ -134,19 +136,19 @@ class WorkerBackend:
     def _exchange(self, operation: str, argument: object) -> tuple[bool, object]:
         """Send one operation and wait for its answer; ``(False, return code)`` when the worker died."""
         with self._lock:
-            self.start()
-            assert self._connection is not None and self._process is not None
-            connection, process = self._connection, self._process
             try:
+                self.start()  # a worker that dies while it starts is a crash like any other
+                assert self._connection is not None and self._process is not None
+                connection, process = self._connection, self._process
                 connection.send((operation, argument))
                 while not connection.poll(_POLL_S):
                     if process.poll() is not None:
                         break
                 return True, connection.recv()
             except (EOFError, OSError):
-                code = _wait(process)
+                dead = self._process
                 self._process, self._connection = None, None
-                return False, code
+                return False, _wait(dead) if dead is not None else None
 
     def _call(self, request: GenerateRequest) -> Completion:
         if self.crashes_in_a_row >= self.max_crashes:
@@ -172,8 +174,9 @@ class WorkerBackend:
         where = f" ({mode})" if mode else ""
         error = f"engine crashed: the worker died with {cause}{where} while evaluating this prompt"
         fallback = None
-        if code is not None and code < 0 and isinstance(self.engine, FallbackEngine):
-            # A native fault (a signal) is what a safer mode can avoid; a Python error is not.
+        if code is not None and -code in NATIVE_FAULTS and isinstance(self.engine, FallbackEngine):
+            # A native fault is what a safer mode can avoid; an OOM kill (SIGKILL), a SIGTERM or
+            # a Python error is not, and must not turn the safe mode on for later runs.
             fallback = self.engine.fallback(f"crashed with {cause}")
         if fallback is not None:
             self.notice(f"the {self.model_id.split('/')[0]} engine crashed with {cause}; {fallback}")
@@ -185,7 +188,15 @@ class WorkerBackend:
         return Completion(text="", latency_s=latency_s, error=error, engine_mode=mode)
 
     async def generate(self, request: GenerateRequest) -> Completion:
-        return await asyncio.to_thread(self._call, request)
+        try:
+            return await asyncio.to_thread(self._call, request)
+        except asyncio.CancelledError:
+            # Ctrl-C: asyncio would wait for the thread, i.e. for the whole prefill, before the
+            # run could stop. Ending the worker ends the call now; nobody records it.
+            self._closing = True
+            if self._process is not None:
+                self._process.kill()
+            raise
 
     def clear_cache(self) -> None:
         """Forget the engine's cache: the worker's KV cache lives in the worker."""
