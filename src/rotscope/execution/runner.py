@@ -278,9 +278,9 @@ def _execute(
         finally:
             if reporter is not None:
                 reporter.finish()
-        todo = store.calls_in_other_mode(getattr(backend, "engine_mode", None))
+        mode = getattr(backend, "engine_mode", None)  # a crash may have switched it during the batch
+        todo = store.calls_in_other_mode(mode)
         if todo:
-            mode = getattr(backend, "engine_mode", None)
             _notice(reporter, f"running {len(todo)} calls again with {mode}: a run's rows come from one mode")
     return False
 
