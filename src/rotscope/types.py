@@ -335,11 +335,42 @@ class TaskFamily(Protocol):
 
 
 @dataclass(frozen=True)
+class Rejection:
+    """A prompt the verifier rejected (never sent) and the cell each of its questions would have
+    counted in, so a comparison across lengths can show what is missing where."""
+
+    task: str
+    case_ids: tuple[str, ...]
+    """The scored case of each question of the prompt (one for a single-question prompt)."""
+    control: bool
+    length: int
+    depth: float | None
+    """``None`` where the layout never got a depth (an offset a length cannot hold)."""
+    position: str | None
+    filler: str | None
+    reason: str
+
+    @classmethod
+    def of(cls, case: Case, layout: Layout | None, reason: str, *, length: int | None = None,
+           position: str | None = None) -> Rejection:  # fmt: skip
+        return cls(
+            task=case.task,
+            case_ids=tuple(part.case_id for _, part in case.scored_parts()),
+            control=case.control,
+            length=layout.length_tokens if layout is not None else int(length or 0),
+            depth=layout.depth if layout is not None else None,
+            position=layout.position if layout is not None else position,
+            filler=layout.filler if layout is not None else None,
+            reason=reason,
+        )
+
+
+@dataclass(frozen=True)
 class FamilyPrompts:
     """Prompts a family rendered itself, from its own filler and layouts, verified like any."""
 
     rendered: tuple[tuple[Case, Layout, RenderedPrompt], ...]
-    rejected: tuple[str, ...]
+    rejected: tuple[Rejection, ...]
     corpus: dict[str, Any]
     """What the run's metadata records of the family's filler (its source and digest)."""
     corpus_label: str

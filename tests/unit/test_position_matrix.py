@@ -105,8 +105,13 @@ def test_a_variant_that_changes_more_than_padding_rejects_the_case(
     plan = plan_for(case_config(tmp_path))
     assert not [item for item in plan.items if item.case.case_id.startswith("server-code")]
     assert [item for item in plan.items if item.case.case_id.startswith("harbour-master")]
-    (reason,) = plan.rejected
+    (reason,) = set(plan.rejected)
     assert "server-code" in reason and "question" in reason and "length 600 midpoint" in reason
+    # one rejection per layout of the case (its probes and controls), each in the cell it would fill
+    probes = [r for r in plan.rejections if not r.control]
+    assert {r.case_ids for r in plan.rejections} <= {("server-code",), ("server-code~absent",),
+                                                     ("server-code~evidence",)}  # fmt: skip
+    assert len({(r.length, r.depth, r.position) for r in probes}) == len(probes) > 1
 
 
 def test_bundled_case_file_cases_stay_one_block(tmp_path: Path) -> None:

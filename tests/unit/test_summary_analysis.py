@@ -131,7 +131,7 @@ def test_degradation_calibration_and_effective_length(tmp_path: Path) -> None:
     centre, se = -16 / 17, (33 / 17 / 16 / 17) ** 0.5
     assert gap == {"length": 400, "gap": -1.0, "ci_low": -1.0,
                    "ci_high": pytest.approx(centre + scipy_stats.t.ppf(0.975, 16) * se),
-                   "pairs": 16, "method": "adjusted t", "too_few": False}  # fmt: skip
+                   "pairs": 16, "method": "adjusted t", "too_few": False, "unmatched": 0}  # fmt: skip
 
     # Control length 200: 48 of 48 items, 16 of 16 instances -> Wilson low 16 / (16 + z^2)
     # = 16 / 19.8415 = 0.8064, shown beside the verdict: point 1.0 > 0.95 -> saturated.

@@ -48,7 +48,12 @@ def cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
 
 
 def cell_key(
-    task: str, length: int, depth: float, position: str | None, filler: str | None, order: int | None = None
+    task: str,
+    length: int,
+    depth: float | None,
+    position: str | None,
+    filler: str | None,
+    order: int | None = None,
 ) -> dict[str, Any]:
     """A cell's identity. Cells of a family with named layouts and filler types (reasoning) carry the
     layout's name in ``layout`` and in ``depth``, the filler type in ``filler``, and the layout's

@@ -11,6 +11,7 @@ from typing import Any
 from rotscope.analysis.cache_checks import summarise_checks
 from rotscope.analysis.cases import case_results
 from rotscope.analysis.cells import cell, cell_key, counts
+from rotscope.analysis.rejections import with_rejections
 from rotscope.analysis.tasks import effective_lengths, task_analysis
 from rotscope.position import Position
 from rotscope.rows import Row, error_rate, group_by, scored
@@ -129,12 +130,18 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     evidence_only = [row for row in rows if row["control"] and row["position"] == EVIDENCE_ONLY_POSITION]
     controls = [row for row in rows if row["control"] and row["position"] != EVIDENCE_ONLY_POSITION]
     per_case = case_results(probes, evidence_only)
-    cells = [
-        cell(cell_key(task, length, depth, position, filler, _layout_rank(task, position)), group)
-        for (task, length, depth, position, filler), group in group_by(
-            probes, "task", "length_target", "depth", "position", "filler"
-        ).items()
-    ]
+    cells = with_rejections(
+        [
+            cell(cell_key(task, length, depth, position, filler, _layout_rank(task, position)), group)
+            for (task, length, depth, position, filler), group in group_by(
+                probes, "task", "length_target", "depth", "position", "filler"
+            ).items()
+        ],
+        meta.get("rejections", []),
+        lambda task, length, depth, position, filler: cell(
+            cell_key(task, length, depth, position, filler, _layout_rank(task, position)), []
+        ),
+    )
     per_length = {
         length: cell({"length": length}, group)
         for (length,), group in group_by(probes, "length_target").items()
@@ -185,6 +192,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             "errors": sum(row["status"] == "error" for row in rows),
             "rejected_prompts": len(meta.get("rejected", [])),
         },
+        "rejections": meta.get("rejections", []),
         "tokens": {
             "naive_prefill": tokens.get("naive_prefill", 0),
             "lower_bound": tokens.get("lower_bound", 0),

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rotscope.analysis.cells import cell
+from rotscope.analysis.rejections import matched_means
 from rotscope.rows import Row, group_by, instance_means
 from rotscope.stats import (
     BASE_LENGTHS,
@@ -168,16 +169,18 @@ def task_analysis(task: str, rows: list[Row], base_lengths: Sequence[int] = BASE
     }
     control_length = min(per_length)
     control_cell = per_length[control_length]
-    short = instance_means((r for r in rows if r["length_target"] == control_length), "case_id")
+    by_length = group_by(rows, "length_target")
     degradation = []
     for length in sorted(per_length):
         if length == control_length:
             continue
-        long = instance_means((r for r in rows if r["length_target"] == length), "case_id")
+        # Paired on case and position: a (case, position) one length lacks (rejected, failed or
+        # pending) is left out at both, so the gap never mixes in a different set of depths.
+        short, long, unmatched = matched_means(by_length[(control_length,)], by_length[(length,)])
         gap = paired_gap(short, long)
         degradation.append(
             {"length": length, "gap": gap.estimate, "ci_low": gap.low, "ci_high": gap.high,
-             "pairs": gap.pairs, "method": gap.method, "too_few": gap.too_few}
+             "pairs": gap.pairs, "method": gap.method, "too_few": gap.too_few, "unmatched": unmatched}
         )  # fmt: skip
     family = TASKS.find(task)
     own_analysis = family.analyse if family is not None else None

@@ -3,6 +3,7 @@ the metadata that lets any command read the run back."""
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import sqlite3
@@ -179,6 +180,7 @@ def store_plan(
             "backend": plan.backend,
             "corpus": plan.corpus,
             "rejected": plan.rejected,
+            "rejections": [dataclasses.asdict(rejection) for rejection in plan.rejections],
             "tokens": {"naive_prefill": plan.naive_prefill, "lower_bound": plan.lower_bound},
             "order": "prefix trie" if local else f"seeded shuffle (seed {config.seed})",
         }

@@ -28,6 +28,7 @@ from rotscope.types import (
     GenerationParams,
     Layout,
     PlansOwnPrompts,
+    Rejection,
     RenderedPrompt,
     Tokenizer,
     WorkItem,
@@ -41,11 +42,16 @@ class Plan:
     """Everything a run will send, verified, before any model call."""
 
     items: list[WorkItem]
-    rejected: list[str]
+    rejections: list[Rejection]
     corpus: dict[str, Any]
     naive_prefill: int
     lower_bound: int
     backend: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rejected(self) -> list[str]:
+        """Why each rejected prompt was not sent."""
+        return [rejection.reason for rejection in self.rejections]
 
     @property
     def max_prompt_tokens(self) -> int:
@@ -73,8 +79,8 @@ def select_cases(config: ExperimentConfig) -> list[Case]:
 
 def layouts_for(
     case: Case, config: ExperimentConfig, builder: PromptBuilder
-) -> tuple[list[Layout], list[str]]:
-    """The layouts of ``case`` and, for absolute offsets a length cannot hold, why each is skipped.
+) -> tuple[list[Layout], list[Rejection]]:
+    """The layouts of ``case`` and, for absolute offsets a length cannot hold, a rejection each.
 
     An evidence-only control has one layout: no filler, its length the prompt's fixed parts. An
     offset ``@N`` becomes the depth N / filler tokens at each length."""
@@ -83,16 +89,19 @@ def layouts_for(
     if case.control:
         return [Layout(length, 0.0, CONTROL_POSITION) for length in config.lengths], []
     layouts: list[Layout] = []
-    skipped: list[str] = []
+    skipped: list[Rejection] = []
     for length in config.lengths:
         layouts.extend(Layout(length, depth, name) for depth, name in config.positions())
         offsets = config.offsets()
         filler = builder.filler_tokens(case, length) if offsets else 0
         for offset in offsets:
             if offset > filler:
-                skipped.append(
+                reason = (
                     f"case {case.case_id} at length {length}: offset {OFFSET_PREFIX}{offset} is beyond "
                     f"its {filler} filler tokens"
+                )
+                skipped.append(
+                    Rejection.of(case, None, reason, length=length, position=f"{OFFSET_PREFIX}{offset}")
                 )
             else:
                 layouts.append(Layout(length, offset / filler if filler else 0.0, f"{OFFSET_PREFIX}{offset}"))
@@ -175,7 +184,7 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
         return corpus
 
     rendered: list[tuple[Case, Layout, RenderedPrompt]] = []
-    rejected: list[str] = []
+    rejected: list[Rejection] = []
     if cases:
         builder = PromptBuilder(
             tokenizer,
@@ -194,7 +203,7 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
                 try:
                     rendered.append((case, layout, builder.render(case, layout)))
                 except PlacementError as error:
-                    rejected.append(str(error))
+                    rejected.append(Rejection.of(case, layout, str(error)))
     own: dict[str, FamilyPrompts] = {}
     for task in config.tasks:
         family = get_task(task, config)
@@ -245,7 +254,7 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
         corpus_info.setdefault("tokens", 0)
     return Plan(
         items=items,
-        rejected=rejected,
+        rejections=rejected,
         corpus=corpus_info,
         naive_prefill=naive,
         lower_bound=lower,

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from rotscope.types import ABSENT_SUFFIX, EVIDENCE_ONLY_SUFFIX, RenderedPrompt, Tokenizer, WorkItem
+from rotscope.types import ABSENT_SUFFIX, EVIDENCE_ONLY_SUFFIX, Rejection, RenderedPrompt, Tokenizer, WorkItem
 
 
 @dataclass(frozen=True)
@@ -98,8 +98,15 @@ def inconsistent_cases(items: Sequence[WorkItem], tokenizer: Tokenizer) -> dict[
     return problems
 
 
-def keep_consistent(items: Sequence[WorkItem], tokenizer: Tokenizer) -> tuple[list[WorkItem], list[str]]:
-    """The items of cases whose layouts agree, and a reason for each case dropped."""
+def keep_consistent(
+    items: Sequence[WorkItem], tokenizer: Tokenizer
+) -> tuple[list[WorkItem], list[Rejection]]:
+    """The items of cases whose layouts agree, and a rejection for each layout of a case dropped."""
     problems = inconsistent_cases(items, tokenizer)
     kept = [item for item in items if _case_key(item) not in problems]
-    return kept, list(problems.values())
+    dropped = {
+        (item.case.case_id, item.layout): Rejection.of(item.case, item.layout, problems[_case_key(item)])
+        for item in items
+        if _case_key(item) in problems
+    }
+    return kept, list(dropped.values())

@@ -16,7 +16,9 @@ def row_key(cell: dict[str, Any]) -> tuple[str, float, str]:
     """Heatmap row of a cell: by filler type, then depth (named layouts in their family's order,
     which the summary gives as ``layout_order``)."""
     depth = cell["depth"]
-    if isinstance(depth, str):
+    if depth is None:  # an all-rejected offset cell: no prompt reached a depth
+        order = float("inf")
+    elif isinstance(depth, str):
         rank = cell.get("layout_order")
         order = float(rank) if rank is not None else float("inf")
     else:

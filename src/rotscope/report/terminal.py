@@ -33,6 +33,8 @@ def _cell_notes(cell: dict[str, Any]) -> str:
         notes.append(f"err {cell['error_rate']:.0%}")
     if cell.get("judged"):
         notes.append(f"judged {cell['judged']}")
+    if cell.get("rejected"):
+        notes.append(f"rej {cell['rejected']}")
     return "\n" + " ".join(notes) if notes else ""
 
 
@@ -75,7 +77,9 @@ def heatmap(summary: dict[str, Any], task: str) -> Table:
         row: list[Text | str] = [key[2]]
         for length in lengths:
             cell = lookup.get((key, length))
-            if cell is None or cell["accuracy"] is None:
+            if cell is not None and cell.get("all_rejected"):
+                row.append(Text(f"rejected ({cell['rejected']})"))
+            elif cell is None or cell["accuracy"] is None:
                 row.append(Text("·" if cell is None else f"- ({cell['n']})"))
             else:
                 label = (
@@ -115,9 +119,11 @@ def headline(effective: dict[str, Any]) -> str:
 
 def _gap(estimate: float | None, entry: dict[str, Any]) -> str:
     """A paired gap with its interval, or the note that it has too few pairs for one."""
+    unmatched = f" ({entry['unmatched']} unmatched left out)" if entry.get("unmatched") else ""
     if entry.get("too_few"):
-        return f"{_fmt(estimate)} on {entry['pairs']} pairs (too few pairs for an interval)"
-    return f"{_fmt(estimate)} [{_fmt(entry['ci_low'])}, {_fmt(entry['ci_high'])}] on {entry['pairs']} pairs"
+        return f"{_fmt(estimate)} on {entry['pairs']} pairs (too few pairs for an interval){unmatched}"
+    interval = f"[{_fmt(entry['ci_low'])}, {_fmt(entry['ci_high'])}]"
+    return f"{_fmt(estimate)} {interval} on {entry['pairs']} pairs{unmatched}"
 
 
 def _print_task(analysis: dict[str, Any], console: Console) -> None:

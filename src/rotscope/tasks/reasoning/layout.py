@@ -30,7 +30,7 @@ from rotscope.tasks.reasoning.family import (
     load_pool,
 )
 from rotscope.tasks.reasoning.items import ReasoningItem
-from rotscope.types import Case, Layout, RenderedPrompt, Tokenizer
+from rotscope.types import Case, Layout, Rejection, RenderedPrompt, Tokenizer
 
 _WINDOW_TRIES = 12
 STREAM_REACH = 2
@@ -184,7 +184,7 @@ def _place_in_pool(
 @dataclass
 class ReasoningPlan:
     placed: list[Placed]
-    rejected: list[str]
+    rejected: list[Rejection]
     digest: str
     """Identifies the filler streams used (their token data)."""
 
@@ -196,7 +196,7 @@ def plan_reasoning(
     settings = config.reasoning
     pool = load_pool(settings, config.seed, config.limit)
     placed: list[Placed] = []
-    rejected: list[str] = []
+    rejected: list[Rejection] = []
     digests: list[str] = []
     longest = max(config.lengths)
     neutral_builder: PromptBuilder | None = None
@@ -223,7 +223,7 @@ def plan_reasoning(
                         else:
                             placed.append(_place_in_pool(config, tokenizer, stream, case, layout))
                     except PlacementError as error:
-                        rejected.append(str(error))
+                        rejected.append(Rejection.of(case, layout, str(error)))
     if not pool.targets:
         raise BadInput("reasoning: no target items")
     digest = hashlib.sha256("".join(dict.fromkeys(digests)).encode()).hexdigest()[:16]
