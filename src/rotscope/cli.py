@@ -255,6 +255,8 @@ def plan_command(
 ) -> None:
     """Freeze a pre-registration manifest: digests, grid, seeds, decoding and the gate's analysis."""
     from rotscope.execution.dry_run import freeze_plan
+    from rotscope.report.verdict import power_line
+    from rotscope.stats import plan_power
 
     def body() -> None:
         manifest, digest = freeze_plan(_build(config, {}), output)
@@ -266,6 +268,11 @@ def plan_command(
             f"{manifest['filler']['digest']}, template {manifest['subject']['template_digest']}",
             markup=False,
         )
+        planned, analysis = manifest["planned"], manifest["analysis"]
+        power = plan_power(
+            planned["instances_per_slice"], planned["slices"], analysis["margin"], analysis["alpha"]
+        )
+        console.print(power_line(power), markup=False)
 
     _guarded(body)
 

@@ -10,11 +10,13 @@ The release gate's tests live here too: a cluster bootstrap of paired difference
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
+from scipy import optimize
 from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
@@ -252,3 +254,53 @@ def step_levels(p_values: Sequence[float], alpha: float) -> list[float]:
     for rank, index in enumerate(order, start=1):
         levels[index] = alpha / (len(p_values) - rank + 1)
     return levels
+
+
+POWER = 0.8
+"""The power a plan's detectable drop is stated at."""
+
+
+def power_to_fail(
+    drop: float, instances: int, slices: int, margin: float, alpha: float, base: float
+) -> float:
+    """The chance that a slice whose true accuracy falls from ``base`` by ``drop`` FAILs."""
+    if instances < 1 or slices < 1:
+        return 0.0
+    candidate = max(base - drop, 0.0)
+    variance = base * (1 - base) + candidate * (1 - candidate)
+    size = instances + 2  # the two pseudo-instances
+    mean = -instances * drop / size
+    spread = (instances * (variance + drop**2) + 2) / size - mean**2
+    standard_error = math.sqrt(max(spread, 0.0) / size)
+    quantile = float(scipy_stats.norm.ppf(1 - alpha / slices))
+    return float(scipy_stats.norm.cdf((-margin - mean) / standard_error - quantile))
+
+
+def detectable_drop(
+    instances: int, slices: int, margin: float, alpha: float, base: float, power: float = POWER
+) -> float | None:
+    """The smallest drop from ``base`` that FAILs with ``power``, or ``None`` when no drop can
+    (even a fall to 0 is not caught often enough at these counts)."""
+
+    def shortfall(drop: float) -> float:
+        return power_to_fail(drop, instances, slices, margin, alpha, base) - power
+
+    if shortfall(base) < 0:
+        return None
+    return float(optimize.brentq(shortfall, margin, base, xtol=1e-4))
+
+
+ASSUMED_BASE = 0.9
+"""The baseline accuracy a plan's power is stated at: the low end of the calibration band."""
+
+
+def plan_power(instances: int, slices: int, margin: float, alpha: float) -> dict[str, float | int | None]:
+    """A plan's power at twice its margin and its smallest drop caught with 80% power."""
+    return {
+        "instances": instances,
+        "slices": slices,
+        "assumed_base": ASSUMED_BASE,
+        "drop": 2 * margin,
+        "power_at_drop": power_to_fail(2 * margin, instances, slices, margin, alpha, ASSUMED_BASE),
+        "detectable_drop": detectable_drop(instances, slices, margin, alpha, ASSUMED_BASE),
+    }

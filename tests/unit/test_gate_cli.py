@@ -15,6 +15,7 @@ from typer.testing import CliRunner
 
 from rotscope.cli import app
 from rotscope.plan.manifest import manifest_digest, read_manifest
+from rotscope.stats import detectable_drop, plan_power, power_to_fail
 
 SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
 
@@ -99,6 +100,37 @@ def test_plan_writes_a_manifest_and_names_its_digest(runs: dict[str, Path]) -> N
     result = _invoke("plan", runs["experiment"], "-o", runs["plan"].with_name("again.json"))
     assert result.exit_code == 0
     assert f"plan {manifest_digest(manifest)}" in result.output
+
+
+def test_plan_states_the_gates_power_at_its_counts(runs: dict[str, Path]) -> None:
+    """16 cases x 3 positions and the evidence-absent control at one length: 4 slices of 16
+    instances; at margin 0.3 even a drop of 0.6 from 0.9 FAILs only about a quarter of the time
+    (normal approximation), and plan says so."""
+    manifest = read_manifest(runs["plan"])
+    assert manifest["planned"]["slices"] == 4 and manifest["planned"]["instances_per_slice"] == 16
+    expected = plan_power(16, 4, 0.3, 0.05)
+    assert isinstance(expected["power_at_drop"], float) and 0.2 < expected["power_at_drop"] < 0.4
+    result = _invoke("plan", runs["experiment"], "-o", runs["plan"].with_name("power.json"))
+    assert f"a drop of 0.60 in one of 4 slices FAILs with probability {expected['power_at_drop']:.2f}" in (
+        " ".join(result.output.split())
+    )
+    record = json.loads(
+        _invoke("gate", "--baseline", runs["baseline"], "--candidate", runs["same"], "--json").output
+    )
+    assert record["power"] == expected
+
+
+def test_power_grows_with_instances_and_falls_with_slices() -> None:
+    powers = [power_to_fail(0.1, n, 15, 0.05, 0.05, 0.9) for n in (16, 60, 250, 1000)]
+    assert powers == sorted(powers) and powers[0] < 0.05 < 0.5 < powers[-1]
+    assert power_to_fail(0.1, 250, 1, 0.05, 0.05, 0.9) > power_to_fail(0.1, 250, 15, 0.05, 0.05, 0.9)
+    # a drop no bigger than the margin is never the gate's to catch
+    assert power_to_fail(0.05, 10_000, 1, 0.05, 0.05, 0.9) <= 0.05
+    detectable = detectable_drop(60, 15, 0.05, 0.05, 0.9)
+    assert detectable is not None and power_to_fail(detectable, 60, 15, 0.05, 0.05, 0.9) == pytest.approx(
+        0.8, abs=1e-3
+    )
+    assert detectable_drop(3, 15, 0.05, 0.05, 0.9) is None
 
 
 def test_a_run_whose_flags_change_the_plan_exits_2(runs: dict[str, Path], folder: Path) -> None:

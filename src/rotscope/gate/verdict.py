@@ -45,7 +45,7 @@ from rotscope.gate.pairing import (
 )
 from rotscope.plan.manifest import manifest_digest
 from rotscope.rows import error_rate
-from rotscope.stats import bootstrap_means, holm, proportion_interval, step_levels
+from rotscope.stats import bootstrap_means, holm, plan_power, proportion_interval, step_levels
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 EXIT_CODES: dict[Verdict, int] = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}
@@ -277,6 +277,10 @@ def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | Non
             "candidate_rate": error_rates["candidate"],
         },
         "slices": [item.record() for item in slices],
+        # What this gate could catch at its counts (a PASS is read against it).
+        "power": plan_power(
+            min((s.instances for s in slices), default=0), len(slices), settings.margin, settings.alpha
+        ),
         "worst_positions": worst_positions(baseline, candidate),
         "claims": {"baseline": claim_counts(baseline), "candidate": claim_counts(candidate)},
     }

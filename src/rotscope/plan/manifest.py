@@ -16,6 +16,7 @@ import importlib
 import importlib.util
 import json
 import pkgutil
+from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -114,6 +115,16 @@ def template_digest(backend: Backend, description: Mapping[str, Any]) -> str:
     return _sha(backend.tokenizer().render_chat(list(_TEMPLATE_PROBE)).encode())
 
 
+def slice_shape(plan: Plan) -> dict[str, int]:
+    """How many gate slices (task x length x position, the evidence-absent control's included) the
+    plan fills, and the fewest instances one of them holds: what the gate's power rests on."""
+    instances: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+    for item in plan.items:
+        key = (item.case.task, item.layout.length_tokens, item.layout.position or item.layout.depth)
+        instances[key].add(item.instance_id)
+    return {"slices": len(instances), "instances_per_slice": min(map(len, instances.values()), default=0)}
+
+
 def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> dict[str, Any]:
     """The manifest of ``config`` as planned: digests, grid, seeds, decoding and analysis."""
     description = plan.backend
@@ -154,7 +165,11 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> di
             "rotscope_version": __version__,
             "engine": description.get("options"),
         },
-        "planned": {"work_items": len(plan.items), "rejected_prompts": len(plan.rejected)},
+        "planned": {
+            "work_items": len(plan.items),
+            "rejected_prompts": len(plan.rejected),
+            **slice_shape(plan),
+        },
         "config": fields,
     }
 

@@ -9,6 +9,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rotscope._util.safe_text import terminal_safe_tree
+from rotscope.stats import POWER as GATE_POWER
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
 _WORST_SHOWN = 10
@@ -85,7 +86,25 @@ def print_record(record: dict[str, Any], console: Console) -> None:
             console.print(
                 f"{role} ran with {len(fields)} recorded plan deviation(s): {', '.join(fields)}", markup=False
             )
+    if "power" in record:  # a record written before the gate stated its power has none
+        console.print(power_line(record["power"]), markup=False)
     verdict = record["verdict"]
     console.print(f"[{_STYLE[verdict]}]{verdict}[/] (exit {record['exit_code']})")
     for reason in record["reasons"]:
         console.print(f"  {reason}", markup=False)
+
+
+def power_line(power: dict[str, float | int | None]) -> str:
+    """One sentence a user reads before spending on a gate run."""
+    detectable = power["detectable_drop"]
+    caught = (
+        f"the smallest drop caught with {GATE_POWER:.0%} power is {detectable:.2f}"
+        if isinstance(detectable, float)
+        else f"no drop is caught with {GATE_POWER:.0%} power"
+    )
+    return (
+        f"gate power: a drop of {power['drop']:.2f} in one of {power['slices']} slices FAILs with "
+        f"probability {power['power_at_drop']:.2f} at {power['instances']} instances per slice; {caught} "
+        f"(normal approximation at baseline accuracy {power['assumed_base']:.2f}; more cases per task or "
+        "fewer slices buy power)"
+    )
