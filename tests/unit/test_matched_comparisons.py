@@ -92,6 +92,7 @@ def test_the_scripted_model_reads_only_the_end(tmp_path: Path, monkeypatch: pyte
     assert accuracy == {(200, 0.0): 0.0, (200, 1.0): 1.0, (400, 0.0): 0.0, (400, 1.0): 1.0}
     ((gap,),) = [task["degradation"] for task in summary["tasks"]]
     assert gap["gap"] == 0.0 and gap["unmatched"] == 0 and gap["pairs"] == CASES
+    assert summary["effective_length"]["unbalanced_lengths"] == []
 
 
 def test_a_fully_rejected_cell_is_shown_and_the_gap_stays_matched(
@@ -111,6 +112,8 @@ def test_a_fully_rejected_cell_is_shown_and_the_gap_stays_matched(
     assert gap["unmatched"] == CASES and gap["pairs"] == CASES
     assert summary["items"]["rejected_prompts"] == CASES
     assert {(r["length"], r["depth"]) for r in summary["rejections"]} == {(400, 0.0)}
+    # the effective length says its 400 score stands on other depths than the 200 one
+    assert summary["effective_length"]["unbalanced_lengths"] == [{"length": 400, "missing": CASES}]
 
 
 def test_partial_rejections_are_counted_per_cell(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -135,6 +138,7 @@ def test_show_and_report_mark_rejected_cells(tmp_path: Path, monkeypatch: pytest
     print_summary(summary, console)
     shown = console.export_text()
     assert f"rejected ({CASES})" in shown and f"({CASES} unmatched left out)" in shown
+    assert f"length 400 lacks {CASES} (case, position) pairs" in " ".join(shown.split())
     report = render_report(tmp_path / "run")
     assert "every prompt of this cell was rejected by the verifier" in report
     assert f"{CASES} (case, position) pairs held by one length only" in report

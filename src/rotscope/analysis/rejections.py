@@ -79,3 +79,17 @@ def matched_means(
     short_rows = [row for key in sorted(matched, key=str) for row in short_questions[key]]
     long_rows = [row for key in sorted(matched, key=str) for row in long_questions[key]]
     return instance_means(short_rows, "case_id"), instance_means(long_rows, "case_id"), unmatched
+
+
+def unbalanced_lengths(rows: Iterable[Row]) -> list[dict[str, Any]]:
+    """Lengths that lack (case, position) pairs another length holds (rejected, failed or pending
+    there): their scores average over a different set of depths and cases than the others'."""
+    by_length: dict[int, set[tuple[str, Any]]] = defaultdict(set)
+    for row in scored(rows):
+        by_length[row["length_target"]].add((row["case_id"], _place(row["position"], row["depth"])))
+    every = set().union(*by_length.values()) if by_length else set()
+    return [
+        {"length": length, "missing": len(every - held)}
+        for length, held in sorted(by_length.items())
+        if every - held
+    ]

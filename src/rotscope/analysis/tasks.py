@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from rotscope.analysis.cells import cell
-from rotscope.analysis.rejections import matched_means
+from rotscope.analysis.rejections import matched_means, unbalanced_lengths
 from rotscope.rows import Row, group_by, instance_means
 from rotscope.stats import (
     BASE_LENGTHS,
@@ -85,6 +85,8 @@ def effective_lengths(
         "base_score": base,
         "base_lengths": chosen,
         "base_ci": base_ci,
+        # Each length's score is on the (case, position) pairs it holds; these lack some.
+        "unbalanced_lengths": unbalanced_lengths(rows),
         "definitions": [
             {
                 "definition": f"nolima-{NOLIMA_RATIO}",

@@ -114,7 +114,14 @@ def headline(effective: dict[str, Any]) -> str:
     if "conservative_state" in effective:
         shown_low = effective_text(effective["conservative"], effective["conservative_state"])
         conservative = f"; conservative: {shown_low}"
-    return f"Effective length: {shown} ({effective['definition']}){conservative}; base score {base}{interval}"
+    unbalanced = "".join(
+        f"; length {entry['length']:,} lacks {entry['missing']} (case, position) pairs"
+        for entry in effective.get("unbalanced_lengths", [])
+    )
+    return (
+        f"Effective length: {shown} ({effective['definition']}){conservative}; base score {base}{interval}"
+        f"{unbalanced}"
+    )
 
 
 def _gap(estimate: float | None, entry: dict[str, Any]) -> str:
