@@ -17,7 +17,8 @@ from markupsafe import Markup, escape
 from rotscope.analysis.summary import build_summary
 from rotscope.errors import write_output
 from rotscope.report.cells import depth_label, row_key
-from rotscope.report.terminal import token_count_line
+from rotscope.report.names import shareable, without_paths
+from rotscope.report.terminal import headline_entries, headline_intro, token_count_line
 from rotscope.store import RunStore
 
 NEIGHBOURHOOD_CHARS = 240
@@ -153,7 +154,7 @@ def render_report(run_dir: Path) -> str:
     from plotly.offline import get_plotlyjs
 
     with RunStore.read(run_dir) as store:
-        summary = build_summary(store, run_dir)
+        summary = shareable(build_summary(store, run_dir))
         wrong = wrong_answers(store)
         meta = store.meta()
     environment = Environment(
@@ -169,7 +170,9 @@ def render_report(run_dir: Path) -> str:
         mix=failure_mix(summary) if summary["cells"] else "",
         wrong=wrong,
         meta=meta,
-        config_json=json.dumps(meta.get("config"), indent=2),
+        config_json=json.dumps(without_paths(meta.get("config")), indent=2),
+        headline_intro=headline_intro(summary["effective_lengths"]),
+        headline_entries=headline_entries(summary["effective_lengths"]),
         token_counts=token_count_line(summary),
         approximate=(summary.get("token_counts") or {}).get("method") == "approximate",
         plotly_js=Markup(get_plotlyjs()),
