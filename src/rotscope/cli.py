@@ -344,10 +344,20 @@ def report(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="HTML file; default DIR/report.html.")
     ] = None,
+    figures: Annotated[
+        Path | None,
+        typer.Option("--figures", help="Also write the figures as SVG and PNG into this folder (kaleido)."),
+    ] = None,
 ) -> None:
-    """Write a self-contained HTML report (opens offline)."""
+    """Write a self-contained HTML report (opens offline), and with --figures its figures as files."""
+    from rotscope.analysis.summary import load_summary
+    from rotscope.report.figures import write_figures
     from rotscope.report.html import write_report
 
+    if figures is not None:  # first: a missing extra is refused before anything is written
+        folder = figures
+        for path in _guarded(lambda: write_figures(load_summary(run_dir), folder)):
+            console.print(f"figure: {terminal_safe(str(path))}", markup=False)
     written = _guarded(lambda: write_report(run_dir, output or run_dir / "report.html"))
     console.print(f"report: {written}")
 
