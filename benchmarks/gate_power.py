@@ -1,7 +1,7 @@
 """Error rates of the release gate (``rotscope.gate.verdict.judge_slices`` and ``overall_verdict``,
 the code ``rotscope gate`` runs) on simulated paired runs with a known truth. Run by hand:
 
-    python benchmarks/gate_power.py [--datasets 1000] [--seed 21]
+    python benchmarks/gate_power.py [--datasets 1000] [--seed 21] [--slices 1 15] [--instances 16 30]
 
 Each dataset is a baseline and a candidate run over ``slices`` slices (task x length x position)
 of ``n`` instances each, one scored item per instance and slice (the default plan: 16 cases, one
@@ -82,6 +82,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--datasets", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=21)
+    parser.add_argument("--slices", type=int, nargs="+", default=SLICES)
+    parser.add_argument("--instances", type=int, nargs="+", default=INSTANCES)
     args = parser.parse_args()
     rng = np.random.default_rng(args.seed)
     settings = GateConfig()
@@ -91,8 +93,8 @@ def main() -> None:
           f"base accuracy {BASE}")  # fmt: skip
     print("slices  n    | identical: FAIL  PASS  INCONCL | drop 2x margin: power (sim)  normal approx | "
           "drop detectable at 80% (approx)")  # fmt: skip
-    for m in SLICES:
-        for n in INSTANCES:
+    for m in args.slices:
+        for n in args.instances:
             started = time.perf_counter()
             same = rates(rng, [(BASE, BASE)] * m, n, args.datasets, settings)
             dropped = rates(rng, [(BASE, BASE - drop)] + [(BASE, BASE)] * (m - 1), n, args.datasets, settings)

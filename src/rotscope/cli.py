@@ -283,17 +283,24 @@ def gate(
     candidate: Annotated[Path, typer.Option("--candidate", help="Candidate run folder.")],
     plan: Annotated[Path | None, typer.Option("--plan", help="Frozen plan whose analysis to apply.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the release record JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print a short Markdown summary for a pull-request comment.")
+    ] = False,
     output: Annotated[
         Path | None,
         typer.Option("-o", "--output", help="Release record file; default CANDIDATE/gate-vs-BASELINE.json."),
     ] = None,
 ) -> None:
     """Release verdict of a candidate against a baseline: exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE."""
+    from rotscope.analysis.summary import load_summary
     from rotscope.gate.verdict import evaluate
     from rotscope.plan.manifest import read_manifest
+    from rotscope.report.markdown import gate_markdown
     from rotscope.report.verdict import print_record
 
     def body() -> dict[str, Any]:
+        if as_json and markdown:
+            raise BadInput("--json and --markdown: choose one")
         frozen = read_manifest(plan) if plan is not None else None
         return evaluate(baseline, candidate, frozen)
 
@@ -302,6 +309,9 @@ def gate(
     _guarded(lambda: write_output(target, json.dumps(record, indent=2) + "\n", "gate"))
     if as_json:
         sys.stdout.write(json.dumps(record, indent=2) + "\n")
+    elif markdown:
+        summaries = _guarded(lambda: (load_summary(baseline), load_summary(candidate)))
+        sys.stdout.write(gate_markdown(record, *summaries))
     else:
         print_record(record, console)
         console.print(f"release record: {target}", markup=False)
@@ -312,14 +322,25 @@ def gate(
 def show(
     run_dir: Annotated[Path, typer.Argument(help="Run folder.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print the summary JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print a short Markdown summary for a pull-request comment.")
+    ] = False,
 ) -> None:
-    """Show a run: heatmap and a line per length, or the summary JSON."""
+    """Show a run: heatmap and a line per length, the summary JSON, or a Markdown summary."""
     from rotscope.analysis.summary import load_summary
+    from rotscope.report.markdown import run_markdown
     from rotscope.report.terminal import print_summary
 
-    summary = _guarded(lambda: load_summary(run_dir))
+    def body() -> dict[str, Any]:
+        if as_json and markdown:
+            raise BadInput("--json and --markdown: choose one")
+        return load_summary(run_dir)
+
+    summary = _guarded(body)
     if as_json:
         sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    elif markdown:
+        sys.stdout.write(run_markdown(summary))
     else:
         print_summary(summary, console)
 
@@ -330,10 +351,20 @@ def report(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="HTML file; default DIR/report.html.")
     ] = None,
+    figures: Annotated[
+        Path | None,
+        typer.Option("--figures", help="Also write the figures as SVG and PNG into this folder (kaleido)."),
+    ] = None,
 ) -> None:
-    """Write a self-contained HTML report (opens offline)."""
+    """Write a self-contained HTML report (opens offline), and with --figures its figures as files."""
+    from rotscope.analysis.summary import load_summary
+    from rotscope.report.figures import write_figures
     from rotscope.report.html import write_report
 
+    if figures is not None:  # first: a missing extra is refused before anything is written
+        folder = figures
+        for path in _guarded(lambda: write_figures(load_summary(run_dir), folder)):
+            console.print(f"figure: {terminal_safe(str(path))}", markup=False)
     written = _guarded(lambda: write_report(run_dir, output or run_dir / "report.html"))
     console.print(f"report: {written}")
 

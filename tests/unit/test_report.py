@@ -71,7 +71,7 @@ def test_report_has_one_heatmap_cell_per_length_and_depth(run_dir: Path) -> None
 def test_report_headline_names_the_definition(run_dir: Path) -> None:
     html = render_report(run_dir)
     headline = html.split('id="headline">', 1)[1].split("</div>", 1)[0]
-    assert "Effective length:" in headline
+    assert "Effective length per task" in headline
     assert "(nolima-0.85)" in headline
     assert "base score" in headline
 

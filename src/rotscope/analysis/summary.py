@@ -11,6 +11,7 @@ from typing import Any
 from rotscope.analysis.cache_checks import summarise_checks
 from rotscope.analysis.cases import case_results
 from rotscope.analysis.cells import cell, cell_key, counts
+from rotscope.analysis.headline import effective_lengths_by_task
 from rotscope.analysis.rejections import with_rejections
 from rotscope.analysis.tasks import effective_lengths, task_analysis
 from rotscope.position import Position
@@ -159,6 +160,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         group_by(probes, "task").items(),
         key=lambda item: task_order.index(item[0][0]) if item[0][0] in task_order else len(task_order),
     )
+    analyses = [task_analysis(task, group, base_lengths) for (task,), group in by_task]
     return {
         "run": run_dir.name,
         "model": meta.get("model"),
@@ -168,7 +170,9 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         "cells": cells,
         "lengths": list(per_length.values()),
         "effective_length": effective_lengths(per_length, probes, base_lengths),
-        "tasks": [task_analysis(task, group, base_lengths) for (task,), group in by_task],
+        # Each task's own effective length, led by the hardest probe in band (analysis/headline.py).
+        "effective_lengths": effective_lengths_by_task(analyses),
+        "tasks": analyses,
         "controls": [
             {
                 "task": task,

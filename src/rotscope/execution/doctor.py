@@ -36,6 +36,7 @@ _OPTIONAL = (
     ("anthropic", "anthropic", "rotscope[anthropic]"),
     ("google-genai", "google.genai", "rotscope[gemini]"),
     ("pyarrow", "pyarrow", "rotscope[parquet]"),
+    ("kaleido", "kaleido", "rotscope[figures]"),
 )
 
 

@@ -17,7 +17,9 @@ from markupsafe import Markup, escape
 from rotscope.analysis.summary import build_summary
 from rotscope.errors import write_output
 from rotscope.report.cells import depth_label, row_key
-from rotscope.report.terminal import token_count_line
+from rotscope.report.figures import length_figure, position_figure
+from rotscope.report.names import shareable, without_paths
+from rotscope.report.terminal import headline_entries, headline_intro, token_count_line
 from rotscope.store import RunStore
 
 NEIGHBOURHOOD_CHARS = 240
@@ -43,63 +45,11 @@ def _figure_html(figure: go.Figure) -> Markup:
 
 
 def accuracy_by_length(summary: dict[str, Any]) -> Markup:
-    figure = go.Figure()
-    for analysis in summary["tasks"]:
-        lines = [line for line in analysis["lengths"] if line["accuracy"] is not None]
-        x = [line["length"] for line in lines]
-        figure.add_trace(
-            go.Scatter(
-                x=x + x[::-1],
-                y=[line["ci_high"] for line in lines] + [line["ci_low"] for line in lines][::-1],
-                fill="toself",
-                opacity=0.2,
-                line={"width": 0},
-                hoverinfo="skip",
-                showlegend=False,
-                name=f"{analysis['task']} 95% interval",
-            )
-        )
-        figure.add_trace(
-            go.Scatter(
-                x=x, y=[line["accuracy"] for line in lines], mode="lines+markers", name=analysis["task"]
-            )
-        )
-    figure.update_xaxes(type="log", title="prompt length (model tokens)")
-    figure.update_yaxes(range=[0, 1.02], title="accuracy")
-    figure.update_layout(title="Accuracy vs length (Wilson 95% on instances)")
-    return _figure_html(figure)
+    return _figure_html(length_figure(summary))
 
 
 def accuracy_by_position(summary: dict[str, Any], task: str) -> Markup:
-    figure = go.Figure()
-    cells = [cell for cell in summary["cells"] if cell["task"] == task and cell["accuracy"] is not None]
-    named = any(cell.get("layout") for cell in cells)
-    for length, filler in sorted({(cell["length"], cell.get("filler") or "") for cell in cells}):
-        row = sorted(
-            (cell for cell in cells if cell["length"] == length and (cell.get("filler") or "") == filler),
-            key=row_key,
-        )
-        figure.add_trace(
-            go.Scatter(
-                x=[cell["layout"] if named else cell["depth"] for cell in row],
-                y=[cell["accuracy"] for cell in row],
-                error_y={
-                    "type": "data",
-                    "symmetric": False,
-                    "array": [cell["ci_high"] - cell["accuracy"] for cell in row],
-                    "arrayminus": [cell["accuracy"] - cell["ci_low"] for cell in row],
-                },
-                mode="lines+markers",
-                name=f"{length:,} tokens" + (f", {filler}" if filler else ""),
-            )
-        )
-    if named:
-        figure.update_xaxes(title="layout of the target problem", type="category")
-    else:
-        figure.update_xaxes(title="evidence depth (0 = first, 1 = last)", range=[-0.05, 1.05])
-    figure.update_yaxes(range=[0, 1.05], title="accuracy")
-    figure.update_layout(title=f"{task}: accuracy by position")
-    return _figure_html(figure)
+    return _figure_html(position_figure(summary, task))
 
 
 def failure_mix(summary: dict[str, Any]) -> Markup:
@@ -153,7 +103,7 @@ def render_report(run_dir: Path) -> str:
     from plotly.offline import get_plotlyjs
 
     with RunStore.read(run_dir) as store:
-        summary = build_summary(store, run_dir)
+        summary = shareable(build_summary(store, run_dir))
         wrong = wrong_answers(store)
         meta = store.meta()
     environment = Environment(
@@ -169,7 +119,9 @@ def render_report(run_dir: Path) -> str:
         mix=failure_mix(summary) if summary["cells"] else "",
         wrong=wrong,
         meta=meta,
-        config_json=json.dumps(meta.get("config"), indent=2),
+        config_json=json.dumps(without_paths(meta.get("config")), indent=2),
+        headline_intro=headline_intro(summary["effective_lengths"]),
+        headline_entries=headline_entries(summary["effective_lengths"]),
         token_counts=token_count_line(summary),
         approximate=(summary.get("token_counts") or {}).get("method") == "approximate",
         plotly_js=Markup(get_plotlyjs()),

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.cells import depth_label, row_key
+from rotscope.report.names import shareable
 
 
 def _colour(accuracy: float) -> str:
@@ -104,24 +105,54 @@ def effective_text(value: int | None, state: str | None) -> str:
     return f"{value:,} tokens"
 
 
-def headline(effective: dict[str, Any]) -> str:
+def effective_phrase(effective: dict[str, Any]) -> str:
+    """``2,048 tokens (nolima-0.85); conservative: 1,024 tokens; base score 0.93 [0.80, 0.98]``."""
     shown = effective_text(effective["value"], effective.get("state"))
     interval = ""
     if effective.get("base_ci"):
         interval = f" [{_fmt(effective['base_ci'][0])}, {_fmt(effective['base_ci'][1])}]"
     base = _fmt(effective["base_score"])
     conservative = ""
-    if "conservative_state" in effective:
+    if effective.get("conservative_state"):
         shown_low = effective_text(effective["conservative"], effective["conservative_state"])
         conservative = f"; conservative: {shown_low}"
     unbalanced = "".join(
         f"; length {entry['length']:,} lacks {entry['missing']} (case, position) pairs"
         for entry in effective.get("unbalanced_lengths", [])
     )
+    return f"{shown} ({effective['definition']}){conservative}; base score {base}{interval}{unbalanced}"
+
+
+def headline(effective: dict[str, Any]) -> str:
+    return f"Effective length: {effective_phrase(effective)}"
+
+
+def headline_intro(per_task: dict[str, Any]) -> str:
+    """Which probe leads the per-task headline and why, or that none is in band."""
+    entries = per_task["tasks"]
+    if per_task["lead"] is None:
+        verdicts = ", ".join(f"{entry['task']} {entry['calibration']['verdict']}" for entry in entries)
+        return (
+            f"Effective length per task; no probe is in band at its control length ({verdicts}), "
+            "so none leads:"
+        )
+    calibration = entries[0]["calibration"]
     return (
-        f"Effective length: {shown} ({effective['definition']}){conservative}; base score {base}{interval}"
-        f"{unbalanced}"
+        f"Effective length per task, led by {per_task['lead']}, the hardest probe in band at its control "
+        f"length ({calibration['length']:,} tokens: accuracy {_fmt(calibration['instance_accuracy'])}):"
     )
+
+
+def headline_entries(per_task: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(task, "its effective length; calibration <verdict> at <length>")``, the lead first."""
+    return [
+        (
+            entry["task"],
+            f"{effective_phrase(entry)}; calibration {entry['calibration']['verdict']} at "
+            f"{entry['calibration']['length']:,}",
+        )
+        for entry in per_task["tasks"]
+    ]
 
 
 def _gap(estimate: float | None, entry: dict[str, Any]) -> str:
@@ -299,7 +330,8 @@ def engine_note(execution: dict[str, Any]) -> str:
 def print_summary(summary: dict[str, Any], console: Console) -> None:
     # Case ids, replies and errors come from outside: none of their control characters reaches
     # the terminal (a reply's clear-screen or window title is shown as its escape).
-    summary = terminal_safe_tree(summary)
+    summary = shareable(terminal_safe_tree(summary))
+    console.print(f"run {summary['run']}: model {summary['model']}", markup=False, highlight=False)
     for analysis in summary["tasks"]:
         console.print(heatmap(summary, analysis["task"]))
         _print_task(analysis, console)
@@ -310,7 +342,10 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
             f"{control['correct']}/{scored} abstained correctly, {control['hallucinated']} answered anyway"
         )
     _print_cases(summary, console)
-    console.print(f"[bold]{headline(summary['effective_length'])}[/bold] (all tasks pooled)")
+    per_task = summary["effective_lengths"]
+    console.print(headline_intro(per_task), style="bold", markup=False)
+    for task, text in headline_entries(per_task):
+        console.print(f"  {task}: {text}", style="bold", markup=False)
     items = summary["items"]
     tokens = summary["tokens"]
     execution = summary["execution"]

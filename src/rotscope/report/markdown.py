@@ -1,0 +1,169 @@
+"""Short Markdown summaries for a pull-request comment: a gate's verdict with its failing slices,
+worst positions and the headline effective lengths, or a run's headline and lengths.
+
+Case ids, model names and reasons come from outside: each goes through ``_text``, which escapes
+what Markdown or HTML would act on, so a case id cannot open a link, a table cell or a tag.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from rotscope._util.safe_text import terminal_safe_tree
+from rotscope.report.cells import depth_label
+from rotscope.report.names import shareable
+from rotscope.report.terminal import effective_text, headline_intro
+
+ROWS_SHOWN = 10
+_MARK = {"PASS": "✅", "FAIL": "❌", "INCONCLUSIVE": "⚠️"}
+_ACTIVE = re.compile(r"([\\`*_\[\]{}|~#!])")
+
+
+def _text(value: Any) -> str:
+    """``value`` as inline Markdown text: one line, Markdown's active characters escaped, no HTML."""
+    text = " ".join(str(value).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _ACTIVE.sub(r"\\\1", text)
+
+
+def _fmt(value: float | None, signed: bool = False) -> str:
+    if value is None:
+        return "-"
+    return f"{value:+.2f}" if signed else f"{value:.2f}"
+
+
+def _more(total: int) -> list[str]:
+    return ["", f"… and {total - ROWS_SHOWN} more"] if total > ROWS_SHOWN else []
+
+
+def effective_table(per_task: dict[str, Any]) -> list[str]:
+    """The per-task headline: its intro line and a table of each task's effective length."""
+    lines = [
+        _text(headline_intro(per_task)),
+        "",
+        "| task | effective length | conservative | base score | calibration |",
+        "|---|---|---|---|---|",
+    ]
+    for entry in per_task["tasks"]:
+        base = _fmt(entry["base_score"])
+        if entry.get("base_ci"):
+            base += f" [{_fmt(entry['base_ci'][0])}, {_fmt(entry['base_ci'][1])}]"
+        calibration = entry["calibration"]
+        lead = " (lead)" if entry["task"] == per_task["lead"] else ""
+        lines.append(
+            f"| {_text(entry['task'])}{lead} | {_text(effective_text(entry['value'], entry['state']))} "
+            f"({_text(entry['definition'])}) | "
+            f"{_text(effective_text(entry.get('conservative'), entry.get('conservative_state')))} | "
+            f"{base} | {_text(calibration['verdict'])} at {calibration['length']:,} |"
+        )
+    return lines
+
+
+def _slice_name(item: dict[str, Any]) -> str:
+    fields = "".join(f" {key}={value}" for key, value in item["fields"].items())
+    return _text(f"{item['task']} {item['length']:,} {item['position']}{fields}")
+
+
+def gate_markdown(record: dict[str, Any], baseline: dict[str, Any], candidate: dict[str, Any]) -> str:
+    """A gate's release record as a PR comment; ``baseline`` and ``candidate`` are the two runs'
+    summaries (for their model names and headline effective lengths)."""
+    record = terminal_safe_tree(record)
+    baseline, candidate = shareable(terminal_safe_tree(baseline)), shareable(terminal_safe_tree(candidate))
+    verdict = record["verdict"]
+    lines = [
+        f"## rotscope gate: {_MARK[verdict]} {verdict} (exit {record['exit_code']})",
+        "",
+        f"Candidate **{_text(candidate['run'])}** ({_text(candidate['model'])}) against baseline "
+        f"**{_text(baseline['run'])}** ({_text(baseline['model'])}); "
+        + (f"plan {_text(record['plan_digest'])}." if record.get("plan_digest") else "no frozen plan."),
+        "",
+        *(f"- {_text(reason)}" for reason in record["reasons"][:ROWS_SHOWN]),
+        *_more(len(record["reasons"])),
+    ]
+    unpassed = [item for item in record["slices"] if item["verdict"] != "PASS"]
+    analysis = record["analysis"]
+    lines += [
+        "",
+        f"### Slices not passing: {len(unpassed)} of {len(record['slices'])}",
+        "",
+        f"Candidate − baseline, paired instance accuracy, one-sided bounds at Holm levels "
+        f"(alpha {analysis['alpha']}, margin {analysis['margin']}, min {analysis['min_instances']} "
+        "instances).",
+    ]
+    if unpassed:
+        lines += [
+            "",
+            "| slice | instances | baseline | candidate | difference | bounds | verdict |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        for item in unpassed[:ROWS_SHOWN]:
+            lines.append(
+                f"| {_slice_name(item)} | {item['instances']} | {_fmt(item['baseline_accuracy'])} | "
+                f"{_fmt(item['candidate_accuracy'])} | {_fmt(item['difference'], True)} | "
+                f"[{_fmt(item['lower'], True)}, {_fmt(item['upper'], True)}] | {item['verdict']} |"
+            )
+        lines += _more(len(unpassed))
+    worst = [entry for entry in record["worst_positions"] if entry["range"] or entry["worst_accuracy"] < 1]
+    if worst:
+        lines += ["", "### Worst positions (candidate; largest range first)", ""]
+        lines += [
+            f"- {_text(entry['case_id'])}: worst {_text(entry['worst_position'])} "
+            f"({entry['worst_accuracy']:.2f}), range {entry['range']:.2f} "
+            f"(baseline range {_fmt(entry['baseline_range'])})"
+            for entry in worst[:ROWS_SHOWN]
+        ]
+        lines += _more(len(worst))
+    for role, summary in (("Candidate", candidate), ("Baseline", baseline)):
+        lines += ["", f"### {role}'s effective length", "", *effective_table(summary["effective_lengths"])]
+    return "\n".join(lines) + "\n"
+
+
+def run_markdown(summary: dict[str, Any]) -> str:
+    """A run's summary as a PR comment: headline, accuracy per task and length, worst positions."""
+    summary = shareable(terminal_safe_tree(summary))
+    items = summary["items"]
+    lines = [
+        f"## rotscope run {_text(summary['run'])}: {_text(summary['model'])}",
+        "",
+        f"{items['done']}/{items['total']} items done, {items['errors']} errors.",
+        "",
+        *effective_table(summary["effective_lengths"]),
+        "",
+        "| task | length | accuracy [95%] | instances | gap to control [95%] | worst position |",
+        "|---|---|---|---|---|---|",
+    ]
+    # A worst depth by its position's name where the run named positions (``beginning``).
+    labels = {(cell["task"], cell["length"], cell["depth"]): depth_label(cell) for cell in summary["cells"]}
+    for analysis in summary["tasks"]:
+        gaps = {gap["length"]: gap for gap in analysis["degradation"]}
+        worst = {effect["length"]: effect for effect in analysis["position_effect"]}
+        for line in analysis["lengths"]:
+            gap = gaps.get(line["length"])
+            if gap is None:
+                gap_text = "control"
+            elif gap["too_few"]:
+                gap_text = f"{_fmt(gap['gap'], True)} (too few pairs)"
+            else:
+                low, high = _fmt(gap["ci_low"], True), _fmt(gap["ci_high"], True)
+                gap_text = f"{_fmt(gap['gap'], True)} [{low}, {high}]"
+            effect = worst.get(line["length"])
+            at = "-"  # a length whose positions all scored alike has no worst position
+            if effect and effect["range"]:
+                where = labels.get(
+                    (analysis["task"], line["length"], effect["worst_depth"]), effect["worst_depth"]
+                )
+                at = f"{_text(where)} (range {effect['range']:.2f})"
+            lines.append(
+                f"| {_text(analysis['task'])} | {line['length']:,} | {_fmt(line['accuracy'])} "
+                f"[{_fmt(line['ci_low'])}, {_fmt(line['ci_high'])}] | {line['instances']} | {gap_text} "
+                f"| {at} |"
+            )
+    cap = summary.get("error_cap")
+    if cap and cap["exceeded"]:
+        lines += [
+            "",
+            f"**Error rate {cap['error_rate']:.1%} exceeds the cap {cap['max_error_rate']:.1%}**: "
+            "accuracy rests on fewer items than planned.",
+        ]
+    return "\n".join(lines) + "\n"
