@@ -5,7 +5,8 @@ an agent would: the prompt it received counted on rotscope's estimate plus a fix
 (the system prompt and tool definitions a real harness adds). The prompt comes on stdin, or from
 ``--prompt-file``; with ``--system``/``--system-file`` the system prompt comes apart. Faults for
 the tests: ``--fail-once MARKER`` exits 1 unless MARKER exists (and creates it); ``--hang PIDFILE``
-writes its pid and a child's, then hangs with the child, ignoring SIGTERM.
+writes its pid and a child's, then hangs with the child, ignoring SIGTERM. ``--log FILE`` appends
+when it started and ended a second of work.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ def _arguments() -> argparse.Namespace:
     parser.add_argument("--fail-once")
     parser.add_argument("--hang")
     parser.add_argument("--require-env")
+    parser.add_argument("--log")
     return parser.parse_args()
 
 
@@ -55,6 +57,9 @@ def main() -> int:
     if args.require_env and args.require_env not in os.environ:
         print(f"agent: {args.require_env} missing", file=sys.stderr)
         return 3
+    if args.log:  # when this call ran, for the concurrency tests
+        with open(args.log, "a", encoding="utf-8") as log:
+            log.write(f"{time.time()} {time.sleep(1.0) or time.time()}\n")
     prompt = Path(args.prompt_file).read_text("utf-8") if args.prompt_file else sys.stdin.read()
     system = Path(args.system_file).read_text("utf-8") if args.system_file else args.system
     messages = [{"role": "user", "content": prompt}]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import sys
 import time
 from pathlib import Path
@@ -19,7 +20,7 @@ from rotscope.analysis.summary import load_summary
 from rotscope.backends.cmd import CmdBackend, read_usage
 from rotscope.backends.process import TimedOut, run_in_group
 from rotscope.backends.retry import Permanent
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config import ExperimentConfig, build_config, load_config
 from rotscope.execution.delivery import check_delivery, delivery_tolerance
 from rotscope.execution.identity import config_fields
 from rotscope.execution.runner import resume_experiment, run_experiment
@@ -326,3 +327,50 @@ def test_an_empty_reply_is_an_error_row(tmp_path: Path) -> None:
     silent.chmod(0o755)
     [row] = rows(run_experiment(config(f"cmd/{silent}", ONE_CALL), run_dir=tmp_path / "run"))
     assert row["outcome"] == "error" and "empty reply" in row["error"]
+
+
+def test_the_agent_cli_example_runs_through_its_wrapper(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """examples/agent-cli.yaml with a stand-in ``claude`` on PATH that answers in its JSON print mode."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    claude = bin_dir / "claude"
+    usage = {"input_tokens": 3, "cache_creation_input_tokens": 2000, "cache_read_input_tokens": 30000}
+    answer = {"result": "ARGS", "usage": {**usage, "output_tokens": 7}, "total_cost_usd": 0.01}
+    claude.write_text(
+        f"#!/bin/sh\ncat >/dev/null\necho '{json.dumps(answer)}' | sed \"s/ARGS/$*/\"\n",
+        encoding="utf-8",
+    )
+    claude.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    example = Path(__file__).resolve().parents[2] / "examples" / "agent-cli.yaml"
+    experiment = load_config(
+        example, {"lengths": [256], "depths": ["midpoint"], "limit": 1, "controls": False}
+    )
+    [row] = rows(run_experiment(experiment, run_dir=tmp_path / "run"))
+    assert row["error"] is None
+    assert row["response"] == "-p --output-format json --model sonnet --max-turns 1"
+    assert (row["usage_prompt_tokens"], row["usage_completion_tokens"], row["cached_tokens"]) == (
+        32003,
+        7,
+        30000,
+    )
+    assert row["cost"] == pytest.approx(0.01)
+
+
+def test_calls_run_concurrently_within_the_limit(tmp_path: Path) -> None:
+    log = tmp_path / "calls.log"
+    grid = {**ONE_CALL, "lengths": [256, 512, 768], "depths": ["beginning", "end"]}  # 6 calls
+    experiment = build_config(
+        {
+            "model": f"cmd/{agent(tmp_path)}",
+            **grid,
+            "cmd": {"args": ["--log", str(log)]},
+            "limits": {"cmd": {"concurrency": 2}},
+        }
+    )
+    run_experiment(experiment, run_dir=tmp_path / "run")
+    spans = [tuple(map(float, line.split())) for line in log.read_text().splitlines()]
+    overlap = max(sum(start <= t < end for start, end in spans) for t, _ in spans)
+    assert len(spans) == 6 and overlap == 2
