@@ -58,8 +58,10 @@ def main() -> int:
         print(f"agent: {args.require_env} missing", file=sys.stderr)
         return 3
     if args.log:  # when this call ran, for the concurrency tests
+        started = time.time()
+        time.sleep(1.0)
         with open(args.log, "a", encoding="utf-8") as log:
-            log.write(f"{time.time()} {time.sleep(1.0) or time.time()}\n")
+            log.write(f"{started} {time.time()}\n")
     prompt = Path(args.prompt_file).read_text("utf-8") if args.prompt_file else sys.stdin.read()
     system = Path(args.system_file).read_text("utf-8") if args.system_file else args.system
     messages = [{"role": "user", "content": prompt}]
