@@ -312,8 +312,14 @@ class CmdOptions(_Strict):
     args: list[str] = Field(default_factory=list)
     """Arguments after the executable, each one word (no shell)."""
     prompt: Literal["stdin", "file"] = "stdin"
+    """Where the prompt goes: the command's standard input, or a file named by ``{prompt_file}``."""
     parts: Literal["conversation", "split"] = "conversation"
+    """``conversation``: every message's content, joined by blank lines; ``split``: the user's part as
+    the prompt, the system prompt apart as ``{system}`` or ``{system_file}``."""
     usage: Literal["none", "file", "fd"] = "none"
+    """Where the command reports usage as JSON (``prompt_tokens``, ``completion_tokens``,
+    ``cached_tokens``, ``cost``): ``file`` (``{usage_file}``, ``$ROTSCOPE_USAGE_FILE``), ``fd``
+    (``{usage_fd}``, ``$ROTSCOPE_USAGE_FD``) or ``none``."""
     env: list[Annotated[str, Field(pattern=_ENV_NAME)]] = Field(default_factory=list)
     """Names of environment variables passed through (an API key, a model choice); only these,
     besides ``PATH``, ``HOME``, the user and the locale, reach the command. Their values never enter
@@ -322,7 +328,9 @@ class CmdOptions(_Strict):
     """Working folder of the command; unset, each call gets an empty folder of its own, so an agent
     sees no project files it could read."""
     timeout_s: Float = Field(default=600.0, gt=0.0)
+    """Seconds one attempt may run; then its whole process group is killed (SIGTERM, then SIGKILL)."""
     max_attempts: Int = Field(default=2, ge=1)
+    """Attempts per call for a non-zero exit or a timeout; an empty reply is not retried."""
     backoff_initial_s: Float = Field(default=1.0, ge=0.0)
     backoff_max_s: Float = Field(default=30.0, ge=0.0)
     tokenizer: str | None = None
