@@ -295,17 +295,10 @@ _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 class CmdOptions(_Strict):
     """How the ``cmd/PATH`` backend runs the executable at ``PATH`` (or a command name found on
-    ``$PATH``): once per prompt, the reply read from its standard output.
-
-    ``prompt``: ``stdin`` writes the prompt to its standard input; ``file`` writes it to a file whose
-    path replaces ``{prompt_file}`` in ``args``. ``parts``: ``conversation`` sends every message's
-    content joined by blank lines; ``split`` sends the user's part as the prompt and the system
-    prompt apart, as ``{system}`` (its text) or ``{system_file}`` (a file holding it) in ``args``.
-    ``usage``: ``file`` or ``fd`` reads a JSON object ``{"prompt_tokens": N, "completion_tokens": N,
-    "cost": USD}`` (every key optional) that the command writes to the file ``{usage_file}`` (also
-    ``$ROTSCOPE_USAGE_FILE``) or to the file descriptor ``{usage_fd}`` (also ``$ROTSCOPE_USAGE_FD``);
-    its prompt tokens minus rotscope's own count are the harness overhead. A non-zero exit, a
-    timeout (the whole process group is killed) or an empty reply is an error row, retried up to
+    ``$PATH``): once per prompt, the reply read from its standard output. In ``args``,
+    ``{prompt_file}``, ``{system}``, ``{system_file}``, ``{usage_file}`` and ``{usage_fd}`` are
+    replaced on every call. Usage's prompt tokens minus rotscope's own count are the harness
+    overhead. A non-zero exit, a timeout or an empty reply is an error row, retried up to
     ``max_attempts`` times and again on ``--resume``.
     """
 
