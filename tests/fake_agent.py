@@ -20,10 +20,6 @@ import sys
 import time
 from pathlib import Path
 
-from rotscope.backends.fake import lexical_responder
-from rotscope.tokenizers.remote import ApproximateTokenizer, render_plain
-from rotscope.types import GenerateRequest, GenerationParams
-
 
 def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser()
@@ -62,6 +58,11 @@ def main() -> int:
         time.sleep(1.0)
         with open(args.log, "a", encoding="utf-8") as log:
             log.write(f"{started} {time.time()}\n")
+    # rotscope is imported only now, so the faults above act at once even on a loaded machine.
+    from rotscope.backends.fake import lexical_responder
+    from rotscope.tokenizers.remote import ApproximateTokenizer, render_plain
+    from rotscope.types import GenerateRequest, GenerationParams
+
     prompt = Path(args.prompt_file).read_text("utf-8") if args.prompt_file else sys.stdin.read()
     system = Path(args.system_file).read_text("utf-8") if args.system_file else args.system
     messages = [{"role": "user", "content": prompt}]

@@ -165,18 +165,18 @@ def _gone(*pids: int, within_s: float = 5.0) -> bool:
 def test_a_hung_command_is_an_error_row_after_its_timeout_and_leaves_no_process(tmp_path: Path) -> None:
     pidfile = tmp_path / "pids"
     experiment = config(
-        f"cmd/{agent(tmp_path)}", ONE_CALL, args=["--hang", str(pidfile)], timeout_s=1.5, max_attempts=1
+        f"cmd/{agent(tmp_path)}", ONE_CALL, args=["--hang", str(pidfile)], timeout_s=3, max_attempts=1
     )
     started = time.perf_counter()
     run_dir = run_experiment(experiment, run_dir=tmp_path / "run")
     seconds = time.perf_counter() - started
     [row] = rows(run_dir)
     assert row["status"] == "error" and row["outcome"] == "error"
-    assert "timed out after 1.5 s" in row["error"]
+    assert "timed out after 3 s" in row["error"]
     pids = [int(pid) for pid in pidfile.read_text().split()]
     assert len(pids) == 2  # the agent and the child it started; SIGTERM ignored by the agent
     assert _gone(*pids)
-    assert seconds < 1.5 + 2 + 10  # the timeout, the SIGKILL grace, planning
+    assert 3 <= seconds < 3 + 2 + 60  # the timeout, the SIGKILL grace, planning on a loaded machine
 
 
 def test_a_cancelled_call_kills_the_whole_group(tmp_path: Path) -> None:
