@@ -18,6 +18,7 @@ from rotscope._util.strict_yaml import read_yaml
 from rotscope.config_sections import AnalysisConfig as AnalysisConfig
 from rotscope.config_sections import AnswerText as AnswerText
 from rotscope.config_sections import CacheConfig as CacheConfig
+from rotscope.config_sections import CmdOptions as CmdOptions
 from rotscope.config_sections import CodebaseCase as CodebaseCase
 from rotscope.config_sections import CodebaseConfig as CodebaseConfig
 from rotscope.config_sections import CodeLine as CodeLine
@@ -73,6 +74,8 @@ class ExperimentConfig(_Strict):
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
     remote: RemoteOptions = Field(default_factory=RemoteOptions)
+    cmd: CmdOptions = Field(default_factory=CmdOptions)
+    """Options of a ``cmd/PATH`` model (a command run once per prompt, such as an agent CLI)."""
     system_prompt: str | None = None
     limits: dict[str, ProviderLimits] = Field(default_factory=dict)
     """Per provider (``openai``, ``anthropic``...); a provider not listed gets the defaults."""
@@ -174,11 +177,14 @@ def _absolute(value: object, base: Path) -> object:
 
 
 def _model_path(model: object, base: Path) -> object:
-    """A llama.cpp model given by path (``PATH.gguf`` or ``llamacpp/PATH``) made absolute."""
+    """A model given by path (``PATH.gguf``, ``llamacpp/PATH``, ``cmd/PATH``) made absolute."""
     if not isinstance(model, str) or model == BUNDLED_MODEL:
         return model
     if model.startswith("llamacpp/"):
         return f"llamacpp/{_absolute(model.removeprefix('llamacpp/'), base)}"
+    if model.startswith("cmd/"):  # a path; a bare command name is looked up on $PATH when run
+        command = model.removeprefix("cmd/")
+        return f"cmd/{_absolute(command, base)}" if "/" in command else model
     return _absolute(model, base) if model.endswith(".gguf") else model
 
 
@@ -204,7 +210,8 @@ def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     folder; the current folder for command-line flags), so the resolved config stored in the run
     folder and in plans names the same files wherever it is read from: ``model`` (a GGUF path),
     ``cases``, ``out``, ``filler.path``/``glob``/``jsonl``, ``reasoning.path``, ``cache.path``,
-    ``remote.tokenizer`` and ``judge.remote.tokenizer`` (unless ``tiktoken:NAME``)."""
+    ``remote.tokenizer``, ``judge.remote.tokenizer`` and ``cmd.tokenizer`` (unless ``tiktoken:NAME``),
+    ``cmd.cwd``."""
     data = dict(data)
     if "model" in data:
         data["model"] = _model_path(data["model"], base)
@@ -216,10 +223,13 @@ def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
         for key in keys:
             if section is not None and key in section:
                 section[key] = _absolute(section[key], base)
-    for owner in (data, _section(data, "judge")):
-        remote = _section(owner, "remote") if owner is not None else None
-        if remote is not None and "tokenizer" in remote:
-            remote["tokenizer"] = _tokenizer_path(remote["tokenizer"], base)
+    for owner, name in ((data, "remote"), (_section(data, "judge"), "remote"), (data, "cmd")):
+        section = _section(owner, name) if owner is not None else None
+        if section is not None and "tokenizer" in section:
+            section["tokenizer"] = _tokenizer_path(section["tokenizer"], base)
+    command = _section(data, "cmd")
+    if command is not None and "cwd" in command:
+        command["cwd"] = _absolute(command["cwd"], base)
     return data
 
 

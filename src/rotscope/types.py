@@ -221,6 +221,9 @@ class Completion:
     engine_mode: str | None = None
     """The local engine's mode that produced it (``extra_buffers=off``); ``None`` for engines with
     one mode and remote APIs. A run's rows come from one mode."""
+    cost: float | None = None
+    """USD the backend itself reported for the call (an agent CLI's own count); ``None``: the call
+    is priced from the price table."""
 
 
 @dataclass(frozen=True)
@@ -302,6 +305,10 @@ class Capabilities:
     """Its KV cache can be cleared between calls (cache controls need it)."""
     worker_process: bool = False
     """Can be sent to an engine worker process (pickled without its loaded engine)."""
+    harness_prompt: bool = False
+    """A harness between rotscope and the model adds a prompt of its own (an agent CLI's system
+    prompt and tool definitions): a reported prompt count above the ids sent is that harness
+    overhead, measured and shown, not a prompt extended on its way; a count below is still a cut."""
 
 
 class Backend(Protocol):

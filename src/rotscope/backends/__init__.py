@@ -36,6 +36,7 @@ BACKENDS: Registry[BackendEntry] = Registry(
         "rotscope.backends.openai_compat",
         "rotscope.backends.anthropic",
         "rotscope.backends.gemini",
+        "rotscope.backends.cmd",
     ),
 )
 """Built-ins register here as an outside package would; provider SDKs load only when a model is made."""

@@ -55,8 +55,10 @@ def call_cost(price: Price, prompt_tokens: int, completion_tokens: int, cached_t
 
 
 def completion_cost(price: Price | None, completion: Completion) -> float | None:
-    """What a finished call cost, from the usage the backend reported (failed calls included);
-    ``None`` when the model has no price."""
+    """What a finished call cost: what the backend reported, else priced from the usage it reported
+    (failed calls included); ``None`` when neither is known."""
+    if completion.cost is not None:
+        return completion.cost
     if price is None:
         return None
     return call_cost(price, completion.prompt_tokens, completion.completion_tokens, completion.cached_tokens)

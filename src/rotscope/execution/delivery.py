@@ -10,6 +10,7 @@ reply is an error row (never scored, retried on resume), not a wrong answer at s
 from __future__ import annotations
 
 import math
+import sys
 from dataclasses import dataclass, replace
 
 from rotscope.types import Backend, Completion, GenerateRequest
@@ -39,6 +40,8 @@ class Tolerance:
 
     tokens: int = 0
     ratio: tuple[float, float] = (1.0, 1.0)
+    open_above: bool = False
+    """Any count above is the prompt sent plus a harness's own (``Capabilities.harness_prompt``)."""
 
     @property
     def approximate(self) -> bool:
@@ -46,10 +49,8 @@ class Tolerance:
 
     def bounds(self, sent: int) -> tuple[int, int]:
         low, high = self.ratio
-        return (
-            math.floor(sent * low) - self.tokens,
-            math.ceil(sent * high) + max(self.tokens, FRAMING_TOKENS),
-        )
+        above = sys.maxsize if self.open_above else math.ceil(sent * high) + max(self.tokens, FRAMING_TOKENS)
+        return math.floor(sent * low) - self.tokens, above
 
 
 EXACT = Tolerance(0)
@@ -60,12 +61,12 @@ APPROXIMATE = Tolerance(FRAMING_TOKENS, APPROXIMATE_RATIO)
 def delivery_tolerance(backend: Backend) -> Tolerance:
     """How far a backend's count may differ from the ids sent: none for engines fed the ids
     themselves, ``FRAMING_TOKENS`` for chat APIs whose tokenizer is the model's own, and the
-    measured ``APPROXIMATE_RATIO`` besides when rotscope's count for that model is an estimate."""
+    measured ``APPROXIMATE_RATIO`` besides when rotscope's count for that model is an estimate; a
+    harness that adds a prompt of its own is never "extended", only cut."""
     if backend.capabilities.exact_ids:
         return EXACT
-    if backend.describe().get("token_count") == "approximate":
-        return APPROXIMATE
-    return REMOTE
+    tolerance = APPROXIMATE if backend.describe().get("token_count") == "approximate" else REMOTE
+    return replace(tolerance, open_above=True) if backend.capabilities.harness_prompt else tolerance
 
 
 def check_delivery(

@@ -42,11 +42,44 @@ class LocalEstimate:
 
 
 @dataclass(frozen=True)
+class OverheadCheck:
+    """A harness overhead measured on an earlier run's first call, against the model's window."""
+
+    model: str
+    tokens: int | None
+    """``None``: no run of this command has measured it yet."""
+    window: int | None
+    """``None``: the window is unknown (``cmd.context_window`` unset)."""
+    too_long: tuple[tuple[int, int], ...] = ()
+    """(planned length, prompt tokens plus overhead plus ``max_tokens``) of lengths that exceed it."""
+
+
+@dataclass(frozen=True)
 class DryRun:
     plan: Plan
     estimate: CostEstimate
     judge_model: str | None = None
     local: LocalEstimate | None = None
+    overhead: OverheadCheck | None = None
+
+
+def overhead_check(backend: Backend, plan: Plan, max_tokens: int) -> OverheadCheck | None:
+    """For a backend behind a harness that remembers its overhead (``cmd/PATH``): the planned
+    lengths whose longest prompt, with that overhead and ``max_tokens``, would not fit the window."""
+    measured = getattr(backend, "measured_overhead", None)
+    if measured is None:
+        return None
+    tokens: int | None = measured()
+    window = backend.describe().get("context_window")
+    longest: dict[int, int] = {}
+    for item in plan.items:
+        length = item.layout.length_tokens
+        longest[length] = max(longest.get(length, 0), item.prompt.prompt_tokens)
+    too_long: tuple[tuple[int, int], ...] = ()
+    if tokens is not None and window is not None:
+        needed = ((length, prompt + tokens + max_tokens) for length, prompt in sorted(longest.items()))
+        too_long = tuple((length, total) for length, total in needed if total > window)
+    return OverheadCheck(backend.model_id, tokens, window, too_long)
 
 
 def local_estimate(backend: Backend, plan: Plan, max_tokens: int) -> LocalEstimate | None:
@@ -73,6 +106,7 @@ def dry_run(
         if frozen_plan is not None:
             check_plan(frozen_plan, build_manifest(config, plan, backend), allow_deviation)
         resources = local_estimate(backend, plan, config.generation.max_tokens)
+        overhead = overhead_check(backend, plan, config.generation.max_tokens)
     finally:
         backend.close()
     local = backend.capabilities.local
@@ -82,7 +116,8 @@ def dry_run(
         cache = ResponseCache(path) if path.is_file() else None
     try:
         judge = config.judge.model if config.judge else None
-        return DryRun(plan, estimate_plan(config, plan, local=local, cache=cache), judge, resources)
+        estimate = estimate_plan(config, plan, local=local, cache=cache)
+        return DryRun(plan, estimate, judge, resources, overhead)
     finally:
         if cache is not None:
             cache.close()

@@ -27,8 +27,12 @@ from rotscope.errors import BadInput
 RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate", "executor", "analysis"}
 """Fields that change how a run is executed or judged, not its results: left out of its identity,
 so ``--resume`` may change them."""
-ENGINE_RUNTIME_FIELDS = {"llamacpp": {"n_threads", "prefix_cache", "state_cache_mb", "extra_buffers"}}
-"""Engine options that cannot change an answer (see the module docstring)."""
+ENGINE_RUNTIME_FIELDS = {
+    "llamacpp": {"n_threads", "prefix_cache", "state_cache_mb", "extra_buffers"},
+    "cmd": {"timeout_s", "max_attempts", "backoff_initial_s", "backoff_max_s"},
+}
+"""Engine options that cannot change an answer (see the module docstring); a command's time limit
+and retries only decide whether a call ends in an error row, which ``--resume`` runs again."""
 DIGESTS = {"model": "model_digest", "tokenizer": "tokenizer_digest", "template": "template_digest"}
 """The identity's ``digests`` section: its names and the backend description keys they come from."""
 _ABSENT = object()

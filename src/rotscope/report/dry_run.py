@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 if TYPE_CHECKING:  # a view reads what the dry run made, never runs one
-    from rotscope.execution.dry_run import DryRun
+    from rotscope.execution.dry_run import DryRun, OverheadCheck
 
 
 def print_dry_run(planned: DryRun, console: Console) -> None:
@@ -38,6 +38,13 @@ def print_dry_run(planned: DryRun, console: Console) -> None:
     )
     if planned.local is not None:
         console.print(local_estimate_line(planned), markup=False)
+    if planned.overhead is not None:
+        console.print(
+            overhead_line(planned.overhead),
+            style="bold yellow" if planned.overhead.too_long else None,
+            markup=False,
+            soft_wrap=True,
+        )
     for reason in plan.rejected:
         console.print(f"rejected: {reason}", markup=False)
 
@@ -52,4 +59,23 @@ def local_estimate_line(planned: DryRun) -> str:
         f"{memory}; model time about {local.seconds:,.0f} s at most "
         f"({planned.plan.lower_bound:,} prompt tokens at {local.prefill_tps:,.0f} tokens/s measured by "
         "rotscope doctor, plus at most max_tokens per call)"
+    )
+
+
+def overhead_line(check: OverheadCheck) -> str:
+    """The harness overhead an earlier run measured, and a warning for lengths it pushes past the window."""
+    if check.tokens is None:
+        return (
+            f"harness overhead of {check.model}: not measured yet (a run's first call measures it "
+            "when the command reports usage; the next dry run checks it against the window)"
+        )
+    line = f"harness overhead of {check.model}: {check.tokens:,} tokens (first call of its latest run)"
+    if check.window is None:
+        return line + "; set cmd.context_window to check the planned lengths against the window"
+    if not check.too_long:
+        return line + f"; every planned length fits the window of {check.window:,} tokens with it"
+    lengths = ", ".join(f"{length:,} ({total:,} tokens)" for length, total in check.too_long)
+    return (
+        f"warning: {line}; with it and max_tokens these planned lengths exceed the window of "
+        f"{check.window:,} tokens: {lengths}"
     )

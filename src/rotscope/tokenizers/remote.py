@@ -63,14 +63,14 @@ class TiktokenTokenizer:
         self.name = f"tiktoken:{encoding.name}"
 
     @classmethod
-    def cached(cls, name: str) -> TiktokenTokenizer:
+    def cached(cls, name: str, field: str = "remote.tokenizer") -> TiktokenTokenizer:
         import tiktoken
         import tiktoken.load
 
         def refuse_download(blobpath: str) -> bytes:
             if "://" in blobpath:
                 raise BadInput(
-                    f"remote.tokenizer: tiktoken encoding {name!r} is not in the local cache "
+                    f"{field}: tiktoken encoding {name!r} is not in the local cache "
                     "(TIKTOKEN_CACHE_DIR); rotscope does not download it"
                 )
             return original(blobpath)
@@ -80,7 +80,7 @@ class TiktokenTokenizer:
         try:
             return cls(tiktoken.get_encoding(name))
         except ValueError as error:
-            raise BadInput(f"remote.tokenizer: {error}") from None
+            raise BadInput(f"{field}: {error}") from None
         finally:
             tiktoken.load.read_file = original
 
@@ -187,18 +187,18 @@ class HFTokenizer:
         return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
 
 
-def load_tokenizer(spec: str | None) -> Any:
-    """The tokenizer ``remote.tokenizer`` names: ``tiktoken:NAME``, a ``.gguf`` file, a
-    ``tokenizer.json`` file (or a folder holding one); ``None`` gives the approximate estimate."""
+def load_tokenizer(spec: str | None, field: str = "remote.tokenizer") -> Any:
+    """The tokenizer ``field`` names: ``tiktoken:NAME``, a ``.gguf`` file, a ``tokenizer.json``
+    file (or a folder holding one); ``None`` gives the approximate estimate."""
     if spec is None:
         return ApproximateTokenizer()
     if spec.startswith("tiktoken:"):
-        return TiktokenTokenizer.cached(spec.removeprefix("tiktoken:"))
+        return TiktokenTokenizer.cached(spec.removeprefix("tiktoken:"), field)
     path = Path(spec).expanduser()
     if path.is_dir():
         path = path / "tokenizer.json"
     if not path.is_file():
-        raise BadInput(f"remote.tokenizer: {spec!r} is neither tiktoken:NAME nor an existing file")
+        raise BadInput(f"{field}: {spec!r} is neither tiktoken:NAME nor an existing file")
     if path.suffix == ".gguf":
         from rotscope.tokenizers.gguf import check_gguf
         from rotscope.tokenizers.local import LlamaCppTokenizer
