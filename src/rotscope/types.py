@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Outcome = Literal["correct", "incorrect", "abstained", "error"]
-AnswerKind = Literal["phrase", "number", "choice"]
+AnswerKind = Literal["phrase", "number", "choice", "set"]
 
 
 Role = Literal["answer", "support", "decoy", "superseded"]
@@ -72,7 +72,11 @@ class Oracle:
     """Claim checks replace answer matching when set."""
     kind: AnswerKind = "phrase"
     """``phrase``: the answer is found anywhere in the reply. ``number`` and ``choice``: the reply must
-    end with ``Answer: <number>`` or ``Answer: <letter>`` (the prompt asks for that format)."""
+    end with ``Answer: <number>`` or ``Answer: <letter>`` (the prompt asks for that format). ``set``:
+    every string of ``items`` must be in the reply (RULER's ``string_match_all``)."""
+    items: tuple[str, ...] = ()
+    """The strings a ``set`` answer must all name, in the order that gives them meaning (a chain's
+    hops); ``answer`` is their display form."""
 
     def accepted(self) -> tuple[str, ...]:
         return (self.answer, *self.aliases)
