@@ -109,6 +109,16 @@ class Case:
     slices: tuple[tuple[str, str], ...] = ()
     """(field, value) pairs carried into every row, so results can be sliced by them."""
     evidence_only: bool = False
+    at_depth: tuple[float, str | None] | None = None
+    """A question of a prompt whose questions sit at depths of their own (``multikey``): the grid
+    depth (and its name) its evidence is pinned at, where its rows are counted; ``None``: the
+    layout's depth."""
+
+    @property
+    def own_depths(self) -> bool:
+        """Every question's evidence sits at its own pinned depth: the prompt has one layout per
+        length, and each question is reported at its own depth."""
+        return bool(self.parts) and all(part.at_depth is not None for _, part in self.parts)
 
     def absent_control(self) -> Case:
         return Case(
