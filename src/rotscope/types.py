@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Outcome = Literal["correct", "incorrect", "abstained", "error"]
-AnswerKind = Literal["phrase", "number", "choice"]
+AnswerKind = Literal["phrase", "number", "choice", "set"]
 
 
 Role = Literal["answer", "support", "decoy", "superseded"]
@@ -72,7 +72,11 @@ class Oracle:
     """Claim checks replace answer matching when set."""
     kind: AnswerKind = "phrase"
     """``phrase``: the answer is found anywhere in the reply. ``number`` and ``choice``: the reply must
-    end with ``Answer: <number>`` or ``Answer: <letter>`` (the prompt asks for that format)."""
+    end with ``Answer: <number>`` or ``Answer: <letter>`` (the prompt asks for that format). ``set``:
+    every string of ``items`` must be in the reply (RULER's ``string_match_all``)."""
+    items: tuple[str, ...] = ()
+    """The strings a ``set`` answer must all name, in the order that gives them meaning (a chain's
+    hops); ``answer`` is their display form."""
 
     def accepted(self) -> tuple[str, ...]:
         return (self.answer, *self.aliases)
@@ -105,6 +109,16 @@ class Case:
     slices: tuple[tuple[str, str], ...] = ()
     """(field, value) pairs carried into every row, so results can be sliced by them."""
     evidence_only: bool = False
+    at_depth: tuple[float, str | None] | None = None
+    """A question of a prompt whose questions sit at depths of their own (``multikey``): the grid
+    depth (and its name) its evidence is pinned at, where its rows are counted; ``None``: the
+    layout's depth."""
+
+    @property
+    def own_depths(self) -> bool:
+        """Every question's evidence sits at its own pinned depth: the prompt has one layout per
+        length, and each question is reported at its own depth."""
+        return bool(self.parts) and all(part.at_depth is not None for _, part in self.parts)
 
     def absent_control(self) -> Case:
         return Case(

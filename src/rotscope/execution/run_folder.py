@@ -93,6 +93,10 @@ def planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list[
     rows = []
     for label, part in item.case.scored_parts():
         prefix = f"{part.case_id}/" if item.case.parts else ""
+        # a question at a depth of its own is counted in that depth's cell, its prompt one cluster
+        depth, position = (
+            part.at_depth if part.at_depth and not part.control else (item.layout.depth, item.layout.position)
+        )
         rows.append(
             {
                 "item_id": row_id(item, label),
@@ -108,8 +112,8 @@ def planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list[
                 "length_target": item.layout.length_tokens,
                 "prompt_tokens": prompt.prompt_tokens,
                 "haystack_tokens": prompt.haystack_tokens,
-                "depth": item.layout.depth,
-                "position": item.layout.position,
+                "depth": depth,
+                "position": position,
                 "filler": item.layout.filler,
                 "spans": json.dumps([span for span in spans if span["evidence_id"].startswith(prefix)]),
                 "trial": item.trial,

@@ -35,6 +35,9 @@ from rotscope.types import (
 )
 
 CONTROL_POSITION = "absent"
+OWN_DEPTHS_POSITION = "own-depths"
+"""The layout of a prompt whose questions sit at depths of their own; its rows carry each
+question's depth (``Case.at_depth``)."""
 
 
 @dataclass
@@ -82,12 +85,15 @@ def layouts_for(
 ) -> tuple[list[Layout], list[Rejection]]:
     """The layouts of ``case`` and, for absolute offsets a length cannot hold, a rejection each.
 
-    An evidence-only control has one layout: no filler, its length the prompt's fixed parts. An
-    offset ``@N`` becomes the depth N / filler tokens at each length."""
+    An evidence-only control has one layout: no filler, its length the prompt's fixed parts; so has,
+    per length, a prompt whose questions sit at depths of their own. An offset ``@N`` becomes the
+    depth N / filler tokens at each length."""
     if case.evidence_only:
         return [Layout(builder.fixed_tokens(case), 0.0, EVIDENCE_ONLY_POSITION)], []
     if case.control:
         return [Layout(length, 0.0, CONTROL_POSITION) for length in config.lengths], []
+    if case.own_depths:  # every question pinned at its own depth: the grid's depths are inside
+        return [Layout(length, 0.0, OWN_DEPTHS_POSITION) for length in config.lengths], []
     layouts: list[Layout] = []
     skipped: list[Rejection] = []
     for length in config.lengths:

@@ -47,6 +47,7 @@ TASKS: Registry[TaskEntry] = Registry(
         f"rotscope.tasks.{name}"
         for name in (
             "niah", "nolima", "competitive", "latent", "join", "multihop", "cases", "codebase",
+            "variable_tracking", "multikey",
             "reasoning",
         )
     ),

@@ -2,7 +2,9 @@
 
 Evidence goes in the cases' order; the questions are asked in a seeded order that differs from
 it, so answering in evidence order is no shortcut. Each question is scored on its own, and the
-questions of one prompt form one cluster (instance) for statistics.
+questions of one prompt form one cluster (instance) for statistics. A bundle may pin each
+question's evidence at a depth of its own (``bundle_at_depths``): each question is then reported
+in the cell of its own depth, the prompt still one cluster.
 """
 
 from __future__ import annotations
@@ -36,10 +38,26 @@ def bundle_cases(cases: Sequence[Case], rng: random.Random) -> Case:
     )
 
 
+def bundle_at_depths(
+    cases: Sequence[Case], depths: Sequence[tuple[float, str | None]], rng: random.Random
+) -> Case:
+    """A bundle whose questions sit at depths of their own: case ``i``'s evidence pinned at
+    ``depths[i]`` (its rows counted there), the evidence in depth order and the questions asked in
+    a seeded order that differs from it."""
+    if len(cases) != len(depths) or len(set(depths)) != len(depths):
+        raise ValueError("a bundle at depths needs one distinct depth per case")
+    pinned = [
+        replace(case, evidence=tuple(replace(e, depth=at[0]) for e in case.evidence), at_depth=at)
+        for case, at in zip(cases, depths, strict=True)
+    ]
+    return bundle_cases(sorted(pinned, key=lambda case: case.at_depth or (0.0, None)), rng)
+
+
 def bundle_all(cases: Sequence[Case], per_prompt: int, seed: int) -> list[Case]:
     """Consecutive groups of ``per_prompt`` cases of the same family as bundles (a last, smaller
-    group too); ``per_prompt`` 1 leaves the cases as they are."""
-    if per_prompt <= 1:
+    group too); ``per_prompt`` 1 leaves the cases as they are, and so is a family whose cases are
+    bundles already (``multikey`` bundles its own)."""
+    if per_prompt <= 1 or any(case.parts for case in cases):
         return list(cases)
     rng = random.Random(f"bundles:{seed}")
     bundles: list[Case] = []

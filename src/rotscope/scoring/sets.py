@@ -1,0 +1,65 @@
+"""Set answers (``kind: set``): the reply must name every expected string, as RULER's
+``string_match_all`` asks; the fraction it names is recorded as the row's partial credit.
+
+RULER scores ``sum(ref.lower() in pred.lower()) / len(refs)``: substring containment. Here each
+string must occur as a whole word after ``normalise`` (so ``QXKPT`` is not found in ``QXKPTZ``);
+families that use this kind generate strings none of which contains another, where the two agree.
+The outcome is ``correct`` only at full recall; the strings missed are the row's ``claim_report``
+``missing`` list, from which its recall is ``1 - len(missing) / len(items)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rotscope.scoring.deterministic import (
+    HEDGED,
+    _wrong_answer_category,
+    contains_answer,
+    is_abstention,
+    register_scorer,
+    score,
+)
+from rotscope.types import Case, ClaimReport, Completion, Score
+
+MISSED_LAST = "missed_last_hop"
+PARTIAL = "partial"
+
+
+def missing_items(reply: str, items: Sequence[str]) -> tuple[str, ...]:
+    """The expected strings the reply does not name."""
+    return tuple(item for item in items if not contains_answer(reply, item))
+
+
+def recall(reply: str, items: Sequence[str]) -> float:
+    """The fraction of ``items`` the reply names (RULER's per-sample ``string_match_all``)."""
+    return 1.0 - len(missing_items(reply, items)) / len(items) if items else 0.0
+
+
+@register_scorer("set")
+def score_set(case: Case, completion: Completion, filler: str | None) -> Score:
+    """Full recall is ``correct`` (a reply that also abstains is ``hedged``). A wrong reply is, in
+    this order: ``abstained`` (names nothing and abstains or is empty); ``missed_last_hop`` (every
+    item but the last, the items being in chain order); a trap's category (the family lists them:
+    a distractor chain's name, the value instead of a name); ``partial`` (some items); else the
+    generic categories. An evidence-absent control is scored as any control is."""
+    oracle = case.oracle
+    if completion.error is not None:
+        return Score("error", "error")
+    if oracle.abstain or not oracle.items:
+        return score(oracle, completion, filler)
+    reply = completion.text
+    missing = missing_items(reply, oracle.items)
+    report = ClaimReport(missing=missing)
+    if not missing:
+        return Score("incorrect", HEDGED, report) if is_abstention(reply) else Score("correct", claims=report)
+    if len(missing) == len(oracle.items) and (not reply.strip() or is_abstention(reply)):
+        return Score("abstained", "abstained", report)
+    if len(oracle.items) > 1 and missing == (oracle.items[-1],):
+        return Score("incorrect", MISSED_LAST, report)
+    for category, value in oracle.traps:
+        if contains_answer(reply, value):
+            return Score("incorrect", category, report)
+    if len(missing) < len(oracle.items):
+        return Score("incorrect", PARTIAL, report)
+    return Score("incorrect", _wrong_answer_category(oracle, reply, filler), report)
