@@ -343,6 +343,37 @@ def export(
     _guarded(lambda: export_rows(run_dir, format, output, sys.stdout))
 
 
+@app.command("cases")
+def cases_command(
+    run_dir: Annotated[Path, typer.Argument(help="Run folder.")],
+    failing: Annotated[
+        bool, typer.Option("--failing", help="Only cases that failed somewhere, with origin and pin.")
+    ] = False,
+    pin: Annotated[
+        bool, typer.Option("--pin/--no-pin", help="With --failing: pin each case where it failed.")
+    ] = True,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Case file (JSONL); default stdout.")
+    ] = None,
+) -> None:
+    """Write a run's cases as case-file lines; --failing turns its failures into permanent cases."""
+    from rotscope.execution.case_export import export_cases
+
+    def body() -> None:
+        export = export_cases(run_dir, failing=failing, pin=pin)
+        text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in export.lines)
+        for reason in export.skipped:
+            errors.print(f"left out: {reason}", markup=False, highlight=False, soft_wrap=True)
+        if output is None:
+            sys.stdout.write(text)
+            return
+        write_output(output, text, "cases")
+        found = f" from {export.failing_rows} failing rows" if failing else ""
+        console.print(f"{len(export.lines)} cases{found} -> {output}", markup=False, highlight=False)
+
+    _guarded(body)
+
+
 @app.command()
 def perturb(
     source: Annotated[Path, typer.Argument(help="Folder of the Python code base to rewrite.")],

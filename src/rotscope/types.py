@@ -105,6 +105,10 @@ class Case:
     slices: tuple[tuple[str, str], ...] = ()
     """(field, value) pairs carried into every row, so results can be sliced by them."""
     evidence_only: bool = False
+    pins: tuple[tuple[int, float | str], ...] = ()
+    """(length in tokens, position) layouts the case is pinned to: it runs there and only there,
+    not on the experiment's grid (a failure re-run where it happened). A position is written as in
+    ``depths``: a fraction, a name or ``@N``. ``()``: the grid's layouts."""
 
     def absent_control(self) -> Case:
         return Case(
@@ -117,6 +121,7 @@ class Case:
             guarded=self.guarded,
             parts=tuple((label, part.absent_control()) for label, part in self.parts),
             slices=self.slices,
+            pins=self.pins,
         )
 
     def evidence_only_control(self) -> Case:
