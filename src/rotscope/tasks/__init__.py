@@ -47,7 +47,7 @@ TASKS: Registry[TaskEntry] = Registry(
         f"rotscope.tasks.{name}"
         for name in (
             "niah", "nolima", "competitive", "latent", "join", "multihop", "cases", "codebase",
-            "reasoning",
+            "reasoning", "replay",
         )
     ),
 )  # fmt: skip
