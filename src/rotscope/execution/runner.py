@@ -150,21 +150,10 @@ def resume_experiment(
     """Continue a run folder: same config, finished items skipped, errors retried. ``max_cost``
     replaces the stored budget and ``use_cache=False`` turns the response cache off; both are
     written back to the folder's config.yaml (neither changes the experiment's identity)."""
-    if not (run_dir / STORE_FILE).is_file():
-        raise BadInput(f"{run_dir}: not a run folder (no run.db)")
-    RunStore.read(run_dir).close()  # a rotscope run store, checked before anything is written there
+    resumed_config(run_dir, max_cost, use_cache)  # a run folder, checked before anything is written
     with writing(run_dir):  # the lock first: opening the store may migrate it
         RunStore.open_existing(run_dir).close()  # a readable run store, or bad input naming it
-        # A run folder written before paths were stored resolved holds paths relative to where it
-        # ran: they are read from the current folder, and a different corpus is refused.
-        config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
-        changes: dict[str, Any] = {}
-        if max_cost is not None:
-            changes["max_cost"] = max_cost
-        if not use_cache:
-            changes["cache"] = {**config.cache.model_dump(), "enabled": False}
-        if changes:
-            config = build_config({**config.model_dump(), **changes}, str(run_dir / CONFIG_FILE))
+        config = resumed_config(run_dir, max_cost, use_cache)
         return _run_locked(
             config,
             run_dir,
@@ -175,3 +164,22 @@ def resume_experiment(
             frozen_plan=None,
             allow_deviation=False,
         )
+
+
+def resumed_config(run_dir: Path, max_cost: float | None, use_cache: bool) -> ExperimentConfig:
+    """The stored config of a run folder to resume, with a new budget or the cache turned off.
+
+    A run folder written before paths were stored resolved holds paths relative to where it ran:
+    they are read from the current folder, and a different corpus is refused."""
+    if not (run_dir / STORE_FILE).is_file():
+        raise BadInput(f"{run_dir}: not a run folder (no run.db)")
+    RunStore.read(run_dir).close()  # a rotscope run store, checked before anything is written there
+    config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
+    changes: dict[str, Any] = {}
+    if max_cost is not None:
+        changes["max_cost"] = max_cost
+    if not use_cache:
+        changes["cache"] = {**config.cache.model_dump(), "enabled": False}
+    if changes:
+        config = build_config({**config.model_dump(), **changes}, str(run_dir / CONFIG_FILE))
+    return config
