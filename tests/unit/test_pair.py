@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import itertools
 import json
+import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,7 @@ from rotscope.store import RunStore
 from rotscope.types import GenerateRequest
 
 PAIR = "fake/lexical,fake/lexical-recent"
+ROTSCOPE = Path(sys.executable).with_name("rotscope")
 
 
 @pytest.fixture(scope="module")
@@ -103,7 +108,9 @@ def test_the_stored_order_alternates_subjects_and_seeds_are_shared(folder: Path)
     rows = {role: _rows(out / role) for role in SUBJECTS}
     for role in SUBJECTS:
         calls = [call for owner, group in order if owner == role for call in group]
-        assert calls == [row["call_id"] for row in rows[role]]  # each folder's plan order is its part of the joint order
+        assert calls == [
+            row["call_id"] for row in rows[role]
+        ]  # each folder's plan order is its part of the joint order
     assert all(len(set(roles[i : i + 3])) == 2 for i in range(len(roles) - 2))  # never three in a row
     switches = sum(a != b for a, b in itertools.pairwise(roles))
     assert switches >= len(roles) // 2  # alternating, not one subject after the other
@@ -182,3 +189,42 @@ def test_prefix_groups_keep_prompts_that_share_most_of_their_prefix_together() -
     shared = list(range(100))
     ids = [[*shared, 1, 2], [7] * 50, [*shared, 1, 3], [*shared[:10], *[9] * 90]]
     assert prefix_groups(ids) == [[3], [0, 2], [1]]  # trie order; 3 shares only 10 tokens with 0
+
+
+def _statuses(database: Path) -> dict[str, int]:
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1) as db:
+            return dict(db.execute("SELECT status, count(*) FROM items GROUP BY status").fetchall())
+    except sqlite3.Error:  # not created yet, or its tables not yet written
+        return {}
+
+
+def test_a_pair_killed_midway_resumes_and_completes_both(folder: Path) -> None:
+    out = folder / "killed"
+    grid = ["--task", "niah", "--limit", "10", "--lengths", "200", "--depths", "0,0.5,1", "--trials", "12"]
+    command = [str(ROTSCOPE), "run", folder / "exp.yaml", *grid, "--pair", PAIR, "--out", out]
+    process = subprocess.Popen(
+        [str(part) for part in command], stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and process.poll() is None:
+            if _statuses(out / "candidate" / "run.db").get("ok", 0) >= 1:
+                break
+            time.sleep(0.02)
+        assert process.poll() is None, "the pair ended before it could be killed"
+        process.kill()  # SIGKILL: no handler runs, no row is finished on the way out
+        process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    seen = {role: _statuses(out / role / "run.db") for role in SUBJECTS}
+    assert all(counts.get("pending", 0) > 0 for counts in seen.values()), seen
+    assert all(counts.get("ok", 0) > 0 for counts in seen.values()), seen
+
+    result = invoke("run", "--resume", out)
+    assert result.exit_code == 0, result.output
+    for role in SUBJECTS:
+        done = _statuses(out / role / "run.db")
+        assert set(done) == {"ok"} and done["ok"] == sum(seen[role].values())
