@@ -148,6 +148,9 @@ def test_a_pin_runs_a_case_there_only_while_others_use_the_grid(tmp_path: Path) 
         ("harbour-master~absent", 600, "absent", True),
     }
     assert load_case_file(cases)[0].pins == ((450, "@20"),)
+    written = invoke("cases", tmp_path / "pin")  # every case as it is, its pin kept
+    assert written.exit_code == 0, written.output
+    assert json.loads(written.stdout.splitlines()[0]) == pinned
 
 
 def test_a_bad_pin_or_run_folder_is_one_line_of_bad_input(tmp_path: Path) -> None:

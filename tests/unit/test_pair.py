@@ -228,3 +228,20 @@ def test_a_pair_killed_midway_resumes_and_completes_both(folder: Path) -> None:
     for role in SUBJECTS:
         done = _statuses(out / role / "run.db")
         assert set(done) == {"ok"} and done["ok"] == sum(seen[role].values())
+
+
+def test_a_remote_pair_interleaves_blocks_of_its_providers_concurrency(folder: Path) -> None:
+    config = load_config(
+        folder / "exp.yaml",
+        {"limits": {"fake-remote": {"concurrency": 3}}, "cache": {"enabled": False}, "limit": 6},
+    )
+    out = folder / "remote"
+    run_pair(config, ("fake-remote/lexical", "fake-remote/lexical-recent"), out)
+    pair = _meta(out / "baseline")["pair"]
+    sizes = [len(group) for _, group in pair["order"]]
+    assert max(sizes) == 3 and all(size <= 3 for size in sizes)
+    assert "concurrency" in pair["grouping"]["candidate"]
+    roles = [role for role, _ in pair["order"]]
+    assert all(len(set(roles[i : i + 3])) == 2 for i in range(len(roles) - 2))
+    for role in SUBJECTS:
+        assert {row["status"] for row in _rows(out / role)} == {"ok"}

@@ -66,7 +66,7 @@ def export_cases(run_dir: Path, *, failing: bool, pin: bool = True) -> CaseExpor
             export.skipped.append(f"{where}: asks another question now than in the run (its source changed)")
             continue
         try:
-            line = _line(case, records)
+            line = _line(case, records, failing)
         except NotACaseLine as reason:
             export.skipped.append(f"{where}: {reason}")
             continue
@@ -101,11 +101,13 @@ def _case_file_records(config: ExperimentConfig) -> dict[str, CaseRecord]:
     return {record.case_id: record for record in read_case_file(Path(config.cases).expanduser())}
 
 
-def _line(case: Case, records: dict[str, CaseRecord]) -> dict[str, Any]:
-    """A case-file case as its own line (without its earlier origin and pin), else a generated one."""
+def _line(case: Case, records: dict[str, CaseRecord], failing: bool) -> dict[str, Any]:
+    """A case-file case as its own line (with ``failing``, without its earlier origin and pin, which
+    the new ones replace), else a generated one."""
     record = records.get(case.case_id) if case.task == "cases" and not case.control else None
     if record is not None:
-        return record.model_dump(mode="json", exclude={"origin", "pin"}, exclude_defaults=True) | {
+        replaced = {"origin", "pin"} if failing else set()
+        return record.model_dump(mode="json", exclude=replaced, exclude_defaults=True) | {
             "case_id": record.case_id,
             "question": record.question,
         }

@@ -4,15 +4,17 @@ one session, written as two ordinary run folders, ``DIR/baseline`` and ``DIR/can
 Both are planned from the same experiment, so every (case, length, position, trial) has the same
 decoding seed in both (``generation.seed`` + trial). Their calls go in one seeded interleaving:
 rounds of one group of each subject in a seeded order (``schedule.paired_rounds``), a group being a
-run of prefix-sharing prompts for a local engine (its KV cache reuse survives) and one call for a
-remote API. Provider drift over time then falls on both subjects alike instead of passing for a
-difference between them. Both folders record the pair and the joint order, group by group (meta
-``pair.order``: [subject, [call ids]]); ``DIR``
-holds ``pair.json``, and ``--resume DIR`` continues both in the same order.
+run of prefix-sharing prompts for a local engine (its KV cache reuse survives) and, for a remote
+API, a block of as many calls as its provider takes at once in its seeded shuffle. All batches run on
+one event loop with one set of provider limits. Provider drift over time then falls on both
+subjects alike instead of passing for a difference between them. Both folders record the pair and
+the joint order, group by group (meta ``pair.order``: [subject, [call ids]]); ``DIR`` holds
+``pair.json``, and ``--resume DIR`` continues both in the same order.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import Mapping
 from contextlib import ExitStack
@@ -22,6 +24,7 @@ from typing import Any
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BadInput
 from rotscope.execution.execute import Reporter
+from rotscope.execution.limits import Limiters
 from rotscope.execution.run_folder import writing
 from rotscope.execution.runner import BudgetReached, resumed_config, stops
 from rotscope.execution.session import Session, execution_order, open_session
@@ -166,7 +169,7 @@ def _run(
 def _grouping(session: Session) -> str:
     if session.local:
         return "prefix groups: runs of prompts sharing at least half their tokens (local engine)"
-    return "one call a group (remote API)"
+    return "blocks of as many calls as its provider's concurrency, in a seeded shuffle (remote API)"
 
 
 def joint_order(sessions: Mapping[str, Session], seed: int) -> list[tuple[str, list[WorkItem]]]:
@@ -179,7 +182,8 @@ def joint_order(sessions: Mapping[str, Session], seed: int) -> list[tuple[str, l
                 [items[i] for i in run] for run in prefix_groups([item.prompt.token_ids for item in items])
             ]
         else:
-            groups[role] = [[item] for item in execution_order(items, False, seed)]
+            ordered, size = execution_order(items, False, seed), session.concurrency()
+            groups[role] = [ordered[start : start + size] for start in range(0, len(ordered), size)]
     rounds = paired_rounds((len(groups[SUBJECTS[0]]), len(groups[SUBJECTS[1]])), seed)
     return [(SUBJECTS[subject], groups[SUBJECTS[subject]][number]) for subject, number in rounds]
 
@@ -195,11 +199,16 @@ def _execute(
     if reporter is not None:
         calls = [item for _, batch in batches for item in batch]
         reporter.start(len(calls), sum(item.prompt.prompt_tokens for item in calls))
-    try:
+
+    async def run() -> str | None:
+        limiters = Limiters(sessions[SUBJECTS[0]].config.limits)  # one provider's limits hold for both
         for role, batch in batches:
-            if sessions[role].execute(batch):
+            if await sessions[role].execute_on_loop(batch, limiters):
                 return role
         return None
+
+    try:
+        return asyncio.run(run())
     finally:
         if reporter is not None:
             reporter.finish()

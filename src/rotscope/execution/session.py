@@ -14,10 +14,12 @@ from typing import Any
 
 from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, build_config, dump_config
+from rotscope.config_sections import ProviderLimits
 from rotscope.errors import BadInput
 from rotscope.execution.cachecheck import require_clearable, run_cache_checks
 from rotscope.execution.execute import Reporter, execute_items
 from rotscope.execution.identity import check_identity, config_digest, experiment_identity
+from rotscope.execution.limits import Limiters
 from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, check_run_dir, store_plan
 from rotscope.execution.worker import WorkerBackend
 from rotscope.plan.manifest import Deviation, build_manifest, deviations, manifest_digest
@@ -155,9 +157,21 @@ class Session:
 
     def execute(self, items: Sequence[WorkItem]) -> bool:
         """Run ``items`` (already chosen from ``todo``); True when the budget stopped them."""
-        return asyncio.run(
-            execute_items(self.config, items, self.backend, self.judge_backend, self.opened(), self.reporter)
+        return asyncio.run(self.execute_on_loop(items))
+
+    async def execute_on_loop(self, items: Sequence[WorkItem], limiters: Limiters | None = None) -> bool:
+        """``execute`` on the running event loop, with ``limiters`` shared with other batches."""
+        return await execute_items(
+            self.config, items, self.backend, self.judge_backend, self.opened(), self.reporter, limiters
         )
+
+    def concurrency(self) -> int:
+        """How many of its calls may be in flight at once: one for a local engine (unless it says
+        otherwise), its provider's limit for a remote API."""
+        if self.local:
+            return self.backend.capabilities.max_concurrency or 1
+        provider = str(self.backend.describe().get("backend", ""))
+        return self.config.limits.get(provider, ProviderLimits()).concurrency
 
     def rerun_other_mode(self) -> bool:
         """Run again any call answered in another engine mode than the engine's now (a crash switched
