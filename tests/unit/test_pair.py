@@ -170,6 +170,9 @@ def test_bad_pairs_are_one_line_of_bad_input(folder: Path) -> None:
         invoke("run", experiment, "--pair", "fake/lexical,fake/lexical", "--out", folder / "x"), "same model"
     )
     assert_bad_input(invoke("run", experiment, "--pair", PAIR), "--out")
+    refused = invoke("run", experiment, "--pair", PAIR, "--lengths", "5000000", "--out", folder / "refused")
+    assert_bad_input(refused, "context window")
+    assert not (folder / "refused").exists()
     (folder / "busy").mkdir()
     (folder / "busy" / "notes.txt").write_text("mine")
     assert_bad_input(invoke("run", experiment, "--pair", PAIR, "--out", folder / "busy"), "not empty")

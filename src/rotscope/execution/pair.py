@@ -78,7 +78,12 @@ def run_pair(
         role: build_config({**data, "model": model, "out": str(out / role)}, f"--pair {role}")
         for role, model in zip(SUBJECTS, models, strict=True)
     }
-    return _run(configs, out, False, reporter, frozen_plan, allow_deviation, backends)
+    created = not out.exists()
+    try:
+        return _run(configs, out, False, reporter, frozen_plan, allow_deviation, backends)
+    finally:
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # a refused pair leaves nothing behind, as a refused run does
 
 
 def is_pair(folder: Path) -> bool:
