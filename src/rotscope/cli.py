@@ -204,10 +204,18 @@ def run(
     allow_deviation: Annotated[
         bool, typer.Option("--allow-deviation", help="Run despite deviations from --plan, recording each.")
     ] = False,
+    pair: Annotated[
+        str | None,
+        typer.Option(
+            "--pair",
+            help="BASELINE,CANDIDATE: both in one interleaved session, into OUT/baseline and OUT/candidate.",
+        ),
+    ] = None,
 ) -> None:
     """Run an experiment (or continue one with --resume) and show its heatmap."""
     from rotscope.analysis.summary import load_summary
     from rotscope.execution.dry_run import dry_run as plan_only
+    from rotscope.execution.pair import is_pair, parse_pair, resume_pair, run_pair
     from rotscope.execution.runner import resume_experiment, run_experiment
     from rotscope.plan.manifest import read_manifest
     from rotscope.report.dry_run import print_dry_run
@@ -218,6 +226,12 @@ def run(
         if resume is not None:
             if config is not None or plan_file is not None or base_url is not None or api_key_env is not None:
                 raise BadInput("--resume takes the run folder alone; its config.yaml is used")
+            if pair is not None:
+                raise BadInput("--resume takes the run folder alone; a paired session's folder resumes both")
+            if is_pair(resume):
+                resume_pair(resume, reporter=ProgressBar(console), max_cost=max_cost, use_cache=not no_cache)
+                _show_pair(resume)
+                return
             run_dir = resume_experiment(
                 resume, reporter=ProgressBar(console), max_cost=max_cost, use_cache=not no_cache
             )
@@ -236,6 +250,19 @@ def run(
             }
             experiment = _build(config, overrides, {"base_url": base_url, "api_key_env": api_key_env})
             frozen = read_manifest(plan_file) if plan_file is not None else None
+            if pair is not None:
+                if model is not None or dry_run or out is None:
+                    raise BadInput("--pair needs --out DIR and takes neither --model nor --dry-run")
+                run_pair(
+                    experiment,
+                    parse_pair(pair),
+                    out,
+                    reporter=ProgressBar(console),
+                    frozen_plan=frozen,
+                    allow_deviation=allow_deviation,
+                )
+                _show_pair(out)
+                return
             if dry_run:
                 print_dry_run(plan_only(experiment, frozen, allow_deviation), console)
                 return
@@ -246,6 +273,19 @@ def run(
         console.print(f"run folder: {terminal_safe(str(run_dir))}", markup=False)
 
     _guarded(body)
+
+
+def _show_pair(out: Path) -> None:
+    """Each subject's heatmap, then where the two run folders are."""
+    from rotscope.analysis.summary import load_summary
+    from rotscope.execution.pair import SUBJECTS
+    from rotscope.report.terminal import print_summary
+
+    for role in SUBJECTS:
+        console.print(f"{role}:", markup=False)
+        print_summary(load_summary(out / role), console)
+    folders = ", ".join(terminal_safe(str(out / role)) for role in SUBJECTS)
+    console.print(f"paired run folders: {folders}; judge them with rotscope gate", markup=False)
 
 
 @app.command("plan")
@@ -379,6 +419,37 @@ def export(
     from rotscope.report.export import export_rows
 
     _guarded(lambda: export_rows(run_dir, format, output, sys.stdout))
+
+
+@app.command("cases")
+def cases_command(
+    run_dir: Annotated[Path, typer.Argument(help="Run folder.")],
+    failing: Annotated[
+        bool, typer.Option("--failing", help="Only cases that failed somewhere, with origin and pin.")
+    ] = False,
+    pin: Annotated[
+        bool, typer.Option("--pin/--no-pin", help="With --failing: pin each case where it failed.")
+    ] = True,
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Case file (JSONL); default stdout.")
+    ] = None,
+) -> None:
+    """Write a run's cases as case-file lines; --failing turns its failures into permanent cases."""
+    from rotscope.execution.case_export import export_cases
+
+    def body() -> None:
+        export = export_cases(run_dir, failing=failing, pin=pin)
+        text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in export.lines)
+        for reason in export.skipped:
+            errors.print(f"left out: {reason}", markup=False, highlight=False, soft_wrap=True)
+        if output is None:
+            sys.stdout.write(text)
+            return
+        write_output(output, text, "cases")
+        found = f" from {export.failing_rows} failing rows" if failing else ""
+        console.print(f"{len(export.lines)} cases{found} -> {output}", markup=False, highlight=False)
+
+    _guarded(body)
 
 
 @app.command()

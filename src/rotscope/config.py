@@ -66,6 +66,9 @@ class ExperimentConfig(_Strict):
     failure, reported apart from positional ones."""
     cases: str | None = Field(default=None, validate_default=True)
     """The case file (JSON Lines) of the ``cases`` task family; relative to the experiment file."""
+    replay: str | None = Field(default=None, validate_default=True)
+    """Recorded prompts (JSON Lines) of the ``replay`` task family, evidence marked; relative to the
+    experiment file."""
     questions_per_prompt: Int = Field(default=1, gt=0)
     filler: FillerConfig = Field(default_factory=FillerConfig)
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
@@ -117,6 +120,13 @@ class ExperimentConfig(_Strict):
         if "cases" in info.data.get("tasks", []) and not cases:
             raise ValueError("the cases task family needs a case file: cases: PATH.jsonl")
         return cases
+
+    @field_validator("replay")
+    @classmethod
+    def _replay_file_named(cls, replay: str | None, info: ValidationInfo) -> str | None:
+        if "replay" in info.data.get("tasks", []) and not replay:
+            raise ValueError("the replay task family needs a file of recorded prompts: replay: PATH.jsonl")
+        return replay
 
     def parsed_positions(self) -> list[Position]:
         """The depths of the grid, each parsed once, in the order given, without repeats."""
@@ -209,13 +219,13 @@ def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     """Every path of an experiment mapping made absolute against ``base`` (the experiment file's
     folder; the current folder for command-line flags), so the resolved config stored in the run
     folder and in plans names the same files wherever it is read from: ``model`` (a GGUF path),
-    ``cases``, ``out``, ``filler.path``/``glob``/``jsonl``, ``reasoning.path``, ``cache.path``,
-    ``remote.tokenizer``, ``judge.remote.tokenizer`` and ``cmd.tokenizer`` (unless ``tiktoken:NAME``),
-    ``cmd.cwd``."""
+    ``cases``, ``replay``, ``out``, ``filler.path``/``glob``/``jsonl``, ``reasoning.path``,
+    ``cache.path``, ``remote.tokenizer``, ``judge.remote.tokenizer`` and ``cmd.tokenizer`` (unless
+    ``tiktoken:NAME``), ``cmd.cwd``."""
     data = dict(data)
     if "model" in data:
         data["model"] = _model_path(data["model"], base)
-    for key in ("cases", "out"):
+    for key in ("cases", "replay", "out"):
         if key in data:
             data[key] = _absolute(data[key], base)
     for name, keys in _SECTION_PATHS:

@@ -120,6 +120,11 @@ class Case:
         length, and each question is reported at its own depth."""
         return bool(self.parts) and all(part.at_depth is not None for _, part in self.parts)
 
+    pins: tuple[tuple[int, float | str], ...] = ()
+    """(length in tokens, position) layouts the case is pinned to: it runs there and only there,
+    not on the experiment's grid (a failure re-run where it happened). A position is written as in
+    ``depths``: a fraction, a name or ``@N``. ``()``: the grid's layouts."""
+
     def absent_control(self) -> Case:
         return Case(
             case_id=f"{self.case_id}{ABSENT_SUFFIX}",
@@ -131,6 +136,7 @@ class Case:
             guarded=self.guarded,
             parts=tuple((label, part.absent_control()) for label, part in self.parts),
             slices=self.slices,
+            pins=self.pins,
         )
 
     def evidence_only_control(self) -> Case:

@@ -238,16 +238,16 @@ def test_the_judge_never_inherits_the_main_models_connection(
 ) -> None:
     """A key variable, server or parameters set for the model under test stay with it: the judge
     gets its own ``judge.remote`` (here the defaults)."""
-    from rotscope.execution import runner
+    from rotscope.execution import session
 
     built: list[ExperimentConfig] = []
-    create = runner.create_backend
+    create = session.create_backend
 
     def recording(config: ExperimentConfig) -> Any:
         built.append(config)
         return create(config)
 
-    monkeypatch.setattr(runner, "create_backend", recording)
+    monkeypatch.setattr(session, "create_backend", recording)
     main_remote = {"base_url": "http://10.0.0.5:8000/v1", "api_key_env": "LOCAL_KEY", "params": {"top_k": 20}}
     run_experiment(
         make_config(

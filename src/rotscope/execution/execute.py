@@ -270,11 +270,13 @@ async def execute_items(
     judge_backend: Backend | None,
     store: RunStore,
     reporter: Reporter | None,
+    limiters: Limiters | None = None,
 ) -> bool:
     """Run ``items``, recording each call as it finishes; True when the budget stopped it early.
-    Limiters and the budget are made here, on the event loop that uses them."""
+    The budget is made here, and the limiters unless given (a paired session shares one set over
+    its batches, so a provider's limits hold across both subjects), on the event loop that uses them."""
     budget = Budget(config.max_cost, spent=store.spent())
-    limiters = Limiters(config.limits)
+    limiters = limiters or Limiters(config.limits)
     caller, workers = _caller(backend, config.model, config, budget, limiters)
     if caller.limiter is not None:
         caller.limiter.check(

@@ -15,7 +15,7 @@ from rotscope.filler import describe_filler, documents
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
 from rotscope.plan.schedule import prefill_bounds
-from rotscope.position import OFFSET_PREFIX
+from rotscope.position import OFFSET_PREFIX, Position
 from rotscope.prompt.builder import PlacementError, PromptBuilder
 from rotscope.prompt.variants import keep_consistent
 from rotscope.tasks import get_task
@@ -91,7 +91,9 @@ def layouts_for(
     if case.evidence_only:
         return [Layout(builder.fixed_tokens(case), 0.0, EVIDENCE_ONLY_POSITION)], []
     if case.control:
-        return [Layout(length, 0.0, CONTROL_POSITION) for length in config.lengths], []
+        return [Layout(length, 0.0, CONTROL_POSITION) for length in case_lengths(case, config)], []
+    if case.pins:
+        return _pinned_layouts(case, builder)
     if case.own_depths:  # every question pinned at its own depth: the grid's depths are inside
         return [Layout(length, 0.0, OWN_DEPTHS_POSITION) for length in config.lengths], []
     layouts: list[Layout] = []
@@ -111,6 +113,32 @@ def layouts_for(
                 )
             else:
                 layouts.append(Layout(length, offset / filler if filler else 0.0, f"{OFFSET_PREFIX}{offset}"))
+    return layouts, skipped
+
+
+def case_lengths(case: Case, config: ExperimentConfig) -> list[int]:
+    """The prompt lengths ``case`` runs at: its pinned ones, else the experiment's."""
+    return sorted({length for length, _ in case.pins}) if case.pins else list(config.lengths)
+
+
+def _pinned_layouts(case: Case, builder: PromptBuilder) -> tuple[list[Layout], list[Rejection]]:
+    """A pinned case's layouts, each at its length and position alone (see ``Case.pins``)."""
+    layouts: list[Layout] = []
+    skipped: list[Rejection] = []
+    for length, spec in case.pins:
+        position = Position.parse(spec)
+        if position.offset_tokens is None:
+            layouts.append(Layout(length, float(position.fraction or 0.0), position.name))
+            continue
+        filler = builder.filler_tokens(case, length)
+        if position.offset_tokens > filler:
+            reason = (
+                f"case {case.case_id} pinned at length {length}: offset {spec} is beyond its {filler} "
+                "filler tokens"
+            )
+            skipped.append(Rejection.of(case, None, reason, length=length, position=position.name))
+        else:
+            layouts.append(Layout(length, position.offset_tokens / filler if filler else 0.0, position.name))
     return layouts, skipped
 
 
@@ -136,7 +164,7 @@ def item_id(
 
 
 def anchor_documents(
-    config: ExperimentConfig, sources: set[str], tokenizer: Tokenizer, guarded: frozenset[str]
+    config: ExperimentConfig, sources: set[str], tokenizer: Tokenizer, guarded: frozenset[str], longest: int
 ) -> dict[str, AnchoredCorpus]:
     """For each document that holds evidence already in the corpus, a corpus arranged around it
     from the other documents (none of which holds evidence of any case)."""
@@ -152,7 +180,7 @@ def anchor_documents(
             found[name],
             others,
             tokenizer,
-            max(config.lengths),
+            longest,
             allow_repeat=config.filler.allow_repeat,
             origin=describe_filler(config.filler),
         )
@@ -163,7 +191,8 @@ def anchor_documents(
 def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     """Render and verify every prompt of the experiment; prompts that fail verification are
     listed in ``rejected`` with the reason and never sent."""
-    longest = max(config.lengths)
+    cases = select_cases(config)
+    longest = max([*config.lengths, *(length for case in cases for length, _ in case.pins)])
     needed = longest + config.generation.max_tokens
     if needed > backend.context_window:
         raise BadInput(
@@ -172,7 +201,6 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
         )
     tokenizer = backend.tokenizer()
     origin = describe_filler(config.filler)
-    cases = select_cases(config)
     guarded = frozenset(guard for case in cases for guard in case.guarded)
     sources = {evidence.source for case in cases for evidence in case.evidence if evidence.source}
     corpus: TokenizedCorpus | None = None
@@ -200,7 +228,7 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
             depth_tolerance=config.depth_tolerance,
             placement=config.placement,
             seed=config.seed,
-            anchors=anchor_documents(config, sources, tokenizer, guarded),
+            anchors=anchor_documents(config, sources, tokenizer, guarded, longest),
         )
         for case in cases:
             layouts, skipped = layouts_for(case, config, builder)

@@ -48,7 +48,7 @@ TASKS: Registry[TaskEntry] = Registry(
         for name in (
             "niah", "nolima", "competitive", "latent", "join", "multihop", "cases", "codebase",
             "variable_tracking", "multikey",
-            "reasoning",
+            "reasoning", "replay",
         )
     ),
 )  # fmt: skip

@@ -56,14 +56,15 @@ def bundle_at_depths(
 def bundle_all(cases: Sequence[Case], per_prompt: int, seed: int) -> list[Case]:
     """Consecutive groups of ``per_prompt`` cases of the same family as bundles (a last, smaller
     group too); ``per_prompt`` 1 leaves the cases as they are, and so is a family whose cases are
-    bundles already (``multikey`` bundles its own)."""
+    bundles already (``multikey`` bundles its own). A pinned case (``Case.pins``) stays a prompt of
+    its own, after the bundles: it runs at its own layouts, not the grid's."""
     if per_prompt <= 1 or any(case.parts for case in cases):
         return list(cases)
     rng = random.Random(f"bundles:{seed}")
     bundles: list[Case] = []
     for task in dict.fromkeys(case.task for case in cases):
-        family = [case for case in cases if case.task == task]
+        family = [case for case in cases if case.task == task and not case.pins]
         for start in range(0, len(family), per_prompt):
             group = family[start : start + per_prompt]
             bundles.append(bundle_cases(group, rng) if len(group) > 1 else group[0])
-    return bundles
+    return bundles + [case for case in cases if case.pins]

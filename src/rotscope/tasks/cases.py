@@ -4,6 +4,7 @@ Each line is one case, validated against ``schemas/cases.schema.json`` (generate
 ``CaseRecord``; a test keeps the two equal) and then for what a schema cannot say: claim ids that
 exist, unique ids, texts that occur once. All of a case's documents and distractors form one block
 at the grid's depth, documents first, each in file order, so only padding moves between layouts.
+A line with ``pin`` runs at its pinned layouts only; ``origin`` records where it failed before.
 """
 
 from __future__ import annotations
@@ -14,10 +15,19 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PositiveInt,
+    StringConstraints,
+    ValidationError,
+    field_validator,
+)
 
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
+from rotscope.position import Position
 from rotscope.tasks import BuiltCases, register_task
 from rotscope.types import Case, Claims, Evidence, Oracle, Role, TaskFamily
 
@@ -44,6 +54,31 @@ class DistractorRecord(_Record):
 
     id: Identifier
     text: Text
+
+
+class PinRecord(_Record):
+    """A layout to run the case at: its length in tokens and its position, as in ``depths``."""
+
+    length: PositiveInt
+    position: float | str = Field(description="A fraction in [0, 1], a position name or @N.")
+
+    @field_validator("position")
+    @classmethod
+    def _known_position(cls, position: float | str) -> float | str:
+        Position.parse(position)  # raises ValueError naming what is wrong
+        return position
+
+
+class OriginRecord(_Record):
+    """Where the case failed: the run and model, the layout (a control's position is ``absent``),
+    and the case it was in that run."""
+
+    run: Text
+    model: Text
+    length: PositiveInt
+    position: float | str
+    task: Identifier | None = None
+    case_id: Text | None = None
 
 
 class CaseRecord(_Record):
@@ -83,6 +118,24 @@ class CaseRecord(_Record):
     slices: dict[Identifier, str] = Field(
         default_factory=dict, description="Free fields carried into every row (risk, language, hops...)."
     )
+    origin: list[OriginRecord] = Field(
+        default_factory=list,
+        description=(
+            "Where the case failed (rotscope cases RUN --failing): run, model, length and position, "
+            "one entry per layout. A record only: it decides neither layouts nor slices."
+        ),
+    )
+    pin: list[PinRecord] = Field(
+        default_factory=list,
+        description=(
+            "Run the case at these layouts and only there, instead of the experiment's lengths and "
+            "depths; empty: the grid."
+        ),
+    )
+
+    def pins(self) -> tuple[tuple[int, float | str], ...]:
+        """The pinned (length, position) layouts, in the order given, without repeats."""
+        return tuple(dict.fromkeys((pin.length, pin.position) for pin in self.pin))
 
 
 def case_schema() -> dict[str, Any]:
@@ -155,7 +208,8 @@ def parse_case_line(line: str, where: str) -> CaseRecord:
             raise BadInput(f"{where}: unknown field {field!r}") from None
         if first["type"] == "missing":
             raise BadInput(f"{where}: field {field!r} is required") from None
-        raise BadInput(f"{where}: field {field!r}: {first['msg']} (got {first.get('input')!r})") from None
+        message = first["msg"].removeprefix("Value error, ")
+        raise BadInput(f"{where}: field {field!r}: {message} (got {first.get('input')!r})") from None
     problem = _semantic_problem(record)
     if problem is not None:
         raise BadInput(f"{where}: field {problem}")
@@ -231,6 +285,7 @@ def case_from_record(record: CaseRecord) -> Case:
         guarded=tuple(dict.fromkeys(guarded)),
         grouped=True,
         slices=tuple(sorted(record.slices.items())),
+        pins=record.pins(),
     )
 
 

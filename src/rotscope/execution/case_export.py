@@ -1,0 +1,144 @@
+"""A run's cases as case-file lines (``rotscope cases RUN``), and with ``failing`` only the cases that
+failed somewhere, each with where it failed (``origin``) and pinned there (``pin``), so a failure
+becomes a permanent case that re-runs exactly where it happened.
+
+A failure is a scored row that is not correct (wrong or abstained); an error row is no failure
+(the model was never heard). Cases are rebuilt from the run's own config (its families and case
+file) and must still ask the question the run asked; a case-file case is written as its own line,
+a generated one as ``tasks.case_lines`` writes it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rotscope.config import ExperimentConfig, load_config
+from rotscope.errors import BadInput
+from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE
+from rotscope.plan.workitems import CONTROL_POSITION, select_cases
+from rotscope.rows import Row
+from rotscope.store import RunStore
+from rotscope.tasks.case_lines import NotACaseLine, case_line, line_id
+from rotscope.tasks.cases import CaseRecord, parse_case_line, read_case_file
+from rotscope.types import Case
+
+FAILED = ("incorrect", "abstained")
+ABSENT_PIN_DEPTH = 0.0
+"""An absent control has no evidence to place: its line is pinned at its length, at depth 0."""
+
+
+@dataclass
+class CaseExport:
+    """The lines written, the cases left out with why, and the failing rows they came from."""
+
+    lines: list[dict[str, Any]] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    failing_rows: int = 0
+
+
+def export_cases(run_dir: Path, *, failing: bool, pin: bool = True) -> CaseExport:
+    """Case-file lines of the run's cases (``failing``: those with a failing row, with ``origin``
+    and, when ``pin``, ``pin``), in the run's case order, each valid as a case-file line."""
+    if not (run_dir / STORE_FILE).is_file():
+        raise BadInput(f"{run_dir}: not a run folder (no run.db)")
+    with RunStore.read(run_dir) as store:
+        rows = store.rows()
+        run_id = str(store.meta().get("run_id") or run_dir.name)
+    config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
+    by_case: dict[tuple[str, str], list[Row]] = defaultdict(list)
+    for row in rows:
+        by_case[(row["task"], row["case_id"])].append(row)
+    records = _case_file_records(config)
+    export = CaseExport()
+    seen_ids: set[str] = set()
+    for case in _scored_cases(config):
+        case_rows = by_case.pop((case.task, case.case_id), [])
+        failed = [row for row in case_rows if row["status"] == "ok" and row["outcome"] in FAILED]
+        if not case_rows or (failing and not failed):
+            continue
+        export.failing_rows += len(failed)
+        where = f"case {case.case_id} of {case.task}"
+        if case_rows[0]["question"] != case.question:
+            export.skipped.append(f"{where}: asks another question now than in the run (its source changed)")
+            continue
+        try:
+            line = _line(case, records, failing)
+        except NotACaseLine as reason:
+            export.skipped.append(f"{where}: {reason}")
+            continue
+        if line["case_id"] in seen_ids:
+            line["case_id"] = line_id(f"{line['case_id']}.{case.task}")
+        if failing:
+            _add_origin(line, failed, run_id, pin)
+        try:
+            parse_case_line(json.dumps(line), f"{run_id}: {where}")
+        except BadInput as problem:
+            export.skipped.append(f"{where}: not a valid case-file line ({problem})")
+            continue
+        seen_ids.add(line["case_id"])
+        export.lines.append(line)
+    for (task, case_id), left in by_case.items():
+        if not failing or any(row["status"] == "ok" and row["outcome"] in FAILED for row in left):
+            export.skipped.append(
+                f"case {case_id} of {task}: not among the cases the run's config builds now (a family "
+                "that plans its own prompts, or a changed source)"
+            )
+    return export
+
+
+def _scored_cases(config: ExperimentConfig) -> list[Case]:
+    """Every case that gets rows, in plan order: the questions of a bundle each on their own."""
+    return [part for case in select_cases(config) for _, part in case.scored_parts()]
+
+
+def _case_file_records(config: ExperimentConfig) -> dict[str, CaseRecord]:
+    if "cases" not in config.tasks or not config.cases:
+        return {}
+    return {record.case_id: record for record in read_case_file(Path(config.cases).expanduser())}
+
+
+def _line(case: Case, records: dict[str, CaseRecord], failing: bool) -> dict[str, Any]:
+    """A case-file case as its own line (with ``failing``, without its earlier origin and pin, which
+    the new ones replace), else a generated one."""
+    record = records.get(case.case_id) if case.task == "cases" and not case.control else None
+    if record is not None:
+        replaced = {"origin", "pin"} if failing else set()
+        return record.model_dump(mode="json", exclude=replaced, exclude_defaults=True) | {
+            "case_id": record.case_id,
+            "question": record.question,
+        }
+    return case_line(case)
+
+
+def _add_origin(line: dict[str, Any], failed: list[Row], run_id: str, pin: bool) -> None:
+    """``origin``: each layout where the case failed; ``pin``: the same layouts to run at."""
+    ordered = sorted(failed, key=lambda row: (row["length_target"], row["depth"]))
+    layouts = list(dict.fromkeys((row["length_target"], _position(row)) for row in ordered))
+    model = failed[0]["model"]
+    origins = [
+        {
+            "run": run_id,
+            "model": model,
+            "length": length,
+            "position": position,
+            "task": failed[0]["task"],
+            "case_id": failed[0]["case_id"],
+        }
+        for length, position in layouts
+    ]
+    line["origin"] = origins
+    if pin:
+        pins = [
+            {"length": length, "position": ABSENT_PIN_DEPTH if position == CONTROL_POSITION else position}
+            for length, position in layouts
+        ]
+        line["pin"] = list({json.dumps(p, sort_keys=True): p for p in pins}.values())
+
+
+def _position(row: Row) -> float | str:
+    """A row's position as a case file writes it: its name (or ``@N``), else its depth."""
+    return row["position"] if row["position"] is not None else float(row["depth"])

@@ -1,0 +1,219 @@
+"""A paired session (``rotscope run CONFIG --pair BASELINE,CANDIDATE --out DIR``): both subjects in
+one session, written as two ordinary run folders, ``DIR/baseline`` and ``DIR/candidate``.
+
+Both are planned from the same experiment, so every (case, length, position, trial) has the same
+decoding seed in both (``generation.seed`` + trial). Their calls go in one seeded interleaving:
+rounds of one group of each subject in a seeded order (``schedule.paired_rounds``), a group being a
+run of prefix-sharing prompts for a local engine (its KV cache reuse survives) and, for a remote
+API, a block of as many calls as its provider takes at once in its seeded shuffle. All batches run on
+one event loop with one set of provider limits. Provider drift over time then falls on both
+subjects alike instead of passing for a difference between them. Both folders record the pair and
+the joint order, group by group (meta ``pair.order``: [subject, [call ids]]); ``DIR`` holds
+``pair.json``, and ``--resume DIR`` continues both in the same order.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Mapping
+from contextlib import ExitStack
+from pathlib import Path
+from typing import Any
+
+from rotscope.config import ExperimentConfig, build_config
+from rotscope.errors import BadInput
+from rotscope.execution.execute import Reporter
+from rotscope.execution.limits import Limiters
+from rotscope.execution.run_folder import writing
+from rotscope.execution.runner import BudgetReached, resumed_config, stops
+from rotscope.execution.session import Session, execution_order, open_session
+from rotscope.plan.manifest import Deviation
+from rotscope.plan.schedule import paired_rounds, prefix_groups
+from rotscope.store import RunStore
+from rotscope.types import Backend, WorkItem
+
+PAIR_FILE = "pair.json"
+SUBJECTS = ("baseline", "candidate")
+SHARED_SEEDS = "generation.seed + trial, the same for both subjects in every (case, length, position, trial)"
+
+
+def parse_pair(value: str) -> tuple[str, str]:
+    """``BASELINE,CANDIDATE`` as two model names."""
+    parts = [part.strip() for part in value.split(",")]
+    if len(parts) != 2 or not all(parts):
+        raise BadInput(f"--pair: {value!r} is not BASELINE_MODEL,CANDIDATE_MODEL")
+    if parts[0] == parts[1]:
+        raise BadInput(f"--pair: baseline and candidate are the same model {parts[0]!r}")
+    return parts[0], parts[1]
+
+
+def _intended(deviation: Deviation) -> bool:
+    """What the pair itself changes from the plan in the candidate: the subject and its model."""
+    return deviation.field.startswith("subject.") or deviation.field == "config.model"
+
+
+def run_pair(
+    config: ExperimentConfig,
+    models: tuple[str, str],
+    out: Path,
+    *,
+    reporter: Reporter | None = None,
+    frozen_plan: Mapping[str, Any] | None = None,
+    allow_deviation: bool = False,
+    backends: Mapping[str, Backend] | None = None,
+) -> Path:
+    """Run ``config`` for both models in one interleaved session into ``out``; returns ``out``.
+
+    Against ``frozen_plan`` the candidate may differ in its subject (the point of the pair); any
+    other deviation of either is bad input unless ``allow_deviation``."""
+    if (out / PAIR_FILE).is_file():
+        raise BadInput(
+            f"out: {out} holds a paired session already; continue it with rotscope run --resume {out}"
+        )
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise BadInput(f"out: {out} is not empty and holds no paired session; choose another --out")
+    data = config.model_dump()
+    configs = {
+        role: build_config({**data, "model": model, "out": str(out / role)}, f"--pair {role}")
+        for role, model in zip(SUBJECTS, models, strict=True)
+    }
+    created = not out.exists()
+    try:
+        return _run(configs, out, False, reporter, frozen_plan, allow_deviation, backends)
+    finally:
+        if created and out.is_dir() and not any(out.iterdir()):
+            out.rmdir()  # a refused pair leaves nothing behind, as a refused run does
+
+
+def is_pair(folder: Path) -> bool:
+    return (folder / PAIR_FILE).is_file()
+
+
+def resume_pair(
+    out: Path,
+    *,
+    reporter: Reporter | None = None,
+    max_cost: float | None = None,
+    use_cache: bool = True,
+    backends: Mapping[str, Backend] | None = None,
+) -> Path:
+    """Continue a paired session: both folders, finished calls skipped, in the stored joint order."""
+    configs = {role: resumed_config(out / role, max_cost, use_cache) for role in SUBJECTS}
+    return _run(configs, out, True, reporter, None, False, backends)
+
+
+def _run(
+    configs: Mapping[str, ExperimentConfig],
+    out: Path,
+    resume: bool,
+    reporter: Reporter | None,
+    frozen_plan: Mapping[str, Any] | None,
+    allow_deviation: bool,
+    backends: Mapping[str, Backend] | None,
+) -> Path:
+    with ExitStack() as stack:
+        for role in SUBJECTS:
+            stack.enter_context(writing(out / role))
+            if resume:
+                RunStore.open_existing(out / role).close()  # a readable run store, migrated under the lock
+        sessions: dict[str, Session] = {}
+        try:
+            for role in SUBJECTS:
+                sessions[role] = open_session(
+                    configs[role],
+                    out / role,
+                    resume=resume,
+                    reporter=reporter,
+                    backend=(backends or {}).get(role),
+                )
+                sessions[role].prepare(
+                    frozen_plan,
+                    allow_deviation,
+                    _intended if role == "candidate" else lambda deviation: False,
+                )
+            order = joint_order(sessions, configs["baseline"].seed)
+            meta = {
+                "subjects": {role: configs[role].model for role in SUBJECTS},
+                "folder": str(out.resolve()),
+                "seed": configs["baseline"].seed,
+                "seeds": SHARED_SEEDS,
+                "grouping": {role: _grouping(session) for role, session in sessions.items()},
+                "order": [[role, [item.item_id for item in group]] for role, group in order],
+            }
+            for role, session in sessions.items():
+                session.open(
+                    [item for owner, group in order if owner == role for item in group],
+                    {"pair": {**meta, "role": role}},
+                )
+            (out / PAIR_FILE).write_text(
+                json.dumps({key: meta[key] for key in ("subjects", "seed", "seeds")}, indent=2) + "\n",
+                encoding="utf-8",
+            )
+            with stops(out, list(sessions.values())):
+                stopped = _execute(sessions, order, reporter)
+                for role, session in sessions.items():
+                    if stopped is None and session.rerun_other_mode():
+                        stopped = role
+                if stopped is None:
+                    for session in sessions.values():
+                        session.cache_checks()
+            if stopped is not None and configs[stopped].max_cost is not None:
+                counts = [session.progress() for session in sessions.values()]
+                spent = sessions[stopped].opened().spent()
+                max_cost = configs[stopped].max_cost or 0.0
+                raise BudgetReached(
+                    out, sum(c[0] for c in counts), sum(c[1] for c in counts), spent, max_cost
+                )
+        finally:
+            for session in sessions.values():
+                session.close()
+    return out
+
+
+def _grouping(session: Session) -> str:
+    if session.local:
+        return "prefix groups: runs of prompts sharing at least half their tokens (local engine)"
+    return "blocks of as many calls as its provider's concurrency, in a seeded shuffle (remote API)"
+
+
+def joint_order(sessions: Mapping[str, Session], seed: int) -> list[tuple[str, list[WorkItem]]]:
+    """Both subjects' calls as (subject, group) in one seeded interleaving of their groups."""
+    groups: dict[str, list[list[WorkItem]]] = {}
+    for role, session in sessions.items():
+        items = session.plan.items
+        if session.local:
+            groups[role] = [
+                [items[i] for i in run] for run in prefix_groups([item.prompt.token_ids for item in items])
+            ]
+        else:
+            ordered, size = execution_order(items, False, seed), session.concurrency()
+            groups[role] = [ordered[start : start + size] for start in range(0, len(ordered), size)]
+    rounds = paired_rounds((len(groups[SUBJECTS[0]]), len(groups[SUBJECTS[1]])), seed)
+    return [(SUBJECTS[subject], groups[SUBJECTS[subject]][number]) for subject, number in rounds]
+
+
+def _execute(
+    sessions: Mapping[str, Session], order: list[tuple[str, list[WorkItem]]], reporter: Reporter | None
+) -> str | None:
+    """Every call still to make, group by group in the joint order; the subject whose budget
+    stopped it, else ``None``."""
+    todo = {role: session.todo() for role, session in sessions.items()}
+    batches = [(role, [item for item in group if item.item_id in todo[role]]) for role, group in order]
+    batches = [(role, batch) for role, batch in batches if batch]
+    if reporter is not None:
+        calls = [item for _, batch in batches for item in batch]
+        reporter.start(len(calls), sum(item.prompt.prompt_tokens for item in calls))
+
+    async def run() -> str | None:
+        limiters = Limiters(sessions[SUBJECTS[0]].config.limits)  # one provider's limits hold for both
+        for role, batch in batches:
+            if await sessions[role].execute_on_loop(batch, limiters):
+                return role
+        return None
+
+    try:
+        return asyncio.run(run())
+    finally:
+        if reporter is not None:
+            reporter.finish()

@@ -1,0 +1,336 @@
+"""One subject's run in steps: plan it (checked against a frozen plan and, on ``--resume``, against
+the folder's own run), store its planned rows in a given order, execute calls, finish. A single
+run (``runner``) takes the steps one after the other; a paired session (``pair``) plans both
+subjects before storing either, so one interleaved order of both can be stored and executed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rotscope.backends import create_backend
+from rotscope.config import ExperimentConfig, build_config, dump_config
+from rotscope.config_sections import ProviderLimits
+from rotscope.errors import BadInput
+from rotscope.execution.cachecheck import require_clearable, run_cache_checks
+from rotscope.execution.execute import Reporter, execute_items
+from rotscope.execution.identity import check_identity, config_digest, experiment_identity
+from rotscope.execution.limits import Limiters
+from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, check_run_dir, store_plan
+from rotscope.execution.worker import WorkerBackend
+from rotscope.plan.manifest import Deviation, build_manifest, deviations, manifest_digest
+from rotscope.plan.schedule import prefix_order, shuffled_order
+from rotscope.plan.workitems import Plan, build_plan
+from rotscope.store import RunStore
+from rotscope.types import Backend, WorkItem
+
+
+def in_worker(backend: Backend, config: ExperimentConfig, reporter: Reporter | None) -> Backend:
+    """A local engine that can run in a worker process gets one (see ``rotscope.execution.worker``)."""
+    if config.executor.kind == "inprocess" or not backend.capabilities.worker_process:
+        return backend
+    notice = reporter.notice if reporter is not None else None
+    return WorkerBackend(backend, max_crashes=config.executor.max_crashes, notice=notice)
+
+
+def execution_order(items: Sequence[WorkItem], local: bool, seed: int) -> list[WorkItem]:
+    """Prefix-sharing order for local engines; a seeded interleaving for remote APIs."""
+    if local:
+        order = prefix_order([item.prompt.token_ids for item in items])
+    else:
+        order = shuffled_order(len(items), seed)
+    return [items[i] for i in order]
+
+
+def check_plan(
+    frozen: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+    allow_deviation: bool,
+    intended: Callable[[Deviation], bool] = lambda deviation: False,
+) -> dict[str, Any]:
+    """Compare a run's manifest with the frozen plan: a deviation is bad input unless allowed (or
+    ``intended``: a paired candidate's own model), and then each one is recorded. Returns the
+    run's ``plan`` metadata."""
+    found = deviations(frozen, manifest)
+    refused = [deviation for deviation in found if not intended(deviation)]
+    digest = manifest_digest(frozen)
+    if refused and not allow_deviation:
+        raise BadInput(
+            f"plan {digest}: the run deviates at {refused[0].describe()}"
+            f"{f' (and {len(refused) - 1} more fields)' if len(refused) > 1 else ''}; "
+            "rerun with --allow-deviation to run it and record the deviations"
+        )
+    return {
+        "digest": digest,
+        "deviations": [
+            {"field": item.field, "planned": item.planned, "actual": item.actual} for item in found
+        ],
+    }
+
+
+@dataclass
+class Session:
+    """One run folder being run: planned, then stored and executed by its caller."""
+
+    config: ExperimentConfig
+    run_dir: Path
+    backend: Backend
+    reporter: Reporter | None
+    judge_backend: Backend | None = None
+    resume: bool = False
+    plan: Plan = field(init=False)
+    ordered: list[WorkItem] = field(default_factory=list)
+    store: RunStore | None = None
+    _identity: dict[str, Any] = field(default_factory=dict)
+    _manifest: dict[str, Any] = field(default_factory=dict)
+    _plan_meta: dict[str, Any] | None = None
+    _first: bool = True
+
+    @property
+    def local(self) -> bool:
+        return self.backend.capabilities.local
+
+    def prepare(
+        self,
+        frozen_plan: Mapping[str, Any] | None,
+        allow_deviation: bool,
+        intended: Callable[[Deviation], bool] = lambda deviation: False,
+    ) -> Plan:
+        """Check the folder and the subject's identity, plan and verify every prompt, compare with
+        the frozen plan; nothing is written yet."""
+        config, run_dir = self.config, self.run_dir
+        digest = config_digest(config)
+        if config.cache_control:
+            require_clearable(self.backend)
+        self._identity = experiment_identity(config, self.backend.describe())
+        self._first = not self.resume or not (run_dir / STORE_FILE).is_file()
+        if not self._first:
+            with RunStore.open_existing(run_dir) as stored:
+                check_identity(stored.meta(), self._identity, digest, str(run_dir / CONFIG_FILE))
+        if config.judge is not None and self.judge_backend is None:
+            judge_config = {"model": config.judge.model, "remote": config.judge.remote.model_dump()}
+            self.judge_backend = create_backend(build_config({**config.model_dump(), **judge_config}))
+        self.plan = build_plan(config, self.backend)
+        _notice(self.reporter, planned_line(self.plan))
+        self._manifest = build_manifest(config, self.plan, self.backend)
+        if frozen_plan is not None:
+            self._plan_meta = check_plan(frozen_plan, self._manifest, allow_deviation, intended)
+        if self.resume:
+            _same_corpus(run_dir, self.plan.corpus)
+            _same_items(run_dir, self.plan)
+        return self.plan
+
+    def open(self, ordered: list[WorkItem], meta: Mapping[str, Any] | None = None) -> RunStore:
+        """Write the config and the planned rows in ``ordered`` order, then reserve the engine."""
+        config, run_dir = self.config, self.run_dir
+        run_dir.mkdir(parents=True, exist_ok=True)
+        (run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
+        self.ordered = ordered
+        self.store = store = RunStore(run_dir / STORE_FILE)
+        store_plan(store, self.plan, ordered, config, run_dir, config_digest(config), self.local)
+        if self._first or "identity" not in store.meta():
+            store.set_meta({"identity": self._identity})  # kept as it began, never rewritten
+        store.set_meta({"manifest": self._manifest, "manifest_digest": manifest_digest(self._manifest)})
+        if self._plan_meta is not None:
+            store.set_meta({"plan": self._plan_meta})
+        if meta:
+            store.set_meta(meta)
+        if isinstance(self.backend, WorkerBackend):
+            _notice(self.reporter, "starting the engine in a worker process (a crash there is an error row)")
+        self.backend.reserve(self.plan.max_prompt_tokens, config.generation.max_tokens)
+        store.set_meta({"engine": engine_meta(self.backend)})
+        return store
+
+    def opened(self) -> RunStore:
+        if self.store is None:
+            raise RuntimeError("the session's store is not open yet")
+        return self.store
+
+    def todo(self) -> set[str]:
+        """Calls still to make: unfinished ones and any answered in another engine mode."""
+        store = self.opened()
+        return store.unfinished() | store.calls_in_other_mode(getattr(self.backend, "engine_mode", None))
+
+    def execute(self, items: Sequence[WorkItem]) -> bool:
+        """Run ``items`` (already chosen from ``todo``); True when the budget stopped them."""
+        return asyncio.run(self.execute_on_loop(items))
+
+    async def execute_on_loop(self, items: Sequence[WorkItem], limiters: Limiters | None = None) -> bool:
+        """``execute`` on the running event loop, with ``limiters`` shared with other batches."""
+        return await execute_items(
+            self.config, items, self.backend, self.judge_backend, self.opened(), self.reporter, limiters
+        )
+
+    def concurrency(self) -> int:
+        """How many of its calls may be in flight at once: one for a local engine (unless it says
+        otherwise), its provider's limit for a remote API."""
+        if self.local:
+            return self.backend.capabilities.max_concurrency or 1
+        provider = str(self.backend.describe().get("backend", ""))
+        return self.config.limits.get(provider, ProviderLimits()).concurrency
+
+    def rerun_other_mode(self) -> bool:
+        """Run again any call answered in another engine mode than the engine's now (a crash switched
+        it to safe mode mid-run): a run's rows come from one mode. True when the budget stopped it."""
+        while True:
+            mode = getattr(self.backend, "engine_mode", None)
+            todo = self.opened().calls_in_other_mode(mode)
+            if not todo:
+                return False
+            _notice(
+                self.reporter, f"running {len(todo)} calls again with {mode}: a run's rows come from one mode"
+            )
+            if self._batch([item for item in self.ordered if item.item_id in todo]):
+                return True
+
+    def _batch(self, batch: Sequence[WorkItem]) -> bool:
+        if self.reporter is not None:
+            self.reporter.start(len(batch), sum(item.prompt.prompt_tokens for item in batch))
+        try:
+            return self.execute(batch)
+        finally:
+            if self.reporter is not None:
+                self.reporter.finish()
+
+    def run_all(self) -> bool:
+        """Every call still to make, in stored order, then the reruns in one mode."""
+        todo = self.todo()
+        if todo and self._batch([item for item in self.ordered if item.item_id in todo]):
+            return True
+        return self.rerun_other_mode()
+
+    def cache_checks(self) -> None:
+        """The warm/cold cache controls, after every call of the run is made."""
+        if not self.config.cache_control:
+            return
+        store = self.opened()
+        deterministic = self.local and self.config.generation.temperature == 0
+        store.set_meta({"cache_control": {"deterministic": deterministic}})
+        asyncio.run(
+            run_cache_checks(
+                self.ordered, self.backend, store, self.config.cache_control_sample, self.config.seed
+            )
+        )
+
+    def progress(self) -> tuple[int, int]:
+        """(calls done, calls planned)."""
+        left = len(self.opened().unfinished()) if self.store is not None else len(self.plan.items)
+        return len(self.plan.items) - left, len(self.plan.items)
+
+    def close(self) -> None:
+        """Record how the engine ran, close the store and the backends."""
+        try:
+            if self.store is not None:
+                self.store.set_meta({"engine": engine_meta(self.backend)})
+                self.store.close()
+        finally:
+            self.backend.close()
+            if self.judge_backend is not None:
+                self.judge_backend.close()
+
+
+def open_session(
+    config: ExperimentConfig,
+    run_dir: Path,
+    *,
+    resume: bool,
+    reporter: Reporter | None,
+    backend: Backend | None = None,
+    judge_backend: Backend | None = None,
+) -> Session:
+    """A session with its backend made (in a worker process where the engine can have one), once
+    the folder is known to be new or this run's own."""
+    check_run_dir(run_dir, config_digest(config), resume)
+    _notice(reporter, f"planning {config.name}: model {config.model}; {_grid_line(config)}")
+    made = in_worker(backend or create_backend(config), config, reporter)
+    return Session(config, run_dir, made, reporter, judge_backend=judge_backend, resume=resume)
+
+
+def _same_items(run_dir: Path, plan: Plan) -> None:
+    """On ``--resume``, the re-planned work items must be the run's own: an item id hashes the
+    exact prompt ids, so a tokenizer, template or prompt builder that changed since the run began
+    would otherwise add a second experiment's items to the folder."""
+    if not (run_dir / STORE_FILE).exists():
+        return
+    with RunStore.open_existing(run_dir) as store:
+        stored = store.calls()
+    if not stored:
+        return
+    planned = {item.item_id for item in plan.items}
+    if planned != stored:
+        raise BadInput(
+            f"--resume {run_dir}: {len(stored - planned)} of the run's {len(stored)} prompts cannot be "
+            f"planned again and {len(planned - stored)} planned prompts are not the run's (the "
+            "tokenizer, template or prompt code changed since it ran); start a new run folder"
+        )
+
+
+def _same_corpus(run_dir: Path, corpus: Mapping[str, Any]) -> None:
+    """On ``--resume``, the re-planned filler corpus must be the one the run's rows were made from
+    (its digest in the run's metadata): a corpus that changed (files edited, or a path that now
+    names other files) is refused before anything runs, never mixed into the run."""
+    if not (run_dir / STORE_FILE).exists():
+        return
+    with RunStore.open_existing(run_dir) as store:
+        stored = store.meta().get("corpus") or {}
+    checks = [(stored.get("source"), stored.get("digest"), corpus.get("digest"))]
+    checks += [
+        (task, before.get("digest"), (corpus.get(task) or {}).get("digest"))
+        for task, before in stored.items()
+        if isinstance(before, dict)
+    ]
+    for source, before, now in checks:
+        if before is not None and before != now:
+            raise BadInput(
+                f"--resume {run_dir}: filler {source} has digest {now} now, but the run was made with "
+                f"digest {before}; restore that corpus or start a new run"
+            )
+
+
+def engine_meta(backend: Backend) -> dict[str, Any] | None:
+    """How a local engine ran: its mode, why, and how often its worker crashed."""
+    mode = getattr(backend, "engine_mode", None)
+    if mode is None:
+        return None
+    engine = getattr(backend, "engine", backend)
+    verdict = getattr(engine, "verdict", None)
+    return {
+        "mode": mode,
+        "worker_process": isinstance(backend, WorkerBackend),
+        "crashes": getattr(backend, "crashes", 0),
+        "verdict": None if verdict is None else asdict(verdict),
+    }
+
+
+def _notice(reporter: Reporter | None, message: str) -> None:
+    if reporter is not None:
+        reporter.notice(message)
+
+
+def _grid_line(config: ExperimentConfig) -> str:
+    depths = ", ".join(str(depth) for depth in config.depths)
+    return (
+        f"tasks {', '.join(config.tasks)}; lengths {', '.join(f'{n:,}' for n in config.lengths)} tokens; "
+        f"depths {depths}; {config.trials} trial(s)"
+    )
+
+
+def planned_line(plan: Plan) -> str:
+    """What the verifier passed: calls, distinct prompts, rejections and the tokens to evaluate."""
+    cases = {(item.case.task, item.case.case_id) for item in plan.items}
+    line = (
+        f"planned {len(plan.items)} calls ({len(cases)} cases and controls), "
+        f"{len({item.prompt.token_ids for item in plan.items})} distinct prompts verified, "
+        f"{len(plan.rejected)} rejected; prompt tokens {plan.naive_prefill:,} "
+        f"(distinct prefixes {plan.lower_bound:,})"
+    )
+    if plan.rejected:
+        line += f"; first rejection: {plan.rejected[0]}"
+    return line
+
+
+__all__ = ["Session", "check_plan", "engine_meta", "execution_order", "open_session", "planned_line"]
