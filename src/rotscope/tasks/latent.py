@@ -11,8 +11,9 @@ from __future__ import annotations
 from fractions import Fraction
 
 from rotscope._util.text import mentions
-from rotscope.tasks import register_cases
+from rotscope.tasks import DEFAULT_CASES, register_counted_cases
 from rotscope.tasks.casefile import load_records
+from rotscope.tasks.invented import check_count
 from rotscope.types import Case, Evidence, Oracle
 
 _WHOLE_NUMBERS = {
@@ -62,7 +63,6 @@ def quantity_in(words: str, unit: str) -> Fraction:
     return value * source[1] / target[1]
 
 
-@register_cases("latent")
 def build_latent_cases() -> list[Case]:
     cases = []
     for record in load_records("latent"):
@@ -106,3 +106,11 @@ def build_latent_cases() -> list[Case]:
             )
         )
     return cases
+
+
+@register_counted_cases("latent")
+def latent_cases(count: int = DEFAULT_CASES) -> list[Case]:
+    """The first ``count`` written cases."""
+    cases = build_latent_cases()
+    check_count("latent", count, len(cases), "hand-written: quantities in words, checked by hand")
+    return cases[:count]
