@@ -138,3 +138,21 @@ def test_a_bad_number_of_variants_is_one_line_exit_2(tmp_path: Path, value: str,
     text = f"model: fake/lexical\nfiller:\n  kind: readinglog\n  variants: {value}\n"
     path.write_text(text, encoding="utf-8")
     assert_bad_input(invoke("run", path, "--dry-run"), "filler.variants", fragment)
+
+
+def test_a_run_folder_from_before_variants_resumes_with_its_one_haystack(tmp_path: Path) -> None:
+    """A folder's config.yaml holds every key; one without ``filler.variants`` was written before
+    variants, when a run had one haystack: it resumes as that, not under today's default."""
+    import yaml
+
+    from rotscope.execution.runner import resume_experiment
+
+    config = _with_variants(tmp_path, 1, lengths=[256], limit=3)
+    run_dir = run_experiment(config, run_dir=tmp_path / "run")
+    stored = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
+    del stored["filler"]["variants"]
+    (run_dir / "config.yaml").write_text(yaml.safe_dump(stored, sort_keys=False), encoding="utf-8")
+    before = load_summary(run_dir)["items"]
+    resume_experiment(run_dir)
+    assert load_summary(run_dir)["items"] == before
+    assert load_summary(run_dir)["corpus"]["variants"] == 1

@@ -10,11 +10,11 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.backends import create_backend
-from rotscope.config import ExperimentConfig, build_config, dump_config, load_config
+from rotscope.config import ExperimentConfig, build_config, dump_config, read_config_file
 from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.cachecheck import require_clearable, run_cache_checks
 from rotscope.execution.execute import Reporter, execute_items
-from rotscope.execution.identity import check_identity, config_digest, experiment_identity
+from rotscope.execution.identity import before_variants, check_identity, config_digest, experiment_identity
 from rotscope.execution.run_folder import (
     CONFIG_FILE,
     STORE_FILE,
@@ -344,7 +344,8 @@ def resume_experiment(
         RunStore.open_existing(run_dir).close()  # a readable run store, or bad input naming it
         # A run folder written before paths were stored resolved holds paths relative to where it
         # ran: they are read from the current folder, and a different corpus is refused.
-        config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
+        path = run_dir / CONFIG_FILE
+        config = build_config(before_variants(read_config_file(path, Path.cwd())), str(path))
         changes: dict[str, Any] = {}
         if max_cost is not None:
             changes["max_cost"] = max_cost
