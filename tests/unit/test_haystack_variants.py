@@ -156,3 +156,12 @@ def test_a_run_folder_from_before_variants_resumes_with_its_one_haystack(tmp_pat
     resume_experiment(run_dir)
     assert load_summary(run_dir)["items"] == before
     assert load_summary(run_dir)["corpus"]["variants"] == 1
+
+
+@pytest.mark.parametrize("filler", [{"kind": "readinglog"}, {"kind": "code"}], ids=["readinglog", "code"])
+def test_every_built_in_source_gives_three_variants(tmp_path: Path, filler: dict[str, Any]) -> None:
+    """A generating source names its documents by number (reading-log-1 for every seed): variants
+    are told apart by their text."""
+    plan = _plan(_config(tmp_path, filler=filler, lengths=[256]))
+    assert plan.corpus["variants"] == 3
+    assert len({text for case, text in _by_case(plan, 256).items() if "~" not in case}) == 3

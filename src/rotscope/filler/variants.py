@@ -3,10 +3,11 @@ so prompts of one length do not all share one filler text.
 
 Variant 0 is the corpus a run with one variant reads (the source's order for the run's seed).
 Each further variant reads the source in the order of a seed derived from the run's seed, and is
-kept only when its first document is not the first of an earlier variant (so its haystack differs
-from theirs from the first token at every length) and its text differs. Nothing depends on the
-grid's lengths, so a length's prompts stay the same when another length is added. A corpus with
-fewer documents than asked gives fewer variants.
+kept only when its first document is not the first of an earlier variant (compared by text: a
+generating source may number its documents alike for every seed), so haystacks differ from their
+first document on, at every length. Nothing depends on the grid's lengths, so a length's prompts
+stay the same when another length is added. A corpus with fewer documents than asked gives fewer
+variants.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def variant_corpora(
         documents: Iterator[Document] = iter(source(variant_seed(seed, attempt)))
         attempt += 1
         first = next(documents, None)
-        if corpora and (first is None or first.name in firsts):
+        if corpora and (first is None or first.text in firsts):
             continue
         stream = documents if first is None else _chain(first, documents)
         try:
@@ -64,7 +65,7 @@ def variant_corpora(
                 raise
             continue
         if first is not None:
-            firsts.add(first.name)
+            firsts.add(first.text)
         if all(corpus.digest != other.digest for other in corpora):
             corpora.append(corpus)
     return corpora

@@ -178,11 +178,12 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
         return (d for d in documents(config.filler, seed, guarded) if d.name not in sources)
 
     def haystacks(variants: int) -> list[TokenizedCorpus]:
-        """The haystack variants, read once (a family planning its own prompts takes one)."""
+        """The haystack variants, read on the first call (cases ask for theirs first; a family that
+        plans its own prompts takes the first)."""
         if not corpora:
             corpora.extend(
                 variant_corpora(
-                    lambda seed: filler_documents(seed),
+                    filler_documents,
                     tokenizer,
                     longest,
                     seed=config.seed,
@@ -275,8 +276,7 @@ def _corpus_info(origin: str, corpora: list[TokenizedCorpus], asked: int) -> dic
     several, a digest over theirs, the documents and tokens of all, and each one's own."""
     if not corpora:
         return {}
-    first = corpora[0]
-    digest = first.digest
+    digest = corpora[0].digest
     if len(corpora) > 1:
         digest = hashlib.sha256(" ".join(corpus.digest for corpus in corpora).encode()).hexdigest()[:16]
     return {
