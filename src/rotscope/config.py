@@ -70,6 +70,13 @@ class ExperimentConfig(_Strict):
     """Recorded prompts (JSON Lines) of the ``replay`` task family, evidence marked; relative to the
     experiment file."""
     questions_per_prompt: Int = Field(default=1, gt=0)
+    cases_per_task: Int = Field(default=16, gt=0)
+    """How many cases each built-in family makes (``limit`` then takes the first of them). The
+    first 16 are the families' own (their ids unchanged); ``niah``, ``competitive``, ``multihop``,
+    ``latent`` and ``join`` generate more, deterministically, with invented names and values (up to
+    1,000; ``join`` 200). ``nolima`` has only its 16 hand-written cases (its hop goes through world
+    knowledge): asking more of it is an error naming the maximum. ``reasoning`` counts
+    ``reasoning.items``; ``codebase`` and ``cases`` have the cases written for them."""
     filler: FillerConfig = Field(default_factory=FillerConfig)
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
     generation: GenerationConfig = Field(default_factory=GenerationConfig)

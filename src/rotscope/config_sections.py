@@ -67,6 +67,15 @@ class FillerConfig(_Strict):
     (``utf-8``, ``latin-1``, ``cp1252``...). Decoding is strict: a byte that is not valid in this
     encoding stops the run naming the file and the byte's offset, never a silent replacement."""
     allow_repeat: bool = False
+    variants: Int = Field(default=3, gt=0)
+    """How many different haystacks each length draws from: variant 0 reads the source's documents
+    in the order of the run's seed (the one haystack of runs before variants), each further one in
+    the order of a seed derived from it, starting at a document no other variant starts at. Case
+    ``i`` of each family (and its controls) uses variant ``i mod variants`` at every length, so
+    results do not speak for one filler text only. 3 by default: the fewest where one unusual text
+    is not half of the data; each variant adds about one longest haystack to the prefix-reuse
+    bound (examples/quick-v1.yaml: 15,299 tokens with 1, 17,195 with 3). A corpus with fewer
+    documents than asked gives fewer; the summary's ``corpus.variants`` states the number used."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Settings of a source registered by an outside package, which validates them itself."""
 

@@ -71,12 +71,22 @@ def stored_identity(meta: Mapping[str, Any]) -> tuple[dict[str, Any], bool] | No
         if not isinstance(stored, dict):
             return None
         stored = {key: value for key, value in stored.items() if key not in RUNTIME_FIELDS}
-    fields = {key: value for key, value in stored.items() if key != "digests"}
+    fields = before_variants({key: value for key, value in stored.items() if key != "digests"})
     digests = {"digests": stored["digests"]} if "digests" in stored else {}
     try:
         return {**config_fields(build_config(fields)), **digests}, True
     except BadInput:
         return dict(stored), False
+
+
+def before_variants(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A run folder's config (or identity) written before haystack variants: the run had one
+    haystack, so its filler reads as ``variants: 1``, not today's default (a folder's config is
+    written with every key, so only an older rotscope leaves that one out)."""
+    filler = data.get("filler", {})
+    if isinstance(filler, dict) and "variants" not in filler:
+        return {**data, "filler": {**filler, "variants": 1}}
+    return dict(data)
 
 
 def first_change(old: Any, new: Any, path: str = "", *, strict: bool = True) -> tuple[str, Any, Any] | None:

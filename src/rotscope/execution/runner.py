@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rotscope.config import ExperimentConfig, build_config, load_config
+from rotscope.config import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.execute import Reporter
+from rotscope.execution.identity import before_variants
 from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, default_run_dir, writing
 from rotscope.execution.session import Session, check_plan, execution_order, open_session
 from rotscope.store import RunStore
@@ -174,7 +175,8 @@ def resumed_config(run_dir: Path, max_cost: float | None, use_cache: bool) -> Ex
     if not (run_dir / STORE_FILE).is_file():
         raise BadInput(f"{run_dir}: not a run folder (no run.db)")
     RunStore.read(run_dir).close()  # a rotscope run store, checked before anything is written there
-    config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
+    path = run_dir / CONFIG_FILE
+    config = build_config(before_variants(read_config_file(path, Path.cwd())), str(path))
     changes: dict[str, Any] = {}
     if max_cost is not None:
         changes["max_cost"] = max_cost

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -11,9 +12,10 @@ import numpy as np
 
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
-from rotscope.filler import describe_filler, documents
+from rotscope.filler import Document, describe_filler, documents
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document
-from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
+from rotscope.filler.corpus import TokenizedCorpus
+from rotscope.filler.variants import variant_corpora
 from rotscope.plan.schedule import prefill_bounds
 from rotscope.position import OFFSET_PREFIX, Position
 from rotscope.prompt.builder import PlacementError, PromptBuilder
@@ -61,23 +63,31 @@ class Plan:
         return max((item.prompt.prompt_tokens for item in self.items), default=0)
 
 
-def select_cases(config: ExperimentConfig) -> list[Case]:
+def numbered_cases(config: ExperimentConfig) -> list[tuple[Case, int]]:
     """Each task's cases (the first ``limit`` of each, bundled ``questions_per_prompt`` to a prompt),
-    followed by their evidence-absent controls and, with ``evidence_only``, their evidence-only ones.
-    A family that plans its own prompts (``PlansOwnPrompts``) is planned by itself."""
-    selected: list[Case] = []
+    followed by their evidence-absent controls and, with ``evidence_only``, their evidence-only ones,
+    each with the index of its case in its family (a control has its case's index). A family that
+    plans its own prompts (``PlansOwnPrompts``) is planned by itself."""
+    selected: list[tuple[Case, int]] = []
     for task in config.tasks:
         family = get_task(task, config)
         if isinstance(family, PlansOwnPrompts):
             continue
         cases = bundle_all(list(family.cases())[: config.limit], config.questions_per_prompt, config.seed)
-        selected.extend(cases)
+        selected.extend((case, index) for index, case in enumerate(cases))
         if config.controls:
-            selected.extend(case.absent_control() for case in cases)
+            selected.extend((case.absent_control(), index) for index, case in enumerate(cases))
         if config.evidence_only:
             # a case without evidence has nothing to show alone: its absent control covers it
-            selected.extend(case.evidence_only_control() for case in cases if case.evidence)
+            selected.extend(
+                (case.evidence_only_control(), index) for index, case in enumerate(cases) if case.evidence
+            )
     return selected
+
+
+def select_cases(config: ExperimentConfig) -> list[Case]:
+    """The cases of ``numbered_cases`` in the same order."""
+    return [case for case, _ in numbered_cases(config)]
 
 
 def layouts_for(
@@ -191,7 +201,8 @@ def anchor_documents(
 def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     """Render and verify every prompt of the experiment; prompts that fail verification are
     listed in ``rejected`` with the reason and never sent."""
-    cases = select_cases(config)
+    numbered = numbered_cases(config)
+    cases = [case for case, _ in numbered]
     longest = max([*config.lengths, *(length for case in cases for length, _ in case.pins)])
     needed = longest + config.generation.max_tokens
     if needed > backend.context_window:
@@ -203,34 +214,48 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     origin = describe_filler(config.filler)
     guarded = frozenset(guard for case in cases for guard in case.guarded)
     sources = {evidence.source for case in cases for evidence in case.evidence if evidence.source}
-    corpus: TokenizedCorpus | None = None
+    corpora: list[TokenizedCorpus] = []
 
-    def core_corpus() -> TokenizedCorpus:
-        nonlocal corpus
-        if corpus is None:
-            corpus = tokenize_corpus(
-                (d for d in documents(config.filler, config.seed, guarded) if d.name not in sources),
-                tokenizer,
-                longest,
-                allow_repeat=config.filler.allow_repeat,
-                origin=origin,
+    def filler_documents(seed: int) -> Iterator[Document]:
+        """The source's documents in the order of ``seed``, less those that hold evidence."""
+        return (d for d in documents(config.filler, seed, guarded) if d.name not in sources)
+
+    def haystacks(variants: int) -> list[TokenizedCorpus]:
+        """The haystack variants, read on the first call (cases ask for theirs first; a family that
+        plans its own prompts takes the first)."""
+        if not corpora:
+            corpora.extend(
+                variant_corpora(
+                    filler_documents,
+                    tokenizer,
+                    longest,
+                    seed=config.seed,
+                    variants=variants,
+                    allow_repeat=config.filler.allow_repeat,
+                    origin=origin,
+                )
             )
-        return corpus
+        return corpora
 
     rendered: list[tuple[Case, Layout, RenderedPrompt]] = []
     rejected: list[Rejection] = []
     if cases:
-        builder = PromptBuilder(
-            tokenizer,
-            core_corpus(),
-            system_prompt=config.system_prompt,
-            tolerance=config.length_tolerance,
-            depth_tolerance=config.depth_tolerance,
-            placement=config.placement,
-            seed=config.seed,
-            anchors=anchor_documents(config, sources, tokenizer, guarded, longest),
-        )
-        for case in cases:
+        anchors = anchor_documents(config, sources, tokenizer, guarded, longest)
+        builders = [
+            PromptBuilder(
+                tokenizer,
+                corpus,
+                system_prompt=config.system_prompt,
+                tolerance=config.length_tolerance,
+                depth_tolerance=config.depth_tolerance,
+                placement=config.placement,
+                seed=config.seed,
+                anchors=anchors,
+            )
+            for corpus in haystacks(min(config.filler.variants, 1 + max(index for _, index in numbered)))
+        ]
+        for case, index in numbered:
+            builder = builders[index % len(builders)]
             layouts, skipped = layouts_for(case, config, builder)
             rejected.extend(skipped)
             for layout in layouts:
@@ -242,7 +267,7 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     for task in config.tasks:
         family = get_task(task, config)
         if isinstance(family, PlansOwnPrompts):
-            own[task] = family.plan_prompts(tokenizer, core_corpus)
+            own[task] = family.plan_prompts(tokenizer, lambda: haystacks(1)[0])
             rendered.extend(own[task].rendered)
             rejected.extend(own[task].rejected)
     description = backend.describe()
@@ -272,14 +297,7 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     items, disagreeing = keep_consistent(items, tokenizer)
     rejected.extend(disagreeing)
     naive, lower = prefill_bounds([item.prompt.token_ids for item in items])
-    corpus_info: dict[str, Any] = {}
-    if corpus is not None:
-        corpus_info = {
-            "source": origin,
-            "digest": corpus.digest,
-            "documents": corpus.documents,
-            "tokens": corpus.size,
-        }
+    corpus_info = _corpus_info(origin, corpora, config.filler.variants)
     for task, prompts in own.items():
         corpus_info[task] = prompts.corpus
         corpus_info.setdefault("source", prompts.corpus_label)
@@ -294,3 +312,25 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
         lower_bound=lower,
         backend=description,
     )
+
+
+def _corpus_info(origin: str, corpora: list[TokenizedCorpus], asked: int) -> dict[str, Any]:
+    """What the run records of its haystacks: with one variant its corpus as before variants; with
+    several, a digest over theirs, the documents and tokens of all, and each one's own."""
+    if not corpora:
+        return {}
+    digest = corpora[0].digest
+    if len(corpora) > 1:
+        digest = hashlib.sha256(" ".join(corpus.digest for corpus in corpora).encode()).hexdigest()[:16]
+    return {
+        "source": origin,
+        "digest": digest,
+        "documents": sum(corpus.documents for corpus in corpora),
+        "tokens": sum(corpus.size for corpus in corpora),
+        "variants": len(corpora),
+        "variants_asked": asked,
+        "haystacks": [
+            {"digest": corpus.digest, "documents": corpus.documents, "tokens": corpus.size}
+            for corpus in corpora
+        ],
+    }

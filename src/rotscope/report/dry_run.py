@@ -18,8 +18,8 @@ def print_dry_run(planned: DryRun, console: Console) -> None:
         f"{len(plan.items)} work items, {len({i.prompt.token_ids for i in plan.items})} distinct "
         f"prompts, {len(plan.rejected)} rejected by the verifier; prompt tokens: naive "
         f"{plan.naive_prefill:,}, lower bound {plan.lower_bound:,}; corpus "
-        f"{plan.corpus['source']} ({plan.corpus['tokens']:,} tokens, digest "
-        f"{plan.corpus['digest']})",
+        f"{plan.corpus['source']} ({plan.corpus['tokens']:,} tokens"
+        f"{_variants(plan.corpus.get('variants', 1))}, digest {plan.corpus['digest']})",
         markup=False,
     )
     cost = "unknown (no price for this model; add it under prices:)"
@@ -79,3 +79,7 @@ def overhead_line(check: OverheadCheck) -> str:
         f"warning: {line}; with it and max_tokens these planned lengths exceed the window of "
         f"{check.window:,} tokens: {lengths}"
     )
+
+
+def _variants(count: int) -> str:
+    return f" in {count} haystack variants" if count > 1 else ""

@@ -20,9 +20,22 @@ from rotscope.types import Case, TaskFamily
 if TYPE_CHECKING:
     from rotscope.config import ExperimentConfig
 
-__all__ = ["TASKS", "BuiltCases", "TaskEntry", "get_task", "register_cases", "register_task"]
+__all__ = [
+    "DEFAULT_CASES",
+    "TASKS",
+    "BuiltCases",
+    "TaskEntry",
+    "get_task",
+    "register_cases",
+    "register_counted_cases",
+    "register_task",
+]
+
+DEFAULT_CASES = 16
+"""How many cases a built-in family makes unless ``cases_per_task`` asks for another number."""
 
 CaseBuilder = Callable[[], list[Case]]
+CountedBuilder = Callable[[int], list[Case]]
 TaskFactory = Callable[["ExperimentConfig"], TaskFamily]
 Analysis = Callable[[list[Row]], dict[str, Any]]
 
@@ -82,6 +95,17 @@ def register_cases(name: str) -> Callable[[CaseBuilder], CaseBuilder]:
 
     def add(build: CaseBuilder) -> CaseBuilder:
         register_task(name)(lambda config: BuiltCases(name, build))
+        return build
+
+    return add
+
+
+def register_counted_cases(name: str) -> Callable[[CountedBuilder], CountedBuilder]:
+    """Register a function that returns as many cases as it is asked for (the experiment's
+    ``cases_per_task``), or raises ``BadInput`` naming the most it can make."""
+
+    def add(build: CountedBuilder) -> CountedBuilder:
+        register_task(name)(lambda config: BuiltCases(name, lambda: build(config.cases_per_task)))
         return build
 
     return add

@@ -2,29 +2,36 @@
 selects on the other. Draws where the answer is also the unfiltered maximum are rejected, so a
 model that skips the filter is caught (failure category ``filter_ignored``).
 
-Cases are generated from a fixed seed, so they are the same on every machine.
+Cases are generated from a fixed seed, so they are the same on every machine. The first 16 name
+their services from 220 two-part names; cases after them (``cases_per_task``) from 2,200
+three-part ones, so the first 16 stay as they were and names stay unique up to ``MAX_CASES``.
 """
 
 from __future__ import annotations
 
 import random
 
-from rotscope.tasks import register_cases
+from rotscope.tasks import DEFAULT_CASES, register_counted_cases
+from rotscope.tasks.invented import check_count
 from rotscope.types import Case, Evidence, Oracle
 
-CASES = 16
+TWO_PART_CASES = DEFAULT_CASES
+MAX_CASES = 200
+"""1,200 of the 2,200 three-part names: drawing unused ones stays quick."""
 SERVICES_PER_CASE = 6
 _GENERATOR_SEED = 20261129
 _PREFIXES = (
     "Vel Tor Bram Cass Dun Esk Fen Gal Hol Isk Jor Kel Lum Mor Nim Orr Pell Quin Rask Sol Tam Ulm".split()
 )
 _SUFFIXES = "ling mere wick gate holt marsh ford crest vale brook".split()
+_MIDDLES = "an ar en il or us ad em ir ol".split()
 
 
-def _service_names(rng: random.Random, used: set[str]) -> list[str]:
+def _service_names(rng: random.Random, used: set[str], three_part: bool) -> list[str]:
     names: list[str] = []
     while len(names) < SERVICES_PER_CASE:
-        name = rng.choice(_PREFIXES) + rng.choice(_SUFFIXES)
+        middle = rng.choice(_MIDDLES) if three_part else ""
+        name = rng.choice(_PREFIXES) + middle + rng.choice(_SUFFIXES)
         if name not in used:
             used.add(name)
             names.append(name)
@@ -33,7 +40,7 @@ def _service_names(rng: random.Random, used: set[str]) -> list[str]:
 
 def _draw(index: int, rng: random.Random, used: set[str]) -> Case:
     while True:
-        names = _service_names(rng, set(used))
+        names = _service_names(rng, set(used), three_part=index > TWO_PART_CASES)
         budgets = {name: rng.randint(1, 6) for name in names}
         timeouts = dict(zip(names, rng.sample(range(200, 5000, 50), len(names)), strict=True))
         limit = rng.randint(2, 4)
@@ -71,8 +78,9 @@ def _draw(index: int, rng: random.Random, used: set[str]) -> Case:
     )
 
 
-@register_cases("join")
-def build_join_cases() -> list[Case]:
+@register_counted_cases("join")
+def build_join_cases(count: int = DEFAULT_CASES) -> list[Case]:
+    check_count("join", count, MAX_CASES, "service names must stay unique")
     rng = random.Random(_GENERATOR_SEED)
     used: set[str] = set()
-    return [_draw(index, rng, used) for index in range(1, CASES + 1)]
+    return [_draw(index, rng, used) for index in range(1, count + 1)]

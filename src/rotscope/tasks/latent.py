@@ -9,10 +9,13 @@ revision), ``wrong_answer`` (another value), ``abstained``.
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 from rotscope._util.text import mentions
-from rotscope.tasks import register_cases
+from rotscope.tasks import DEFAULT_CASES, register_counted_cases
 from rotscope.tasks.casefile import load_records
+from rotscope.tasks.invented import MAX_CASES, check_count
+from rotscope.tasks.latent_draws import draw_records
 from rotscope.types import Case, Evidence, Oracle
 
 _WHOLE_NUMBERS = {
@@ -62,47 +65,53 @@ def quantity_in(words: str, unit: str) -> Fraction:
     return value * source[1] / target[1]
 
 
-@register_cases("latent")
-def build_latent_cases() -> list[Case]:
-    cases = []
-    for record in load_records("latent"):
-        case_id = record["id"]
-        anchor_value = Fraction(int(record["anchor_value"]))
-        if record["anchor_words"] not in record["anchor"]:
-            raise ValueError(f"latent case {case_id}: anchor_words are not in the anchor")
-        if quantity_in(record["anchor_words"], record["unit"]) != anchor_value:
-            raise ValueError(
-                f"latent case {case_id}: {record['anchor_words']!r} is not {anchor_value} {record['unit']}"
-            )
-        fraction, old = Fraction(record["fraction"]), Fraction(record["superseded_fraction"])
-        answer, superseded = anchor_value * fraction, anchor_value * old
-        if not (0 < fraction < 1 and 0 < old < 1) or answer.denominator != 1 or superseded.denominator != 1:
-            raise ValueError(f"latent case {case_id}: fractions must be proper and give whole numbers")
-        if str(answer) != str(record["answer"]) or len({answer, superseded, anchor_value}) != 3:
-            raise ValueError(
-                f"latent case {case_id}: answer must be anchor x fraction and differ from the traps"
-            )
-        texts = [record["anchor"], record["fraction_text"], record["superseded_text"], record["question"]]
-        for value in {str(answer), str(superseded)}:
-            if any(mentions(text, value) for text in texts):
-                raise ValueError(
-                    f"latent case {case_id}: {value} is written in the case; it must be computed"
-                )
-        cases.append(
-            Case(
-                case_id=case_id,
-                task="latent",
-                evidence=(
-                    Evidence("anchor", record["anchor"], "support"),
-                    Evidence("superseded", record["superseded_text"], "superseded"),
-                    Evidence("fraction", record["fraction_text"], "answer"),
-                ),
-                question=record["question"],
-                oracle=Oracle(
-                    answer=str(answer),
-                    traps=(("anchor_only", str(anchor_value)), ("superseded", str(superseded))),
-                ),
-                guarded=(str(answer), str(superseded), str(anchor_value)),
-            )
+def latent_case(record: dict[str, Any]) -> Case:
+    """The case of one record (written or drawn), or ``ValueError`` naming what does not hold."""
+    case_id = record["id"]
+    anchor_value = Fraction(int(record["anchor_value"]))
+    if record["anchor_words"] not in record["anchor"]:
+        raise ValueError(f"latent case {case_id}: anchor_words are not in the anchor")
+    if quantity_in(record["anchor_words"], record["unit"]) != anchor_value:
+        raise ValueError(
+            f"latent case {case_id}: {record['anchor_words']!r} is not {anchor_value} {record['unit']}"
         )
-    return cases
+    fraction, old = Fraction(record["fraction"]), Fraction(record["superseded_fraction"])
+    answer, superseded = anchor_value * fraction, anchor_value * old
+    if not (0 < fraction < 1 and 0 < old < 1) or answer.denominator != 1 or superseded.denominator != 1:
+        raise ValueError(f"latent case {case_id}: fractions must be proper and give whole numbers")
+    if str(answer) != str(record["answer"]) or len({answer, superseded, anchor_value}) != 3:
+        raise ValueError(f"latent case {case_id}: answer must be anchor x fraction and differ from the traps")
+    texts = [record["anchor"], record["fraction_text"], record["superseded_text"], record["question"]]
+    for value in {str(answer), str(superseded)}:
+        if any(mentions(text, value) for text in texts):
+            raise ValueError(f"latent case {case_id}: {value} is written in the case; it must be computed")
+    return Case(
+        case_id=case_id,
+        task="latent",
+        evidence=(
+            Evidence("anchor", record["anchor"], "support"),
+            Evidence("superseded", record["superseded_text"], "superseded"),
+            Evidence("fraction", record["fraction_text"], "answer"),
+        ),
+        question=record["question"],
+        oracle=Oracle(
+            answer=str(answer),
+            traps=(("anchor_only", str(anchor_value)), ("superseded", str(superseded))),
+        ),
+        guarded=(str(answer), str(superseded), str(anchor_value)),
+    )
+
+
+def build_latent_cases() -> list[Case]:
+    """The written cases of ``tasks/data/latent.yaml``."""
+    return [latent_case(record) for record in load_records("latent")]
+
+
+@register_counted_cases("latent")
+def latent_cases(count: int = DEFAULT_CASES) -> list[Case]:
+    """The written cases, then drawn ones (``latent_draws``) checked the same way."""
+    check_count("latent", count, MAX_CASES, "generated names stay unique")
+    written = build_latent_cases()
+    texts = [t for case in written for t in (case.question, *(e.text for e in case.evidence))]
+    drawn = draw_records(len(written) + 1, max(0, count - len(written)), texts)
+    return written[:count] + [latent_case(record) for record in drawn]

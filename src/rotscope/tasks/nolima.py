@@ -4,12 +4,12 @@ model must make one latent hop (Colosseum -> Rome) instead of matching strings."
 from __future__ import annotations
 
 from rotscope._util.text import shared_content_words
-from rotscope.tasks import register_cases
+from rotscope.tasks import DEFAULT_CASES, register_counted_cases
+from rotscope.tasks.invented import check_count
 from rotscope.tasks.needles import load_needle_cases
 from rotscope.types import Case
 
 
-@register_cases("nolima")
 def build_nolima_cases() -> list[Case]:
     cases = load_needle_cases("nolima")
     for case in cases:
@@ -19,3 +19,11 @@ def build_nolima_cases() -> list[Case]:
                 f"nolima case {case.case_id}: question shares content words {sorted(shared)} with its needle"
             )
     return cases
+
+
+@register_counted_cases("nolima")
+def nolima_cases(count: int = DEFAULT_CASES) -> list[Case]:
+    """The first ``count`` written cases: a hop through world knowledge is not invented."""
+    cases = build_nolima_cases()
+    check_count("nolima", count, len(cases), "hand-written: their hop needs world knowledge")
+    return cases[:count]
