@@ -200,12 +200,27 @@ class GenerationParams:
 
 
 @dataclass(frozen=True)
+class PrefixGroup:
+    """The prefix group of a remote call (see ``rotscope.plan.schedule``): what a provider's prompt
+    cache can be told. It never changes an answer, so it is no part of a call's identity."""
+
+    key: str
+    """Names the group (a hash of its shared prefix): OpenAI's ``prompt_cache_key``."""
+    shared_tokens: int
+    """Prompt tokens every call of the group shares, counted by the run's tokenizer."""
+    shared_chars: int
+    """Characters of the last message's content the group shares (the messages before it are the
+    same in every call of the group): where Anthropic's cache breakpoint goes."""
+
+
+@dataclass(frozen=True)
 class GenerateRequest:
     """What a backend receives. Backends never see the oracle."""
 
     messages: tuple[dict[str, str], ...]
     token_ids: tuple[int, ...]
     params: GenerationParams
+    prefix_group: PrefixGroup | None = None
 
 
 @dataclass(frozen=True)
@@ -214,6 +229,10 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    """Prompt tokens read from the provider's prompt cache (counted in ``prompt_tokens``)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the provider's prompt cache (Anthropic bills them above the input
+    price; counted in ``prompt_tokens``)."""
     latency_s: float = 0.0
     error: str | None = None
     attempts: int = 1
@@ -253,10 +272,12 @@ class WorkItem:
     prompt: RenderedPrompt
     params: GenerationParams
     instance_id: str = field(default="")
+    prefix_group: PrefixGroup | None = None
+    """Set by the execution order of a remote run; not part of ``item_id``."""
 
     def request(self) -> GenerateRequest:
         """What the backend receives for this item: the verified messages and ids, its decoding."""
-        return GenerateRequest(self.prompt.messages, self.prompt.token_ids, self.params)
+        return GenerateRequest(self.prompt.messages, self.prompt.token_ids, self.params, self.prefix_group)
 
 
 @runtime_checkable

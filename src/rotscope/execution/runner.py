@@ -15,6 +15,7 @@ from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.cachecheck import require_clearable, run_cache_checks
 from rotscope.execution.execute import Reporter, execute_items
 from rotscope.execution.identity import check_identity, config_digest, experiment_identity
+from rotscope.execution.order import execution_order
 from rotscope.execution.run_folder import (
     CONFIG_FILE,
     STORE_FILE,
@@ -25,12 +26,19 @@ from rotscope.execution.run_folder import (
 )
 from rotscope.execution.worker import WorkerBackend
 from rotscope.plan.manifest import build_manifest, deviations, manifest_digest
-from rotscope.plan.schedule import prefix_order, shuffled_order
 from rotscope.plan.workitems import Plan, build_plan
 from rotscope.store import RunStore
 from rotscope.types import Backend, WorkItem
 
-__all__ = ["BudgetReached", "EngineStopped", "Interrupted", "Reporter", "resume_experiment", "run_experiment"]
+__all__ = [
+    "BudgetReached",
+    "EngineStopped",
+    "Interrupted",
+    "Reporter",
+    "execution_order",
+    "resume_experiment",
+    "run_experiment",
+]
 
 
 @dataclass
@@ -69,15 +77,6 @@ def in_worker(backend: Backend, config: ExperimentConfig, reporter: Reporter | N
         return backend
     notice = reporter.notice if reporter is not None else None
     return WorkerBackend(backend, max_crashes=config.executor.max_crashes, notice=notice)
-
-
-def execution_order(items: Sequence[WorkItem], local: bool, seed: int) -> list[WorkItem]:
-    """Prefix-sharing order for local engines; a seeded interleaving for remote APIs."""
-    if local:
-        order = prefix_order([item.prompt.token_ids for item in items])
-    else:
-        order = shuffled_order(len(items), seed)
-    return [items[i] for i in order]
 
 
 def check_plan(
@@ -174,8 +173,9 @@ def _run_locked(
         store = RunStore(run_dir / "run.db")
         try:
             local = backend.capabilities.local
-            ordered = execution_order(plan.items, local, config.seed)
-            store_plan(store, plan, ordered, config, run_dir, digest, local)
+            order = execution_order(plan.items, local, config.seed, config.order)
+            ordered = order.items
+            store_plan(store, plan, ordered, config, run_dir, digest, order.describe())
             if first or "identity" not in store.meta():
                 store.set_meta({"identity": identity})  # kept as it began, never rewritten
             store.set_meta({"manifest": manifest, "manifest_digest": manifest_digest(manifest)})

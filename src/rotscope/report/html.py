@@ -17,7 +17,7 @@ from markupsafe import Markup, escape
 from rotscope.analysis.summary import build_summary
 from rotscope.errors import write_output
 from rotscope.report.cells import depth_label, row_key
-from rotscope.report.terminal import token_count_line
+from rotscope.report.terminal import order_note, token_count_line
 from rotscope.store import RunStore
 
 NEIGHBOURHOOD_CHARS = 240
@@ -171,6 +171,7 @@ def render_report(run_dir: Path) -> str:
         meta=meta,
         config_json=json.dumps(meta.get("config"), indent=2),
         token_counts=token_count_line(summary),
+        order_note=order_note(summary["execution"]["order"]),
         approximate=(summary.get("token_counts") or {}).get("method") == "approximate",
         plotly_js=Markup(get_plotlyjs()),
     )
