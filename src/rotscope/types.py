@@ -202,15 +202,21 @@ class GenerationParams:
 @dataclass(frozen=True)
 class PrefixGroup:
     """The prefix group of a remote call (see ``rotscope.plan.schedule``): what a provider's prompt
-    cache can be told. It never changes an answer, so it is no part of a call's identity."""
+    cache can be told. It never changes an answer, so it is no part of a call's identity.
+
+    Two prefixes matter: the stem every prompt of the run shares, and the longer one the calls of
+    this group share. A ``*_chars`` count is the characters of the last message's content the
+    prefix covers (the messages before it are the same in every call concerned), 0 where it ends
+    before the last message: where Anthropic's cache breakpoints go."""
 
     key: str
     """Names the group (a hash of its shared prefix): OpenAI's ``prompt_cache_key``."""
+    calls: int
     shared_tokens: int
     """Prompt tokens every call of the group shares, counted by the run's tokenizer."""
     shared_chars: int
-    """Characters of the last message's content the group shares (the messages before it are the
-    same in every call of the group): where Anthropic's cache breakpoint goes."""
+    stem_tokens: int = 0
+    stem_chars: int = 0
 
 
 @dataclass(frozen=True)

@@ -4,10 +4,10 @@ off. The SDK is an optional extra: ``pip install rotscope[anthropic]``.
 The current Messages API takes no ``temperature`` or ``seed`` (the SDK has no such arguments), so
 sampling is the provider's; ``remote.params`` passes any field an older model still accepts.
 
-Prompt caching: the last turn is sent as two text blocks cut where its prefix group's shared prefix
-ends, the first marked ``cache_control`` (one of the four breakpoints a request may carry), so the
-group's first call writes the prefix and the others read it at a tenth of the input price. A
-prefix shorter than the model's minimum cacheable length gets no breakpoint."""
+Prompt caching: the last turn is sent as text blocks cut where the run's stem and the call's prefix
+group's shared prefix end, those marked ``cache_control`` (two of the four breakpoints a request may
+carry), so the first call to reach a prefix writes it and later ones read it at a tenth of the input
+price (``cache_breakpoints``)."""
 
 from __future__ import annotations
 
@@ -38,24 +38,34 @@ def split_system(messages: tuple[dict[str, str], ...]) -> tuple[str | None, list
     return system, turns
 
 
-def cache_breakpoint(
+MAX_BREAKPOINTS = 4
+"""``cache_control`` blocks one request may carry."""
+
+
+def cache_breakpoints(
     turns: list[dict[str, Any]], group: PrefixGroup | None, model: str
 ) -> list[dict[str, Any]]:
-    """``turns`` with the last one cut into two text blocks at the group's shared prefix, the first
-    marked ``cache_control``; unchanged when the shared prefix is too short to be cached or does
-    not end in the last turn."""
-    if (
-        group is None
-        or not turns
-        or group.shared_chars == 0
-        or group.shared_tokens < min_cacheable_tokens(model)
-    ):
+    """``turns`` with the last one cut into text blocks where the run's stem and the group's shared
+    prefix end, each of those blocks marked ``cache_control``: the stem is written once for the run,
+    the group's prefix once per group. A prefix shorter than the model's minimum cacheable length,
+    one ending before the last turn, and the prefix of a group of one call get no breakpoint."""
+    if group is None or not turns:
+        return turns
+    least = min_cacheable_tokens(model)
+    cuts = {group.stem_chars} if group.stem_tokens >= least else set()
+    if group.calls > 1 and group.shared_tokens >= least:
+        cuts.add(group.shared_chars)
+    cuts.discard(0)
+    if not cuts:
         return turns
     content = turns[-1]["content"]
-    shared, rest = content[: group.shared_chars], content[group.shared_chars :]
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": shared, "cache_control": {"type": "ephemeral"}}]
-    if rest:
-        blocks.append({"type": "text", "text": rest})
+    blocks: list[dict[str, Any]] = []
+    start = 0
+    for cut in sorted(cuts)[:MAX_BREAKPOINTS]:
+        blocks.append({"type": "text", "text": content[start:cut], "cache_control": {"type": "ephemeral"}})
+        start = cut
+    if content[start:]:
+        blocks.append({"type": "text", "text": content[start:]})
     return [*turns[:-1], {"role": turns[-1]["role"], "content": blocks}]
 
 
@@ -82,7 +92,7 @@ class AnthropicBackend(RemoteBackend):
         system, turns = split_system(request.messages)
         arguments: dict[str, Any] = {
             "model": self.name,
-            "messages": cache_breakpoint(turns, request.prefix_group, self.model_id),
+            "messages": cache_breakpoints(turns, request.prefix_group, self.model_id),
             "max_tokens": request.params.max_tokens,
         }
         if system is not None:

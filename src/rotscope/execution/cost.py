@@ -181,14 +181,20 @@ def estimate_plan(
 
 
 def prompt_cache_estimate(token_ids: Sequence[Sequence[int]], model: str) -> tuple[int, int]:
-    """(read, written) prompt tokens if a provider's cache holds each prefix group's shared
-    prefix from the group's first call on: written once, read by every other call of the group;
-    a shared prefix shorter than the provider's minimum cacheable length is neither."""
+    """(read, written) prompt tokens if a provider's cache holds the stem (the prefix every prompt
+    shares) from the first call on and each prefix group's shared prefix from the group's first
+    call on, as the Anthropic backend's breakpoints ask: each written once and read by every later
+    call that shares it. A prefix shorter than the provider's minimum cacheable length is neither,
+    nor is the prefix of a group of one call."""
+    if not token_ids:
+        return 0, 0
     least = min_cacheable_tokens(model)
-    reads = writes = 0
+    stem = group_prefix(token_ids, range(len(token_ids)))
+    base = stem if stem >= least else 0
+    writes, reads = base, base * (len(token_ids) - 1)
     for group in prefix_groups(token_ids):
         shared = group_prefix(token_ids, group)
-        if shared >= least:
-            writes += shared
-            reads += shared * (len(group) - 1)
+        if len(group) > 1 and shared >= least:
+            writes += shared - base
+            reads += (shared - base) * (len(group) - 1)
     return reads, writes

@@ -46,9 +46,15 @@ def execution_order(
     if local:
         return ExecutionOrder([items[i] for i in prefix_order(token_ids)], "prefix", 0, 0, None)
     groups = prefix_groups(token_ids)
+    everything = list(range(len(items)))
+    stem_tokens, stem_chars = shared_prefix(items, token_ids, everything) if items else (0, 0)
     hinted = list(items)
     for group in groups:
-        hint = group_hint(items, token_ids, group)
+        shared_tokens, shared_chars = shared_prefix(items, token_ids, group)
+        digest = hashlib.sha256(repr(token_ids[group[0]][:shared_tokens]).encode()).hexdigest()[:16]
+        hint = PrefixGroup(
+            f"rotscope-{digest}", len(group), shared_tokens, shared_chars, stem_tokens, stem_chars
+        )
         for index in group:
             hinted[index] = replace(items[index], prefix_group=hint)
     if order == "prefix":
@@ -61,21 +67,17 @@ def execution_order(
     return ExecutionOrder([hinted[i] for i in indices], order, len(groups), largest, seed)
 
 
-def group_hint(
-    items: Sequence[WorkItem], token_ids: Sequence[Sequence[int]], group: Sequence[int]
-) -> PrefixGroup:
-    """What every call of ``group`` shares: its tokens, and the characters of the last message's
-    content (none when the messages before it differ, or the calls have different turns)."""
-    shared_tokens = group_prefix(token_ids, group)
-    messages = [items[i].prompt.messages for i in group]
+def shared_prefix(
+    items: Sequence[WorkItem], token_ids: Sequence[Sequence[int]], members: Sequence[int]
+) -> tuple[int, int]:
+    """(tokens, characters of the last message's content) that every one of ``members`` shares;
+    no characters when the messages before the last one differ."""
+    shared_tokens = group_prefix(token_ids, members)
+    messages = [items[i].prompt.messages for i in members]
     first = messages[0]
-    same_turns = all(m[:-1] == first[:-1] and len(m) == len(first) for m in messages)
-    shared_chars = 0
-    if first and same_turns:
-        contents = [m[-1]["content"] for m in messages]
-        shared_chars = len(_common_text(contents))
-    digest = hashlib.sha256(repr(tuple(token_ids[group[0]][:shared_tokens])).encode()).hexdigest()[:16]
-    return PrefixGroup(key=f"rotscope-{digest}", shared_tokens=shared_tokens, shared_chars=shared_chars)
+    if not first or any(len(m) != len(first) or m[:-1] != first[:-1] for m in messages):
+        return shared_tokens, 0
+    return shared_tokens, len(_common_text([m[-1]["content"] for m in messages]))
 
 
 def _common_text(texts: Sequence[str]) -> str:
