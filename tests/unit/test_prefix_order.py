@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from cli_helpers import assert_bad_input, invoke
 from rotscope._util.tokens import common_prefix
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
@@ -184,3 +185,10 @@ def test_a_local_run_is_in_trie_order_whatever_the_config_says(
         build_config({**config.model_dump(), "order": "interleaved"}), run_dir=tmp_path / "run"
     )
     assert load_summary(run_dir)["execution"]["order"] == "prefix trie"
+
+
+def test_an_unknown_order_is_bad_input(tmp_path: Path) -> None:
+    experiment = tmp_path / "experiment.yaml"
+    experiment.write_text("tasks: [niah]\nlengths: [200]\norder: random\n", encoding="utf-8")
+    line = assert_bad_input(invoke("run", experiment, "--dry-run"), "order")
+    assert "interleaved" in line
