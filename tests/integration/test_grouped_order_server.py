@@ -46,7 +46,9 @@ def test_grouped_order_evaluates_within_its_bound_of_the_lower_bound(
     with sqlite3.connect(run_dir / "run.db") as db:
         rows = db.execute("SELECT status, usage_prompt_tokens FROM items").fetchall()
         meta = {key: json.loads(value) for key, value in db.execute("SELECT key, value FROM meta")}
-    assert len(rows) == 16 and {status for status, _ in rows} == {"ok"}
+    # 16 prompts planned (2 cases x 2 lengths x 3 depths, 4 controls), less any the verifier rejected.
+    assert len(rows) + len(meta["rejected"]) == 16 and len(rows) >= 12
+    assert {status for status, _ in rows} == {"ok"}
     assert meta["order"].startswith("grouped: ")
     sent = sum(tokens for _, tokens in rows)
     lower = meta["tokens"]["lower_bound"]
