@@ -1,12 +1,82 @@
 """``python -m llama_cpp.server`` with llama.cpp's extra buffers set by the first argument (``on`` or
-``off``): the server takes no option for them, and on CPUs with AMX they crash its first prompt."""
+``off``): the server takes no option for them, and on CPUs with AMX they crash its first prompt.
+
+``served`` starts it on the bundled model for a test or a benchmark and reads its prefix-hit log
+(the server reports no cached tokens in its usage, but says per request how much of the prompt it
+kept from the previous one)."""
 
 from __future__ import annotations
 
+import os
+import re
 import runpy
+import socket
+import subprocess
 import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
-from rotscope.backends.extra_buffers import extra_buffers_set
+import httpx
+
+from rotscope.backends.extra_buffers import extra_buffers_set, extra_buffers_verdict
+from rotscope.tokenizers.gguf import file_digest
+
+SERVED_NAME = "smollm2"
+BATCH = 256  # the in-process default, so both engines split prompts into the same batches
+PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextmanager
+def served(model: Path, log_path: Path, n_ctx: int = 512, threads: int | None = None) -> Iterator[str]:
+    """The server on 127.0.0.1 with ``model``, extra buffers as this machine's probe decided, its
+    log in ``log_path``, ``threads`` threads (one per core by default); yields its base URL."""
+    verdict = extra_buffers_verdict(model, file_digest(model))
+    port = free_port()
+    threads_arg = str(threads or os.cpu_count() or 1)
+    log = log_path.open("w")
+    process = subprocess.Popen(
+        [sys.executable, __file__, "on" if verdict.safe else "off", "--model", str(model),
+         "--model_alias", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
+         "--n_batch", str(BATCH), "--n_ubatch", str(BATCH), "--n_threads", threads_arg,
+         "--n_threads_batch", threads_arg],
+        stdout=log, stderr=subprocess.STDOUT,
+    )  # fmt: skip
+    base_url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert process.poll() is None, "llama_cpp.server exited during start-up"
+            try:
+                if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "llama_cpp.server not ready within 120 s"
+            time.sleep(0.5)
+        yield base_url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+        log.close()
+
+
+def prefix_hits(log_text: str) -> list[int]:
+    """The prompt tokens the server kept from the previous prompt, one entry per request that kept
+    any (a request that kept none logs no hit and evaluates its whole prompt)."""
+    return [int(match.group(1)) for match in PREFIX_HIT.finditer(log_text)]
+
 
 if __name__ == "__main__":
     mode, *arguments = sys.argv[1:]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 from pydantic import (
@@ -101,6 +101,11 @@ class ExperimentConfig(_Strict):
     out: str | None = None
     gate: GateConfig = Field(default_factory=GateConfig)
     analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
+    order: Literal["interleaved", "grouped", "prefix"] = "grouped"
+    """The order of a remote run's calls (a local engine always runs in prefix-trie order):
+    ``interleaved`` shuffles all calls, ``grouped`` shuffles whole prefix groups and keeps each
+    group's calls together so a provider's prompt cache warms once per group, ``prefix`` is the
+    full trie order (for a server without drift). See ``rotscope.plan.schedule``."""
     cache_control: bool = False
     """After the run, re-run a seeded sample of items with the engine's cache cleared and compare."""
     cache_control_sample: Int = Field(default=8, gt=0)

@@ -372,11 +372,14 @@ class ProviderLimits(_Strict):
 
 
 class Price(_Strict):
-    """List price of a model in USD per million tokens; cached input defaults to the input price."""
+    """List price of a model in USD per million tokens; cached input (prompt tokens read from the
+    provider's prompt cache) and cache writes (prompt tokens written to it, which Anthropic bills
+    above the input price) default to the input price."""
 
     input: Float = Field(ge=0)
     output: Float = Field(ge=0)
     cached_input: OptionalFloat = Field(default=None, ge=0)
+    cache_write: OptionalFloat = Field(default=None, ge=0)
 
 
 class CacheConfig(_Strict):

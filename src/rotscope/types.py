@@ -220,12 +220,33 @@ class GenerationParams:
 
 
 @dataclass(frozen=True)
+class PrefixGroup:
+    """The prefix group of a remote call (see ``rotscope.plan.schedule``): what a provider's prompt
+    cache can be told. It never changes an answer, so it is no part of a call's identity.
+
+    Two prefixes matter: the stem every prompt of the run shares, and the longer one the calls of
+    this group share. A ``*_chars`` count is the characters of the last message's content the
+    prefix covers (the messages before it are the same in every call concerned), 0 where it ends
+    before the last message: where Anthropic's cache breakpoints go."""
+
+    key: str
+    """Names the group (a hash of its shared prefix): OpenAI's ``prompt_cache_key``."""
+    calls: int
+    shared_tokens: int
+    """Prompt tokens every call of the group shares, counted by the run's tokenizer."""
+    shared_chars: int
+    stem_tokens: int = 0
+    stem_chars: int = 0
+
+
+@dataclass(frozen=True)
 class GenerateRequest:
     """What a backend receives. Backends never see the oracle."""
 
     messages: tuple[dict[str, str], ...]
     token_ids: tuple[int, ...]
     params: GenerationParams
+    prefix_group: PrefixGroup | None = None
 
 
 @dataclass(frozen=True)
@@ -234,6 +255,10 @@ class Completion:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cached_tokens: int = 0
+    """Prompt tokens read from the provider's prompt cache (counted in ``prompt_tokens``)."""
+    cache_write_tokens: int = 0
+    """Prompt tokens written to the provider's prompt cache (Anthropic bills them above the input
+    price; counted in ``prompt_tokens``)."""
     latency_s: float = 0.0
     error: str | None = None
     attempts: int = 1
@@ -276,10 +301,12 @@ class WorkItem:
     prompt: RenderedPrompt
     params: GenerationParams
     instance_id: str = field(default="")
+    prefix_group: PrefixGroup | None = None
+    """Set by the execution order of a remote run; not part of ``item_id``."""
 
     def request(self) -> GenerateRequest:
         """What the backend receives for this item: the verified messages and ids, its decoding."""
-        return GenerateRequest(self.prompt.messages, self.prompt.token_ids, self.params)
+        return GenerateRequest(self.prompt.messages, self.prompt.token_ids, self.params, self.prefix_group)
 
 
 @runtime_checkable

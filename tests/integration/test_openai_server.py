@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import sqlite3
 import subprocess
 import sys
@@ -15,66 +14,24 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from chat_server import ChatServer, prompt_key
+from llama_server import SERVED_NAME, served
 from rotscope.analysis.summary import load_summary
-from rotscope.backends.extra_buffers import extra_buffers_verdict
 from rotscope.config import build_config
 from rotscope.execution.runner import run_experiment
 from rotscope.store import RunStore
-from rotscope.tokenizers.gguf import file_digest
 
 pytestmark = pytest.mark.integration
-
-SERVED_NAME = "smollm2"
-LAUNCHER = Path(__file__).parent.parent / "llama_server.py"
-BATCH = 256  # the in-process default, so both engines split prompts into the same batches
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def llama_server(bundled_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """``python -m llama_cpp.server`` with the bundled GGUF on 127.0.0.1, extra buffers as this
-    machine's probe decided (``tests/llama_server.py``); yields its base URL."""
-    verdict = extra_buffers_verdict(bundled_path, file_digest(bundled_path))
-    port = free_port()
-    threads = str(os.cpu_count() or 1)
-    log = (tmp_path_factory.mktemp("llama-server") / "server.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, str(LAUNCHER), "on" if verdict.safe else "off", "--model", str(bundled_path),
-         "--model_alias", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "512",
-         "--n_batch", str(BATCH), "--n_ubatch", str(BATCH), "--n_threads", threads,
-         "--n_threads_batch", threads],
-        stdout=log, stderr=subprocess.STDOUT,
-    )  # fmt: skip
-    base_url = f"http://127.0.0.1:{port}/v1"
-    try:
-        deadline = time.monotonic() + 120
-        while True:
-            assert process.poll() is None, "llama_cpp.server exited during start-up"
-            try:
-                if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert time.monotonic() < deadline, "llama_cpp.server not ready within 120 s"
-            time.sleep(0.5)
+    """``python -m llama_cpp.server`` with the bundled GGUF on 127.0.0.1 (``tests/llama_server.py``);
+    yields its base URL."""
+    with served(bundled_path, tmp_path_factory.mktemp("llama-server") / "server.log") as base_url:
         yield base_url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
 
 
 def experiment(model: str, out: Path, **changes: Any) -> dict[str, Any]:

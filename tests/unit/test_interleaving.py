@@ -35,6 +35,7 @@ def config(tmp_path_factory: pytest.TempPathFactory, prose: Callable[..., str]) 
             "trials": 2,
             "filler": {"kind": "text", "glob": str(corpus / "*.txt")},
             "cache": {"enabled": False},
+            "order": "interleaved",
         }
     )
 
@@ -64,7 +65,7 @@ def runs_p_value(order: list[WorkItem], attribute: Callable[[WorkItem], bool]) -
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_remote_order_shows_no_blocks_of_any_attribute(items: list[WorkItem], seed: int) -> None:
-    order = execution_order(items, False, seed)
+    order = execution_order(items, False, seed).items
     assert sorted(item.item_id for item in order) == sorted(item.item_id for item in items)
     for name, attribute in ATTRIBUTES.items():
         assert runs_p_value(order, attribute) > ALPHA, name
@@ -72,12 +73,12 @@ def test_remote_order_shows_no_blocks_of_any_attribute(items: list[WorkItem], se
 
 def test_the_runs_test_catches_blocked_orders(items: list[WorkItem]) -> None:
     # The plan's own order and the local prefix order come in blocks; the test must see it.
-    for order in (items, execution_order(items, True, 0)):
+    for order in (items, execution_order(items, True, 0).items):
         assert min(runs_p_value(order, attribute) for attribute in ATTRIBUTES.values()) < ALPHA
 
 
 def test_every_quarter_of_the_run_mixes_tasks_controls_lengths_and_depths(items: list[WorkItem]) -> None:
-    order = execution_order(items, False, 0)
+    order = execution_order(items, False, 0).items
     quarter = len(order) // 4
     for start in range(0, 4 * quarter, quarter):
         chunk = order[start : start + quarter]
@@ -88,9 +89,9 @@ def test_every_quarter_of_the_run_mixes_tasks_controls_lengths_and_depths(items:
 
 
 def test_order_is_fixed_by_the_seed(items: list[WorkItem]) -> None:
-    ids = [item.item_id for item in execution_order(items, False, 7)]
-    assert ids == [item.item_id for item in execution_order(items, False, 7)]
-    assert ids != [item.item_id for item in execution_order(items, False, 8)]
+    ids = [item.item_id for item in execution_order(items, False, 7).items]
+    assert ids == [item.item_id for item in execution_order(items, False, 7).items]
+    assert ids != [item.item_id for item in execution_order(items, False, 8).items]
 
 
 def test_runner_sends_remote_calls_in_the_interleaved_order(
@@ -106,5 +107,7 @@ def test_runner_sends_remote_calls_in_the_interleaved_order(
     one_at_a_time = build_config({**config.model_dump(), "limits": {REMOTE: {"concurrency": 1}}})
     backend = FakeBackend("lexical", recording, provider=REMOTE)
     run_experiment(one_at_a_time, run_dir=tmp_path / "run", backend=backend)
-    expected = [item.prompt.token_ids for item in execution_order(items, False, config.seed)]
+    expected = [
+        item.prompt.token_ids for item in execution_order(items, False, config.seed, config.order).items
+    ]
     assert seen == expected

@@ -21,7 +21,7 @@ from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import load_config
 from rotscope.execution.pair import SUBJECTS, run_pair
 from rotscope.execution.runner import Interrupted
-from rotscope.plan.schedule import paired_rounds, prefix_groups
+from rotscope.plan.schedule import paired_rounds, trie_runs
 from rotscope.store import RunStore
 from rotscope.types import GenerateRequest
 
@@ -188,10 +188,10 @@ def test_paired_rounds_hold_one_group_of_each_subject_in_a_seeded_order() -> Non
     assert len(firsts) > 1  # the seed decides who goes first in each round
 
 
-def test_prefix_groups_keep_prompts_that_share_most_of_their_prefix_together() -> None:
+def test_trie_runs_keep_prompts_that_share_most_of_their_prefix_together() -> None:
     shared = list(range(100))
     ids = [[*shared, 1, 2], [7] * 50, [*shared, 1, 3], [*shared[:10], *[9] * 90]]
-    assert prefix_groups(ids) == [[3], [0, 2], [1]]  # trie order; 3 shares only 10 tokens with 0
+    assert trie_runs(ids) == [[3], [0, 2], [1]]  # trie order; 3 shares only 10 tokens with 0
 
 
 def _statuses(database: Path) -> dict[str, int]:

@@ -8,6 +8,7 @@ import asyncio
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,9 +18,10 @@ import pytest
 
 from rotscope.backends.anthropic import AnthropicBackend
 from rotscope.backends.gemini import GeminiBackend
+from rotscope.backends.openai_compat import OpenAICompatBackend
 from rotscope.config import RemoteOptions
 from rotscope.errors import BackendRefused
-from rotscope.types import Completion, GenerateRequest, GenerationParams
+from rotscope.types import Completion, GenerateRequest, GenerationParams, PrefixGroup
 
 FIXTURES = Path(__file__).parent.parent / "fixtures" / "providers"
 PLANTED_KEY = "sk-planted-SECRET-123"
@@ -211,3 +213,120 @@ def test_a_gemini_safety_block_is_an_error_row() -> None:
     no_candidate = {"promptFeedback": {"blockReason": "PROHIBITED_CONTENT"}, "usageMetadata": {}}
     completion = generate(gemini(Recorder((200, no_candidate, {}))))
     assert completion.error is not None and "prompt blocked" in completion.error
+
+
+SHARED = "<context>\nThe secret code is 4817.\n</context>\n"
+GROUP = PrefixGroup(key="rotscope-0123456789abcdef", calls=3, shared_tokens=1500, shared_chars=len(SHARED))
+
+
+def grouped(group: PrefixGroup | None) -> GenerateRequest:
+    return replace(REQUEST, prefix_group=group)
+
+
+def test_anthropic_marks_the_groups_shared_prefix_for_caching() -> None:
+    recorder = Recorder((200, fixture("anthropic_message_cache_write.json"), {}))
+    completion = asyncio.run(anthropic(recorder).generate(grouped(GROUP)))
+    assert recorder.body()["system"] == "Answer briefly."
+    assert recorder.body()["messages"] == [
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": SHARED, "cache_control": {"type": "ephemeral"}},
+                {"type": "text", "text": "Question: the code?"},
+            ],
+        }
+    ]
+    # The blocks are the message cut in two: nothing added, nothing lost.
+    assert (
+        "".join(block["text"] for block in recorder.body()["messages"][0]["content"])
+        == (REQUEST.messages[1]["content"])
+    )
+    assert (completion.prompt_tokens, completion.cached_tokens, completion.cache_write_tokens) == (
+        21 + 2048,
+        0,
+        2048,
+    )
+
+
+@pytest.mark.parametrize(
+    ("model", "shared_tokens", "marked"),
+    [
+        ("claude-test-model", 1024, True),
+        ("claude-test-model", 1023, False),  # below the minimum cacheable prompt
+        ("claude-3-5-haiku-latest", 2047, False),  # Haiku caches from 2,048 tokens
+        ("claude-3-5-haiku-latest", 2048, True),
+    ],
+)
+def test_anthropic_breakpoint_only_above_the_minimum_cacheable_length(
+    model: str, shared_tokens: int, marked: bool
+) -> None:
+    recorder = Recorder((200, fixture("anthropic_message.json"), {}))
+    backend = AnthropicBackend(
+        model,
+        OPTIONS,
+        http_client=httpx2.AsyncClient(
+            transport=httpx2.MockTransport(lambda request: recorder.reply(request, httpx2.Response))
+        ),
+    )
+    asyncio.run(backend.generate(grouped(replace(GROUP, shared_tokens=shared_tokens))))
+    content = recorder.body()["messages"][0]["content"]
+    breakpoints = [block for block in content if isinstance(block, dict) and "cache_control" in block]
+    assert len(breakpoints) == (1 if marked else 0)
+    if not marked:
+        assert content == REQUEST.messages[1]["content"]
+
+
+@pytest.mark.parametrize(
+    "group", [replace(GROUP, shared_chars=0), replace(GROUP, calls=1)], ids=["not-in-last-turn", "one-call"]
+)
+def test_anthropic_sends_no_breakpoint_without_a_shared_last_turn_or_for_one_call(group: PrefixGroup) -> None:
+    recorder = Recorder((200, fixture("anthropic_message.json"), {}))
+    asyncio.run(anthropic(recorder).generate(grouped(group)))
+    assert recorder.body()["messages"] == [{"role": "user", "content": REQUEST.messages[1]["content"]}]
+
+
+def test_anthropic_marks_the_runs_stem_and_the_groups_prefix() -> None:
+    recorder = Recorder((200, fixture("anthropic_message.json"), {}))
+    stem = len("<context>\n")
+    asyncio.run(anthropic(recorder).generate(grouped(replace(GROUP, stem_tokens=1100, stem_chars=stem))))
+    content = recorder.body()["messages"][0]["content"]
+    assert [block["text"] for block in content] == ["<context>\n", SHARED[stem:], "Question: the code?"]
+    assert ["cache_control" in block for block in content] == [True, True, False]
+
+
+def openai(recorder: Recorder, base_url: str | None = None) -> OpenAICompatBackend:
+    transport = httpx.MockTransport(lambda request: recorder.reply(request, httpx.Response))
+    return OpenAICompatBackend("gpt-4o", replace_options(base_url), transport=transport)
+
+
+def replace_options(base_url: str | None) -> RemoteOptions:
+    return RemoteOptions(**{**OPTIONS.model_dump(), "base_url": base_url})
+
+
+def test_openai_gets_the_groups_prompt_cache_key_and_reports_cached_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", PLANTED_KEY)
+    recorder = Recorder((200, fixture("openai_chat_completion_cached.json"), {}))
+    completion = asyncio.run(openai(recorder).generate(grouped(GROUP)))
+    assert recorder.requests[0].url == "https://api.openai.com/v1/chat/completions"
+    assert recorder.body()["prompt_cache_key"] == GROUP.key
+    assert recorder.body()["messages"] == [dict(message) for message in REQUEST.messages]
+    assert (completion.prompt_tokens, completion.cached_tokens, completion.cache_write_tokens) == (
+        2006,
+        1920,
+        0,
+    )
+
+
+def test_other_openai_compatible_servers_get_no_cache_key() -> None:
+    recorder = Recorder((200, fixture("openai_chat_completion_cached.json"), {}))
+    asyncio.run(openai(recorder, "http://127.0.0.1:8000/v1").generate(grouped(GROUP)))
+    assert "prompt_cache_key" not in recorder.body()
+
+
+def test_gemini_implicit_cache_reads_are_the_rows_cached_tokens() -> None:
+    recorder = Recorder((200, fixture("gemini_generate_content.json"), {}))
+    completion = asyncio.run(gemini(recorder).generate(grouped(GROUP)))
+    assert completion.cached_tokens == 512 and completion.prompt_tokens == 1193
+    assert "cache" not in json.dumps(recorder.body()).lower()  # nothing extra is sent

@@ -2,17 +2,22 @@
 off. The SDK is an optional extra: ``pip install rotscope[anthropic]``.
 
 The current Messages API takes no ``temperature`` or ``seed`` (the SDK has no such arguments), so
-sampling is the provider's; ``remote.params`` passes any field an older model still accepts."""
+sampling is the provider's; ``remote.params`` passes any field an older model still accepts.
+
+Prompt caching: the last turn is sent as text blocks cut where the run's stem and the call's prefix
+group's shared prefix end, those marked ``cache_control`` (two of the four breakpoints a request may
+carry), so the first call to reach a prefix writes it and later ones read it at a tenth of the input
+price (``cache_breakpoints``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from rotscope.backends import register_backend
-from rotscope.backends.remote import RemoteBackend, missing_extra, require_reply
+from rotscope.backends.remote import RemoteBackend, min_cacheable_tokens, missing_extra, require_reply
 from rotscope.backends.retry import Permanent, Transient, Unreachable
 from rotscope.config import ExperimentConfig, RemoteOptions
-from rotscope.types import Completion, GenerateRequest
+from rotscope.types import Completion, GenerateRequest, PrefixGroup
 
 STOPPED_BY_PROVIDER = {"refusal", "max_tokens"}
 """``stop_reason`` values that, with no text, mean the reply was cut short or refused."""
@@ -31,6 +36,37 @@ def split_system(messages: tuple[dict[str, str], ...]) -> tuple[str | None, list
     system = "\n\n".join(m["content"] for m in messages if m["role"] == "system") or None
     turns = [{"role": m["role"], "content": m["content"]} for m in messages if m["role"] != "system"]
     return system, turns
+
+
+MAX_BREAKPOINTS = 4
+"""``cache_control`` blocks one request may carry."""
+
+
+def cache_breakpoints(
+    turns: list[dict[str, Any]], group: PrefixGroup | None, model: str
+) -> list[dict[str, Any]]:
+    """``turns`` with the last one cut into text blocks where the run's stem and the group's shared
+    prefix end, each of those blocks marked ``cache_control``: the stem is written once for the run,
+    the group's prefix once per group. A prefix shorter than the model's minimum cacheable length,
+    one ending before the last turn, and the prefix of a group of one call get no breakpoint."""
+    if group is None or not turns:
+        return turns
+    least = min_cacheable_tokens(model)
+    cuts = {group.stem_chars} if group.stem_tokens >= least else set()
+    if group.calls > 1 and group.shared_tokens >= least:
+        cuts.add(group.shared_chars)
+    cuts.discard(0)
+    if not cuts:
+        return turns
+    content = turns[-1]["content"]
+    blocks: list[dict[str, Any]] = []
+    start = 0
+    for cut in sorted(cuts)[:MAX_BREAKPOINTS]:
+        blocks.append({"type": "text", "text": content[start:cut], "cache_control": {"type": "ephemeral"}})
+        start = cut
+    if content[start:]:
+        blocks.append({"type": "text", "text": content[start:]})
+    return [*turns[:-1], {"role": turns[-1]["role"], "content": blocks}]
 
 
 class AnthropicBackend(RemoteBackend):
@@ -56,7 +92,7 @@ class AnthropicBackend(RemoteBackend):
         system, turns = split_system(request.messages)
         arguments: dict[str, Any] = {
             "model": self.name,
-            "messages": turns,
+            "messages": cache_breakpoints(turns, request.prefix_group, self.model_id),
             "max_tokens": request.params.max_tokens,
         }
         if system is not None:
@@ -68,11 +104,16 @@ class AnthropicBackend(RemoteBackend):
             text = "".join(block.text for block in message.content if block.type == "text")
             usage = message.usage
             stop = message.stop_reason if message.stop_reason in STOPPED_BY_PROVIDER else None
+            read, written = (
+                int(usage.cache_read_input_tokens or 0),
+                int(usage.cache_creation_input_tokens or 0),
+            )
             return Completion(
                 text=require_reply(text, stop),
-                prompt_tokens=int(usage.input_tokens) + int(usage.cache_read_input_tokens or 0),
+                prompt_tokens=int(usage.input_tokens) + read + written,  # input_tokens counts neither
                 completion_tokens=int(usage.output_tokens),
-                cached_tokens=int(usage.cache_read_input_tokens or 0),
+                cached_tokens=read,
+                cache_write_tokens=written,
             )
         except (AttributeError, TypeError, ValueError):
             raise Transient("malformed response") from None

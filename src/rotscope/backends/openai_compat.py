@@ -53,6 +53,10 @@ class OpenAICompatBackend(RemoteBackend):
         }
         if self.options.reasoning_effort is not None:
             body["reasoning_effort"] = self.options.reasoning_effort
+        group = request.prefix_group
+        if group is not None and self.base_url == self.default_base_url:
+            # OpenAI routes calls with one key to the same cache; other servers need no hint.
+            body["prompt_cache_key"] = group.key
         body.update(self.options.params)
         # ``params: {temperature: null}`` drops a field a model refuses (reasoning models: temperature).
         return {key: value for key, value in body.items() if value is not None}

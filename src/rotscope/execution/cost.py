@@ -2,18 +2,22 @@
 
 Prices are USD per million tokens. The built-in table holds a few list prices as published by the
 providers (checked 2025); they change, so the config's ``prices:`` adds models and overrides these.
+Cached reads and cache writes are priced apart: Anthropic bills a read at a tenth of the input
+price and a write (5-minute cache) at 1.25 times it; OpenAI and Gemini bill no write.
 Local engines cost nothing; a remote model without a price has an unknown (``None``) cost.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from rotscope.backends.remote import min_cacheable_tokens
 from rotscope.config import ExperimentConfig, Price
 from rotscope.errors import BadInput
 from rotscope.execution.response_cache import ResponseCache, cache_key
+from rotscope.plan.schedule import group_prefix, prefix_groups
 from rotscope.types import Completion
 
 if TYPE_CHECKING:
@@ -25,8 +29,8 @@ DEFAULT_PRICES: dict[str, Price] = {
     "openai/gpt-4o-mini": Price(input=0.15, output=0.60, cached_input=0.075),
     "openai/gpt-4.1": Price(input=2.00, output=8.00, cached_input=0.50),
     "openai/gpt-4.1-mini": Price(input=0.40, output=1.60, cached_input=0.10),
-    "anthropic/claude-3-5-haiku-latest": Price(input=0.80, output=4.00, cached_input=0.08),
-    "anthropic/claude-sonnet-4-0": Price(input=3.00, output=15.00, cached_input=0.30),
+    "anthropic/claude-3-5-haiku-latest": Price(input=0.80, output=4.00, cached_input=0.08, cache_write=1.00),
+    "anthropic/claude-sonnet-4-0": Price(input=3.00, output=15.00, cached_input=0.30, cache_write=3.75),
     "gemini/gemini-2.0-flash": Price(input=0.10, output=0.40, cached_input=0.025),
     "gemini/gemini-2.5-flash": Price(input=0.30, output=2.50, cached_input=0.075),
 }
@@ -45,12 +49,20 @@ def find_price(model: str, table: Mapping[str, Price], *, local: bool) -> Price 
     return price
 
 
-def call_cost(price: Price, prompt_tokens: int, completion_tokens: int, cached_tokens: int) -> float:
-    """USD of one call from its token counts."""
+def call_cost(
+    price: Price, prompt_tokens: int, completion_tokens: int, cached_tokens: int, cache_write_tokens: int = 0
+) -> float:
+    """USD of one call from its token counts (cached reads and cache writes are part of
+    ``prompt_tokens``)."""
     cached = min(cached_tokens, prompt_tokens)
+    written = min(cache_write_tokens, prompt_tokens - cached)
     cached_price = price.input if price.cached_input is None else price.cached_input
+    write_price = price.input if price.cache_write is None else price.cache_write
     return (
-        (prompt_tokens - cached) * price.input + cached * cached_price + completion_tokens * price.output
+        (prompt_tokens - cached - written) * price.input
+        + cached * cached_price
+        + written * write_price
+        + completion_tokens * price.output
     ) / MILLION
 
 
@@ -61,7 +73,13 @@ def completion_cost(price: Price | None, completion: Completion) -> float | None
         return completion.cost
     if price is None:
         return None
-    return call_cost(price, completion.prompt_tokens, completion.completion_tokens, completion.cached_tokens)
+    return call_cost(
+        price,
+        completion.prompt_tokens,
+        completion.completion_tokens,
+        completion.cached_tokens,
+        completion.cache_write_tokens,
+    )
 
 
 def estimate_cost(price: Price | None, prompt_tokens: int, max_tokens: int) -> float | None:
@@ -110,7 +128,8 @@ def check_budget_price(config: ExperimentConfig, price: Price | None, model: str
 @dataclass(frozen=True)
 class CostEstimate:
     """What a run would send: calls, prompt tokens, the most output tokens, and the estimated cost
-    of the calls the response cache cannot answer (``None`` when the model has no price)."""
+    of the calls the response cache cannot answer (``None`` when the model has no price), without
+    and with the provider's prompt cache."""
 
     model: str
     calls: int
@@ -118,6 +137,11 @@ class CostEstimate:
     prompt_tokens: int
     max_output_tokens: int
     cost: float | None
+    cost_with_caching: float | None = None
+    """Each prefix group's shared prefix written once and read by the group's other calls, where
+    it is at least the provider's minimum cacheable length (``prompt_cache_estimate``)."""
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
 
 
 def estimate_plan(
@@ -126,17 +150,53 @@ def estimate_plan(
     """The dry run's numbers: each call's prompt tokens at the input price and ``max_tokens`` at
     the output price, summed over the calls not already in the response cache."""
     price = find_price(config.model, price_table(config), local=local)
-    to_call: list[int] = []
-    for item in plan.items:
-        request = item.request()
-        if cache is None or cache.get(cache_key(plan.backend, request, item.trial)) is None:
-            to_call.append(item.prompt.prompt_tokens)
+    to_call = [
+        index
+        for index, item in enumerate(plan.items)
+        if cache is None or cache.get(cache_key(plan.backend, item.request(), item.trial)) is None
+    ]
     max_tokens = config.generation.max_tokens
+    lengths = [plan.items[index].prompt.prompt_tokens for index in to_call]
+    reads, writes = (
+        (0, 0)
+        if local
+        else prompt_cache_estimate([plan.items[i].prompt.token_ids for i in to_call], config.model)
+    )
+    without = total_estimate(price, lengths, max_tokens)
+    with_caching = None
+    if (
+        not local and price is not None and without is not None
+    ):  # the same calls, their shared prefixes cached
+        saved = call_cost(price, reads + writes, 0, 0) - call_cost(price, reads + writes, 0, reads, writes)
+        with_caching = without - saved
     return CostEstimate(
         model=config.model,
         calls=len(plan.items),
         cached_calls=len(plan.items) - len(to_call),
         prompt_tokens=sum(item.prompt.prompt_tokens for item in plan.items),
         max_output_tokens=max_tokens * len(plan.items),
-        cost=total_estimate(price, to_call, max_tokens),
+        cost=without,
+        cost_with_caching=with_caching,
+        cache_read_tokens=reads,
+        cache_write_tokens=writes,
     )
+
+
+def prompt_cache_estimate(token_ids: Sequence[Sequence[int]], model: str) -> tuple[int, int]:
+    """(read, written) prompt tokens if a provider's cache holds the stem (the prefix every prompt
+    shares) from the first call on and each prefix group's shared prefix from the group's first
+    call on, as the Anthropic backend's breakpoints ask: each written once and read by every later
+    call that shares it. A prefix shorter than the provider's minimum cacheable length is neither,
+    nor is the prefix of a group of one call."""
+    if not token_ids:
+        return 0, 0
+    least = min_cacheable_tokens(model)
+    stem = group_prefix(token_ids, range(len(token_ids)))
+    base = stem if stem >= least else 0
+    writes, reads = base, base * (len(token_ids) - 1)
+    for group in prefix_groups(token_ids):
+        shared = group_prefix(token_ids, group)
+        if len(group) > 1 and shared >= least:
+            writes += shared - base
+            reads += (shared - base) * (len(group) - 1)
+    return reads, writes

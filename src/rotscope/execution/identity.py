@@ -24,9 +24,19 @@ from typing import Any
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BadInput
 
-RUNTIME_FIELDS = {"out", "max_cost", "cache", "limits", "prices", "max_error_rate", "executor", "analysis"}
+RUNTIME_FIELDS = {
+    "out",
+    "max_cost",
+    "cache",
+    "limits",
+    "prices",
+    "max_error_rate",
+    "executor",
+    "analysis",
+    "order",
+}
 """Fields that change how a run is executed or judged, not its results: left out of its identity,
-so ``--resume`` may change them."""
+so ``--resume`` may change them (``order`` decides when each call is sent, never what it sends)."""
 ENGINE_RUNTIME_FIELDS = {
     "llamacpp": {"n_threads", "prefix_cache", "state_cache_mb", "extra_buffers"},
     "cmd": {"timeout_s", "max_attempts", "backoff_initial_s", "backoff_max_s"},

@@ -25,11 +25,12 @@ from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BadInput
 from rotscope.execution.execute import Reporter
 from rotscope.execution.limits import Limiters
+from rotscope.execution.order import execution_order
 from rotscope.execution.run_folder import writing
 from rotscope.execution.runner import BudgetReached, resumed_config, stops
-from rotscope.execution.session import Session, execution_order, open_session
+from rotscope.execution.session import Session, open_session
 from rotscope.plan.manifest import Deviation
-from rotscope.plan.schedule import paired_rounds, prefix_groups
+from rotscope.plan.schedule import paired_rounds, trie_runs
 from rotscope.store import RunStore
 from rotscope.types import Backend, WorkItem
 
@@ -145,6 +146,8 @@ def _run(
                 session.open(
                     [item for owner, group in order if owner == role for item in group],
                     {"pair": {**meta, "role": role}},
+                    described=f"paired with the other subject: {_grouping(session)}, rounds in seeded order "
+                    f"(seed {meta['seed']})",
                 )
             (out / PAIR_FILE).write_text(
                 json.dumps({key: meta[key] for key in ("subjects", "seed", "seeds")}, indent=2) + "\n",
@@ -184,10 +187,11 @@ def joint_order(sessions: Mapping[str, Session], seed: int) -> list[tuple[str, l
         items = session.plan.items
         if session.local:
             groups[role] = [
-                [items[i] for i in run] for run in prefix_groups([item.prompt.token_ids for item in items])
+                [items[i] for i in run] for run in trie_runs([item.prompt.token_ids for item in items])
             ]
         else:
-            ordered, size = execution_order(items, False, seed), session.concurrency()
+            ordered = execution_order(items, False, seed, session.config.order).items
+            size = session.concurrency()
             groups[role] = [ordered[start : start + size] for start in range(0, len(ordered), size)]
     rounds = paired_rounds((len(groups[SUBJECTS[0]]), len(groups[SUBJECTS[1]])), seed)
     return [(SUBJECTS[subject], groups[SUBJECTS[subject]][number]) for subject, number in rounds]

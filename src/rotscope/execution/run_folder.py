@@ -163,7 +163,7 @@ def store_plan(
     config: ExperimentConfig,
     run_dir: Path,
     digest: str,
-    local: bool,
+    order: str,
 ) -> None:
     backend_name = plan.backend.get("backend", "")
     store.add_planned(
@@ -186,6 +186,6 @@ def store_plan(
             "rejected": plan.rejected,
             "rejections": [dataclasses.asdict(rejection) for rejection in plan.rejections],
             "tokens": {"naive_prefill": plan.naive_prefill, "lower_bound": plan.lower_bound},
-            "order": "prefix trie" if local else f"seeded shuffle (seed {config.seed})",
+            "order": order,
         }
     )

@@ -13,8 +13,9 @@ from rotscope.config import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.execute import Reporter
 from rotscope.execution.identity import before_variants
+from rotscope.execution.order import execution_order
 from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, default_run_dir, writing
-from rotscope.execution.session import Session, check_plan, execution_order, open_session
+from rotscope.execution.session import Session, check_plan, open_session
 from rotscope.store import RunStore
 from rotscope.types import Backend
 
@@ -112,7 +113,8 @@ def _run_locked(
     )
     try:
         plan = session.prepare(frozen_plan, allow_deviation)
-        session.open(execution_order(plan.items, session.local, config.seed))
+        order = execution_order(plan.items, session.local, config.seed, config.order)
+        session.open(order.items, described=order.describe())
         with stops(run_dir, [session]):
             stopped = session.run_all()
             if not stopped:

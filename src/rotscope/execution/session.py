@@ -23,7 +23,6 @@ from rotscope.execution.limits import Limiters
 from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, check_run_dir, store_plan
 from rotscope.execution.worker import WorkerBackend
 from rotscope.plan.manifest import Deviation, build_manifest, deviations, manifest_digest
-from rotscope.plan.schedule import prefix_order, shuffled_order
 from rotscope.plan.workitems import Plan, build_plan
 from rotscope.store import RunStore
 from rotscope.types import Backend, WorkItem
@@ -35,15 +34,6 @@ def in_worker(backend: Backend, config: ExperimentConfig, reporter: Reporter | N
         return backend
     notice = reporter.notice if reporter is not None else None
     return WorkerBackend(backend, max_crashes=config.executor.max_crashes, notice=notice)
-
-
-def execution_order(items: Sequence[WorkItem], local: bool, seed: int) -> list[WorkItem]:
-    """Prefix-sharing order for local engines; a seeded interleaving for remote APIs."""
-    if local:
-        order = prefix_order([item.prompt.token_ids for item in items])
-    else:
-        order = shuffled_order(len(items), seed)
-    return [items[i] for i in order]
 
 
 def check_plan(
@@ -124,14 +114,17 @@ class Session:
             _same_items(run_dir, self.plan)
         return self.plan
 
-    def open(self, ordered: list[WorkItem], meta: Mapping[str, Any] | None = None) -> RunStore:
-        """Write the config and the planned rows in ``ordered`` order, then reserve the engine."""
+    def open(
+        self, ordered: list[WorkItem], meta: Mapping[str, Any] | None = None, *, described: str
+    ) -> RunStore:
+        """Write the config and the planned rows in ``ordered`` order (``described`` in the run's
+        metadata), then reserve the engine."""
         config, run_dir = self.config, self.run_dir
         run_dir.mkdir(parents=True, exist_ok=True)
         (run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
         self.ordered = ordered
         self.store = store = RunStore(run_dir / STORE_FILE)
-        store_plan(store, self.plan, ordered, config, run_dir, config_digest(config), self.local)
+        store_plan(store, self.plan, ordered, config, run_dir, config_digest(config), described)
         if self._first or "identity" not in store.meta():
             store.set_meta({"identity": self._identity})  # kept as it began, never rewritten
         store.set_meta({"manifest": self._manifest, "manifest_digest": manifest_digest(self._manifest)})
@@ -333,4 +326,4 @@ def planned_line(plan: Plan) -> str:
     return line
 
 
-__all__ = ["Session", "check_plan", "engine_meta", "execution_order", "open_session", "planned_line"]
+__all__ = ["Session", "check_plan", "engine_meta", "open_session", "planned_line"]

@@ -2,15 +2,29 @@
 
 A local engine keeps the KV cache of the previous prompt, so prompts that share a prefix should
 run one after the other: lexicographic order of token ids is a depth-first walk of their token
-trie. Remote APIs get a seeded shuffle instead, so provider drift over time is spread over cells.
+trie. Remote APIs run in one of three orders (``order:`` in the config):
+
+- ``interleaved``: a seeded shuffle of all calls, so provider drift over time is spread over cells
+  call by call; a provider's prompt cache is hit only by chance.
+- ``grouped``: the trie cut into prefix groups (subtrees below the prefix all prompts share), the
+  groups in seeded random order, each group's calls together in trie order. A provider's cache
+  warms once per group; drift is spread over groups, and the cells of one group run back to back.
+- ``prefix``: the full trie order, as a local engine runs; drift then follows the trie (and with
+  it length and depth), so it is for servers without drift, such as a local llama.cpp server.
 """
 
 from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from itertools import groupby, pairwise
 
 from rotscope._util.tokens import common_prefix
+
+GROUP_SLACK = 0.1
+"""``grouped`` cuts the trie into as many groups as keep the prefill of any group order within
+this share above the lower bound on a cache that holds the last prompt only (see
+``prefix_groups``)."""
 
 
 def prefix_order(token_ids: Sequence[Sequence[int]]) -> list[int]:
@@ -22,6 +36,64 @@ def shuffled_order(count: int, seed: int) -> list[int]:
     order = list(range(count))
     random.Random(seed).shuffle(order)
     return order
+
+
+def prefix_groups(token_ids: Sequence[Sequence[int]], slack: float = GROUP_SLACK) -> list[list[int]]:
+    """The prompts cut into prefix groups: runs of the trie order, each one subtree of the trie.
+
+    In trie order, prompt ``i`` shares ``l_i`` tokens with the one before it and a cache holding
+    the last prompt evaluates exactly the lower bound. Cutting before prompt ``i`` puts a random
+    group before it, which shares at least the stem (the prefix of all prompts), so the cut costs
+    at most ``l_i - stem`` tokens more, whatever order the groups run in. The cuts are made at the
+    shallowest branch points first (cheapest, and cutting all of one depth at once keeps every
+    group a subtree), as long as their total stays within ``slack`` times the lower bound: so the
+    grouped order evaluates at most ``(1 + slack)`` times the lower bound on such a cache, with
+    as many groups as that allows."""
+    order = prefix_order(token_ids)
+    if not order:
+        return []
+    shared = [common_prefix(token_ids[a], token_ids[b]) for a, b in pairwise(order)]
+    budget = slack * prefill_bounds(token_ids)[1]
+    stem = min(shared, default=0)
+    cuts: set[int] = set()
+    spent = 0
+    by_depth = sorted(range(len(shared)), key=shared.__getitem__)
+    for depth, positions in groupby(by_depth, key=shared.__getitem__):
+        at = list(positions)
+        cost = len(at) * (depth - stem)
+        if spent + cost > budget:
+            break
+        spent += cost
+        cuts.update(at)
+    groups = [[order[0]]]
+    for position, index in enumerate(order[1:]):
+        if position in cuts:
+            groups.append([index])
+        else:
+            groups[-1].append(index)
+    return groups
+
+
+def grouped_order(groups: Sequence[Sequence[int]], seed: int) -> list[int]:
+    """The groups in seeded random order, each group's members together in their own order."""
+    return [index for group in (groups[i] for i in shuffled_order(len(groups), seed)) for index in group]
+
+
+def group_prefix(token_ids: Sequence[Sequence[int]], group: Sequence[int]) -> int:
+    """Tokens every member of ``group`` shares (a single prompt shares all of its own)."""
+    first = token_ids[group[0]]
+    return min((common_prefix(first, token_ids[i]) for i in group[1:]), default=len(first))
+
+
+def cache_evaluated(token_ids: Sequence[Sequence[int]], order: Sequence[int]) -> int:
+    """Prompt tokens a cache holding only the last prompt evaluates when prompts run in ``order``
+    (what llama.cpp's server does with one slot)."""
+    previous: Sequence[int] = ()
+    total = 0
+    for index in order:
+        total += len(token_ids[index]) - common_prefix(previous, token_ids[index])
+        previous = token_ids[index]
+    return total
 
 
 def prefill_bounds(token_ids: Sequence[Sequence[int]]) -> tuple[int, int]:
@@ -38,10 +110,11 @@ def prefill_bounds(token_ids: Sequence[Sequence[int]]) -> tuple[int, int]:
     return naive, lower
 
 
-def prefix_groups(token_ids: Sequence[Sequence[int]]) -> list[list[int]]:
+def trie_runs(token_ids: Sequence[Sequence[int]]) -> list[list[int]]:
     """Indices of ``token_ids`` in trie order, cut into runs whose neighbours share at least half of
-    the shorter prompt: within a run a local engine reuses most of its KV cache, between runs little
-    is lost, so another subject's calls can go between runs."""
+    the shorter prompt. For a paired session of two local engines, each with its own KV cache:
+    both keep trie order whatever goes between their runs, so runs much finer than the prefix
+    groups of a shared remote cache (``prefix_groups``) cost no reuse and spread drift better."""
     groups: list[list[int]] = []
     previous: Sequence[int] = ()
     for index in prefix_order(token_ids):

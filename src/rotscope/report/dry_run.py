@@ -25,6 +25,12 @@ def print_dry_run(planned: DryRun, console: Console) -> None:
     cost = "unknown (no price for this model; add it under prices:)"
     if estimate.cost is not None:
         cost = f"${estimate.cost:.4f}"
+    if estimate.cost_with_caching is not None:
+        cost += (
+            f" without prompt caching, ${estimate.cost_with_caching:.4f} with it "
+            f"({estimate.cache_write_tokens:,} prompt tokens written to the provider's cache and "
+            f"{estimate.cache_read_tokens:,} read from it, at list prices)"
+        )
     console.print(
         f"calls: {estimate.calls:,} ({estimate.cached_calls:,} answered by the response cache); prompt "
         f"tokens {estimate.prompt_tokens:,}; output tokens at most {estimate.max_output_tokens:,}; "

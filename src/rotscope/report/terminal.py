@@ -315,6 +315,22 @@ def _print_plan_and_cache(summary: dict[str, Any], console: Console) -> None:
             console.print(line, markup=False)
 
 
+ORDER_NOTES = {
+    "interleaved": "provider drift during the run is spread over the cells call by call",
+    "grouped": "provider drift is spread over prefix groups, but the calls of one group ran back to "
+    "back, so drift during that span is shared by the group's cells",
+    "prefix": "calls ran in trie order, so provider drift during the run would follow length and "
+    "depth; only for a server that does not drift",
+}
+
+
+def order_note(order: str | None) -> str:
+    """Why the order of a remote run's calls matters for drift (nothing for a local engine, whose
+    order is ``prefix trie``, and for older runs' ``seeded shuffle``)."""
+    kind = (order or "").split(":", 1)[0]
+    return f" ({ORDER_NOTES[kind]})" if kind in ORDER_NOTES else ""
+
+
 def engine_note(execution: dict[str, Any]) -> str:
     """``; engine extra_buffers=off (why), in a worker process, 1 crash`` for a local engine."""
     engine = execution.get("engine")
@@ -351,7 +367,9 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     execution = summary["execution"]
     reuse = {True: "on", False: "off (cold)", None: "n/a"}[execution["prefix_cache"]]
     console.print(
-        f"order: {execution['order']}; KV prefix reuse: {reuse}{engine_note(execution)}", markup=False
+        f"order: {execution['order']}{order_note(execution['order'])}; KV prefix reuse: {reuse}"
+        f"{engine_note(execution)}",
+        markup=False,
     )
     approximate = (summary.get("token_counts") or {}).get("method") == "approximate"
     console.print(

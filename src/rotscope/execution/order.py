@@ -1,0 +1,90 @@
+"""The order a run's calls go in, and the prefix group each remote call belongs to.
+
+A local engine runs in prefix-trie order. A remote run takes the config's ``order`` (see
+``rotscope.plan.schedule``); every remote call is told its prefix group, whatever the order, so a
+provider's prompt cache can be pointed at the group's shared prefix (``PrefixGroup``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from rotscope.plan.schedule import group_prefix, grouped_order, prefix_groups, prefix_order, shuffled_order
+from rotscope.types import PrefixGroup, WorkItem
+
+
+@dataclass(frozen=True)
+class ExecutionOrder:
+    """The ordered items and how the order was made, as the run's metadata says it."""
+
+    items: list[WorkItem]
+    kind: str
+    """``prefix`` (local engines always), ``interleaved``, ``grouped``."""
+    groups: int
+    largest_group: int
+    seed: int | None
+
+    def describe(self) -> str:
+        """The ``order`` of the run's metadata (``execution.order`` of the summary)."""
+        if self.kind == "prefix":
+            return "prefix trie" if self.seed is None else "prefix: the full trie order"
+        if self.kind == "interleaved":
+            return f"interleaved: seeded shuffle of all calls (seed {self.seed})"
+        return (
+            f"grouped: {self.groups} prefix groups in seeded order (seed {self.seed}), "
+            f"each group's calls together, the largest {self.largest_group} calls"
+        )
+
+
+def execution_order(
+    items: Sequence[WorkItem], local: bool, seed: int, order: str = "interleaved"
+) -> ExecutionOrder:
+    """Prefix-trie order for local engines; ``order`` for remote APIs, each item told its group."""
+    token_ids = [item.prompt.token_ids for item in items]
+    if local:
+        return ExecutionOrder([items[i] for i in prefix_order(token_ids)], "prefix", 0, 0, None)
+    groups = prefix_groups(token_ids)
+    everything = list(range(len(items)))
+    stem_tokens, stem_chars = shared_prefix(items, token_ids, everything) if items else (0, 0)
+    hinted = list(items)
+    for group in groups:
+        shared_tokens, shared_chars = shared_prefix(items, token_ids, group)
+        digest = hashlib.sha256(repr(token_ids[group[0]][:shared_tokens]).encode()).hexdigest()[:16]
+        hint = PrefixGroup(
+            f"rotscope-{digest}", len(group), shared_tokens, shared_chars, stem_tokens, stem_chars
+        )
+        for index in group:
+            hinted[index] = replace(items[index], prefix_group=hint)
+    if order == "prefix":
+        indices = prefix_order(token_ids)
+    elif order == "grouped":
+        indices = grouped_order(groups, seed)
+    else:
+        indices = shuffled_order(len(items), seed)
+    largest = max((len(group) for group in groups), default=0)
+    return ExecutionOrder([hinted[i] for i in indices], order, len(groups), largest, seed)
+
+
+def shared_prefix(
+    items: Sequence[WorkItem], token_ids: Sequence[Sequence[int]], members: Sequence[int]
+) -> tuple[int, int]:
+    """(tokens, characters of the last message's content) that every one of ``members`` shares;
+    no characters when the messages before the last one differ."""
+    shared_tokens = group_prefix(token_ids, members)
+    messages = [items[i].prompt.messages for i in members]
+    first = messages[0]
+    if not first or any(len(m) != len(first) or m[:-1] != first[:-1] for m in messages):
+        return shared_tokens, 0
+    return shared_tokens, len(_common_text([m[-1]["content"] for m in messages]))
+
+
+def _common_text(texts: Sequence[str]) -> str:
+    shortest, longest = min(texts), max(texts)  # the common prefix of all is that of these two
+    size = 0
+    for a, b in zip(shortest, longest, strict=False):
+        if a != b:
+            break
+        size += 1
+    return shortest[:size]
