@@ -4,8 +4,8 @@ they are looked at and whenever sampling stops, which a fixed-sample interval do
 The hedged-capital betting sequence of Waudby-Smith and Ramdas (2023, "Estimating means of bounded
 random variables by betting", JRSS-B, section 4): for each candidate mean ``m`` two capital
 processes ``K_t(m) = prod(1 ± λ_i (x_i - m))`` bet on the mean being above or below ``m`` with
-predictable bets ``λ_i`` (the paper's predictable plug-in, truncated at half the largest bet that
-keeps the capital positive); ``m`` leaves the set once either capital reaches ``2 / alpha``
+predictable bets ``λ_i`` (the paper's predictable plug-in, truncated at 3/4 of the largest bet
+that keeps the capital positive); ``m`` leaves the set once either capital reaches ``2 / alpha``
 (Ville's inequality for each side at ``alpha / 2``). The sets are intersected over time.
 """
 
@@ -19,6 +19,9 @@ import numpy as np
 _M_GRID = 2000
 """Candidate means tested when the sequence is inverted into bounds (resolution 0.0005)."""
 _MS = (np.arange(_M_GRID) + 0.5) / _M_GRID
+_TRUNCATION = 0.75
+"""A bet is at most this share of the largest one that keeps the capital positive (the paper
+uses 1/2 or 3/4; 3/4 decides clear lengths in fewer instances)."""
 
 
 def confidence_sequence(values: Sequence[float], alpha: float) -> tuple[float, float]:
@@ -32,8 +35,8 @@ def confidence_sequence(values: Sequence[float], alpha: float) -> tuple[float, f
     for i, x in enumerate(values, start=1):
         variance = squares / i
         bet = math.sqrt(2.0 * limit / (variance * i * math.log(1.0 + i)))
-        log_up += np.log1p(np.minimum(bet, 0.5 / _MS) * (x - _MS))
-        log_down += np.log1p(-np.minimum(bet, 0.5 / (1.0 - _MS)) * (x - _MS))
+        log_up += np.log1p(np.minimum(bet, _TRUNCATION / _MS) * (x - _MS))
+        log_down += np.log1p(-np.minimum(bet, _TRUNCATION / (1.0 - _MS)) * (x - _MS))
         rejected |= (log_up >= limit) | (log_down >= limit)
         squares += (x - mean) ** 2
         total += x

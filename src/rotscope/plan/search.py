@@ -224,36 +224,46 @@ class Search:
             return high - low == 1
         return lengths[high] <= lengths[low] * self.settings.resolution * (1 + 1e-3)
 
-    def _target(self) -> int | None:
-        """The grid index to measure next, or ``None`` when nothing is left to test: a length
-        still open under its cap inside the bracket, else the lengths between a pair flagged by
-        the monotonicity check, else the untested length nearest the bracket's middle."""
+    def _target(self) -> tuple[int, int] | None:
+        """The grid index to measure next and the instances it may reach, or ``None`` when
+        nothing is left to test. An open length first grows to a quarter of the cap; while
+        untested lengths remain inside the bracket (first those between a pair flagged by the
+        monotonicity check), one stuck there is set aside for them, since a neighbour farther from
+        the threshold may close the bracket at the resolution for less; the open lengths left then
+        grow to the full cap, the one nearest the bracket's middle first."""
         low, high = self.bracket_indices()
         if self.closed(low, high):
             return None
-        for index, state in self.states.items():
-            if state == "open" and low < index < high and self._count(index) < self.settings.cap:
-                return index
+        cap, early = self.settings.cap, max(self.settings.batch, self.settings.cap // 4)
+        inside = [i for i, state in self.states.items() if state == "open" and low < i < high]
+        for index in inside:
+            if self._count(index) < early:
+                return index, early
         for shorter, longer in self._checked:
             between = [i for i in range(shorter + 1, longer) if i not in self.states]
             if between:
-                return between[len(between) // 2]
+                return between[len(between) // 2], early
         untested = [i for i in range(low + 1, high) if i not in self.states]
-        if not untested:
-            return None
         middle = (low + high) / 2
-        return min(untested, key=lambda i: (abs(i - middle), i))
+        if untested:
+            return min(untested, key=lambda i: (abs(i - middle), i)), early
+        growing = [i for i in inside if self._count(i) < cap]
+        if not growing:
+            return None
+        return min(growing, key=lambda i: (abs(i - middle), i)), cap
 
     def next_step(self) -> Step | None:
         """The next measurement, or ``None`` when the search is over (see ``result``). The base
-        is measured first on every instance a length is about to get, so each is paired."""
-        target = self._target()
-        if target is None:
+        is measured first on every instance a length is about to get, so each is paired (an
+        absolute definition needs no base)."""
+        chosen = self._target()
+        if chosen is None:
             return None
+        target, limit = chosen
         start = self._count(target)
-        count = min(max(self.settings.batch, start), self.settings.cap - start)
+        count = min(max(self.settings.batch, start), limit - start)
         base_count = self._count(BASE)
-        if base_count < start + count:
+        if self.settings.threshold.relative and base_count < start + count:
             return Step(BASE, self.settings.base_length, base_count, start + count - base_count)
         return Step(target, self.settings.lengths[target], start, count)
 

@@ -59,15 +59,17 @@ class Plan:
 
 
 def select_cases(config: ExperimentConfig) -> list[Case]:
-    """Each task's cases (the first ``limit`` of each, bundled ``questions_per_prompt`` to a prompt),
-    followed by their evidence-absent controls and, with ``evidence_only``, their evidence-only ones.
-    A family that plans its own prompts (``PlansOwnPrompts``) is planned by itself."""
+    """Each task's cases (the first ``limit`` of each after ``case_offset``, bundled
+    ``questions_per_prompt`` to a prompt), followed by their evidence-absent controls and, with
+    ``evidence_only``, their evidence-only ones. A family that plans its own prompts
+    (``PlansOwnPrompts``) is planned by itself."""
     selected: list[Case] = []
     for task in config.tasks:
         family = get_task(task, config)
         if isinstance(family, PlansOwnPrompts):
             continue
-        cases = bundle_all(list(family.cases())[: config.limit], config.questions_per_prompt, config.seed)
+        window = list(family.cases())[config.case_offset :][: config.limit]
+        cases = bundle_all(window, config.questions_per_prompt, config.seed)
         selected.extend(cases)
         if config.controls:
             selected.extend(case.absent_control() for case in cases)
