@@ -232,6 +232,10 @@ def run(
             _print_search(resume_search(resume, reporter=lambda: ProgressBar(console), max_calls=max_calls,
                                         max_tokens=max_tokens))  # fmt: skip
             return
+        if (max_calls or max_tokens) and not search:
+            raise BadInput(
+                "--max-calls and --max-tokens budget a search: run CONFIG --search, or --resume a search"
+            )
         if resume is not None:
             if config is not None or plan_file is not None or base_url is not None or api_key_env is not None:
                 raise BadInput("--resume takes the run folder alone; its config.yaml is used")

@@ -138,3 +138,25 @@ def test_search_without_a_section_or_with_too_large_a_cap_is_bad_input(tmp_path:
 def test_a_bad_search_section_is_bad_input(tmp_path: Path, change: dict[str, Any], fragment: str) -> None:
     result = invoke("run", experiment(tmp_path, 850, **change), "--search", "--out", tmp_path / "out")
     assert_bad_input(result, fragment)
+
+
+def test_a_search_budget_without_a_search_is_bad_input(tmp_path: Path) -> None:
+    result = invoke("run", "--model", "fake/lexical", "--max-calls", "5", "--out", tmp_path / "out")
+    assert_bad_input(result, "--max-calls", "--search")
+    assert not (tmp_path / "out").exists()
+
+
+def test_show_on_an_unfinished_search_says_to_resume_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def interrupting(self: FakeBackend, request: GenerateRequest) -> Completion:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(FakeBackend, "generate", interrupting)
+    assert invoke("run", experiment(tmp_path, 850), "--search", "--out", tmp_path / "out").exit_code == 130
+    assert_bad_input(invoke("show", tmp_path / "out"), "has not finished", "--resume")
+
+
+def test_the_curve_model_is_listed_and_a_bad_curve_name_is_bad_input(tmp_path: Path) -> None:
+    assert "fake/curve-MIDPOINT" in invoke("models").output
+    assert_bad_input(invoke("run", "--model", "fake/curve-x", "--out", tmp_path / "out"), "curve-MIDPOINT")
