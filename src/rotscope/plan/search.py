@@ -1,23 +1,23 @@
 """Adaptive search for the effective length: which length to measure next, with how many new
 instances, from what has been measured so far. No I/O: the caller measures.
 
-The lengths are a log grid ``lo · q^j`` from the range's start to its end, ``q`` at most the asked
-resolution. The base is measured first; then the search bisects on the grid index between the last
-passing and the first failing length (a virtual pass below the range and a virtual fail above it),
-adding instances at a length until it is decided or holds ``cap`` instances: ``batch`` first, then
-as many as it already has (8, 16, 32, ...), so a length near the boundary takes few steps.
+The lengths are a log grid from the range's start to its end, twice as fine as the asked
+resolution, so a bracket can close around a length that stays undecided. The search bisects on
+the grid index between the last passing and the first failing length (a virtual pass below the
+range and a virtual fail above it), adding instances at a length until it is decided: ``batch``
+first, then as many as it already has (8, 16, 32, ...). It stops when a pass and a fail above it
+are at most ``resolution`` apart, or when the lengths left between them stay undecided at ``cap``.
 
-The statistics stay valid under optional stopping: each length (the base included) carries an
-anytime-valid confidence sequence for the mean of its instance means (an instance is the cluster:
-its mean over the experiment's depths), the hedged-capital betting sequence of Waudby-Smith and
-Ramdas (2023, "Estimating means of bounded random variables by betting", JRSS-B). Alpha is split
-by a union bound over every length the search could ever test (the base and each grid point), so
-all sequences hold at once with probability at least ``1 - alpha`` whichever lengths are tested,
-how often they are looked at and when the search stops. A length passes when its lower bound
-reaches the threshold and fails when its upper bound is below it; a relative threshold
-(``nolima-0.85``: 0.85 × base) uses the base's bounds conservatively (pass needs lower ≥ 0.85 ×
-base upper, fail needs upper < 0.85 × base lower), so when every sequence holds, a length that
-passes truly passes and one that fails truly fails.
+The statistics stay valid under optional stopping: each grid length carries an anytime-valid
+confidence sequence (``confseq``) for the mean over instances (an instance is the cluster: its
+mean over the experiment's depths). A relative definition (``nolima-0.85``) is tested on the
+paired margin ``x - 0.85·b`` of each instance at the length (``x``) and at the base (``b``), so
+the base needs no bounds of its own and pairing removes the spread between instances; an absolute
+one on the score. A length passes when the lower bound is at or above the threshold and fails when
+the upper bound is below it. Alpha is split by a union bound over every grid length the search
+could test (one share more, which nothing spends), so all sequences hold at once with probability
+at least ``1 - alpha`` whichever lengths are tested, how often they are looked at and when the
+search stops: then a length that passes truly passes and one that fails truly fails.
 """
 
 from __future__ import annotations
@@ -102,7 +102,8 @@ class SearchSettings:
 
     @property
     def alpha_per_length(self) -> float:
-        """Alpha split evenly over every length the search could test: the base and each grid point."""
+        """Alpha split evenly over every grid length, plus one share (the base's, unspent since the
+        relative test is paired)."""
         return (1.0 - self.confidence) / (len(self.lengths) + 1)
 
     def length_of(self, index: int) -> int:
