@@ -211,6 +211,15 @@ def run(
             help="BASELINE,CANDIDATE: both in one interleaved session, into OUT/baseline and OUT/candidate.",
         ),
     ] = None,
+    search: Annotated[
+        bool, typer.Option("--search", help="Search for the effective length (the config's search: section).")
+    ] = False,
+    max_calls: Annotated[
+        int | None, typer.Option("--max-calls", help="Call budget of a search (--resume with more goes on).")
+    ] = None,
+    max_tokens: Annotated[
+        int | None, typer.Option("--max-tokens", help="Prompt-token budget of a search.")
+    ] = None,
 ) -> None:
     """Run an experiment (or continue one with --resume) and show its heatmap."""
     from rotscope.analysis.summary import load_summary
@@ -223,6 +232,18 @@ def run(
     from rotscope.report.terminal import print_summary
 
     def body() -> None:
+        from rotscope.execution.search_run import is_search_folder, resume_search, run_search_experiment
+
+        if resume is not None and is_search_folder(resume):
+            if config is not None or plan_file is not None or base_url is not None or api_key_env is not None:
+                raise BadInput("--resume takes the run folder alone; its config.yaml is used")
+            _print_search(resume_search(resume, reporter=lambda: ProgressBar(console), max_calls=max_calls,
+                                        max_tokens=max_tokens))  # fmt: skip
+            return
+        if (max_calls or max_tokens) and not search:
+            raise BadInput(
+                "--max-calls and --max-tokens budget a search: run CONFIG --search, or --resume a search"
+            )
         if resume is not None:
             if config is not None or plan_file is not None or base_url is not None or api_key_env is not None:
                 raise BadInput("--resume takes the run folder alone; its config.yaml is used")
@@ -249,6 +270,15 @@ def run(
                 "cache": {"enabled": False} if no_cache else None,
             }
             experiment = _build(config, overrides, {"base_url": base_url, "api_key_env": api_key_env})
+            if search:
+                if experiment.search is not None and (max_calls or max_tokens):
+                    budget = {"max_calls": max_calls, "max_tokens": max_tokens}
+                    changed = {**experiment.search.model_dump(), **{k: v for k, v in budget.items() if v}}
+                    experiment = build_config(
+                        {**experiment.model_dump(mode="json"), "search": changed}, str(config)
+                    )
+                _print_search(run_search_experiment(experiment, reporter=lambda: ProgressBar(console)))
+                return
             frozen = read_manifest(plan_file) if plan_file is not None else None
             if pair is not None:
                 if model is not None or dry_run or out is None:
@@ -286,6 +316,22 @@ def _show_pair(out: Path) -> None:
         print_summary(load_summary(out / role), console)
     folders = ", ".join(terminal_safe(str(out / role)) for role in SUBJECTS)
     console.print(f"paired run folders: {folders}; judge them with rotscope gate", markup=False)
+
+
+def _print_search(run_dir: Path) -> None:
+    """The search's result lines; a budget stop exits 4 like --max-cost, the results kept."""
+    from rotscope.report.search import search_lines
+
+    record = json.loads((run_dir / "search.json").read_text(encoding="utf-8"))
+    for line in search_lines(record):
+        console.print(line, markup=False, highlight=False, soft_wrap=True)
+    console.print(f"search folder: {terminal_safe(str(run_dir))}", markup=False)
+    if record["verdict"] == "inconclusive":
+        _fail(
+            f"stopped at budget: {record['calls']} calls spent; continue with: "
+            f"rotscope run --resume {run_dir} --max-calls LARGER",
+            EXIT_BUDGET,
+        )
 
 
 @app.command("plan")
@@ -366,10 +412,24 @@ def show(
         bool, typer.Option("--markdown", help="Print a short Markdown summary for a pull-request comment.")
     ] = False,
 ) -> None:
-    """Show a run: heatmap and a line per length, the summary JSON, or a Markdown summary."""
+    """Show a run: heatmap and a line per length, the summary JSON, or a Markdown summary; a search
+    folder: its result."""
     from rotscope.analysis.summary import load_summary
+    from rotscope.execution.search_run import is_search_folder
     from rotscope.report.markdown import run_markdown
+    from rotscope.report.search import search_lines
     from rotscope.report.terminal import print_summary
+
+    if is_search_folder(run_dir) and not (run_dir / "search.json").is_file():
+        _fail(f"{run_dir}: a search that has not finished; continue it with rotscope run --resume {run_dir}")
+    if (run_dir / "search.json").is_file():
+        record = json.loads((run_dir / "search.json").read_text(encoding="utf-8"))
+        if as_json:
+            sys.stdout.write(json.dumps(record, indent=2) + "\n")
+        else:
+            for line in search_lines(record):
+                console.print(line, markup=False, highlight=False, soft_wrap=True)
+        return
 
     def body() -> dict[str, Any]:
         if as_json and markdown:

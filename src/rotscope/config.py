@@ -41,6 +41,7 @@ from rotscope.config_sections import ReasoningFiller as ReasoningFiller
 from rotscope.config_sections import ReasoningLayout as ReasoningLayout
 from rotscope.config_sections import ReasoningSource as ReasoningSource
 from rotscope.config_sections import RemoteOptions as RemoteOptions
+from rotscope.config_sections import SearchConfig as SearchConfig
 from rotscope.config_sections import _Strict as _Strict
 from rotscope.errors import BadInput
 from rotscope.position import NAMED_POSITIONS as NAMED_POSITIONS
@@ -110,6 +111,11 @@ class ExperimentConfig(_Strict):
     """After the run, re-run a seeded sample of items with the engine's cache cleared and compare."""
     cache_control_sample: Int = Field(default=8, gt=0)
     codebase: CodebaseConfig | None = None
+    case_offset: Int = Field(default=0, ge=0)
+    """Skip the first N cases of each task (before ``limit``): a search's later steps at a length
+    take the instances after those it has."""
+    search: SearchConfig | None = None
+    """An adaptive search for the effective length instead of the grid (``rotscope run --search``)."""
 
     @field_validator("lengths")
     @classmethod

@@ -397,3 +397,36 @@ class JudgeConfig(_Strict):
     remote: RemoteOptions = Field(default_factory=RemoteOptions)
     """The judge's own connection settings: it never inherits the main model's ``remote`` (its
     server, key variable or parameters belong to another provider)."""
+
+
+class SearchConfig(_Strict):
+    """An adaptive search for the effective length (``rotscope run CONFIG --search``): the base is
+    measured at ``base_length``, then a bisection on log length inside ``range`` adds instances at
+    a length until an anytime-valid confidence sequence decides it, and stops when a passing and a
+    failing length are at most ``resolution`` apart (see ``rotscope.plan.search``)."""
+
+    definition: str = Field(default="nolima-0.85", pattern=r"^(nolima|absolute)-(0?\.[0-9]+|1(\.0*)?)$")
+    """``nolima-F``: a length passes when its score is at least F × the base score (paired by
+    instance); ``absolute-S``: when its score is at least S."""
+    range: list[Int] = Field(min_length=2, max_length=2)
+    """``[min, max]`` prompt lengths in model tokens searched (up to the model's window)."""
+    base_length: OptionalInt = Field(default=None, gt=0)
+    """Where the base score is measured; ``None``: the experiment's shortest length."""
+    resolution: Float = Field(default=1.25, gt=1.0)
+    """The largest ratio of the first failing to the last passing length of a decided bracket."""
+    confidence: Float = Field(default=0.95, gt=0.5, lt=1.0)
+    batch: Int = Field(default=8, gt=0)
+    """Instances a length gets first; each later step at it doubles them."""
+    cap: Int = Field(default=64, gt=0)
+    """Instances a length may get before it is left undecided."""
+    max_calls: OptionalInt = Field(default=None, gt=0)
+    """Budget in model calls (a runtime field: ``--resume DIR --max-calls N`` continues)."""
+    max_tokens: OptionalInt = Field(default=None, gt=0)
+    """Budget in prompt tokens (a runtime field)."""
+
+    @field_validator("range")
+    @classmethod
+    def _ascending(cls, ends: list[int]) -> list[int]:
+        if not 0 < ends[0] < ends[1]:
+            raise ValueError(f"range must be [min, max] with 0 < min < max, got {ends}")
+        return ends

@@ -2,8 +2,11 @@
 
 ``fake/lexical`` answers with the context line that shares the most words with the question, or
 abstains when none shares two; ``fake/lexical-recent`` reads only the last half of the context,
-so it shows a position effect. Neither sees the oracle. ``fake-remote/NAME`` is the same model run
-as a remote API is run (concurrently, interleaved, through the response cache), so budgets,
+so it shows a position effect; ``fake/curve-MIDPOINT`` answers as ``fake/lexical`` does with the
+chance of a known accuracy curve of length (``backends.curve``, a logistic in log length around
+``MIDPOINT`` tokens with per-instance random effects) and abstains otherwise, so a search for the
+effective length can be checked against the truth. None sees the oracle. ``fake-remote/NAME`` is
+the same model run as a remote API is run (concurrently, interleaved, through the response cache), so budgets,
 limits and caching can be tried without a network.
 """
 
@@ -16,6 +19,7 @@ from typing import Any
 
 from rotscope._util.text import content_stems
 from rotscope.backends import register_backend
+from rotscope.backends.curve import LogisticCurve
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.local import FakeTokenizer
@@ -38,8 +42,28 @@ def lexical_responder(recent_fraction: float = 1.0) -> Responder:
         wanted = content_stems(question)
         best = max(visible, key=lambda line: len(wanted & content_stems(line)), default="")
         if len(wanted & content_stems(best)) < 2:
-            return "not in the context"
+            return ABSTAIN
         return best.strip()
+
+    return respond
+
+
+ABSTAIN = "not in the context"
+
+
+def curve_responder(curve: LogisticCurve) -> Responder:
+    """The lexical answer with the curve's chance at the prompt's length, else an abstention. The
+    instance is the question; the depth is where the answering line sits in the context."""
+    lexical = lexical_responder()
+
+    def respond(request: GenerateRequest) -> str:
+        answer = lexical(request)
+        if answer == ABSTAIN:
+            return answer
+        lines, question = _context_and_question(request)
+        depth = next((i for i, line in enumerate(lines) if line.strip() == answer), 0)
+        right = curve.correct(question, len(request.token_ids), round(depth / max(len(lines), 1), 2))
+        return answer if right else ABSTAIN
 
     return respond
 
@@ -114,16 +138,20 @@ class FakeBackend:
 
 
 def _responder(name: str) -> Responder:
+    curve = re.fullmatch(r"curve-([0-9]+)", name)
+    if curve is not None and int(curve.group(1)) > 0:
+        return curve_responder(LogisticCurve(float(curve.group(1))))
     responder = RESPONDERS.get(name)
     if responder is None:
-        raise BadInput(f"model: unknown fake model {name!r} (known: {', '.join(sorted(RESPONDERS))})")
+        known = ", ".join([*sorted(RESPONDERS), "curve-MIDPOINT"])
+        raise BadInput(f"model: unknown fake model {name!r} (known: {known})")
     return responder
 
 
 @register_backend(
     "fake",
     hint="fake/NAME: a deterministic string matcher run as a local engine (docs and tests)",
-    models=lambda: [f"fake/{name}" for name in sorted(RESPONDERS)],
+    models=lambda: [f"fake/{name}" for name in [*sorted(RESPONDERS), "curve-MIDPOINT"]],
 )
 def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
     return FakeBackend(name, _responder(name))

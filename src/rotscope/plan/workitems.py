@@ -64,23 +64,27 @@ class Plan:
 
 
 def numbered_cases(config: ExperimentConfig) -> list[tuple[Case, int]]:
-    """Each task's cases (the first ``limit`` of each, bundled ``questions_per_prompt`` to a prompt),
-    followed by their evidence-absent controls and, with ``evidence_only``, their evidence-only ones,
-    each with the index of its case in its family (a control has its case's index). A family that
-    plans its own prompts (``PlansOwnPrompts``) is planned by itself."""
+    """Each task's cases (the first ``limit`` of each after ``case_offset``, bundled
+    ``questions_per_prompt`` to a prompt), followed by their evidence-absent controls and, with
+    ``evidence_only``, their evidence-only ones, each with the index of its case in its family
+    (counted from the family's first case, so a case keeps its haystack variant whatever the
+    offset; a control has its case's index). A family that plans its own prompts
+    (``PlansOwnPrompts``) is planned by itself."""
     selected: list[tuple[Case, int]] = []
     for task in config.tasks:
         family = get_task(task, config)
         if isinstance(family, PlansOwnPrompts):
             continue
-        cases = bundle_all(list(family.cases())[: config.limit], config.questions_per_prompt, config.seed)
-        selected.extend((case, index) for index, case in enumerate(cases))
+        window = list(family.cases())[config.case_offset :][: config.limit]
+        cases = bundle_all(window, config.questions_per_prompt, config.seed)
+        numbered = list(enumerate(cases, start=config.case_offset))
+        selected.extend((case, index) for index, case in numbered)
         if config.controls:
-            selected.extend((case.absent_control(), index) for index, case in enumerate(cases))
+            selected.extend((case.absent_control(), index) for index, case in numbered)
         if config.evidence_only:
             # a case without evidence has nothing to show alone: its absent control covers it
             selected.extend(
-                (case.evidence_only_control(), index) for index, case in enumerate(cases) if case.evidence
+                (case.evidence_only_control(), index) for index, case in numbered if case.evidence
             )
     return selected
 

@@ -1,0 +1,162 @@
+"""``rotscope run CONFIG --search`` end to end on the scripted ``fake/curve-MIDPOINT`` model: the
+search brackets the known truth, ``show`` prints it, a budget stop is a clean stop (exit 4) that
+``--resume DIR --max-calls N`` continues, and a search interrupted mid-step resumes to the same
+decisions as one that ran through."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cli_helpers import assert_bad_input, invoke, nonsense_corpus
+from rotscope.backends.fake import FakeBackend
+from rotscope.types import Completion, GenerateRequest
+
+PLACES = ("Brant", "Calder", "Dunmore", "Elgin", "Fenwick", "Garrow", "Hollis", "Ingram")
+SITES = ("gate", "vault", "tower", "depot", "mill", "dock", "yard", "hall")
+
+
+def case_file(path: Path) -> Path:
+    """64 one-fact cases whose words the nonsense corpus never holds: instances enough to decide."""
+    records = [
+        {
+            "case_id": f"{place}-{site}".lower(),
+            "question": f"What is the {place} {site} code?",
+            "documents": [
+                {"id": "fact", "text": f"The {place} {site} code is {4000 + 97 * n}.", "claims": ["code"]}
+            ],
+            "claims": {"code": [str(4000 + 97 * n)]},
+            "required_claims": ["code"],
+        }
+        for n, (place, site) in enumerate((place, site) for place in PLACES for site in SITES)
+    ]
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return path
+
+
+def experiment(tmp_path: Path, midpoint: int, **search: Any) -> Path:
+    corpus = nonsense_corpus(tmp_path / "corpus", files=4, lines=300)
+    config = {
+        "name": "search",
+        "model": f"fake/curve-{midpoint}",
+        "tasks": ["cases"],
+        "cases": str(case_file(tmp_path / "cases.jsonl")),
+        "depths": [0.1, 0.5, 0.9],
+        "lengths": [256],
+        "controls": False,
+        "filler": {"kind": "text", "glob": str(corpus / "*.txt")},
+        "search": {"definition": "absolute-0.5", "range": [300, 2400], "resolution": 3.0, "cap": 64,
+                   "batch": 16, **search},
+    }  # fmt: skip
+    path = tmp_path / "experiment.yaml"
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return path
+
+
+def record(folder: Path) -> dict[str, Any]:
+    return json.loads((folder / "search.json").read_text(encoding="utf-8"))
+
+
+def test_the_search_brackets_the_scripted_truth_and_show_prints_it(tmp_path: Path) -> None:
+    result = invoke("run", experiment(tmp_path, 1000), "--search", "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    found = record(tmp_path / "out")
+    truth = 1000.0  # absolute-0.5: where the mean chance is one half, the midpoint (u is symmetric)
+    assert found["verdict"] == "decided", found
+    low, high = found["bracket"]["passes"], found["bracket"]["fails"]
+    assert low <= truth < high and high / low <= 3.0 + 1e-3
+    assert found["calls"] <= found["fixed_grid"]["calls"] + 64 * 3  # never far above the grid
+    shown = invoke("show", tmp_path / "out")
+    assert shown.exit_code == 0
+    assert f"effective length {low:,} tokens: passes at {low:,}" in shown.output
+    assert f"fails at {high:,}" in shown.output and "95%" in shown.output
+
+
+def test_a_budget_stop_is_clean_and_a_larger_budget_continues_the_same_search(tmp_path: Path) -> None:
+    config = experiment(tmp_path, 850)
+    assert invoke("run", config, "--search", "--out", tmp_path / "full").exit_code == 0
+    stopped = invoke("run", config, "--search", "--out", tmp_path / "part", "--max-calls", "100")
+    assert stopped.exit_code == 4, stopped.output
+    assert "--max-calls LARGER" in stopped.stderr
+    assert record(tmp_path / "part")["verdict"] == "inconclusive"
+    assert record(tmp_path / "part")["calls"] <= 100
+    resumed = invoke("run", "--resume", tmp_path / "part", "--max-calls", "100000")
+    assert resumed.exit_code == 0, resumed.output
+    part, full = record(tmp_path / "part"), record(tmp_path / "full")
+    assert part["decisions"] == full["decisions"] and part["bracket"] == full["bracket"]
+    assert part["calls"] == full["calls"]
+
+
+@pytest.mark.parametrize("midpoint", [400, 520, 850, 1400, 2000])
+def test_a_search_interrupted_mid_step_resumes_to_the_same_decisions(
+    tmp_path: Path, midpoint: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = experiment(tmp_path, midpoint)
+    assert invoke("run", config, "--search", "--out", tmp_path / "through").exit_code == 0
+    original = FakeBackend.generate
+    calls = {"n": 0}
+
+    async def interrupting(self: FakeBackend, request: GenerateRequest) -> Completion:
+        calls["n"] += 1
+        if calls["n"] == 60:  # inside the second length's step
+            raise KeyboardInterrupt
+        return await original(self, request)
+
+    monkeypatch.setattr(FakeBackend, "generate", interrupting)
+    killed = invoke("run", config, "--search", "--out", tmp_path / "killed")
+    assert killed.exit_code == 130, killed.output
+    assert f"rotscope run --resume {tmp_path / 'killed'}" in killed.stderr
+    assert not (tmp_path / "killed" / "search.json").exists()
+    monkeypatch.setattr(FakeBackend, "generate", original)
+    assert invoke("run", "--resume", tmp_path / "killed").exit_code == 0
+    again, through = record(tmp_path / "killed"), record(tmp_path / "through")
+    assert again["decisions"] == through["decisions"] and again["verdict"] == through["verdict"]
+    assert again["steps"] == through["steps"]
+
+
+def test_search_without_a_section_or_with_too_large_a_cap_is_bad_input(tmp_path: Path) -> None:
+    config = experiment(tmp_path, 850)
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    assert_bad_input(
+        invoke("run", config, "--search", "--out", tmp_path / "big", "--limit", "3"), "search.cap"
+    )
+    del data["search"]
+    plain = tmp_path / "plain.yaml"
+    plain.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert_bad_input(invoke("run", plain, "--search", "--out", tmp_path / "none"), "search: section")
+
+
+@pytest.mark.parametrize(
+    ("change", "fragment"),
+    [({"definition": "ruler-0.8"}, "search.definition"), ({"range": [800, 400]}, "search.range"),
+     ({"resolution": 1.0}, "search.resolution")],
+)  # fmt: skip
+def test_a_bad_search_section_is_bad_input(tmp_path: Path, change: dict[str, Any], fragment: str) -> None:
+    result = invoke("run", experiment(tmp_path, 850, **change), "--search", "--out", tmp_path / "out")
+    assert_bad_input(result, fragment)
+
+
+def test_a_search_budget_without_a_search_is_bad_input(tmp_path: Path) -> None:
+    result = invoke("run", "--model", "fake/lexical", "--max-calls", "5", "--out", tmp_path / "out")
+    assert_bad_input(result, "--max-calls", "--search")
+    assert not (tmp_path / "out").exists()
+
+
+def test_show_on_an_unfinished_search_says_to_resume_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def interrupting(self: FakeBackend, request: GenerateRequest) -> Completion:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(FakeBackend, "generate", interrupting)
+    assert invoke("run", experiment(tmp_path, 850), "--search", "--out", tmp_path / "out").exit_code == 130
+    assert_bad_input(invoke("show", tmp_path / "out"), "has not finished", "--resume")
+
+
+def test_the_curve_model_is_listed_and_a_bad_curve_name_is_bad_input(tmp_path: Path) -> None:
+    assert "fake/curve-MIDPOINT" in invoke("models").output
+    assert_bad_input(invoke("run", "--model", "fake/curve-x", "--out", tmp_path / "out"), "curve-MIDPOINT")
