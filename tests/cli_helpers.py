@@ -42,3 +42,13 @@ def nonsense_corpus(folder: Path, files: int = 3, lines: int = 40, seed: int = 0
         )
         (folder / f"doc{number}.txt").write_text(text + "\n", encoding="utf-8")
     return folder
+
+
+def valve_corpus(folder: Path) -> Path:
+    """Short numbered lines ("valve N checked."), so a needle can sit at the start, the middle or
+    the end even at 200 tokens, and a scripted model can tell its depth from its line."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for number in range(3):
+        text = "".join(f"valve {line} checked.\n" for line in range(number * 60, number * 60 + 60))
+        (folder / f"doc{number}.txt").write_text(text, encoding="utf-8")
+    return folder

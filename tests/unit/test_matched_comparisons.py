@@ -13,6 +13,7 @@ import jsonschema
 import pytest
 from rich.console import Console
 
+from cli_helpers import valve_corpus
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend
 from rotscope.config import build_config
@@ -24,14 +25,6 @@ from rotscope.tasks.needles import load_needle_cases
 from rotscope.types import Case, GenerateRequest, Layout, RenderedPrompt
 
 CASES = 12
-
-
-def _corpus(folder: Path) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for number in range(3):
-        text = "".join(f"valve {line} checked.\n" for line in range(number * 60, number * 60 + 60))
-        (folder / f"doc{number}.txt").write_text(text, encoding="utf-8")
-    return folder
 
 
 NEEDLES: dict[str, Case] = {case.evidence[0].text: case for case in load_needle_cases("niah")}
@@ -65,7 +58,7 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reject: Any) -> dict[s
             "lengths": [200, 400],
             "depths": [0.0, 1.0],
             "limit": CASES,
-            "filler": {"kind": "text", "glob": str(_corpus(tmp_path / "corpus") / "*.txt")},
+            "filler": {"kind": "text", "glob": str(valve_corpus(tmp_path / "corpus") / "*.txt")},
         }
     )
     backend = FakeBackend("scripted", _right_only_near_the_end)

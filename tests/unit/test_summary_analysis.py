@@ -15,6 +15,7 @@ import jsonschema
 import pytest
 from scipy import stats as scipy_stats
 
+from cli_helpers import valve_corpus
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend
 from rotscope.config import build_config
@@ -28,15 +29,6 @@ FILLER_LINE = re.compile(r"valve \d+ checked\.")
 WRONG = "Zorblat Quimby"  # names nothing in any prompt
 # Replier(case or None for a control, depth bin 0.0 / 0.5 / 1.0, length bin 200 / 400, request) -> reply
 Replier = Callable[[Case | None, float | None, int, GenerateRequest], str]
-
-
-def _corpus(folder: Path) -> Path:
-    """Short lines, so that a needle can sit at the start, the middle or the end even at 200 tokens."""
-    folder.mkdir(parents=True, exist_ok=True)
-    for number in range(3):
-        text = "".join(f"valve {line} checked.\n" for line in range(number * 60, number * 60 + 60))
-        (folder / f"doc{number}.txt").write_text(text, encoding="utf-8")
-    return folder
 
 
 def _context_lines(request: GenerateRequest) -> list[str]:
@@ -70,7 +62,7 @@ def _run(tmp_path: Path, reply: Replier, **fields: Any) -> dict[str, Any]:
         "lengths": [200, 400],
         "depths": [0.0, 0.5, 1.0],
         "limit": 16,
-        "filler": {"kind": "text", "glob": str(_corpus(tmp_path / "corpus") / "*.txt")},
+        "filler": {"kind": "text", "glob": str(valve_corpus(tmp_path / "corpus") / "*.txt")},
     }
     data.update(fields)
     run_dir = run_experiment(
