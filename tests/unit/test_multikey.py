@@ -17,6 +17,7 @@ from rotscope.backends.fake import FakeBackend
 from rotscope.config import ExperimentConfig, build_config, load_config
 from rotscope.execution.run_folder import planned_rows
 from rotscope.execution.runner import run_experiment
+from rotscope.plan.manifest import slice_shape
 from rotscope.plan.workitems import build_plan
 from rotscope.tasks import get_task
 from rotscope.types import GenerateRequest
@@ -140,6 +141,14 @@ def test_a_model_failing_only_at_depth_half_drops_only_those_cells(tmp_path: Pat
         (control,) = summary["controls"]
         assert (control["n"], control["correct"]) == (18, 18)
     assert summaries["half"]["lengths"][0]["accuracy"] == pytest.approx(2 / 3)
+
+
+def test_the_plan_counts_a_gate_slice_per_key_depth(tmp_path: Path) -> None:
+    """Rows of one prompt land in three depth cells, and the gate slices them there: the plan's
+    power statement must count 3 slices of 6 prompts at one length, not one slice per layout."""
+    config = _config(tmp_path, controls=False)
+    plan = build_plan(config, FakeBackend("lexical", lambda request: ""))
+    assert slice_shape(plan) == {"slices": 3, "instances_per_slice": 6}
 
 
 def test_more_keys_than_depths_is_a_one_line_error(tmp_path: Path) -> None:

@@ -120,8 +120,10 @@ def slice_shape(plan: Plan) -> dict[str, int]:
     plan fills, and the fewest instances one of them holds: what the gate's power rests on."""
     instances: dict[tuple[Any, ...], set[str]] = defaultdict(set)
     for item in plan.items:
-        key = (item.case.task, item.layout.length_tokens, item.layout.position or item.layout.depth)
-        instances[key].add(item.instance_id)
+        for _, part in item.case.scored_parts():
+            # a question pinned at a depth of its own (multikey) is judged in that depth's slice
+            depth, name = part.at_depth or (item.layout.depth, item.layout.position)
+            instances[(item.case.task, item.layout.length_tokens, name or depth)].add(item.instance_id)
     return {"slices": len(instances), "instances_per_slice": min(map(len, instances.values()), default=0)}
 
 
