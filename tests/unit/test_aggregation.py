@@ -104,7 +104,8 @@ def test_answers_recomputed_from_the_rendered_prompt_text_alone(tmp_path: Path) 
             decoded = tokenizer.decode(item.prompt.token_ids[span.token_start : span.token_end])
             assert decoded.strip() == texts[span.evidence_id]
             assert low - 0.1 <= span.depth <= high + 0.1, (item.case.case_id, span.depth, low, high)
-        starts = [span.token_start for span in sorted(item.prompt.spans, key=lambda s: int(s.evidence_id[5:]))]
+        in_order = sorted(item.prompt.spans, key=lambda span: int(span.evidence_id.removeprefix("line-")))
+        starts = [span.token_start for span in in_order]
         assert starts == sorted(starts)
     controls = [item for item in plan.items if item.case.control]
     assert len(controls) == 16 and all(_counted(item.prompt.text)[1] == [] for item in controls)

@@ -20,7 +20,6 @@ from rotscope.execution.runner import run_experiment
 from rotscope.plan.manifest import slice_shape
 from rotscope.plan.workitems import build_plan
 from rotscope.tasks import get_task
-from rotscope.types import GenerateRequest
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "multikey.yaml"
 NEEDLE = re.compile(r"^The access code of locker (\S+) is (\d+)\.$")

@@ -32,8 +32,7 @@ def mean_recall(rows: list[Row]) -> float | None:
     recalls = [
         value
         for row in scored(rows)
-        if (report := row.get("claim_report"))
-        and (value := json.loads(report).get("recall")) is not None
+        if (report := row.get("claim_report")) and (value := json.loads(report).get("recall")) is not None
     ]
     return sum(recalls) / len(recalls) if recalls else None
 

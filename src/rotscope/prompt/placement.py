@@ -78,8 +78,8 @@ def _rule_depths(case: Case, layout: Layout, rule: PlacementConfig, seed: int) -
     roles = [evidence.role for evidence in case.evidence]
     spread = [e.evidence_id for e in case.evidence if e.role == "spread"]
     if spread and not case.grouped:
-        targets = dict(zip(spread, spread_depths(len(spread), depth), strict=True))
-        return {e.evidence_id: targets.get(e.evidence_id, depth) for e in case.evidence}
+        over = dict(zip(spread, spread_depths(len(spread), depth), strict=True))
+        return {e.evidence_id: over.get(e.evidence_id, depth) for e in case.evidence}
     if case.grouped or "answer" not in roles:
         return {evidence.evidence_id: depth for evidence in case.evidence}
     rng = random.Random(f"{seed}:{case.case_id}:{layout.length_tokens}:{depth}")

@@ -116,8 +116,10 @@ def build_aggregation_case(
             f"count - 2 (the runner-ups must still outnumber the words that appear once), got gap {gap}"
         )
     vocabulary = _vocabulary(rng, subtask, top + runner_ups + rare)
-    winners, seconds, singles = vocabulary[:top], vocabulary[top : top + runner_ups], vocabulary[top + runner_ups :]
-    words = [w for w in winners for _ in range(count)] + [w for w in seconds for _ in range(count - gap)] + singles
+    winners, seconds = vocabulary[:top], vocabulary[top : top + runner_ups]
+    singles = vocabulary[top + runner_ups :]
+    words = [*(w for w in winners for _ in range(count)), *(w for w in seconds for _ in range(count - gap))]
+    words += singles
     rng.shuffle(words)
     lines = _lines(words, subtask)
     counted = counts_in(lines)
