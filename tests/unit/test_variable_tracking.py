@@ -141,6 +141,8 @@ def test_failure_categories_and_partial_credit() -> None:
 
     assert scored(", ".join(reversed(names))) == ("correct", None, ())
     assert scored(", ".join(names[:-1])) == ("incorrect", "missed_last_hop", (names[-1],))
+    assert scored(", ".join(names[1:])) == ("incorrect", "missed_one", (names[0],))
+    assert scored(f"{', '.join(names[:-1])}, {distractor}")[1] == "distractor_chain"
     assert scored(f"{distractor}") == ("incorrect", "distractor_chain", names)
     assert scored(f"{names[0]}, {distractor}")[1] == "distractor_chain"
     assert scored(value) == ("incorrect", "value_not_name", names)
