@@ -16,7 +16,7 @@ Outcome = Literal["correct", "incorrect", "abstained", "error"]
 AnswerKind = Literal["phrase", "number", "choice", "set"]
 
 
-Role = Literal["answer", "support", "decoy", "superseded"]
+Role = Literal["answer", "support", "decoy", "superseded", "spread"]
 EVIDENCE_ONLY_SUFFIX = "~evidence"
 ABSENT_SUFFIX = "~absent"
 EVIDENCE_ONLY_POSITION = "evidence-only"
@@ -29,7 +29,9 @@ class Evidence:
 
     ``role`` decides where it goes: the ``answer`` piece (the one that completes the answer) sits
     at the grid's depth; ``support`` pieces follow the experiment's placement rule; ``decoy``
-    pieces take independent seeded depths; ``superseded`` pieces go somewhere before the answer.
+    pieces take independent seeded depths; ``superseded`` pieces go somewhere before the answer;
+    ``spread`` pieces (a task over a whole region, ``aggregation``) go evenly, in listed order,
+    over the region the grid's depth names (``rotscope.prompt.placement.region``).
     """
 
     evidence_id: str
@@ -67,7 +69,9 @@ class Oracle:
     abstain: bool = False
     traps: tuple[tuple[str, str], ...] = ()
     """(category, value) pairs: a wrong answer naming ``value`` is scored with that failure category
-    (a decoy, the anchor alone, a superseded value, the unfiltered maximum)."""
+    (a decoy, the anchor alone, a superseded value, the unfiltered maximum). In a ``set`` answer a
+    pair whose value is one of ``items`` names the category of a reply that misses that item alone
+    (a chain's last hop)."""
     claims: Claims | None = None
     """Claim checks replace answer matching when set."""
     kind: AnswerKind = "phrase"
@@ -280,6 +284,8 @@ class ClaimReport:
     cited: tuple[str, ...] = ()
     wrong_citations: tuple[str, ...] = ()
     missing_citations: tuple[str, ...] = ()
+    recall: float | None = None
+    """A ``set`` answer's partial credit: the share of its expected strings the reply names."""
 
 
 @dataclass(frozen=True)

@@ -39,11 +39,11 @@ def _rows(run_dir: Path) -> list[dict[str, Any]]:
         return [dict(row) for row in db.execute("SELECT * FROM items ORDER BY item_id")]
 
 
-def _check_run(family: str, run_dir: Path, limit: int) -> list[dict[str, Any]]:
+def _check_run(family: str, run_dir: Path, limit: int, length: int = 400) -> list[dict[str, Any]]:
     rows = _rows(run_dir)
     assert rows and all(row["status"] == "ok" and row["error"] is None for row in rows), rows
     assert all(row["usage_prompt_tokens"] == row["prompt_tokens"] for row in rows)
-    assert all(abs(row["prompt_tokens"] - 400) <= 20 for row in rows)
+    assert all(abs(row["prompt_tokens"] - length) <= 0.05 * length for row in rows)
     cases = {case.case_id: case for case in list(get_task(family).cases())[:limit]}
     for row in rows:
         whole = cases[row["instance_id"].removesuffix("~absent")]
@@ -110,3 +110,28 @@ def test_multikey_on_the_bundled_model(bundled_path: Path, tmp_path: Path) -> No
     cells = [cell for cell in load_summary(tmp_path / "run")["cells"] if cell["task"] == "multikey"]
     assert sorted(cell["depth"] for cell in cells) == [0.0, 0.5, 1.0]
     assert all((cell["n"], cell["instances"]) == (2, 2) for cell in cells)
+
+
+def test_aggregation_on_the_bundled_model(bundled_path: Path, tmp_path: Path) -> None:
+    # the word lines take about 150-230 of the bundled model's tokens: 640 leaves filler around them
+    config = load_config(EXAMPLES / "aggregation.yaml", {**SETTINGS, "limit": 2, "lengths": [640]})
+    rows = _check_run("aggregation", run_experiment(config, run_dir=tmp_path / "run"), 2, 640)
+    assert len(rows) == 2 * 3 + 2  # a common-words and a frequent-words case at three depths, controls
+    cases = {case.case_id: case for case in get_task("aggregation").cases()}
+    for row in rows:
+        case = cases[row["case_id"].removesuffix("~absent")]
+        case = case.absent_control() if row["control"] else case
+        [again] = score_parts(case, Completion(text=row["response"]))
+        assert (again.outcome, again.category) == (row["outcome"], row["category"]), row["response"]
+        if not row["control"]:
+            assert len(json.loads(row["spans"])) == len(case.evidence)
+            report = json.loads(row["claim_report"])
+            assert report["recall"] == 1 - len(report["missing"]) / len(case.oracle.items)
+    cells = sorted(
+        (cell for cell in load_summary(tmp_path / "run")["cells"] if cell["task"] == "aggregation"),
+        key=lambda cell: cell["depth"],
+    )
+    assert [cell["depth"] for cell in cells] == [0.0, 0.5, 1.0]
+    for cell in cells:
+        assert 0.0 <= cell["mean_recall"] <= 1.0 and cell["n"] == 2
+    assert cells[0]["region"][0] < cells[1]["region"][0] < cells[2]["region"][0]

@@ -20,7 +20,6 @@ from rotscope.execution.runner import run_experiment
 from rotscope.plan.manifest import slice_shape
 from rotscope.plan.workitems import build_plan
 from rotscope.tasks import get_task
-from rotscope.types import GenerateRequest
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "multikey.yaml"
 NEEDLE = re.compile(r"^The access code of locker (\S+) is (\d+)\.$")
@@ -98,49 +97,41 @@ def test_answers_and_depths_recomputed_from_the_rendered_text(tmp_path: Path) ->
         assert asked != sorted(asked)
 
 
-def _failing_at(bad: float | None) -> FakeBackend:
-    """Answers each question from the context, wrongly for the key whose line sits at ``bad``
-    (the depth read from the line's place among the context lines)."""
-
-    def respond(request: GenerateRequest) -> str:
-        text = request.messages[-1]["content"]
-        context = text.split("<context>", 1)[1].split("</context>", 1)[0]
-        lines = [line for line in context.splitlines() if line.strip()]
-        where = {}
-        for index, line in enumerate(lines):
-            if match := NEEDLE.fullmatch(line):
-                where[match.group(1)] = (match.group(2), round(2 * index / (len(lines) - 1)) / 2)
-        if not where:
-            return "\n".join(f"{label}: not in the context" for label, _ in QUESTION.findall(text))
-        return "\n".join(
-            f"{label}: {'000000' if where[locker][1] == bad else where[locker][0]}"
-            for label, locker in QUESTION.findall(text)
-        )
-
-    return FakeBackend("scripted", respond)
+def _experiment(tmp_path: Path, model: str) -> Path:
+    corpus = nonsense_corpus(tmp_path / "corpus")
+    path = tmp_path / f"{model.replace('/', '-')}.yaml"
+    path.write_text(
+        f"name: mk\ntasks: [multikey]\nmodel: {model}\nlengths: [600]\ndepths: [0.0, 0.5, 1.0]\n"
+        f"questions_per_prompt: 3\nlimit: 6\nfiller: {{kind: text, glob: '{corpus}/*.txt'}}\n",
+        encoding="utf-8",
+    )
+    return path
 
 
 def test_a_model_failing_only_at_depth_half_drops_only_those_cells(tmp_path: Path) -> None:
+    """Through the command line with the registered scripted fake: ``fake/blind-0.5`` abstains on
+    the keys whose lines sit near depth 0.5, ``fake/blind-0.25`` on none of the grid's depths."""
     summaries = {}
-    for name, bad in (("clean", None), ("half", 0.5)):
-        config = _config(tmp_path, name=name)
-        summaries[name] = load_summary(
-            run_experiment(config, run_dir=tmp_path / name, backend=_failing_at(bad))
-        )
-    for name, summary in summaries.items():
+    for model in ("fake/blind-0.25", "fake/blind-0.5"):
+        run_dir = tmp_path / model.replace("/", "-")
+        result = invoke("run", _experiment(tmp_path, model), "--out", run_dir)
+        assert result.exit_code == 0, result.output
+        summaries[model] = load_summary(run_dir)
+    for model, summary in summaries.items():
         cells = {cell["depth"]: cell for cell in summary["cells"] if cell["task"] == "multikey"}
         assert sorted(cells) == [0.0, 0.5, 1.0]
         for depth, cell in cells.items():
             # six prompts: every cell holds one key of each, so six clusters
             assert (cell["n"], cell["instances"], cell["errors"]) == (6, 6, 0)
-            failing = name == "half" and depth == 0.5
-            assert cell["accuracy"] == (0.0 if failing else 1.0), (name, depth)
-            assert cell["categories"] == ({"wrong_answer": 6} if failing else {})
+            failing = model == "fake/blind-0.5" and depth == 0.5
+            assert cell["accuracy"] == (0.0 if failing else 1.0), (model, depth)
+            assert cell["categories"] == ({"abstained": 6} if failing else {})
         (length,) = summary["lengths"]
         assert (length["n"], length["instances"]) == (18, 6)
         (control,) = summary["controls"]
         assert (control["n"], control["correct"]) == (18, 18)
-    assert summaries["half"]["lengths"][0]["accuracy"] == pytest.approx(2 / 3)
+    assert summaries["fake/blind-0.5"]["lengths"][0]["accuracy"] == pytest.approx(2 / 3)
+    assert "fake/blind-DEPTH" in invoke("models").output
 
 
 def test_the_plan_counts_a_gate_slice_per_key_depth(tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from tests.cli_helpers import nonsense_corpus
+from tests.ruler_metric import ruler_string_match_all
 
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend
@@ -29,20 +30,6 @@ LINE = re.compile(r"^VAR ([A-Z]+) = (?:VAR ([A-Z]+)|(\d+))$", re.MULTILINE)
 
 def _cases() -> list[Case]:
     return list(get_task("variable_tracking").cases())
-
-
-def ruler_string_match_all(preds: list[str], refs: list[list[str]]) -> float:
-    """RULER's own metric (``string_match_all`` in its ``eval/synthetic/constants.py``), rewritten
-    here: per sample the fraction of references found in the prediction, averaged, as a percent."""
-    return round(
-        sum(
-            sum(1.0 if r.lower() in pred.lower() else 0.0 for r in ref) / len(ref)
-            for pred, ref in zip(preds, refs, strict=True)
-        )
-        / len(preds)
-        * 100,
-        2,
-    )
 
 
 def _resolve(text: str) -> tuple[str, set[str]]:
@@ -132,8 +119,11 @@ def test_set_recall_is_ruler_string_match_all_on_hand_written_outputs() -> None:
     for output in RULER_OUTPUTS:
         ruler = ruler_string_match_all([output], [list(items)])
         assert round(recall(output, items) * 100, 2) == ruler, output
-        outcome = SCORERS.get("set")(case, Completion(text=output), None).outcome
-        assert (outcome == "correct") == (ruler == 100.0), output
+        scored = SCORERS.get("set")(case, Completion(text=output), None)
+        assert (scored.outcome == "correct") == (ruler == 100.0), output
+        # the partial credit the row keeps (and the summary averages) is RULER's per-sample score
+        assert scored.claims is not None and scored.claims.recall is not None
+        assert round(scored.claims.recall * 100, 2) == ruler, output
     mean = sum(recall(output, items) for output in RULER_OUTPUTS) / len(RULER_OUTPUTS)
     assert round(mean * 100, 2) == ruler_string_match_all(RULER_OUTPUTS, [list(items)] * len(RULER_OUTPUTS))
 
@@ -151,6 +141,8 @@ def test_failure_categories_and_partial_credit() -> None:
 
     assert scored(", ".join(reversed(names))) == ("correct", None, ())
     assert scored(", ".join(names[:-1])) == ("incorrect", "missed_last_hop", (names[-1],))
+    assert scored(", ".join(names[1:])) == ("incorrect", "missed_one", (names[0],))
+    assert scored(f"{', '.join(names[:-1])}, {distractor}")[1] == "distractor_chain"
     assert scored(f"{distractor}") == ("incorrect", "distractor_chain", names)
     assert scored(f"{names[0]}, {distractor}")[1] == "distractor_chain"
     assert scored(value) == ("incorrect", "value_not_name", names)
@@ -202,6 +194,6 @@ def test_example_file_runs_with_the_fake_models(tmp_path: Path) -> None:
         for cell in cells:
             assert sum(cell["categories"].values()) == cell["incorrect"] + cell["abstained"]
             if name == "solver":
-                assert (cell["correct"], cell["n"]) == (4, 4)
+                assert (cell["correct"], cell["n"], cell["mean_recall"]) == (4, 4, 1.0)
             else:  # the string matcher finds no line sharing two words with the question
-                assert cell["categories"] == {"abstained": 4}
+                assert (cell["categories"], cell["mean_recall"]) == ({"abstained": 4}, 0.0)

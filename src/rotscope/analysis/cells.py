@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from typing import Any
 
@@ -25,15 +26,28 @@ def counts(rows: list[Row]) -> dict[str, int]:
     }
 
 
+def mean_recall(rows: list[Row]) -> float | None:
+    """The mean partial credit of the scored rows with a set answer (their claim report's
+    ``recall``); ``None`` where no row has one."""
+    recalls = [
+        value
+        for row in scored(rows)
+        if (report := row.get("claim_report")) and (value := json.loads(report).get("recall")) is not None
+    ]
+    return sum(recalls) / len(recalls) if recalls else None
+
+
 def cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
     """A cell of ``rows``: ``accuracy`` = correct / (n - errors) counts items; the interval is on
     instance means and centres on ``instance_accuracy``, the mean of the instance means (the two
-    differ when instances have unequal numbers of scored items)."""
+    differ when instances have unequal numbers of scored items). A cell of set answers adds
+    ``mean_recall``, their partial credit (RULER's ``string_match_all`` averaged)."""
     found = counts(rows)
     judged = found["n"] - found["errors"] - found["pending"]
     means = instance_means(rows)
     low, high = proportion_interval(sum(means.values()), len(means))
     categories = Counter(row["category"] for row in scored(rows) if row["category"])
+    partial = mean_recall(rows)
     return {
         **key,
         **found,
@@ -44,6 +58,7 @@ def cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
         "ci_high": high if means else None,
         "error_rate": error_rate(rows),
         "categories": dict(sorted(categories.items())),
+        **({} if partial is None else {"mean_recall": partial}),
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
@@ -123,6 +124,17 @@ def _layout_rank(task: str, position: str | None) -> int | None:
     return order.index(position) if position in order else len(order)
 
 
+def _probe_cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
+    """A probe cell; one of a family whose depth names a region (``aggregation``) also says which
+    region its pieces reached: the first and last depth of their spans, measured, not asked."""
+    found = cell(key, rows)
+    family = TASKS.find(key["task"])
+    if family is not None and family.region:
+        depths = [span["depth"] for row in rows for span in json.loads(row["spans"] or "[]")]
+        found["region"] = [min(depths), max(depths)] if depths else None
+    return found
+
+
 def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     meta = store.meta()
     config = meta.get("config") or {}
@@ -133,7 +145,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     per_case = case_results(probes, evidence_only)
     cells = with_rejections(
         [
-            cell(cell_key(task, length, depth, position, filler, _layout_rank(task, position)), group)
+            _probe_cell(cell_key(task, length, depth, position, filler, _layout_rank(task, position)), group)
             for (task, length, depth, position, filler), group in group_by(
                 probes, "task", "length_target", "depth", "position", "filler"
             ).items()

@@ -5,7 +5,10 @@ abstains when none shares two; ``fake/lexical-recent`` reads only the last half 
 so it shows a position effect; ``fake/curve-MIDPOINT`` answers as ``fake/lexical`` does with the
 chance of a known accuracy curve of length (``backends.curve``, a logistic in log length around
 ``MIDPOINT`` tokens with per-instance random effects) and abstains otherwise, so a search for the
-effective length can be checked against the truth. None sees the oracle. ``fake-remote/NAME`` is
+effective length can be checked against the truth; ``fake/blind-DEPTH`` answers as
+``fake/lexical`` does, each question of a multi-question prompt on its own ``Q<k>:`` line, but
+abstains where the answering line sits within 0.1 of ``DEPTH``, so a depth effect inside one
+prompt can be checked (``multikey``). None sees the oracle. ``fake-remote/NAME`` is
 the same model run as a remote API is run (concurrently, interleaved, through the response cache), so budgets,
 limits and caching can be tried without a network.
 """
@@ -64,6 +67,34 @@ def curve_responder(curve: LogisticCurve) -> Responder:
         depth = next((i for i, line in enumerate(lines) if line.strip() == answer), 0)
         right = curve.correct(question, len(request.token_ids), round(depth / max(len(lines), 1), 2))
         return answer if right else ABSTAIN
+
+    return respond
+
+
+BLIND_WIDTH = 0.1
+_QUESTION_LINE = re.compile(r"^(Q\d+): (.*)$", re.MULTILINE)
+
+
+def blind_responder(blind: float) -> Responder:
+    """The lexical answer to each question, abstaining where the answering line's depth (the
+    context's characters before it over all of them) is within ``BLIND_WIDTH`` of ``blind``."""
+
+    def answer(lines: list[str], question: str) -> str:
+        wanted = content_stems(question)
+        best = max(range(len(lines)), key=lambda i: len(wanted & content_stems(lines[i])), default=None)
+        if best is None or len(wanted & content_stems(lines[best])) < 2:
+            return ABSTAIN
+        total = sum(len(line) for line in lines)
+        depth = sum(len(line) for line in lines[:best]) / max(total - len(lines[best]), 1)
+        return ABSTAIN if abs(depth - blind) <= BLIND_WIDTH else lines[best].strip()
+
+    def respond(request: GenerateRequest) -> str:
+        lines, question = _context_and_question(request)
+        user = request.messages[-1]["content"]
+        if "\nQuestions:\n" not in user:
+            return answer(lines, question)
+        asked = _QUESTION_LINE.findall(user.split("\nQuestions:\n", 1)[1])
+        return "\n".join(f"{label}: {answer(lines, text)}" for label, text in asked)
 
     return respond
 
@@ -141,9 +172,12 @@ def _responder(name: str) -> Responder:
     curve = re.fullmatch(r"curve-([0-9]+)", name)
     if curve is not None and int(curve.group(1)) > 0:
         return curve_responder(LogisticCurve(float(curve.group(1))))
+    blind = re.fullmatch(r"blind-([01](?:\.[0-9]+)?)", name)
+    if blind is not None and float(blind.group(1)) <= 1.0:
+        return blind_responder(float(blind.group(1)))
     responder = RESPONDERS.get(name)
     if responder is None:
-        known = ", ".join([*sorted(RESPONDERS), "curve-MIDPOINT"])
+        known = ", ".join([*sorted(RESPONDERS), "curve-MIDPOINT", "blind-DEPTH"])
         raise BadInput(f"model: unknown fake model {name!r} (known: {known})")
     return responder
 
@@ -151,7 +185,7 @@ def _responder(name: str) -> Responder:
 @register_backend(
     "fake",
     hint="fake/NAME: a deterministic string matcher run as a local engine (docs and tests)",
-    models=lambda: [f"fake/{name}" for name in [*sorted(RESPONDERS), "curve-MIDPOINT"]],
+    models=lambda: [f"fake/{name}" for name in [*sorted(RESPONDERS), "curve-MIDPOINT", "blind-DEPTH"]],
 )
 def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
     return FakeBackend(name, _responder(name))

@@ -10,6 +10,8 @@ from rotscope.errors import BadInput
 from rotscope.types import Case, Layout
 
 _DECOY_DRAWS = 200
+REGION_WIDTH = 0.5
+"""The share of the haystack that ``spread`` pieces cover (a task over a region, ``aggregation``)."""
 
 
 def _clamp(depth: float) -> float:
@@ -28,6 +30,22 @@ def _support_depths(count: int, depth: float, rule: PlacementConfig, case_id: st
             f"{len(rule.support_depths)}"
         )
     return list(rule.support_depths[:count])
+
+
+def region(depth: float, width: float = REGION_WIDTH) -> tuple[float, float]:
+    """The region of ``width`` that the grid's ``depth`` names for ``spread`` pieces: ``depth`` is
+    the share of the haystack outside the region that precedes it, as a single piece's depth is
+    the share of filler before it (0: the region opens the haystack, 1: it closes it)."""
+    low = round(depth * (1.0 - width), 4)
+    return low, round(low + width, 4)
+
+
+def spread_depths(count: int, depth: float, width: float = REGION_WIDTH) -> list[float]:
+    """``count`` depths evenly over the region ``depth`` names, first to last (one piece: its middle)."""
+    low, high = region(depth, width)
+    if count == 1:
+        return [round((low + high) / 2, 4)]
+    return [round(low + (high - low) * i / (count - 1), 4) for i in range(count)]
 
 
 def _decoy_depths(count: int, taken: list[float], rule: PlacementConfig, rng: random.Random) -> list[float]:
@@ -58,6 +76,10 @@ def target_depths(case: Case, layout: Layout, rule: PlacementConfig, seed: int) 
 def _rule_depths(case: Case, layout: Layout, rule: PlacementConfig, seed: int) -> dict[str, float]:
     depth = layout.depth
     roles = [evidence.role for evidence in case.evidence]
+    spread = [e.evidence_id for e in case.evidence if e.role == "spread"]
+    if spread and not case.grouped:
+        over = dict(zip(spread, spread_depths(len(spread), depth), strict=True))
+        return {e.evidence_id: over.get(e.evidence_id, depth) for e in case.evidence}
     if case.grouped or "answer" not in roles:
         return {evidence.evidence_id: depth for evidence in case.evidence}
     rng = random.Random(f"{seed}:{case.case_id}:{layout.length_tokens}:{depth}")

@@ -5,7 +5,8 @@ RULER scores ``sum(ref.lower() in pred.lower()) / len(refs)``: substring contain
 string must occur as a whole word after ``normalise`` (so ``QXKPT`` is not found in ``QXKPTZ``);
 families that use this kind generate strings none of which contains another, where the two agree.
 The outcome is ``correct`` only at full recall; the strings missed are the row's ``claim_report``
-``missing`` list, from which its recall is ``1 - len(missing) / len(items)``.
+``missing`` list and its ``recall`` (``1 - len(missing) / len(items)``), which the summary averages
+per cell as ``mean_recall``.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from rotscope.scoring.deterministic import (
 )
 from rotscope.types import Case, ClaimReport, Completion, Score
 
-MISSED_LAST = "missed_last_hop"
+MISSED_ONE = "missed_one"
 PARTIAL = "partial"
 
 
@@ -39,10 +40,12 @@ def recall(reply: str, items: Sequence[str]) -> float:
 @register_scorer("set")
 def score_set(case: Case, completion: Completion, filler: str | None) -> Score:
     """Full recall is ``correct`` (a reply that also abstains is ``hedged``). A wrong reply is, in
-    this order: ``abstained`` (names nothing and abstains or is empty); ``missed_last_hop`` (every
-    item but the last, the items being in chain order); a trap's category (the family lists them:
-    a distractor chain's name, the value instead of a name); ``partial`` (some items); else the
-    generic categories. An evidence-absent control is scored as any control is."""
+    this order: ``abstained`` (names nothing and abstains or is empty); a trap's category where it
+    names a trap's value that is no item (the family lists them: a distractor chain's name, the
+    value instead of a name, a runner-up word); the category of the one item it misses (a trap
+    whose value is that item, such as a chain's ``missed_last_hop``, else ``missed_one``);
+    ``partial`` (some items); else the generic categories. The row's claim report keeps the items
+    missed and the recall. An evidence-absent control is scored as any control is."""
     oracle = case.oracle
     if completion.error is not None:
         return Score("error", "error")
@@ -50,16 +53,17 @@ def score_set(case: Case, completion: Completion, filler: str | None) -> Score:
         return score(oracle, completion, filler)
     reply = completion.text
     missing = missing_items(reply, oracle.items)
-    report = ClaimReport(missing=missing)
+    report = ClaimReport(missing=missing, recall=1.0 - len(missing) / len(oracle.items))
     if not missing:
         return Score("incorrect", HEDGED, report) if is_abstention(reply) else Score("correct", claims=report)
     if len(missing) == len(oracle.items) and (not reply.strip() or is_abstention(reply)):
         return Score("abstained", "abstained", report)
-    if len(oracle.items) > 1 and missing == (oracle.items[-1],):
-        return Score("incorrect", MISSED_LAST, report)
     for category, value in oracle.traps:
-        if contains_answer(reply, value):
+        if value not in oracle.items and contains_answer(reply, value):
             return Score("incorrect", category, report)
+    if len(oracle.items) > 1 and len(missing) == 1:
+        missed = next((c for c, value in oracle.traps if value == missing[0]), MISSED_ONE)
+        return Score("incorrect", missed, report)
     if len(missing) < len(oracle.items):
         return Score("incorrect", PARTIAL, report)
     return Score("incorrect", _wrong_answer_category(oracle, reply, filler), report)

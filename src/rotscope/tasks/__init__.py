@@ -46,11 +46,13 @@ class TaskEntry:
 
     ``analyse`` replaces the depth-pooled position effect of a family whose layouts are not depths
     (its result is merged into the task's summary); ``layout_order`` orders its named layouts in
-    tables and figures."""
+    tables and figures; ``region``: the family's depth names a region its evidence is spread over
+    (``spread`` pieces), and its cells carry the ``region`` its pieces reached."""
 
     factory: TaskFactory
     analyse: Analysis | None = None
     layout_order: tuple[str, ...] = ()
+    region: bool = False
 
 
 TASKS: Registry[TaskEntry] = Registry(
@@ -60,7 +62,7 @@ TASKS: Registry[TaskEntry] = Registry(
         f"rotscope.tasks.{name}"
         for name in (
             "niah", "nolima", "competitive", "latent", "join", "multihop", "cases", "codebase",
-            "variable_tracking", "multikey",
+            "variable_tracking", "multikey", "aggregation",
             "reasoning", "replay",
         )
     ),
@@ -68,12 +70,12 @@ TASKS: Registry[TaskEntry] = Registry(
 
 
 def register_task(
-    name: str, *, analyse: Analysis | None = None, layout_order: tuple[str, ...] = ()
+    name: str, *, analyse: Analysis | None = None, layout_order: tuple[str, ...] = (), region: bool = False
 ) -> Callable[[TaskFactory], TaskFactory]:
     """Register a factory that builds the family from the experiment config."""
 
     def add(factory: TaskFactory) -> TaskFactory:
-        TASKS.register(name)(TaskEntry(factory, analyse, layout_order))
+        TASKS.register(name)(TaskEntry(factory, analyse, layout_order, region))
         return factory
 
     return add

@@ -89,7 +89,11 @@ def build_chain_case(case_id: str, hops: int, chains: int, rng: random.Random) -
             answer=", ".join(named[0]),
             kind="set",
             items=tuple(named[0]),
-            traps=(*(("distractor_chain", name) for name in distractors), ("value_not_name", values[0])),
+            traps=(
+                *(("distractor_chain", name) for name in distractors),
+                ("value_not_name", values[0]),
+                ("missed_last_hop", named[0][-1]),
+            ),
         ),
         guarded=(*named[0], *distractors, *values),
         slices=(("hops", str(hops)), ("chains", str(chains))),
