@@ -39,19 +39,38 @@ def test_anthropic_list_prices_bill_writes_above_and_reads_below_input() -> None
         assert price.cached_input == pytest.approx(0.1 * price.input)
 
 
-def test_the_cache_estimate_writes_each_long_group_prefix_once_and_reads_it_after() -> None:
+def test_the_breakpoint_cache_estimate_writes_each_long_group_prefix_once_and_reads_it_after() -> None:
     shared = tuple(range(2000))
     prompts = [(*shared, 9000 + case, 1, 2) for case in range(4)] + [(7,) * 900]
     groups = prefix_groups(prompts)
     long = [group for group in groups if group_prefix(prompts, group) >= 1024]
     assert len(long) == 1 and len(long[0]) == 4
-    assert prompt_cache_estimate(prompts, "openai/gpt-4o") == (3 * 2000, 2000)
+    assert prompt_cache_estimate(prompts, "anthropic/claude-sonnet-4-0") == (3 * 2000, 2000)
     # A stem every prompt shares is written once and read by all the others; each group (two
     # trials of one prompt) writes the rest of its prompt once on top.
     stemmed = [(*shared, 9000 + case, *range(1200), 5, case) for case in range(3) for _ in range(2)]
-    assert prompt_cache_estimate(stemmed, "openai/gpt-4o") == (5 * 2000 + 3 * 1203, 2000 + 3 * 1203)
+    assert prompt_cache_estimate(stemmed, "anthropic/claude-sonnet-4-0") == (
+        5 * 2000 + 3 * 1203,
+        2000 + 3 * 1203,
+    )
     # Haiku caches only from 2,048 tokens: the 2,000 shared tokens are not cached there.
     assert prompt_cache_estimate(prompts, "anthropic/claude-3-5-haiku-latest") == (0, 0)
+
+
+def test_an_automatic_cache_reads_each_calls_longest_prefix_shared_within_its_group_in_steps() -> None:
+    shared = tuple(range(2000))
+    prompts = [(*shared, 9000 + case, 1, 2) for case in range(4)] + [(7,) * 900]
+    # OpenAI: the group's 2nd-4th calls each read the 2,000 shared tokens, counted in steps of 128
+    # (1,920); nothing is billed for writing; the short prompt is below 1,024 and reads nothing.
+    assert prompt_cache_estimate(prompts, "openai/gpt-4o") == (3 * 1920, 0)
+    # Gemini states no step: all 2,000.
+    assert prompt_cache_estimate(prompts, "gemini/gemini-2.5-flash") == (3 * 2000, 0)
+    # Two trials of each of three prompts that share a 2,000-token stem: each pair is a group
+    # (cutting at the stem costs nothing), and each second trial reads its whole 3,203-token
+    # prompt but the last partial step; a group's first call reads nothing.
+    stemmed = [(*shared, 9000 + case, *range(1200), 5, case) for case in range(3) for _ in range(2)]
+    assert sorted(map(sorted, prefix_groups(stemmed))) == [[0, 1], [2, 3], [4, 5]]
+    assert prompt_cache_estimate(stemmed, "openai/gpt-4o") == (3 * 3200, 0)
 
 
 def test_dry_run_shows_the_cost_with_and_without_caching(tmp_path: Path) -> None:
@@ -82,4 +101,4 @@ def test_dry_run_shows_the_cost_with_and_without_caching(tmp_path: Path) -> None
     print_dry_run(planned, console)
     text = console.export_text()
     assert f"${estimate.cost:.4f} without prompt caching, ${estimate.cost_with_caching:.4f} with it" in text
-    assert f"{writes:,} prompt tokens written to the provider's cache and {reads:,} read from it" in text
+    assert f"{writes:,} written and {reads:,} prompt tokens read from the provider's cache" in text

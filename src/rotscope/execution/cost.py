@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import TYPE_CHECKING
 
+from rotscope._util.tokens import common_prefix
 from rotscope.backends.remote import min_cacheable_tokens
 from rotscope.config import ExperimentConfig, Price
 from rotscope.errors import BadInput
@@ -138,8 +140,8 @@ class CostEstimate:
     max_output_tokens: int
     cost: float | None
     cost_with_caching: float | None = None
-    """Each prefix group's shared prefix written once and read by the group's other calls, where
-    it is at least the provider's minimum cacheable length (``prompt_cache_estimate``)."""
+    """The same calls with the provider's prompt cache, in the grouped order
+    (``prompt_cache_estimate``)."""
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
 
@@ -182,15 +184,46 @@ def estimate_plan(
     )
 
 
+AUTOMATIC_CACHE_STEP = {"openai/": 128, "gemini/": 1}
+"""Providers whose prompt cache is automatic (every prefix a call evaluated is kept, no breakpoints),
+with the granularity of a hit in tokens: OpenAI counts cached prefixes from 1,024 tokens on in
+steps of 128; Gemini's implicit cache states no step."""
+
+
 def prompt_cache_estimate(token_ids: Sequence[Sequence[int]], model: str) -> tuple[int, int]:
+    """(read, written) prompt tokens of the calls in the grouped order: from an automatic cache
+    (``AUTOMATIC_CACHE_STEP``) by ``automatic_cache_reads``, else from breakpoints by
+    ``breakpoint_cache_estimate``."""
+    step = next((value for prefix, value in AUTOMATIC_CACHE_STEP.items() if model.startswith(prefix)), None)
+    if step is None:
+        return breakpoint_cache_estimate(token_ids, min_cacheable_tokens(model))
+    return automatic_cache_reads(token_ids, min_cacheable_tokens(model), step), 0
+
+
+def automatic_cache_reads(token_ids: Sequence[Sequence[int]], least: int, step: int) -> int:
+    """Prompt tokens an automatic prefix cache serves when each prefix group runs together (the
+    grouped order, its ``prompt_cache_key`` routing the group to one cache): every call reads the
+    longest prefix it shares with an earlier call of its group, which in the group's trie order is
+    the call just before it, counted down to a multiple of ``step`` and only from ``least`` tokens
+    on. A group's first call reads nothing (another group's prefixes may sit in another cache);
+    writes cost nothing extra on these providers, so none are counted."""
+    reads = 0
+    for group in prefix_groups(token_ids):
+        for before, after in pairwise(group):
+            shared = common_prefix(token_ids[before], token_ids[after])
+            if shared >= least:
+                reads += shared - shared % step
+    return reads
+
+
+def breakpoint_cache_estimate(token_ids: Sequence[Sequence[int]], least: int) -> tuple[int, int]:
     """(read, written) prompt tokens if a provider's cache holds the stem (the prefix every prompt
     shares) from the first call on and each prefix group's shared prefix from the group's first
     call on, as the Anthropic backend's breakpoints ask: each written once and read by every later
-    call that shares it. A prefix shorter than the provider's minimum cacheable length is neither,
-    nor is the prefix of a group of one call."""
+    call that shares it. A prefix shorter than the provider's minimum cacheable length (``least``)
+    is neither, nor is the prefix of a group of one call."""
     if not token_ids:
         return 0, 0
-    least = min_cacheable_tokens(model)
     stem = group_prefix(token_ids, range(len(token_ids)))
     base = stem if stem >= least else 0
     writes, reads = base, base * (len(token_ids) - 1)

@@ -26,10 +26,11 @@ def print_dry_run(planned: DryRun, console: Console) -> None:
     if estimate.cost is not None:
         cost = f"${estimate.cost:.4f}"
     if estimate.cost_with_caching is not None:
+        written = f"{estimate.cache_write_tokens:,} written and " if estimate.cache_write_tokens else ""
         cost += (
             f" without prompt caching, ${estimate.cost_with_caching:.4f} with it "
-            f"({estimate.cache_write_tokens:,} prompt tokens written to the provider's cache and "
-            f"{estimate.cache_read_tokens:,} read from it, at list prices)"
+            f"({written}{estimate.cache_read_tokens:,} prompt tokens read from the provider's cache, "
+            "at list prices, in the grouped order)"
         )
     console.print(
         f"calls: {estimate.calls:,} ({estimate.cached_calls:,} answered by the response cache); prompt "
