@@ -101,9 +101,6 @@ class ReplicaActor:
     def __init__(self, engine: Backend) -> None:
         self.engine = engine
 
-    def pid(self) -> int:
-        return os.getpid()
-
     def generate(self, request: GenerateRequest) -> Completion:
         return asyncio.run(self.engine.generate(request))
 
@@ -144,11 +141,6 @@ class Replica:
         if self._actor is None:
             self._actor = self.pool.start_actor()
         return self._actor
-
-    async def pid(self) -> int:
-        """The process id of this worker's actor (started if none runs)."""
-        pid: int = await self.actor().pid.remote()
-        return pid
 
     async def generate(self, request: GenerateRequest) -> Completion:
         ray = self.pool.ray
