@@ -2,8 +2,9 @@
 judging and recording each call the moment it finishes.
 
 A local engine gets one worker, so items run in the planned (prefix-sharing) order; a remote API
-gets as many workers as its provider's concurrency limit. Everything stays on one event loop, so
-the run store has a single writer and a call's rows are committed together.
+gets as many workers as its provider's concurrency limit; an executor with replicas of the engine
+(``ray_executor``) gives each replica a lane of its own items. Everything stays on one event loop,
+so the run store has a single writer and a call's rows are committed together.
 """
 
 from __future__ import annotations
