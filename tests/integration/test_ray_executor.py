@@ -36,6 +36,7 @@ def ray_session() -> Iterator[None]:
     """One local Ray for the module, as ``rotscope run --executor ray`` starts it (asked for after
     the in-process runs, which would otherwise share the cores with Ray's start)."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    os.environ.setdefault("RAY_worker_niceness", "0")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     # The killing fakes below are defined here; Ray's workers cannot import this test module.
     ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])

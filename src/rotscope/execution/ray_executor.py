@@ -227,6 +227,9 @@ class RayPool:
         ray, executor = self.ray, self.executor
         if not ray.is_initialized():
             os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")  # no network at run time
+            # Ray starts its workers at niceness 15; the replicas are the run's engine, and at 15 a
+            # machine's other work takes their cores (an in-process engine runs at 0).
+            os.environ.setdefault("RAY_worker_niceness", "0")
             options: dict[str, Any] = {
                 "include_dashboard": False,
                 "log_to_driver": False,
