@@ -96,7 +96,8 @@ def shard(items: Sequence[WorkItem], workers: int) -> list[Shard]:
 
 
 class ReplicaActor:
-    """What runs in a Ray actor: one replica of the engine, answering one request at a time."""
+    """What runs in a Ray actor: one replica of the engine, answering one request at a time (ended
+    with its process by ``ray.kill``, which frees the engine with it)."""
 
     def __init__(self, engine: Backend) -> None:
         self.engine = engine
@@ -108,9 +109,6 @@ class ReplicaActor:
         clear = getattr(self.engine, "clear_cache", None)
         if clear is not None:
             clear()
-
-    def close(self) -> None:
-        self.engine.close()
 
 
 class Replica:
