@@ -10,6 +10,20 @@ into a fresh run folder. Prints, per run: wall time (Ray's start included), call
 evaluated as a multiple of the trie lower bound, whether every item id and outcome equals the
 in-process run's, and the load average (``uptime``) before and after, since the machine may be
 shared. The Ray run's shards (calls, prefix groups, lower bound of each) follow.
+
+Measured 2026-12-01 on the 2-core machine, shared with other work at a load average of 13-18 (so
+wall times are loose), the quick experiment (72 calls, bundled SmolLM2), in-process on 2 threads
+against 2 Ray workers on 1 thread each (this run's workers still at Ray's niceness 15; rotscope
+now starts them at 0):
+
+    run           wall s  calls  evaluated  x bound  same  load before -> after
+    in-process     787.8     72     17,195    1.000  yes   18.53 14.28 8.95 -> 16.44 16.56 13.38
+    ray x2         841.5     72     17,844    1.038  yes   16.44 16.56 13.38 -> 16.67 17.38 15.81
+    trie lower bound: 17,195 prompt tokens
+    ray x2 shards: 35 calls in 14 prefix groups (bound 8,791), 37 calls in 9 groups (bound 9,053)
+
+On two cores two replicas cannot beat one engine on both cores (the prefill is compute-bound);
+the point here is the same rows and a split that keeps the prefix sharing (3.8% above the bound).
 """
 
 from __future__ import annotations
