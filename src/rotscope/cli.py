@@ -152,19 +152,23 @@ def _numbers(value: str | None, kind: type, field: str) -> list[Any] | None:
 
 
 def _build(
-    config_path: Path | None, overrides: dict[str, Any], remote: dict[str, Any] | None = None
+    config_path: Path | None, overrides: dict[str, Any], sections: dict[str, dict[str, Any]] | None = None
 ) -> ExperimentConfig:
+    """The experiment: the file (or the quick experiment) with the command line's fields, and its
+    options of a section (``remote``, ``executor``) merged into the file's section."""
     from rotscope.config import quick_config_data
 
     data = read_config_file(config_path) if config_path else quick_config_data()
     given = {key: value for key, value in overrides.items() if value is not None}
     data.update(resolve_paths(given, Path.cwd()))  # a path on the command line is relative to here
-    remote = {key: value for key, value in (remote or {}).items() if value is not None}
-    if remote:
-        section = data.get("remote") or {}
+    for name, options in (sections or {}).items():
+        options = {key: value for key, value in options.items() if value is not None}
+        if not options:
+            continue
+        section = data.get(name) or {}
         if not isinstance(section, dict):
-            raise BadInput(f"{config_path}: field 'remote' must be a mapping")
-        data["remote"] = {**section, **remote}
+            raise BadInput(f"{config_path}: field {name!r} must be a mapping")
+        data[name] = {**section, **options}
     return build_config(data, str(config_path) if config_path else "quick experiment")
 
 
@@ -220,6 +224,10 @@ def run(
     max_tokens: Annotated[
         int | None, typer.Option("--max-tokens", help="Prompt-token budget of a search.")
     ] = None,
+    executor: Annotated[
+        str | None,
+        typer.Option("--executor", help="auto, inprocess or ray (workers: the config's executor section)."),
+    ] = None,
 ) -> None:
     """Run an experiment (or continue one with --resume) and show its heatmap."""
     from rotscope.analysis.summary import load_summary
@@ -247,6 +255,8 @@ def run(
         if resume is not None:
             if config is not None or plan_file is not None or base_url is not None or api_key_env is not None:
                 raise BadInput("--resume takes the run folder alone; its config.yaml is used")
+            if executor is not None:
+                raise BadInput("--resume runs on the executor in the folder's config.yaml; drop --executor")
             if pair is not None:
                 raise BadInput("--resume takes the run folder alone; a paired session's folder resumes both")
             if is_pair(resume):
@@ -269,7 +279,11 @@ def run(
                 "max_cost": max_cost,
                 "cache": {"enabled": False} if no_cache else None,
             }
-            experiment = _build(config, overrides, {"base_url": base_url, "api_key_env": api_key_env})
+            sections = {
+                "remote": {"base_url": base_url, "api_key_env": api_key_env},
+                "executor": {"kind": executor},
+            }
+            experiment = _build(config, overrides, sections)
             if search:
                 if experiment.search is not None and (max_calls or max_tokens):
                     budget = {"max_calls": max_calls, "max_tokens": max_tokens}

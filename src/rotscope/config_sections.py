@@ -202,11 +202,34 @@ class LlamaCppOptions(_Strict):
 class ExecutorConfig(_Strict):
     """Where calls run. ``auto``: a local engine in a worker process of its own (a native crash is an
     error row and a restart, not the end of the run), remote APIs on the run's event loop;
-    ``inprocess``: the engine in the run's own process."""
+    ``inprocess``: the engine in the run's own process; ``ray``: a local engine on ``workers`` Ray
+    actors (``pip install rotscope[ray]``), each owning a replica of the engine and running whole
+    prefix groups of the trie, so each replica reuses its own KV cache. This process still plans,
+    verifies, scores and is the only writer of the run store; a lost worker's call is an error row
+    (``--resume`` runs it again) and a fresh worker takes over the rest of its calls."""
 
-    kind: Literal["auto", "inprocess"] = "auto"
+    kind: Literal["auto", "inprocess", "ray"] = "auto"
     max_crashes: Int = Field(default=3, gt=0)
-    """Engine crashes in a row after which the run stops (exit 5; ``--resume`` goes on)."""
+    """Engine crashes (or lost Ray workers, per worker) in a row after which the run stops (exit 5;
+    ``--resume`` goes on)."""
+    address: str | None = None
+    """``ray`` only: ``null`` starts Ray on this machine for the run (no dashboard, no usage stats),
+    or joins the one this process already started; ``auto`` joins a running cluster; a URL
+    (``ray://HOST:PORT`` or ``HOST:PORT``) joins that cluster."""
+    workers: Int = Field(default=2, gt=0)
+    """``ray`` only: engine replicas (Ray actors), one CPU each. On one machine give each replica its
+    share of the cores with ``llamacpp.n_threads``."""
+    gpus_per_worker: Float = Field(default=0.0, ge=0.0)
+    """``ray`` only: GPUs each replica reserves (fractions share a GPU)."""
+
+    @field_validator("address")
+    @classmethod
+    def _ray_address(cls, address: str | None) -> str | None:
+        if address is None or address == "auto":
+            return address
+        if not re.fullmatch(r"(ray://)?[A-Za-z0-9._\[\]:-]+:[0-9]+", address):
+            raise ValueError(f"{address!r} is not a Ray address: null, auto, ray://HOST:PORT or HOST:PORT")
+        return address
 
 
 class GateConfig(_Strict):

@@ -69,7 +69,7 @@ FIELDS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
         {"prices": {"openai/m": {"input": 1, "output": 2, "tax": 1}}},
         ("unknown key 'prices.openai/m.tax'",),
     ),
-    "unknown-executor": ({"executor": {"workers": 2}}, ("unknown key 'executor.workers'",)),
+    "unknown-executor": ({"executor": {"replicas": 2}}, ("unknown key 'executor.replicas'",)),
     # wrong types
     "lengths-a-string": ({"lengths": "long"}, ("'lengths'",)),
     "tasks-a-string": ({"tasks": "niah"}, ("'tasks'",)),
@@ -114,6 +114,8 @@ FIELDS: dict[str, tuple[dict[str, Any], tuple[str, ...]]] = {
     "fake-model-unknown": ({"model": "fake/oracle"}, ("'oracle'",)),
     "model-gguf-missing": ({"model": "/nonexistent/x.gguf"}, ("/nonexistent/x.gguf", "not found")),
     "executor-kind": ({"executor": {"kind": "ray-cluster"}}, ("'executor.kind'",)),
+    "executor-address": ({"executor": {"kind": "ray", "address": "my cluster"}}, ("'executor.address'",)),
+    "executor-workers": ({"executor": {"kind": "ray", "workers": 0}}, ("'executor.workers'",)),
     "extra-buffers": ({"llamacpp": {"extra_buffers": "maybe"}}, ("'llamacpp.extra_buffers'",)),
     "placement-support": ({"placement": {"support": "after"}}, ("'placement.support'",)),
     "reasoning-source": ({"reasoning": {"source": "mmlu"}}, ("'reasoning.source'",)),
@@ -214,6 +216,7 @@ FLAGS: dict[str, tuple[list[str], tuple[str, ...]]] = {
     "base-url-notaurl": (["--base-url", "notaurl"], ("remote.base_url", "notaurl")),
     "api-key-env": (["--api-key-env", "not a name"], ("remote.api_key_env",)),
     "max-cost-0": (["--max-cost", "0"], ("max_cost",)),
+    "executor-unknown": (["--executor", "cluster"], ("'executor.kind'", "cluster")),
 }
 
 

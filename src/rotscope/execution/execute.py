@@ -2,8 +2,9 @@
 judging and recording each call the moment it finishes.
 
 A local engine gets one worker, so items run in the planned (prefix-sharing) order; a remote API
-gets as many workers as its provider's concurrency limit. Everything stays on one event loop, so
-the run store has a single writer and a call's rows are committed together.
+gets as many workers as its provider's concurrency limit; an executor with replicas of the engine
+(``ray_executor``) gives each replica a lane of its own items. Everything stays on one event loop,
+so the run store has a single writer and a call's rows are committed together.
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
@@ -184,10 +185,15 @@ class Execution:
         """Run ``items`` on ``workers`` tasks sharing one queue; Ctrl-C inside a call cancels the
         calls in flight (their items stay pending) and surfaces as ``KeyboardInterrupt``."""
         queue = iter(items)
+        await self.run_lanes([(self.caller, queue)] * max(1, min(workers, len(items))))
+
+    async def run_lanes(self, lanes: Sequence[tuple[Caller, Iterable[WorkItem]]]) -> None:
+        """One task per lane, each calling its items through its own caller (an executor's replica
+        of the engine); lanes given the same iterator share its queue. Stops as ``run`` says."""
         try:
             async with asyncio.TaskGroup() as group:
-                for _ in range(max(1, min(workers, len(items)))):
-                    group.create_task(self._guarded(queue))
+                for caller, queue in lanes:
+                    group.create_task(self._guarded(caller, iter(queue)))
         except* _CtrlC:
             raise KeyboardInterrupt from None
         except* EngineCrashed as crashed:
@@ -201,21 +207,21 @@ class Execution:
             # folder turns it into one line; every call recorded before it stays.
             raise failed.exceptions[0] from None
 
-    async def _guarded(self, queue: Iterator[WorkItem]) -> None:
+    async def _guarded(self, caller: Caller, queue: Iterator[WorkItem]) -> None:
         # A KeyboardInterrupt escaping a task leaves asyncio's task group in a bad state (Python
         # 3.11); carried as an ordinary exception, the group cancels the other workers cleanly.
         try:
-            await self._work(queue)
+            await self._work(caller, queue)
         except KeyboardInterrupt:
             raise _CtrlC from None
 
-    async def _work(self, queue: Iterator[WorkItem]) -> None:
+    async def _work(self, caller: Caller, queue: Iterator[WorkItem]) -> None:
         for item in queue:
-            if self.caller.budget.stopped:
+            if caller.budget.stopped:
                 self.stopped_at_budget = True
                 return
             request = item.request()
-            called = await self.caller.call(request, item.trial)
+            called = await caller.call(request, item.trial)
             if called is None:
                 self.stopped_at_budget = True
                 return
@@ -282,9 +288,7 @@ async def execute_items(
         caller.limiter.check(
             max((len(i.prompt.token_ids) for i in items), default=0) + config.generation.max_tokens
         )
-    judge = None
-    if config.judge is not None and judge_backend is not None:
-        judge = Judge(_caller(judge_backend, config.judge.model, config, budget, limiters)[0], config.judge)
+    judge = make_judge(config, judge_backend, budget, limiters)
     execution = Execution(caller, store, judge=judge, reporter=reporter)
     try:
         await execution.run(items, workers)
@@ -293,3 +297,17 @@ async def execute_items(
             if opened is not None and opened.cache is not None:
                 opened.cache.close()
     return execution.stopped_at_budget
+
+
+def make_judge(
+    config: ExperimentConfig, judge_backend: Backend | None, budget: Budget, limiters: Limiters
+) -> Judge | None:
+    """The run's judge, when its config names one, calling through the run's budget and limits."""
+    if config.judge is None or judge_backend is None:
+        return None
+    return Judge(_caller(judge_backend, config.judge.model, config, budget, limiters)[0], config.judge)
+
+
+def local_caller(backend: Backend, config: ExperimentConfig, budget: Budget) -> Caller:
+    """A caller for one replica of a local engine (an executor's worker): no cache, no limits."""
+    return _caller(backend, config.model, config, budget, Limiters(config.limits))[0]

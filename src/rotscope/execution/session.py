@@ -20,6 +20,7 @@ from rotscope.execution.cachecheck import require_clearable, run_cache_checks
 from rotscope.execution.execute import Reporter, execute_items
 from rotscope.execution.identity import check_identity, config_digest, experiment_identity
 from rotscope.execution.limits import Limiters
+from rotscope.execution.ray_executor import RayPool
 from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, check_run_dir, store_plan
 from rotscope.execution.worker import WorkerBackend
 from rotscope.plan.manifest import Deviation, build_manifest, deviations, manifest_digest
@@ -29,7 +30,10 @@ from rotscope.types import Backend, WorkItem
 
 
 def in_worker(backend: Backend, config: ExperimentConfig, reporter: Reporter | None) -> Backend:
-    """A local engine that can run in a worker process gets one (see ``rotscope.execution.worker``)."""
+    """A local engine that can run in a worker process gets one (see ``rotscope.execution.worker``);
+    on the Ray executor the engine's replicas run on Ray workers instead, checked here."""
+    if config.executor.kind == "ray":
+        return RayPool(backend, config, reporter)
     if config.executor.kind == "inprocess" or not backend.capabilities.worker_process:
         return backend
     notice = reporter.notice if reporter is not None else None
@@ -154,6 +158,10 @@ class Session:
 
     async def execute_on_loop(self, items: Sequence[WorkItem], limiters: Limiters | None = None) -> bool:
         """``execute`` on the running event loop, with ``limiters`` shared with other batches."""
+        if isinstance(self.backend, RayPool):
+            return await self.backend.execute(
+                self.config, items, self.judge_backend, self.opened(), self.reporter
+            )
         return await execute_items(
             self.config, items, self.backend, self.judge_backend, self.opened(), self.reporter, limiters
         )
