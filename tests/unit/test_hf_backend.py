@@ -16,8 +16,7 @@ import pytest
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
-from tests.cli_helpers import assert_bad_input, invoke  # noqa: E402
-
+from cli_helpers import assert_bad_input, invoke  # noqa: E402
 from rotscope.backends import create_backend  # noqa: E402
 from rotscope.backends.hf import HfBackend, KvSession, require_extra, resolve_model, reusable_prefix  # noqa: E402
 from rotscope.config import ExperimentConfig, HfOptions  # noqa: E402
