@@ -28,6 +28,7 @@ from rotscope.config_sections import FillerConfig as FillerConfig
 from rotscope.config_sections import Float as Float
 from rotscope.config_sections import GateConfig as GateConfig
 from rotscope.config_sections import GenerationConfig as GenerationConfig
+from rotscope.config_sections import HfOptions as HfOptions
 from rotscope.config_sections import Int as Int
 from rotscope.config_sections import JudgeConfig as JudgeConfig
 from rotscope.config_sections import LlamaCppOptions as LlamaCppOptions
@@ -49,6 +50,8 @@ from rotscope.position import OFFSET_PREFIX as OFFSET_PREFIX
 from rotscope.position import Position
 
 BUNDLED_MODEL = "bundled"
+HF_BUNDLED_MODEL = "hf/bundled"
+"""The bundled GGUF run by the transformers backend (``rotscope[hf]``)."""
 DEFAULT_DEPTHS: tuple[float | str, ...] = ("beginning", "midpoint", "end")
 
 
@@ -82,6 +85,8 @@ class ExperimentConfig(_Strict):
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
     llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
+    hf: HfOptions = Field(default_factory=HfOptions)
+    """Options of an ``hf/PATH`` model (transformers, in-process or in a worker process)."""
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
     remote: RemoteOptions = Field(default_factory=RemoteOptions)
@@ -210,6 +215,8 @@ def _model_path(model: object, base: Path) -> object:
         return model
     if model.startswith("llamacpp/"):
         return f"llamacpp/{_absolute(model.removeprefix('llamacpp/'), base)}"
+    if model.startswith("hf/") and model != HF_BUNDLED_MODEL:
+        return f"hf/{_absolute(model.removeprefix('hf/'), base)}"
     if model.startswith("cmd/"):  # a path; a bare command name is looked up on $PATH when run
         command = model.removeprefix("cmd/")
         return f"cmd/{_absolute(command, base)}" if "/" in command else model

@@ -199,6 +199,20 @@ class LlamaCppOptions(_Strict):
     crashes there), ``off`` never, ``on`` always."""
 
 
+class HfOptions(_Strict):
+    """Engine settings of the Hugging Face transformers backend (``hf/PATH``, ``rotscope[hf]``)."""
+
+    device: Literal["auto", "cpu", "cuda"] = "auto"
+    """``auto``: the first CUDA device when torch sees one, else the CPU."""
+    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
+    """The weights' type in memory (a GGUF file is dequantized to it)."""
+    n_threads: OptionalInt = Field(default=None, gt=0)
+    """torch's CPU threads (``torch.set_num_threads``); ``None``: one per core."""
+    prefix_cache: bool = True
+    """Keep the KV cache of the previous prompt, cropped to the prefix the next prompt shares, and
+    evaluate only the rest; ``false`` runs every prompt cold."""
+
+
 class ExecutorConfig(_Strict):
     """Where calls run. ``auto``: a local engine in a worker process of its own (a native crash is an
     error row and a restart, not the end of the run), remote APIs on the run's event loop;

@@ -87,6 +87,12 @@ def test_llamacpp_model_path_and_command_line_paths(tmp_path: Path, monkeypatch:
     assert load_config(path, {"model": "openai/gpt-3.5-turbo"}).model == "openai/gpt-3.5-turbo"
 
 
+def test_hf_model_path_resolves_against_the_experiment_file_but_hf_bundled_stays(tmp_path: Path) -> None:
+    path = _write(tmp_path / "exp" / "e.yaml", {"model": "hf/models/tiny"})
+    assert load_config(path).model == f"hf/{(tmp_path / 'exp' / 'models' / 'tiny').resolve()}"
+    assert load_config(_write(tmp_path / "b.yaml", {"model": "hf/bundled"})).model == "hf/bundled"
+
+
 def test_run_from_the_parent_folder_and_resume_from_elsewhere(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

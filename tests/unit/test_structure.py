@@ -46,7 +46,7 @@ from rotscope.types import Capabilities, Completion, GenerateRequest
 OUTSIDE_PROVIDER = "outside"
 OUTSIDE_FILLER = "outside-notes"
 OUTSIDE_HINT = "outside/NAME: a test module's own backend, registered from outside the package"
-BUILTIN_PROVIDERS = ("llamacpp", "fake", "fake-remote", "openai", "anthropic", "gemini")
+BUILTIN_PROVIDERS = ("llamacpp", "fake", "fake-remote", "openai", "anthropic", "gemini", "cmd", "hf")
 SRC = Path(rotscope.__file__).resolve().parent
 
 

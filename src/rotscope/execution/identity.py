@@ -12,6 +12,8 @@ bits and with them a greedy answer. ``n_threads`` splits the same operations ove
 changing them; ``prefix_cache`` and ``state_cache_mb`` only skip evaluations whose results are kept
 (the correctness guard and tests/unit/test_cache_control.py hold them equal); ``extra_buffers``
 changes the engine mode, and the runner already runs again every call answered in another mode.
+The same holds for the hf backend's ``n_threads`` and ``prefix_cache``; its ``device`` and ``dtype``
+change the arithmetic, so they are part of the identity.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ RUNTIME_FIELDS = {
 so ``--resume`` may change them (``order`` decides when each call is sent, never what it sends)."""
 ENGINE_RUNTIME_FIELDS = {
     "llamacpp": {"n_threads", "prefix_cache", "state_cache_mb", "extra_buffers"},
+    "hf": {"n_threads", "prefix_cache"},
     "cmd": {"timeout_s", "max_attempts", "backoff_initial_s", "backoff_max_s"},
 }
 """Engine options that cannot change an answer (see the module docstring); a command's time limit
