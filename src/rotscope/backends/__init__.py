@@ -37,6 +37,7 @@ BACKENDS: Registry[BackendEntry] = Registry(
         "rotscope.backends.anthropic",
         "rotscope.backends.gemini",
         "rotscope.backends.cmd",
+        "rotscope.backends.vllm",
     ),
 )
 """Built-ins register here as an outside package would; provider SDKs load only when a model is made."""
