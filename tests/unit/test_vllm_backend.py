@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.cli_helpers import assert_bad_input, invoke, nonsense_corpus
+from tests.cli_helpers import assert_bad_input, bpe_tokenizer_folder, invoke, nonsense_corpus
 
 from rotscope._util.tokens import common_prefix
 from rotscope.backends.fake import lexical_responder
@@ -27,10 +27,6 @@ from rotscope.store import RunStore
 from rotscope.tokenizers.remote import HFTokenizer
 from rotscope.types import GenerateRequest, GenerationParams
 
-TEMPLATE = (
-    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
-    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
-)
 BLOCK = 16
 """The stand-in's cache block: cached prefixes count in whole blocks, as vLLM's do."""
 GRID = {"tasks": ["niah"], "lengths": [1000, 2000], "depths": ["beginning", "end"], "limit": 3}
@@ -124,24 +120,8 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
 def model_folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A model folder as vLLM reads one: config.json (a 32K window) and a byte-level BPE
     tokenizer.json trained on the test corpus, with its chat template beside it."""
-    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
-
     root = tmp_path_factory.mktemp("vllm")
-    corpus = nonsense_corpus(root / "corpus")
-    model = Tokenizer(models.BPE())
-    model.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    model.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=800,
-        special_tokens=["<|user|>", "<|assistant|>", "<|end|>"],
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    model.train_from_iterator([p.read_text() for p in sorted(corpus.glob("*.txt"))], trainer)
-    folder = root / "model"
-    folder.mkdir()
-    model.save(str(folder / "tokenizer.json"))
-    (folder / "chat_template.jinja").write_text(TEMPLATE)
+    folder = bpe_tokenizer_folder(root / "model", nonsense_corpus(root / "corpus"))
     (folder / "config.json").write_text(json.dumps({"max_position_embeddings": 32768}))
     return folder
 
