@@ -88,7 +88,11 @@ def experiment(
         {
             "name": f"long-{length}",
             "model": "openai/stub",
-            "remote": {"base_url": base_url, "tokenizer": str(tokenizer / "tokenizer.json")},
+            "remote": {
+                "base_url": base_url,
+                "tokenizer": str(tokenizer / "tokenizer.json"),
+                "timeout_s": 900,
+            },
             "tasks": ["niah"],
             "lengths": [length],
             "depths": depths,
