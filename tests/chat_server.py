@@ -3,6 +3,11 @@ scripted faults (429 with Retry-After, 500, timeouts, malformed JSON, dropped co
 
 Each distinct prompt has its own script: its n-th request meets ``script[n]``, and requests past
 the script are answered. Every request is logged (prompt key, time, fault) for the assertions.
+
+Given a ``tokenize`` function (the model's tokenizer with its chat template), the server counts
+prompts with it and keeps the ids of its last ``cache_slots`` prompts as a prefix cache, reporting
+the longest prefix it shares with one of them as ``prompt_tokens_details.cached_tokens``: the
+tokens a server with prefix caching would not evaluate again.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from rotscope._util.tokens import common_prefix
 from rotscope.backends.fake import lexical_responder
 from rotscope.tokenizers.remote import ApproximateTokenizer, render_plain
 from rotscope.types import GenerateRequest, GenerationParams
@@ -57,7 +63,12 @@ class ChatServer:
     error_detail: Callable[[str | None], str] = lambda authorization: f"scripted failure for {authorization}"
     """The message of a scripted 4xx/5xx from the request's Authorization header (real providers
     echo part of a wrong key; this one echoes all of it, always)."""
+    tokenize: Callable[[Sequence[dict[str, str]]], list[int]] | None = None
+    """The server's own count of a prompt's tokens (template included); ``None``: the approximate
+    count plus ``TEMPLATE_OVERHEAD``, and no prefix cache."""
+    cache_slots: int = 4
     log: list[Logged] = field(default_factory=list)
+    _cache: list[list[int]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
 
@@ -82,6 +93,17 @@ class ChatServer:
                 fault = self.refusal
             self.log.append(Logged(key, time.monotonic(), fault, authorization))
             return fault
+
+    def count(self, messages: Sequence[dict[str, str]]) -> tuple[int, int]:
+        """(prompt tokens reported, of them read from the prefix cache)."""
+        if self.tokenize is None:
+            counted = ApproximateTokenizer().count(render_plain(messages)) + TEMPLATE_OVERHEAD
+            return self.report_prompt_tokens(counted), 0
+        ids = self.tokenize(messages)
+        with self._lock:
+            cached = max((common_prefix(ids[:-1], before) for before in self._cache), default=0)
+            self._cache = [*self._cache, ids][-self.cache_slots :]
+        return self.report_prompt_tokens(len(ids)), cached
 
     def start(self) -> ChatServer:
         server = self
@@ -133,9 +155,7 @@ class ChatServer:
                 )
                 text = server.reply(lexical_responder()(request), authorization)
                 time.sleep(server.delay_s)
-                prompt_tokens = server.report_prompt_tokens(
-                    ApproximateTokenizer().count(render_plain(messages)) + TEMPLATE_OVERHEAD
-                )
+                prompt_tokens, cached = server.count(messages)
                 completion_tokens = len(text.split())
                 answer = {
                     "id": "chatcmpl-1",
@@ -152,6 +172,7 @@ class ChatServer:
                         "prompt_tokens": prompt_tokens,
                         "completion_tokens": completion_tokens,
                         "total_tokens": prompt_tokens + completion_tokens,
+                        "prompt_tokens_details": {"cached_tokens": cached},
                     },
                 }
                 self._reply(200, json.dumps(answer).encode())

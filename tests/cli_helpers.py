@@ -52,3 +52,30 @@ def valve_corpus(folder: Path) -> Path:
         text = "".join(f"valve {line} checked.\n" for line in range(number * 60, number * 60 + 60))
         (folder / f"doc{number}.txt").write_text(text, encoding="utf-8")
     return folder
+
+
+CHAT_TEMPLATE = (
+    "{% for m in messages %}<|{{ m['role'] }}|>{{ m['content'] }}<|end|>{% endfor %}"
+    "{% if add_generation_prompt %}<|assistant|>{% endif %}"
+)
+
+
+def bpe_tokenizer_folder(folder: Path, corpus: Path, vocab_size: int = 800) -> Path:
+    """A model folder's tokenizer: a byte-level BPE ``tokenizer.json`` trained on the ``*.txt`` of
+    ``corpus`` (exact pieces, so spans verify), with ``CHAT_TEMPLATE`` as ``chat_template.jinja``."""
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    model = Tokenizer(models.BPE())
+    model.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    model.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=["<|user|>", "<|assistant|>", "<|end|>"],
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    model.train_from_iterator([path.read_text() for path in sorted(corpus.glob("*.txt"))], trainer)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save(str(folder / "tokenizer.json"))
+    (folder / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
+    return folder

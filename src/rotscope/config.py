@@ -43,6 +43,7 @@ from rotscope.config_sections import ReasoningLayout as ReasoningLayout
 from rotscope.config_sections import ReasoningSource as ReasoningSource
 from rotscope.config_sections import RemoteOptions as RemoteOptions
 from rotscope.config_sections import SearchConfig as SearchConfig
+from rotscope.config_sections import VllmOptions as VllmOptions
 from rotscope.config_sections import _Strict as _Strict
 from rotscope.errors import BadInput
 from rotscope.position import NAMED_POSITIONS as NAMED_POSITIONS
@@ -92,6 +93,8 @@ class ExperimentConfig(_Strict):
     remote: RemoteOptions = Field(default_factory=RemoteOptions)
     cmd: CmdOptions = Field(default_factory=CmdOptions)
     """Options of a ``cmd/PATH`` model (a command run once per prompt, such as an agent CLI)."""
+    vllm: VllmOptions = Field(default_factory=VllmOptions)
+    """Options of a ``vllm/PATH`` model (vLLM in this process on a local model folder)."""
     system_prompt: str | None = None
     limits: dict[str, ProviderLimits] = Field(default_factory=dict)
     """Per provider (``openai``, ``anthropic``...); a provider not listed gets the defaults."""
@@ -210,11 +213,12 @@ def _absolute(value: object, base: Path) -> object:
 
 
 def _model_path(model: object, base: Path) -> object:
-    """A model given by path (``PATH.gguf``, ``llamacpp/PATH``, ``cmd/PATH``) made absolute."""
+    """A model given by path (``PATH.gguf``, ``llamacpp/PATH``, ``vllm/PATH``, ``cmd/PATH``) made absolute."""
     if not isinstance(model, str) or model == BUNDLED_MODEL:
         return model
-    if model.startswith("llamacpp/"):
-        return f"llamacpp/{_absolute(model.removeprefix('llamacpp/'), base)}"
+    for provider in ("llamacpp/", "vllm/"):
+        if model.startswith(provider):
+            return f"{provider}{_absolute(model.removeprefix(provider), base)}"
     if model.startswith("hf/") and model != HF_BUNDLED_MODEL:
         return f"hf/{_absolute(model.removeprefix('hf/'), base)}"
     if model.startswith("cmd/"):  # a path; a bare command name is looked up on $PATH when run

@@ -213,6 +213,21 @@ class HfOptions(_Strict):
     evaluate only the rest; ``false`` runs every prompt cold."""
 
 
+class VllmOptions(_Strict):
+    """Engine settings of the ``vllm/PATH`` backend (an in-process ``vllm.LLM`` on a local model
+    folder). Prefix caching is always on; prompts go as token ids, decoding is greedy."""
+
+    batch_size: Int = Field(default=64, gt=0)
+    """Consecutive work items (in prefix order) handed to the engine at once; it schedules them
+    together and reuses their shared prefixes."""
+    gpu_memory_utilization: Float = Field(default=0.9, gt=0.0, le=1.0)
+    tensor_parallel_size: Int = Field(default=1, gt=0)
+    dtype: str = "auto"
+    """The weights' and activations' type (``auto``, ``bfloat16``, ``float16``, ``float32``)."""
+    enforce_eager: bool = False
+    """Skip CUDA graph capture (faster start, slower decoding)."""
+
+
 class ExecutorConfig(_Strict):
     """Where calls run. ``auto``: a local engine in a worker process of its own (a native crash is an
     error row and a restart, not the end of the run), remote APIs on the run's event loop;

@@ -387,6 +387,19 @@ class Backend(Protocol):
     def close(self) -> None: ...
 
 
+@runtime_checkable
+class BatchingBackend(Backend, Protocol):
+    """A backend that takes many requests at once and schedules them itself (``Capabilities.batching``:
+    vLLM). The executor hands it up to ``batch_size`` consecutive items of the run's order."""
+
+    batch_size: int
+
+    async def generate_batch(self, requests: Sequence[GenerateRequest]) -> Sequence[Completion]:
+        """One completion per request, in the order given. A fault of one request is its own error
+        completion; an exception fails the whole batch (each request becomes an error row)."""
+        ...
+
+
 class TaskFamily(Protocol):
     @property
     def name(self) -> str: ...

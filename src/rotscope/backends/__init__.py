@@ -38,6 +38,7 @@ BACKENDS: Registry[BackendEntry] = Registry(
         "rotscope.backends.gemini",
         "rotscope.backends.cmd",
         "rotscope.backends.hf",
+        "rotscope.backends.vllm",
     ),
 )
 """Built-ins register here as an outside package would; provider SDKs load only when a model is made."""

@@ -3,13 +3,17 @@ judging and recording each call the moment it finishes.
 
 A local engine gets one worker, so items run in the planned (prefix-sharing) order; a remote API
 gets as many workers as its provider's concurrency limit; an executor with replicas of the engine
-(``ray_executor``) gives each replica a lane of its own items. Everything stays on one event loop,
-so the run store has a single writer and a call's rows are committed together.
+(``ray_executor``) gives each replica a lane of its own items. A batching engine
+(``BatchingBackend``: vLLM) is handed chunks of consecutive items in that order and schedules each
+chunk itself; its results are still scored and recorded one by one, in order, as the chunk
+returns. Everything stays on one event loop, so the run store has a single writer and a call's
+rows are committed together.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
@@ -25,6 +29,7 @@ from rotscope.execution.cost import (
     estimate_cost,
     find_price,
     price_table,
+    total_estimate,
 )
 from rotscope.execution.delivery import check_delivery, delivery_tolerance
 from rotscope.execution.limits import Limiters, ProviderLimiter
@@ -40,7 +45,7 @@ from rotscope.scoring.judge import (
     undecided,
 )
 from rotscope.store import RunStore
-from rotscope.types import Backend, Completion, GenerateRequest, Score, WorkItem
+from rotscope.types import Backend, BatchingBackend, Completion, GenerateRequest, Score, WorkItem
 
 
 class Reporter(Protocol):
@@ -112,6 +117,37 @@ class Caller:
         if self.cache is not None:
             self.cache.put(cache_key(self._identity, request, trial), completion)
         return CallResult(completion, cost, cached=False)
+
+    async def call_batch(
+        self, engine: BatchingBackend, requests: Sequence[GenerateRequest]
+    ) -> list[CallResult]:
+        """The results of ``requests`` sent together to a batching local engine (uncached, unlimited;
+        the budget is reserved for the whole chunk before it goes; ``[]`` when it does not allow
+        it). An exception from the engine makes every request of the chunk an error row, retried on
+        ``--resume``; a refusal of the run (bad input) or a crashed engine still stops the run."""
+        estimate = total_estimate(
+            self.price, [len(r.token_ids) for r in requests], max(r.params.max_tokens for r in requests)
+        )
+        if not self.budget.reserve(estimate):
+            return []
+        costs: list[float | None] = []
+        try:
+            try:
+                completions = list(await engine.generate_batch(requests))
+                if len(completions) != len(requests):
+                    raise RuntimeError(f"{len(completions)} results for {len(requests)} requests")
+            except (BadInput, EngineCrashed):
+                raise
+            except Exception as error:  # the engine failed the chunk: each of its calls is an error row
+                failed = f"batch of {len(requests)}: {type(error).__name__}: {error}"
+                completions = [Completion(text="", error=failed) for _ in requests]
+            costs = [completion_cost(self.price, completion) for completion in completions]
+        finally:
+            self.budget.settle(estimate, None if None in costs else sum(c or 0.0 for c in costs))
+        return [
+            CallResult(check_delivery(request, completion, self._tolerance), cost, cached=False)
+            for request, completion, cost in zip(requests, completions, costs, strict=True)
+        ]
 
 
 @dataclass
@@ -216,6 +252,10 @@ class Execution:
             raise _CtrlC from None
 
     async def _work(self, caller: Caller, queue: Iterator[WorkItem]) -> None:
+        engine = caller.backend
+        if engine.capabilities.batching and isinstance(engine, BatchingBackend):
+            await self._work_batches(caller, engine, queue)
+            return
         for item in queue:
             if caller.budget.stopped:
                 self.stopped_at_budget = True
@@ -228,6 +268,21 @@ class Execution:
             await self._record(item, called)
             # A backend that answers without suspending (the fakes, a cache hit) would otherwise
             # keep the loop from ever running asyncio's Ctrl-C handler until the queue is empty.
+            await asyncio.sleep(0)
+
+    async def _work_batches(self, caller: Caller, engine: BatchingBackend, queue: Iterator[WorkItem]) -> None:
+        """Chunks of ``engine.batch_size`` consecutive items (prefix order, so a chunk's prompts
+        share what they can in the engine's prefix cache), each recorded item by item."""
+        while chunk := list(itertools.islice(queue, max(1, engine.batch_size))):
+            if caller.budget.stopped:
+                self.stopped_at_budget = True
+                return
+            results = await caller.call_batch(engine, [item.request() for item in chunk])
+            if not results:
+                self.stopped_at_budget = True
+                return
+            for item, called in zip(chunk, results, strict=True):
+                await self._record(item, called)
             await asyncio.sleep(0)
 
     async def _record(self, item: WorkItem, called: CallResult) -> None:

@@ -42,6 +42,7 @@ so ``--resume`` may change them (``order`` decides when each call is sent, never
 ENGINE_RUNTIME_FIELDS = {
     "llamacpp": {"n_threads", "prefix_cache", "state_cache_mb", "extra_buffers"},
     "hf": {"n_threads", "prefix_cache"},
+    "vllm": {"batch_size", "gpu_memory_utilization", "tensor_parallel_size", "enforce_eager"},
     "cmd": {"timeout_s", "max_attempts", "backoff_initial_s", "backoff_max_s"},
 }
 """Engine options that cannot change an answer (see the module docstring); a command's time limit

@@ -81,10 +81,15 @@ def shared_prefix(
 
 
 def _common_text(texts: Sequence[str]) -> str:
+    """The longest prefix of every text. Halving the span still in doubt keeps each comparison a
+    slice compare in C, so a million-token prompt takes milliseconds, not a Python loop per
+    character (seconds)."""
     shortest, longest = min(texts), max(texts)  # the common prefix of all is that of these two
-    size = 0
-    for a, b in zip(shortest, longest, strict=False):
-        if a != b:
-            break
-        size += 1
-    return shortest[:size]
+    low, high = 0, len(shortest)  # shortest[:low] is shared; nothing past shortest[:high] is
+    while low < high:
+        middle = (low + high + 1) // 2
+        if shortest[low:middle] == longest[low:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return shortest[:low]

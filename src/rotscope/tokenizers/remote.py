@@ -125,7 +125,8 @@ _BYTE_FALLBACK = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
 class HFTokenizer:
     """A Hugging Face ``tokenizer.json`` read with the ``tokenizers`` library; the chat template comes
-    from ``tokenizer_config.json`` beside it when there is one, else messages are joined plainly."""
+    from ``tokenizer_config.json`` (or ``chat_template.jinja``) beside it when there is one, else
+    messages are joined plainly."""
 
     approximate = False
 
@@ -153,6 +154,9 @@ class HFTokenizer:
                 value = config.get(key)
                 content = value.get("content") if isinstance(value, dict) else value
                 self._special[key] = content if isinstance(content, str) else ""
+        template_path = path.with_name("chat_template.jinja")
+        if not self.template and template_path.is_file():  # where transformers 5 saves it
+            self.template = template_path.read_text(encoding="utf-8")
 
     def encode(self, text: str, *, special: bool = False) -> list[int]:
         return list(self._model.encode(text, add_special_tokens=False).ids)
