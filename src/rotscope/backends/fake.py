@@ -5,7 +5,8 @@ abstains when none shares two; ``fake/lexical-recent`` reads only the last half 
 so it shows a position effect; ``fake/curve-MIDPOINT`` answers as ``fake/lexical`` does with the
 chance of a known accuracy curve of length (``backends.curve``, a logistic in log length around
 ``MIDPOINT`` tokens with per-instance random effects) and abstains otherwise, so a search for the
-effective length can be checked against the truth. None sees the oracle. ``fake-remote/NAME`` is
+effective length can be checked against the truth; ``fake/session-drop-PERCENT`` answers as
+``fake/lexical`` does but abstains on that share of questions in session filler only. None sees the oracle. ``fake-remote/NAME`` is
 the same model run as a remote API is run (concurrently, interleaved, through the response cache), so budgets,
 limits and caching can be tried without a network.
 """
@@ -19,7 +20,7 @@ from typing import Any
 
 from rotscope._util.text import content_stems
 from rotscope.backends import register_backend
-from rotscope.backends.curve import LogisticCurve
+from rotscope.backends.curve import LogisticCurve, uniform
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.local import FakeTokenizer
@@ -29,8 +30,13 @@ Responder = Callable[[GenerateRequest], str]
 
 
 def _context_and_question(request: GenerateRequest) -> tuple[list[str], str]:
+    """The context's lines and the question. In a session (no ``<context>`` in the last turn) the
+    context is every earlier turn."""
     user = request.messages[-1]["content"]
-    context = user.split("<context>", 1)[-1].split("</context>", 1)[0]
+    if "<context>" in user or len(request.messages) < 2:
+        context = user.split("<context>", 1)[-1].split("</context>", 1)[0]
+    else:
+        context = "\n".join(message["content"] for message in request.messages[:-1])
     question = re.search(r"Question: (.*)", user)
     return [line for line in context.splitlines() if line.strip()], question.group(1) if question else ""
 
@@ -64,6 +70,25 @@ def curve_responder(curve: LogisticCurve) -> Responder:
         depth = next((i for i, line in enumerate(lines) if line.strip() == answer), 0)
         right = curve.correct(question, len(request.token_ids), round(depth / max(len(lines), 1), 2))
         return answer if right else ABSTAIN
+
+    return respond
+
+
+def in_session(request: GenerateRequest) -> bool:
+    """Whether the prompt is a session (earlier turns), not one user turn holding a context."""
+    return "<context>" not in request.messages[-1]["content"] and len(request.messages) > 1
+
+
+def session_drop_responder(drop: float) -> Responder:
+    """The lexical answer, except that in a session a share ``drop`` of questions (by a hash of the
+    question and length) is abstained on: a model known to lose accuracy in sessions only."""
+    lexical = lexical_responder()
+
+    def respond(request: GenerateRequest) -> str:
+        _, question = _context_and_question(request)
+        if in_session(request) and uniform("session-drop", question, len(request.token_ids)) < drop:
+            return ABSTAIN
+        return lexical(request)
 
     return respond
 
@@ -141,9 +166,12 @@ def _responder(name: str) -> Responder:
     curve = re.fullmatch(r"curve-([0-9]+)", name)
     if curve is not None and int(curve.group(1)) > 0:
         return curve_responder(LogisticCurve(float(curve.group(1))))
+    drop = re.fullmatch(r"session-drop-([0-9]+)", name)
+    if drop is not None and int(drop.group(1)) <= 100:
+        return session_drop_responder(int(drop.group(1)) / 100)
     responder = RESPONDERS.get(name)
     if responder is None:
-        known = ", ".join([*sorted(RESPONDERS), "curve-MIDPOINT"])
+        known = ", ".join([*sorted(RESPONDERS), "curve-MIDPOINT", "session-drop-PERCENT"])
         raise BadInput(f"model: unknown fake model {name!r} (known: {known})")
     return responder
 
@@ -151,7 +179,7 @@ def _responder(name: str) -> Responder:
 @register_backend(
     "fake",
     hint="fake/NAME: a deterministic string matcher run as a local engine (docs and tests)",
-    models=lambda: [f"fake/{name}" for name in [*sorted(RESPONDERS), "curve-MIDPOINT"]],
+    models=lambda: [f"fake/{name}" for name in [*sorted(RESPONDERS), "curve-MIDPOINT", "session-drop-PERCENT"]],
 )
 def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
     return FakeBackend(name, _responder(name))
