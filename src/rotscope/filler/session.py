@@ -148,6 +148,11 @@ _FOLLOW_UPS = [
     "Keep the public signature of {function} as it is; other teams import it.",
     "Thanks. Please also update the docstring of {function}.",
 ]
+_CLOSINGS = [
+    "Good, that is fixed. Next, have a look at {function} in {file}.",
+    "The CI run for {module} is still red; please look at it next.",
+    "Fine. Leave {caller} alone for now and move on to the {module} docs.",
+]
 _NOTES = [
     "The failure is in {function}: it reads {noun}s before the {other} is loaded.",
     "I'll look at how {function} is called from {caller} next.",
@@ -276,6 +281,7 @@ def _episode(project: _Project) -> Iterator[Turn]:
     yield note()
     yield Turn("assistant", f"[tool call] grep(pattern={fields['function']!r})")
     yield Turn("tool", _grep(project, fields), "grep")
+    yield Turn("user", rng.choice(_FOLLOW_UPS).format(**project.fields()))
     yield Turn("assistant", f"Running the tests for {fields['module']}.\n[tool call] run(command='pytest')")
     yield Turn("tool", _test_run(project, fields), "run")
     if rng.random() < 0.5:
@@ -286,6 +292,7 @@ def _episode(project: _Project) -> Iterator[Turn]:
     yield Turn("tool", _diff(project, fields), "apply_patch")
     yield Turn("tool", _test_run(project, fields), "run")
     yield Turn("assistant", rng.choice(_NOTES).format(**project.fields()))
+    yield Turn("user", rng.choice(_CLOSINGS).format(**project.fields()))
 
 
 def generated_session(seed: int, avoid: frozenset[str] = frozenset()) -> Iterator[Turn]:

@@ -60,7 +60,7 @@ TASKS: Registry[TaskEntry] = Registry(
         f"rotscope.tasks.{name}"
         for name in (
             "niah", "nolima", "competitive", "latent", "join", "multihop", "cases", "codebase",
-            "variable_tracking", "multikey",
+            "variable_tracking", "multikey", "instruction",
             "reasoning", "replay",
         )
     ),
