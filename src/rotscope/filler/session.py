@@ -276,7 +276,7 @@ def _episode(project: _Project) -> Iterator[Turn]:
     fields = project.fields()
     note = lambda: Turn("assistant", rng.choice(_NOTES).format(**project.fields()))  # noqa: E731
     yield Turn("user", rng.choice(_REQUESTS).format(**fields))
-    yield Turn("assistant", f"I'll start by reading {fields['file']}.\n[tool call] read_file(path={fields['file']!r})")
+    yield Turn("assistant", f"[tool call] read_file(path={fields['file']!r})")
     yield Turn("tool", _file_read(project, fields), "read_file")
     yield note()
     yield Turn("assistant", f"[tool call] grep(pattern={fields['function']!r})")
@@ -300,8 +300,7 @@ def generated_session(seed: int, avoid: frozenset[str] = frozenset()) -> Iterato
     rng = random.Random(f"session:{seed}")
     project = _Project(rng)
     guard = _guard_pattern(avoid)
-    yield Turn("system", f"You are a coding agent working in the {project.name} repository. Use the tools to read, "
-                         "search, test and patch code; explain each step briefly.")  # fmt: skip
+    yield Turn("system", f"You are a coding agent in the {project.name} repository.")
     while True:
         for turn in _episode(project):
             if guard is None or not guard.search(turn.content):

@@ -28,6 +28,7 @@ from rotscope.prompt.session_render import (
     fit_session,
     parse_turns,
     content_starts,
+    holds_marker,
     render,
     supports_tools,
     template_parts,
@@ -168,7 +169,9 @@ class SessionBuilder:
             if message.kind != kind:
                 continue
             content = message.content
-            for offset in [0, *(i for i, c in enumerate(content) if c == "\n"), len(content)]:
+            # a tool result sent as a plain turn opens with its label line: evidence goes after it
+            first = [] if message.role != message.kind else [0]
+            for offset in [*first, *(i for i, c in enumerate(content) if c == "\n"), len(content)]:
                 if 0 < offset < len(content) and content[offset - 1] == "\n":
                     continue  # inside a run of line breaks: the tokenizer could merge across it
                 token = _token_at(offsets, char_bytes[starts[index] + offset])
@@ -272,7 +275,10 @@ def verify_session(
     ids, text = prompt.token_ids, prompt.text
     roles = [message["role"] for message in prompt.messages]
     if parse_turns(tokenizer, text, roles) != [message["content"] for message in prompt.messages]:
-        problems.append("the rendered session does not parse back into its turns (a turn marker in a content?)")
+        problems.append("the rendered session does not parse back into its turns")
+    marked = [i for i, message in enumerate(prompt.messages) if holds_marker(tokenizer, message["content"])]
+    if marked:
+        problems.append(f"turn {marked[0] + 1} holds a chat-template marker: it would break the turn boundaries")
     spans = {span.evidence_id: span for span in prompt.spans}
     reached: dict[str, float] = {}
     before = 0

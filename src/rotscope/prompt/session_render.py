@@ -97,9 +97,15 @@ def content_starts(parts: Sequence[str], contents: Sequence[str]) -> list[int]:
     return starts
 
 
+def holds_marker(tokenizer: Tokenizer, content: str) -> bool:
+    """Whether ``content`` holds a special token's text (a turn marker such as ``<|im_start|>``):
+    rendered, it would open or close a turn of its own."""
+    return tokenizer.encode(content, special=True) != tokenizer.encode(content)
+
+
 def _cut_points(content: str) -> list[int]:
-    """Where a turn may be cut: after each word."""
-    return [match.end() for match in re.finditer(r"\S+", content)]
+    """Where a turn may be cut: after each word and each mark (a line of test dots is many)."""
+    return [match.end() for match in re.finditer(r"\w+|[^\w\s]", content)]
 
 
 def _largest(fits: Callable[[int], bool], low: int, high: int) -> int:
@@ -123,18 +129,32 @@ def fit_session(
     origin: str,
 ) -> list[SessionMessage]:
     """The longest run of whole turns whose prompt (with ``final`` after it) holds at most
-    ``budget`` tokens, then the next turn truncated at a word to fill what is left."""
+    ``budget`` tokens, then the next turn truncated at a word to fill what is left.
 
-    def fits(messages: list[SessionMessage]) -> bool:
-        return count(tokenizer, [*messages, final]) <= budget
+    Sizes are estimated from each content's own token count, then settled by counting the whole
+    rendered prompt, so a long session costs a few full encodings, not one per turn."""
 
-    whole = _largest(lambda n: fits(list(turns[:n])), 0, len(turns))
-    if whole < 0:
+    def total(messages: Sequence[SessionMessage]) -> int:
+        return count(tokenizer, [*messages, final])
+
+    sizes = [tokenizer.count(turn.content) for turn in turns]
+    overhead = total(turns[:1]) - total([]) - sizes[0] if turns else 0
+    base = total([])
+    if base > budget:
         raise BadInput(f"filler: the question turn alone is longer than {budget} tokens")
+    estimate, used = 0, base
+    while estimate < len(turns) and used + sizes[estimate] + overhead <= budget:
+        used += sizes[estimate] + overhead
+        estimate += 1
+    whole = estimate
+    while whole > 0 and total(turns[:whole]) > budget:
+        whole -= 1
+    while whole < len(turns) and total(turns[: whole + 1]) <= budget:
+        whole += 1
     kept = list(turns[:whole])
     if whole == len(turns):
         raise BadInput(
-            f"filler: session {origin} has {count(tokenizer, kept)} tokens but a length needs {budget}; "
+            f"filler: session {origin} has {total(kept) - base} tokens but a length needs {budget}; "
             "use a longer transcript or set filler.allow_repeat: true"
         )
     nxt = turns[whole]
@@ -143,5 +163,11 @@ def fit_session(
     def truncated(n: int) -> SessionMessage:
         return SessionMessage(nxt.role, nxt.content[: points[n - 1]] + TRUNCATED, nxt.kind)
 
-    words = _largest(lambda n: fits([*kept, truncated(n)]), 1, len(points))
+    if not points:
+        return kept
+    room = budget - total(kept)
+    shortest = total([*kept, truncated(1)]) - total(kept) - tokenizer.count(truncated(1).content)
+    words = _largest(lambda n: tokenizer.count(truncated(n).content) + shortest <= room, 1, len(points))
+    while words >= 1 and total([*kept, truncated(words)]) > budget:
+        words -= 1
     return [*kept, truncated(words)] if words >= 1 else kept
