@@ -127,7 +127,10 @@ def _layout_rank(task: str, position: str | None) -> int | None:
 def _split_session(rows: list[Row]) -> list[tuple[bool, list[Row]]]:
     """Rows in static filler, then those in session filler (the same control in two fillers is
     two entries); a part with no rows is left out."""
-    parts = [(False, [r for r in rows if r["filler"] != SESSION]), (True, [r for r in rows if r["filler"] == SESSION])]
+    parts = [
+        (False, [r for r in rows if r["filler"] != SESSION]),
+        (True, [r for r in rows if r["filler"] == SESSION]),
+    ]
     return [(session, part) for session, part in parts if part]
 
 

@@ -6,7 +6,8 @@ so it shows a position effect; ``fake/curve-MIDPOINT`` answers as ``fake/lexical
 chance of a known accuracy curve of length (``backends.curve``, a logistic in log length around
 ``MIDPOINT`` tokens with per-instance random effects) and abstains otherwise, so a search for the
 effective length can be checked against the truth; ``fake/session-drop-PERCENT`` answers as
-``fake/lexical`` does but abstains on that share of questions in session filler only. None sees the oracle. ``fake-remote/NAME`` is
+``fake/lexical`` does but abstains on that share of questions in session filler only. None sees the
+oracle. ``fake-remote/NAME`` is
 the same model run as a remote API is run (concurrently, interleaved, through the response cache), so budgets,
 limits and caching can be tried without a network.
 """
@@ -179,7 +180,9 @@ def _responder(name: str) -> Responder:
 @register_backend(
     "fake",
     hint="fake/NAME: a deterministic string matcher run as a local engine (docs and tests)",
-    models=lambda: [f"fake/{name}" for name in [*sorted(RESPONDERS), "curve-MIDPOINT", "session-drop-PERCENT"]],
+    models=lambda: [
+        f"fake/{name}" for name in [*sorted(RESPONDERS), "curve-MIDPOINT", "session-drop-PERCENT"]
+    ],
 )
 def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
     return FakeBackend(name, _responder(name))

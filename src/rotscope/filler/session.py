@@ -57,7 +57,9 @@ def session_turns(config: FillerConfig, seed: int, avoid: frozenset[str] = froze
 
 
 @register_filler("session", describe=lambda config: f"session:{session_source(config)}")
-def session_documents(config: FillerConfig, seed: int, avoid: frozenset[str] = frozenset()) -> Iterator[Document]:
+def session_documents(
+    config: FillerConfig, seed: int, avoid: frozenset[str] = frozenset()
+) -> Iterator[Document]:
     """The session's turns as documents (one per turn), for readers that want text alone."""
     for number, turn in enumerate(session_turns(config, seed, avoid), start=1):
         yield Document(name=f"turn-{number}-{turn.role}", text=turn.content)
@@ -80,7 +82,9 @@ def _text_content(content: Any, where: str) -> str:
                 raise BadInput(f"{where}: content parts must be objects with a string 'text'")
             texts.append(part["text"])
         return "\n".join(texts)
-    raise BadInput(f"{where}: content must be a string, a list of text parts or null, not {type(content).__name__}")
+    raise BadInput(
+        f"{where}: content must be a string, a list of text parts or null, not {type(content).__name__}"
+    )
 
 
 def _tool_calls(calls: Any, where: str) -> str:
@@ -120,7 +124,10 @@ def load_transcript(path: Path, encoding: str = "utf-8") -> list[Turn]:
     """A transcript file's turns; a bad line is one error naming ``path:line``."""
     if not path.is_file():
         raise BadInput(f"filler.source: {path} does not exist")
-    turns = [parse_message(record, f"{path}:{number}") for number, record in read_jsonl(path, encoding, ENCODING_HINT)]
+    turns = [
+        parse_message(record, f"{path}:{number}")
+        for number, record in read_jsonl(path, encoding, ENCODING_HINT)
+    ]
     if not any(turn.role != "system" for turn in turns):
         raise BadInput(f"filler.source: {path} holds no user, assistant or tool message")
     return turns
@@ -133,11 +140,13 @@ _VOWELS = ["a", "e", "i", "o", "u", "ea", "io"]
 _CODAS = ["", "n", "r", "l", "x", "t", "sk", "m"]
 _VERBS = ["load", "parse", "merge", "flush", "resolve", "render", "index", "sync", "encode", "prune"]
 _NOUNS = ["config", "batch", "token", "segment", "manifest", "cursor", "ledger", "shard", "window", "payload"]
-_ERRORS = [("KeyError", "'{noun}_id'"), ("TypeError", "unsupported operand type(s) for +: 'int' and 'NoneType'"),
-           ("AssertionError", "assert {a} == {b}"), ("ValueError", "invalid literal for int() with base 10: '{noun}'"),
+_ERRORS = [("KeyError", "'{noun}_id'"),
+           ("TypeError", "unsupported operand type(s) for +: 'int' and 'NoneType'"),
+           ("AssertionError", "assert {a} == {b}"),
+           ("ValueError", "invalid literal for int() with base 10: '{noun}'"),
            ("AttributeError", "'NoneType' object has no attribute '{verb}'")]  # fmt: skip
 _REQUESTS = [
-    "The {module} tests started failing after yesterday's change to {function}. Can you find out why and fix it?",
+    "The {module} tests started failing after yesterday's change to {function}. Can you find out why?",
     "Please add a --dry-run flag to the {module} command; it should print what {function} would do.",
     "{function} is slow on large inputs. Profile it and make it faster without changing its output.",
     "Users report that {function} drops the last {noun} when the input ends without a newline. Fix it.",
@@ -173,7 +182,9 @@ class _Project:
 
     def word(self) -> str:
         rng = self.rng
-        return "".join(rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(rng.randint(2, 3)))
+        return "".join(
+            rng.choice(_ONSETS) + rng.choice(_VOWELS) + rng.choice(_CODAS) for _ in range(rng.randint(2, 3))
+        )
 
     def fields(self) -> dict[str, str]:
         rng = self.rng
@@ -192,8 +203,11 @@ class _Project:
 
 def _file_read(project: _Project, fields: dict[str, str]) -> str:
     rng = project.rng
-    lines = [f'"""{fields["module"].capitalize()}: {rng.choice(_VERBS)}s {rng.choice(_NOUNS)}s for {project.name}."""', "",
-             "from __future__ import annotations", "", f"import {rng.choice(project.modules)}", ""]  # fmt: skip
+    summary = (
+        f"{fields['module'].capitalize()}: {rng.choice(_VERBS)}s {rng.choice(_NOUNS)}s for {project.name}."
+    )
+    lines = [f'"""{summary}"""', "", "from __future__ import annotations", "",
+             f"import {rng.choice(project.modules)}", ""]  # fmt: skip
     for function in rng.sample(project.functions, 3):
         noun, other = rng.choice(_NOUNS), rng.choice(_NOUNS)
         lines += [
@@ -214,7 +228,10 @@ def _grep(project: _Project, fields: dict[str, str]) -> str:
     hits = []
     for _ in range(int(fields["count"])):
         module = rng.choice(project.modules)
-        hits.append(f"src/{project.name}/{module}.py:{rng.randint(3, 400)}:    value = {fields['function']}({rng.choice(_NOUNS)})")
+        hits.append(
+            f"src/{project.name}/{module}.py:{rng.randint(3, 400)}:"
+            f"    value = {fields['function']}({rng.choice(_NOUNS)})"
+        )
     return "\n".join(hits)
 
 
@@ -222,7 +239,9 @@ def _test_run(project: _Project, fields: dict[str, str]) -> str:
     rng = project.rng
     passed, failed = rng.randint(20, 140), rng.randint(1, 4)
     error, message = rng.choice(_ERRORS)
-    message = message.format(noun=fields["noun"], verb=rng.choice(_VERBS), a=rng.randint(1, 99), b=rng.randint(1, 99))
+    message = message.format(
+        noun=fields["noun"], verb=rng.choice(_VERBS), a=rng.randint(1, 99), b=rng.randint(1, 99)
+    )
     test = f"test_{fields['function']}_{rng.choice(['empty', 'large', 'unicode', 'none', 'nested'])}"
     return "\n".join([
         f"$ python -m pytest tests/test_{fields['module']}.py -q",
@@ -259,7 +278,7 @@ def _plan(project: _Project, fields: dict[str, str]) -> str:
         "Plan:",
         f"1. Change {fields['function']} to build the {fields['noun']} index once.",
         f"2. Cache the {fields['other']} in {fields['caller']} between calls.",
-        f"3. Rewrite test_{fields['module']} around the new cache, then drop the old {rng.choice(_NOUNS)} path.",
+        f"3. Rewrite test_{fields['module']} around the cache, then drop the old {rng.choice(_NOUNS)} path.",
     ])  # fmt: skip
 
 
@@ -270,15 +289,19 @@ def _abandon(project: _Project, fields: dict[str, str]) -> str:
     )
 
 
+def _note(project: _Project) -> Turn:
+    """The assistant's note between steps."""
+    return Turn("assistant", project.rng.choice(_NOTES).format(**project.fields()))
+
+
 def _episode(project: _Project) -> Iterator[Turn]:
     """One step of the session: a request, reads, a grep, a test run, a plan, a fix."""
     rng = project.rng
     fields = project.fields()
-    note = lambda: Turn("assistant", rng.choice(_NOTES).format(**project.fields()))  # noqa: E731
     yield Turn("user", rng.choice(_REQUESTS).format(**fields))
     yield Turn("assistant", f"[tool call] read_file(path={fields['file']!r})")
     yield Turn("tool", _file_read(project, fields), "read_file")
-    yield note()
+    yield _note(project)
     yield Turn("assistant", f"[tool call] grep(pattern={fields['function']!r})")
     yield Turn("tool", _grep(project, fields), "grep")
     yield Turn("user", rng.choice(_FOLLOW_UPS).format(**project.fields()))
@@ -288,7 +311,7 @@ def _episode(project: _Project) -> Iterator[Turn]:
         yield Turn("assistant", _plan(project, fields))
         yield Turn("user", rng.choice(_FOLLOW_UPS).format(**fields))
         yield Turn("assistant", _abandon(project, fields))
-    yield note()
+    yield _note(project)
     yield Turn("tool", _diff(project, fields), "apply_patch")
     yield Turn("tool", _test_run(project, fields), "run")
     yield Turn("assistant", rng.choice(_NOTES).format(**project.fields()))

@@ -22,13 +22,17 @@ _CHARS_PER_TOKEN = 6
 """Characters of turns read per token of the longest length: more than any tokenizer needs."""
 
 
-def session_layouts(case: Case, config: ExperimentConfig, control_position: str, own_position: str) -> list[Layout]:
+def session_layouts(
+    case: Case, config: ExperimentConfig, control_position: str, own_position: str
+) -> list[Layout]:
     """The case's layouts in session filler: the grid's (or its pins'), each named ``session``.
     An evidence-only control has no filler to be in, so none."""
     if case.evidence_only:
         return []
     if config.offsets() or any(Position.parse(spec).offset_tokens is not None for _, spec in case.pins):
-        raise BadInput("depths: token offsets (@N) are not supported with session filler; use fractions or names")
+        raise BadInput(
+            "depths: token offsets (@N) are not supported with session filler; use fractions or names"
+        )
     if case.control:
         lengths = sorted({length for length, _ in case.pins}) if case.pins else list(config.lengths)
         return [Layout(length, 0.0, control_position, SESSION_FILLER) for length in lengths]
@@ -38,7 +42,9 @@ def session_layouts(case: Case, config: ExperimentConfig, control_position: str,
     if case.own_depths:
         return [Layout(length, 0.0, own_position, SESSION_FILLER) for length in config.lengths]
     return [
-        Layout(length, depth, name, SESSION_FILLER) for length in config.lengths for depth, name in config.positions()
+        Layout(length, depth, name, SESSION_FILLER)
+        for length in config.lengths
+        for depth, name in config.positions()
     ]
 
 
@@ -71,7 +77,9 @@ def session_prompts(
     the rejections, and what the run records of the session."""
     longest = max([*config.lengths, *(length for case, _ in numbered for length, _ in case.pins)])
     generated = session_source(config.filler) == GENERATED
-    count = min(config.filler.variants, 1 + max((index for _, index in numbered), default=0)) if generated else 1
+    count = (
+        min(config.filler.variants, 1 + max((index for _, index in numbered), default=0)) if generated else 1
+    )
     variants = [_read_turns(config, variant_seed(config.seed, v), guarded, longest) for v in range(count)]
     digest = _digest(variants)
     origin = describe_filler(config.filler)

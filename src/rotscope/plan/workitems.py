@@ -210,7 +210,9 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     if config.filler.kind != "session":
         return _build_plan(config, config, backend)
     static = config.filler.static
-    return _build_plan(config, None if static is None else config.model_copy(update={"filler": static}), backend)
+    return _build_plan(
+        config, None if static is None else config.model_copy(update={"filler": static}), backend
+    )
 
 
 def _build_plan(config: ExperimentConfig, static: ExperimentConfig | None, backend: Backend) -> Plan:

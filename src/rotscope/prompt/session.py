@@ -25,15 +25,16 @@ from rotscope.prompt.placement import target_depths
 from rotscope.prompt.session_render import (
     SESSION_FILLER,
     SessionMessage,
-    fit_session,
-    parse_turns,
     content_starts,
+    fit_session,
     holds_marker,
+    parse_turns,
     render,
     supports_tools,
     template_parts,
     to_message,
 )
+
 __all__ = ["SESSION_FILLER", "SessionBuilder", "question_turn", "verify_session"]
 
 from rotscope.types import Case, Evidence, Layout, RenderedPrompt, Span, Tokenizer
@@ -129,7 +130,9 @@ class SessionBuilder:
         session = self.session(case, layout.length_tokens)
         final = SessionMessage("user", question_turn(case), "user")
         targets = target_depths(case, layout, self.placement, self.seed)
-        candidates = {e.evidence_id: self._candidates(session, final, e, targets[e.evidence_id]) for e in case.evidence}
+        candidates = {
+            e.evidence_id: self._candidates(session, final, e, targets[e.evidence_id]) for e in case.evidence
+        }
         reasons: list[str] = []
         for attempt in range(_CANDIDATE_TRIES):
             placed = []
@@ -162,7 +165,7 @@ class SessionBuilder:
         starts = self._starts([*session, final])
         char_bytes = _char_bytes(text)
         offsets = _byte_offsets(self.tokenizer, ids)
-        begin = _token_at(offsets, char_bytes[starts[_first_turn(session + [final])]])
+        begin = _token_at(offsets, char_bytes[starts[_first_turn([*session, final])]])
         end = _token_at(offsets, char_bytes[starts[-1]]) - begin
         points: list[tuple[float, int, int]] = []
         for index, message in enumerate(session):
@@ -190,9 +193,7 @@ class SessionBuilder:
             # pieces after this one in the same message have moved by this unit
             moved = [(at + len(piece.unit), other) for at, other in inserted.get(piece.message, [])]
             inserted[piece.message] = [*moved, (piece.offset, piece)]
-        messages = [
-            SessionMessage(m.role, contents[i], m.kind) for i, m in enumerate(session)
-        ] + [final]
+        messages = [SessionMessage(m.role, contents[i], m.kind) for i, m in enumerate(session)] + [final]
         text = render(self.tokenizer, messages)
         ids = self.tokenizer.encode(text, special=True)
         starts = self._starts(messages)
@@ -278,7 +279,9 @@ def verify_session(
         problems.append("the rendered session does not parse back into its turns")
     marked = [i for i, message in enumerate(prompt.messages) if holds_marker(tokenizer, message["content"])]
     if marked:
-        problems.append(f"turn {marked[0] + 1} holds a chat-template marker: it would break the turn boundaries")
+        problems.append(
+            f"turn {marked[0] + 1} holds a chat-template marker: it would break the turn boundaries"
+        )
     spans = {span.evidence_id: span for span in prompt.spans}
     reached: dict[str, float] = {}
     before = 0
@@ -288,19 +291,25 @@ def verify_session(
         reached[span.evidence_id] = filler_before / prompt.haystack_tokens if prompt.haystack_tokens else 0.0
     copies = Counter(evidence.text for evidence in case.evidence)
     for evidence in case.evidence:
-        span = spans.get(evidence.evidence_id)
-        if span is None or span.token_start < 0 or span.token_end < 0:
+        found = spans.get(evidence.evidence_id)
+        if found is None or found.token_start < 0 or found.token_end < 0:
             problems.append(f"evidence {evidence.evidence_id} does not start and end at token boundaries")
             continue
+        span = found
         piece = tokenizer.decode(ids[span.token_start : span.token_end])
         if piece not in (evidence_unit(evidence, True), evidence_unit(evidence, False)):
-            problems.append(f"evidence {evidence.evidence_id} is not at its span [{span.token_start}, {span.token_end})")
+            problems.append(
+                f"evidence {evidence.evidence_id} is not at its span [{span.token_start}, {span.token_end})"
+            )
         if text.count(evidence.text) != copies[evidence.text]:
-            problems.append(f"evidence {evidence.evidence_id} occurs {text.count(evidence.text)} times in the prompt")
+            problems.append(
+                f"evidence {evidence.evidence_id} occurs {text.count(evidence.text)} times in the prompt"
+            )
         asked = targets.get(evidence.evidence_id, layout.depth)
         if abs(reached[evidence.evidence_id] - asked) > depth_tolerance:
             problems.append(
-                f"evidence {evidence.evidence_id} sits at depth {reached[evidence.evidence_id]:.2f}, asked {asked:.2f} "
+                f"evidence {evidence.evidence_id} sits at depth {reached[evidence.evidence_id]:.2f}, "
+                f"asked {asked:.2f} "
                 f"(tolerance {depth_tolerance}; the session has {prompt.haystack_tokens} tokens)"
             )
     allowed = max(1, int(tolerance * layout.length_tokens))

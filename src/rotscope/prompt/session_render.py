@@ -66,7 +66,9 @@ def template_parts(tokenizer: Tokenizer, roles: Sequence[str]) -> list[str]:
     for i in range(len(roles)):
         before, found, text = text.partition(_PLACEHOLDER.format(i))
         if not found:
-            raise BadInput(f"{tokenizer.name}: the chat template does not place message {i} ({roles[i]}) once")
+            raise BadInput(
+                f"{tokenizer.name}: the chat template does not place message {i} ({roles[i]}) once"
+            )
         parts.append(before)
     return [*parts, text]
 

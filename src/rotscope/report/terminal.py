@@ -381,7 +381,8 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         outcome = (
             f"{control['correct']}/{scored} complied by chance (base rate without the instruction)"
             if control["task"] == INSTRUCTION_TASK
-            else f"{control['correct']}/{scored} abstained correctly, {control['hallucinated']} answered anyway"
+            else f"{control['correct']}/{scored} abstained correctly, "
+            f"{control['hallucinated']} answered anyway"
         )
         console.print(f"evidence-absent control {control['task']} @ {control['length']:,}{where}: {outcome}")
     for line in filler_gap_lines(summary.get("filler_gap") or []):

@@ -38,7 +38,9 @@ def _case(index: int, inventor: Inventor) -> Case:
     guarded: tuple[str, ...] = ()
     if rule == "ms":
         seconds = inventor.number(2, 95) / 10
-        text = f"From now on, report every duration in milliseconds, never in seconds or minutes (team {name})."
+        text = (
+            f"From now on, report every duration in milliseconds, never in seconds or minutes (team {name})."
+        )
         question = f"The {name} build step took {seconds} seconds. How long did the {name} build step take?"
         answer = "ms"
     elif rule == "avoid":

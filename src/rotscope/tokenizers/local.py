@@ -5,10 +5,9 @@ Every length and span in rotscope is counted with these, on the final rendered p
 
 from __future__ import annotations
 
-import functools
-
 import bisect
 import ctypes
+import functools
 import hashlib
 import re
 from abc import ABC, abstractmethod
