@@ -262,6 +262,13 @@ def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
         for key in keys:
             if section is not None and key in section:
                 section[key] = _absolute(section[key], base)
+    filler = _section(data, "filler")
+    if filler is not None and filler.get("source") not in (None, "generated"):
+        filler["source"] = _absolute(filler["source"], base)
+    static = _section(filler, "static") if filler is not None else None
+    for key in ("path", "glob", "jsonl"):
+        if static is not None and key in static:
+            static[key] = _absolute(static[key], base)
     for owner, name in ((data, "remote"), (_section(data, "judge"), "remote"), (data, "cmd")):
         section = _section(owner, name) if owner is not None else None
         if section is not None and "tokenizer" in section:

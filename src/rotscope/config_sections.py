@@ -76,6 +76,16 @@ class FillerConfig(_Strict):
     is not half of the data; each variant adds about one longest haystack to the prefix-reuse
     bound (examples/quick-v1.yaml: 15,299 tokens with 1, 17,195 with 3). A corpus with fewer
     documents than asked gives fewer; the summary's ``corpus.variants`` states the number used."""
+    source: str | None = None
+    """``session`` filler: ``generated`` (a seeded, invented coding-agent session; the default) or
+    the path of a transcript, JSON Lines of OpenAI-style messages (``role``, ``content``, an
+    assistant's ``tool_calls``), one message a line."""
+    turn: Literal["tool", "user", "assistant"] = "tool"
+    """``session`` filler: the kind of turn evidence goes in (a family may ask for its own: an
+    instruction goes in a user turn)."""
+    static: FillerConfig | None = None
+    """``session`` filler: a static filler run on the same cases and layouts, so the summary's
+    ``filler_gap`` pairs the session against it on cases (same probe, equal token length)."""
     options: dict[str, Any] = Field(default_factory=dict)
     """Settings of a source registered by an outside package, which validates them itself."""
 
@@ -83,6 +93,14 @@ class FillerConfig(_Strict):
     @classmethod
     def _known_encoding(cls, encoding: str) -> str:
         return check_encoding(encoding)
+
+    @model_validator(mode="after")
+    def _session_keys(self) -> FillerConfig:
+        if self.kind != "session" and (self.source is not None or self.static is not None):
+            raise ValueError("source and static are settings of session filler (kind: session)")
+        if self.static is not None and self.static.kind == "session":
+            raise ValueError("static: the filler compared with a session must be a static one")
+        return self
 
 
 class PlacementConfig(_Strict):

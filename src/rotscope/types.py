@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Outcome = Literal["correct", "incorrect", "abstained", "error"]
-AnswerKind = Literal["phrase", "number", "choice", "set"]
+AnswerKind = Literal["phrase", "number", "choice", "set", "instruction"]
 
 
 Role = Literal["answer", "support", "decoy", "superseded", "spread"]
@@ -44,6 +44,9 @@ class Evidence:
     """The corpus document (its name in the filler) that already holds ``text`` as a line: the
     layout then moves that document so the line lands at the asked depth, and inserts nothing.
     ``None``: the text is inserted."""
+    turn: str | None = None
+    """In session filler, the kind of turn the piece goes in (``user`` for an instruction the user
+    gave); ``None``: the filler's ``turn``. Static filler ignores it."""
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,9 @@ class Oracle:
     kind: AnswerKind = "phrase"
     """``phrase``: the answer is found anywhere in the reply. ``number`` and ``choice``: the reply must
     end with ``Answer: <number>`` or ``Answer: <letter>`` (the prompt asks for that format). ``set``:
-    every string of ``items`` must be in the reply (RULER's ``string_match_all``)."""
+    every string of ``items`` must be in the reply (RULER's ``string_match_all``). ``instruction``:
+    the reply must comply with the rule ``answer`` names (``scoring.instruction``), in controls
+    too, where compliance is accidental."""
     items: tuple[str, ...] = ()
     """The strings a ``set`` answer must all name, in the order that gives them meaning (a chain's
     hops); ``answer`` is their display form."""
@@ -130,12 +135,15 @@ class Case:
     ``depths``: a fraction, a name or ``@N``. ``()``: the grid's layouts."""
 
     def absent_control(self) -> Case:
+        """The case without its evidence. A reply is checked as the case's own when the oracle
+        is a rule to follow (``instruction``): compliance there is the base rate by chance."""
+        keeps_oracle = self.oracle.kind == "instruction"
         return Case(
             case_id=f"{self.case_id}{ABSENT_SUFFIX}",
             task=self.task,
             evidence=(),
             question=self.question,
-            oracle=Oracle(answer="", abstain=True),
+            oracle=self.oracle if keeps_oracle else Oracle(answer="", abstain=True),
             control=True,
             guarded=self.guarded,
             parts=tuple((label, part.absent_control()) for label, part in self.parts),

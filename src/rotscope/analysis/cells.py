@@ -71,9 +71,12 @@ def cell_key(
     order: int | None = None,
 ) -> dict[str, Any]:
     """A cell's identity. Cells of a family with named layouts and filler types (reasoning) carry the
-    layout's name in ``layout`` and in ``depth``, the filler type in ``filler``, and the layout's
-    place in the family's order in ``layout_order``."""
+        layout's name in ``layout`` and in ``depth``, the filler type in ``filler``, and the layout's
+        place in the family's order in ``layout_order``. Cells in session filler keep the grid's depth and
+    carry ``filler: session``."""
     if filler is None:
         return {"task": task, "length": length, "depth": depth, "position": position}
+    if order is None:  # a filler of the experiment's (session), its depths the grid's
+        return {"task": task, "length": length, "depth": depth, "position": position, "filler": filler}
     return {"task": task, "length": length, "depth": position, "position": position, "layout": position,
             "filler": filler, "layout_order": order}  # fmt: skip

@@ -12,6 +12,7 @@ from typing import Any
 from rotscope.analysis.cache_checks import summarise_checks
 from rotscope.analysis.cases import case_results
 from rotscope.analysis.cells import cell, cell_key, counts
+from rotscope.analysis.fillers import SESSION, filler_gaps
 from rotscope.analysis.headline import effective_lengths_by_task
 from rotscope.analysis.rejections import with_rejections
 from rotscope.analysis.tasks import effective_lengths, task_analysis
@@ -135,6 +136,16 @@ def _probe_cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
     return found
 
 
+def _split_session(rows: list[Row]) -> list[tuple[bool, list[Row]]]:
+    """Rows in static filler, then those in session filler (the same control in two fillers is
+    two entries); a part with no rows is left out."""
+    parts = [
+        (False, [r for r in rows if r["filler"] != SESSION]),
+        (True, [r for r in rows if r["filler"] == SESSION]),
+    ]
+    return [(session, part) for session, part in parts if part]
+
+
 def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     meta = store.meta()
     config = meta.get("config") or {}
@@ -185,14 +196,18 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         # Each task's own effective length, led by the hardest probe in band (analysis/headline.py).
         "effective_lengths": effective_lengths_by_task(analyses),
         "tasks": analyses,
+        # The same probe in static and session filler, paired on cases (analysis/fillers.py).
+        "filler_gap": filler_gaps(probes),
         "controls": [
             {
                 "task": task,
                 "length": length,
                 **counts(group),
                 "hallucinated": sum(row["category"] == "hallucinated" for row in group),
+                **({"filler": SESSION} if session else {}),
             }
-            for (task, length), group in group_by(controls, "task", "length_target").items()
+            for (task, length), by_length in group_by(controls, "task", "length_target").items()
+            for session, group in _split_session(by_length)
         ],
         "evidence_only": [
             {"task": task, **counts(group), "accuracy": cell({}, group)["accuracy"]}

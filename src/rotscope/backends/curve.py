@@ -22,7 +22,7 @@ _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(40)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
 
 
-def _uniform(*parts: object) -> float:
+def uniform(*parts: object) -> float:
     """A number in (0, 1) fixed by ``parts``."""
     digest = hashlib.sha256("\x1f".join(map(str, parts)).encode()).digest()
     return (int.from_bytes(digest[:8], "big") + 0.5) / 2**64
@@ -38,7 +38,7 @@ class LogisticCurve:
 
     def effect(self, instance: str) -> float:
         """The instance's random effect ``u_i``."""
-        return self.spread * NormalDist().inv_cdf(_uniform(self.seed, "effect", instance))
+        return self.spread * NormalDist().inv_cdf(uniform(self.seed, "effect", instance))
 
     def chance(self, instance: str, length: float) -> float:
         z = self.slope * math.log(self.midpoint / length) + self.effect(instance)
@@ -46,7 +46,7 @@ class LogisticCurve:
 
     def correct(self, instance: str, length: int, depth: object) -> bool:
         """Whether the call at this instance, length and depth is answered right."""
-        return _uniform(self.seed, "call", instance, length, depth) < self.chance(instance, length)
+        return uniform(self.seed, "call", instance, length, depth) < self.chance(instance, length)
 
     def score(self, length: float) -> float:
         """The true score at ``length``: the chance averaged over the random effect."""

@@ -8,7 +8,9 @@ chance of a known accuracy curve of length (``backends.curve``, a logistic in lo
 effective length can be checked against the truth; ``fake/blind-DEPTH`` answers as
 ``fake/lexical`` does, each question of a multi-question prompt on its own ``Q<k>:`` line, but
 abstains where the answering line sits within 0.1 of ``DEPTH``, so a depth effect inside one
-prompt can be checked (``multikey``). None sees the oracle. ``fake-remote/NAME`` is
+prompt can be checked (``multikey``); ``fake/session-drop-PERCENT`` answers as ``fake/lexical``
+does but abstains on that share of questions in session filler only. None sees the oracle.
+``fake-remote/NAME`` is
 the same model run as a remote API is run (concurrently, interleaved, through the response cache), so budgets,
 limits and caching can be tried without a network.
 """
@@ -22,7 +24,7 @@ from typing import Any
 
 from rotscope._util.text import content_stems
 from rotscope.backends import register_backend
-from rotscope.backends.curve import LogisticCurve
+from rotscope.backends.curve import LogisticCurve, uniform
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.local import FakeTokenizer
@@ -32,8 +34,13 @@ Responder = Callable[[GenerateRequest], str]
 
 
 def _context_and_question(request: GenerateRequest) -> tuple[list[str], str]:
+    """The context's lines and the question. In a session (no ``<context>`` in the last turn) the
+    context is every earlier turn."""
     user = request.messages[-1]["content"]
-    context = user.split("<context>", 1)[-1].split("</context>", 1)[0]
+    if "<context>" in user or len(request.messages) < 2:
+        context = user.split("<context>", 1)[-1].split("</context>", 1)[0]
+    else:
+        context = "\n".join(message["content"] for message in request.messages[:-1])
     question = re.search(r"Question: (.*)", user)
     return [line for line in context.splitlines() if line.strip()], question.group(1) if question else ""
 
@@ -97,6 +104,29 @@ def blind_responder(blind: float) -> Responder:
         return "\n".join(f"{label}: {answer(lines, text)}" for label, text in asked)
 
     return respond
+
+
+def in_session(request: GenerateRequest) -> bool:
+    """Whether the prompt is a session (earlier turns), not one user turn holding a context."""
+    return "<context>" not in request.messages[-1]["content"] and len(request.messages) > 1
+
+
+def session_drop_responder(drop: float) -> Responder:
+    """The lexical answer, except that in a session a share ``drop`` of questions (by a hash of the
+    question and length) is abstained on: a model known to lose accuracy in sessions only."""
+    lexical = lexical_responder()
+
+    def respond(request: GenerateRequest) -> str:
+        _, question = _context_and_question(request)
+        if in_session(request) and uniform("session-drop", question, len(request.token_ids)) < drop:
+            return ABSTAIN
+        return lexical(request)
+
+    return respond
+
+
+PATTERNED = ("curve-MIDPOINT", "blind-DEPTH", "session-drop-PERCENT")
+"""The fakes named by a pattern (a parameter in the name), listed after the fixed ones."""
 
 
 RESPONDERS: dict[str, Responder] = {
@@ -175,9 +205,12 @@ def _responder(name: str) -> Responder:
     blind = re.fullmatch(r"blind-([01](?:\.[0-9]+)?)", name)
     if blind is not None and float(blind.group(1)) <= 1.0:
         return blind_responder(float(blind.group(1)))
+    drop = re.fullmatch(r"session-drop-([0-9]+)", name)
+    if drop is not None and int(drop.group(1)) <= 100:
+        return session_drop_responder(int(drop.group(1)) / 100)
     responder = RESPONDERS.get(name)
     if responder is None:
-        known = ", ".join([*sorted(RESPONDERS), "curve-MIDPOINT", "blind-DEPTH"])
+        known = ", ".join([*sorted(RESPONDERS), *PATTERNED])
         raise BadInput(f"model: unknown fake model {name!r} (known: {known})")
     return responder
 
@@ -185,7 +218,7 @@ def _responder(name: str) -> Responder:
 @register_backend(
     "fake",
     hint="fake/NAME: a deterministic string matcher run as a local engine (docs and tests)",
-    models=lambda: [f"fake/{name}" for name in [*sorted(RESPONDERS), "curve-MIDPOINT", "blind-DEPTH"]],
+    models=lambda: [f"fake/{name}" for name in [*sorted(RESPONDERS), *PATTERNED]],
 )
 def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
     return FakeBackend(name, _responder(name))

@@ -48,7 +48,12 @@ class FillerEntry:
 FILLER_SOURCES: Registry[FillerEntry] = Registry(
     "filler source",
     "filler.kind",
-    builtins=("rotscope.filler.code", "rotscope.filler.text", "rotscope.filler.readinglog"),
+    builtins=(
+        "rotscope.filler.code",
+        "rotscope.filler.text",
+        "rotscope.filler.readinglog",
+        "rotscope.filler.session",
+    ),
 )
 
 

@@ -17,6 +17,7 @@ from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import TokenizedCorpus
 from rotscope.filler.variants import variant_corpora
 from rotscope.plan.schedule import prefill_bounds
+from rotscope.plan.session_prompts import session_prompts
 from rotscope.position import OFFSET_PREFIX, Position
 from rotscope.prompt.builder import PlacementError, PromptBuilder
 from rotscope.prompt.variants import keep_consistent
@@ -204,7 +205,18 @@ def anchor_documents(
 
 def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     """Render and verify every prompt of the experiment; prompts that fail verification are
-    listed in ``rejected`` with the reason and never sent."""
+    listed in ``rejected`` with the reason and never sent. On session filler the cases are
+    rendered in the session and, with ``filler.static``, in that static filler as well."""
+    if config.filler.kind != "session":
+        return _build_plan(config, config, backend)
+    static = config.filler.static
+    return _build_plan(
+        config, None if static is None else config.model_copy(update={"filler": static}), backend
+    )
+
+
+def _build_plan(config: ExperimentConfig, static: ExperimentConfig | None, backend: Backend) -> Plan:
+    """``build_plan`` with the static filler's experiment ``static`` (``None``: session only)."""
     numbered = numbered_cases(config)
     cases = [case for case, _ in numbered]
     longest = max([*config.lengths, *(length for case in cases for length, _ in case.pins)])
@@ -215,6 +227,8 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
             f"window of {backend.model_id} ({backend.context_window} tokens)"
         )
     tokenizer = backend.tokenizer()
+    session = config if config.filler.kind == "session" else None
+    config = static or config
     origin = describe_filler(config.filler)
     guarded = frozenset(guard for case in cases for guard in case.guarded)
     sources = {evidence.source for case in cases for evidence in case.evidence if evidence.source}
@@ -243,7 +257,11 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
 
     rendered: list[tuple[Case, Layout, RenderedPrompt]] = []
     rejected: list[Rejection] = []
-    if cases:
+    if session is not None:
+        in_session, session_rejected, session_info = session_prompts(
+            session, numbered, tokenizer, guarded, (CONTROL_POSITION, OWN_DEPTHS_POSITION)
+        )
+    if cases and static is not None:
         anchors = anchor_documents(config, sources, tokenizer, guarded, longest)
         builders = [
             PromptBuilder(
@@ -267,6 +285,9 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
                     rendered.append((case, layout, builder.render(case, layout)))
                 except PlacementError as error:
                     rejected.append(Rejection.of(case, layout, str(error)))
+    if session is not None:
+        rendered.extend(in_session)
+        rejected.extend(session_rejected)
     own: dict[str, FamilyPrompts] = {}
     for task in config.tasks:
         family = get_task(task, config)
@@ -302,6 +323,9 @@ def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
     rejected.extend(disagreeing)
     naive, lower = prefill_bounds([item.prompt.token_ids for item in items])
     corpus_info = _corpus_info(origin, corpora, config.filler.variants)
+    if session is not None:
+        corpus_info = {"source": session_info["source"], "digest": session_info["digest"], "documents": 0,
+                       "tokens": 0, **corpus_info, "session": session_info}  # fmt: skip
     for task, prompts in own.items():
         corpus_info[task] = prompts.corpus
         corpus_info.setdefault("source", prompts.corpus_label)

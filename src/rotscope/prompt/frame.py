@@ -21,6 +21,7 @@ INSTRUCTIONS: dict[AnswerKind, str] = {
     ),
     "number": "End your reply with the final answer on a line of its own in the form Answer: <number>",
     "choice": "End your reply with the chosen option on a line of its own in the form Answer: <letter>",
+    "instruction": "Reply briefly.",
     "set": (
         "Answer with every name asked for, exactly as in the context, separated by commas. "
         "If the context does not say, reply: not in the context."

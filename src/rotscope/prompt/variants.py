@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from rotscope.prompt.session_render import SESSION_FILLER
 from rotscope.types import ABSENT_SUFFIX, EVIDENCE_ONLY_SUFFIX, Rejection, RenderedPrompt, Tokenizer, WorkItem
 
 
@@ -66,24 +67,26 @@ def _describe(item: WorkItem) -> str:
     return f"length {layout.length_tokens} {layout.position or f'depth {layout.depth:.2f}'}"
 
 
-def _variant_key(item: WorkItem) -> tuple[str, str]:
+def _variant_key(item: WorkItem) -> tuple[str, str, bool]:
     """Items compared with each other: a case's layouts and its evidence-only control (its
-    evidence-absent control, holding no evidence, is compared with itself across lengths)."""
-    return item.case.task, item.case.case_id.removesuffix(EVIDENCE_ONLY_SUFFIX)
+    evidence-absent control, holding no evidence, is compared with itself across lengths). A
+    case's layouts in session filler are compared with each other, not with its static ones."""
+    session = item.layout.filler == SESSION_FILLER
+    return item.case.task, item.case.case_id.removesuffix(EVIDENCE_ONLY_SUFFIX), session
 
 
-def _case_key(item: WorkItem) -> tuple[str, str]:
-    """The case an item belongs to, controls included."""
-    task, case_id = _variant_key(item)
-    return task, case_id.removesuffix(ABSENT_SUFFIX)
+def _case_key(item: WorkItem) -> tuple[str, str, bool]:
+    """The case an item belongs to (in one kind of filler), controls included."""
+    task, case_id, session = _variant_key(item)
+    return task, case_id.removesuffix(ABSENT_SUFFIX), session
 
 
-def inconsistent_cases(items: Sequence[WorkItem], tokenizer: Tokenizer) -> dict[tuple[str, str], str]:
-    """(task, case id) -> why its layouts disagree, for every case whose layouts do."""
-    groups: dict[tuple[str, str], list[WorkItem]] = {}
+def inconsistent_cases(items: Sequence[WorkItem], tokenizer: Tokenizer) -> dict[tuple[str, str, bool], str]:
+    """(task, case id, in session filler) -> why its layouts disagree, for every case whose layouts do."""
+    groups: dict[tuple[str, str, bool], list[WorkItem]] = {}
     for item in items:
         groups.setdefault(_variant_key(item), []).append(item)
-    problems: dict[tuple[str, str], str] = {}
+    problems: dict[tuple[str, str, bool], str] = {}
     for key, group in groups.items():
         ordered = group[0].case.grouped
         first = signature(group[0].prompt, tokenizer, ordered=ordered)

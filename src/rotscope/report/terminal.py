@@ -343,6 +343,30 @@ def engine_note(execution: dict[str, Any]) -> str:
     return f"; engine {engine['mode']}{why}{where}" + (f", {crashes} crash(es)" if crashes else "")
 
 
+INSTRUCTION_TASK = "instruction"
+"""The family whose controls are checked for compliance, not abstention (its base rate)."""
+
+
+def filler_gap_lines(gaps: list[dict[str, Any]]) -> list[str]:
+    """The static-vs-session comparison, a line per task and length (pooled first)."""
+    if not gaps:
+        return []
+    lines = ["static vs session filler (session minus static, paired on cases, 95% adjusted t):"]
+    for gap in gaps:
+        where = "all lengths" if gap["length"] is None else f"length {gap['length']:,}"
+        if gap["ci_low"] is None:
+            interval = "too few pairs for an interval"
+        else:
+            interval = f"[{gap['ci_low']:+.2f}, {gap['ci_high']:+.2f}]"
+        estimate = "n/a" if gap["gap"] is None else f"{gap['gap']:+.2f}"
+        lines.append(
+            f"  {gap['task']:<12} {where:<14} static {_fmt(gap['static_accuracy'])} session "
+            f"{_fmt(gap['session_accuracy'])}: gap {estimate} {interval} on {gap['pairs']} cases"
+            + (f", {gap['unmatched']} unmatched layouts" if gap["unmatched"] else "")
+        )
+    return lines
+
+
 def print_summary(summary: dict[str, Any], console: Console) -> None:
     # Case ids, replies and errors come from outside: none of their control characters reaches
     # the terminal (a reply's clear-screen or window title is shown as its escape).
@@ -353,10 +377,16 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         _print_task(analysis, console)
     for control in summary["controls"]:
         scored = control["n"] - control["errors"] - control["pending"]
-        console.print(
-            f"evidence-absent control {control['task']} @ {control['length']:,}: "
-            f"{control['correct']}/{scored} abstained correctly, {control['hallucinated']} answered anyway"
+        where = f" in {control['filler']} filler" if control.get("filler") else ""
+        outcome = (
+            f"{control['correct']}/{scored} complied by chance (base rate without the instruction)"
+            if control["task"] == INSTRUCTION_TASK
+            else f"{control['correct']}/{scored} abstained correctly, "
+            f"{control['hallucinated']} answered anyway"
         )
+        console.print(f"evidence-absent control {control['task']} @ {control['length']:,}{where}: {outcome}")
+    for line in filler_gap_lines(summary.get("filler_gap") or []):
+        console.print(line, markup=False, highlight=False)
     _print_cases(summary, console)
     per_task = summary["effective_lengths"]
     console.print(headline_intro(per_task), style="bold", markup=False)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import bisect
 import ctypes
+import functools
 import hashlib
 import re
 from abc import ABC, abstractmethod
@@ -25,13 +26,17 @@ def _raise_template_error(message: str) -> None:
     raise ValueError(f"chat template error: {message}")
 
 
-def render_template(template: str, messages: Sequence[dict[str, str]], **special: str) -> str:
-    """Render a Hugging Face style jinja chat template with the generation prompt appended."""
+@functools.lru_cache(maxsize=16)
+def _compiled(template: str) -> Any:
+    """A template compiled once: a session prompt renders its template many times."""
     environment = ImmutableSandboxedEnvironment(trim_blocks=True, lstrip_blocks=True)
     environment.globals["raise_exception"] = _raise_template_error
-    return environment.from_string(template).render(
-        messages=list(messages), add_generation_prompt=True, **special
-    )
+    return environment.from_string(template)
+
+
+def render_template(template: str, messages: Sequence[dict[str, str]], **special: str) -> str:
+    """Render a Hugging Face style jinja chat template with the generation prompt appended."""
+    return str(_compiled(template).render(messages=list(messages), add_generation_prompt=True, **special))
 
 
 class LlamaCppTokenizer:
