@@ -14,13 +14,11 @@ from typing import Any
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
-from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput
 from rotscope.integrations.inspect.cells import cell_label
 from rotscope.integrations.inspect.verified import remember
-from rotscope.plan.workitems import build_plan
-from rotscope.types import Backend, WorkItem
+from rotscope.types import WorkItem
 
 SPANS_NOTE = (
     "Token spans are exact for a model with this tokenizer only (--model rotscope/<the same model>); "
@@ -74,7 +72,8 @@ def to_messages(messages: Sequence[Mapping[str, str]]) -> list[ChatMessage]:
     return [kinds[message["role"]](content=message["content"]) for message in messages]
 
 
-def item_metadata(item: WorkItem, tokenizer: str, tokenizer_digest: str) -> dict[str, Any]:
+def item_metadata(item: WorkItem, tokenizer: Mapping[str, str]) -> dict[str, Any]:
+    """A sample's metadata; ``tokenizer`` names the tokenizer its spans are positions under."""
     layout, case = item.layout, item.case
     return {
         "task": case.task,
@@ -99,23 +98,12 @@ def item_metadata(item: WorkItem, tokenizer: str, tokenizer_digest: str) -> dict
         ],
         "question": case.question,
         "expected": case.oracle.answer,
-        "tokenizer": tokenizer,
-        "tokenizer_digest": tokenizer_digest,
+        **tokenizer,
         "item_id": item.item_id,
     }
 
 
-def plan_items(config: ExperimentConfig, backend: Backend | None = None) -> list[WorkItem]:
-    """The experiment's verified work items (rejected prompts are never samples)."""
-    made = backend or create_backend(config)
-    try:
-        return build_plan(config, made).items
-    finally:
-        if backend is None:
-            made.close()
-
-
-def samples(items: Sequence[WorkItem], tokenizer: str, tokenizer_digest: str) -> MemoryDataset:
+def samples(items: Sequence[WorkItem], tokenizer: Mapping[str, str]) -> MemoryDataset:
     """One sample per work item; the verified ids are remembered for the rotscope provider."""
     built = []
     for item in items:
@@ -127,7 +115,7 @@ def samples(items: Sequence[WorkItem], tokenizer: str, tokenizer_digest: str) ->
                 target=[item.case.oracle.answer, *item.case.oracle.aliases]
                 if item.case.oracle.answer
                 else "",
-                metadata=item_metadata(item, tokenizer, tokenizer_digest),
+                metadata=item_metadata(item, tokenizer),
             )
         )
     return MemoryDataset(built, name="rotscope")

@@ -11,10 +11,12 @@ from inspect_ai import Task, task
 from inspect_ai.model import GenerateConfig, get_model
 from inspect_ai.solver import generate
 
+from rotscope.backends import create_backend
 from rotscope.config import BUNDLED_MODEL
-from rotscope.integrations.inspect.dataset import SPANS_NOTE, plan_items, samples, task_config
+from rotscope.integrations.inspect.dataset import SPANS_NOTE, samples, task_config
 from rotscope.integrations.inspect.provider import RotscopeModelAPI
 from rotscope.integrations.inspect.scorer import deterministic
+from rotscope.plan.workitems import build_plan
 
 
 def inspect_model_tokenizer() -> str:
@@ -30,11 +32,17 @@ def inspect_model_tokenizer() -> str:
 def rotscope_task(family: str | None, tokenizer: str | None, fields: dict[str, Any]) -> Task:
     tokenizer_model = tokenizer or inspect_model_tokenizer()
     config = task_config(family, tokenizer_model, **fields)
-    items = plan_items(config)
-    digest = items[0].prompt.tokenizer_digest if items else ""
+    backend = create_backend(config)
+    try:
+        items = build_plan(config, backend).items  # verified; rejected prompts are never samples
+        used = backend.tokenizer()
+        named = {"tokenizer_model": tokenizer_model, "tokenizer": used.name}
+        named["tokenizer_digest"] = used.digest()
+    finally:
+        backend.close()
     name = config.tasks[0] if family is None and len(config.tasks) == 1 else family or config.name
     return Task(
-        dataset=samples(items, tokenizer_model, digest),
+        dataset=samples(items, named),
         solver=generate(),
         scorer=deterministic({item.item_id: item for item in items}),
         config=GenerateConfig(
@@ -45,8 +53,7 @@ def rotscope_task(family: str | None, tokenizer: str | None, fields: dict[str, A
         name=name,
         metadata={
             "rotscope_tasks": config.tasks,
-            "tokenizer": tokenizer_model,
-            "tokenizer_digest": digest,
+            **named,
             "spans": SPANS_NOTE,
             "lengths": config.lengths,
             "depths": config.depths,
