@@ -192,3 +192,28 @@ def test_the_cli_never_imports_inspect() -> None:
     )
     found = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert found.stdout.strip() == "False"
+
+
+@pytest.mark.integration
+def test_bundled_model_runs_inside_inspect_on_the_verified_ids(tmp_path: Path) -> None:
+    """The real engine behind ``--model rotscope/bundled``: it is sent the verified ids, and the
+    prompt tokens it reports are the sample's own count (the spans' tokenizer is the model's)."""
+    _entry_point_module()
+    config = _experiment_file(tmp_path, limit=1, depths=["end"])
+    logs = inspect_ai.eval(
+        "rotscope/niah",
+        task_args={"lengths": "256", "config": str(config)},
+        model="rotscope/bundled",
+        limit=2,
+        display="none",
+    )
+    assert logs[0].status == "success", logs[0].error
+    log = read_eval_log(logs[0].location)
+    assert log.samples is not None and len(log.samples) == 2
+    for sample in log.samples:
+        assert sample.output.metadata is not None and sample.output.metadata["prompt_ids"] == "verified"
+        assert sample.output.usage is not None
+        usage = sample.output.usage  # the engine's prefix cache may hold part of the prompt
+        assert usage.input_tokens + (usage.input_tokens_cache_read or 0) == sample.metadata["prompt_tokens"]
+        assert sample.metadata["tokenizer_model"] == "bundled"
+        assert sample.scores is not None and sample.scores["deterministic"].value in ("C", "I", "N")
