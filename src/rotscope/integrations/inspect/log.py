@@ -142,6 +142,8 @@ def run_log(run_dir: Path) -> EvalLog:
     config = summary.get("config", {})
     spec = EvalSpec(
         created=created or finished,
+        run_id=str(summary["run"]),
+        task_id=str(summary["run"]),
         task=f"rotscope/{summary['task']}",
         task_attribs={},
         dataset=EvalDataset(name="rotscope", samples=len(samples), sample_ids=[s.id for s in samples]),

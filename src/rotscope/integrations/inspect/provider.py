@@ -7,6 +7,7 @@ Token counts are the model's own tokenizer's, so Inspect never falls back to tik
 from __future__ import annotations
 
 import asyncio
+import atexit
 from pathlib import Path
 from typing import Any
 
@@ -65,6 +66,9 @@ class RotscopeModelAPI(ModelAPI):
         self._context = min(context, self.backend.context_window)
         self._reserved = False
         self._one_at_a_time = asyncio.Lock() if self.backend.capabilities.local else None
+        # Inspect closes a model only when it is used as a context manager, not after an eval: a
+        # loaded engine left to the interpreter's teardown fails noisily in its finaliser.
+        atexit.register(self.backend.close)
 
     def max_connections(self) -> int:
         return self.backend.capabilities.max_concurrency or super().max_connections()
