@@ -37,6 +37,7 @@ _OPTIONAL = (
     ("google-genai", "google.genai", "rotscope[gemini]"),
     ("pyarrow", "pyarrow", "rotscope[parquet]"),
     ("kaleido", "kaleido", "rotscope[figures]"),
+    ("inspect-ai", "inspect_ai", "rotscope[inspect]"),
 )
 
 
