@@ -38,6 +38,7 @@ _OPTIONAL = (
     ("pyarrow", "pyarrow", "rotscope[parquet]"),
     ("kaleido", "kaleido", "rotscope[figures]"),
     ("ray", "ray", "rotscope[ray]"),
+    ("inspect-ai", "inspect_ai", "rotscope[inspect]"),
 )
 
 

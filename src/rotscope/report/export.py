@@ -13,6 +13,9 @@ from rotscope.rows import Row
 from rotscope.store import ITEM_COLUMNS, RunStore
 
 FORMATS = ("csv", "jsonl", "parquet")
+LOG_FORMATS = ("inspect",)
+"""Formats the command line hands to an integration (``rotscope.integrations.inspect``): a log of
+the run for another tool, not a table of its rows."""
 
 
 def _read_rows(run_dir: Path) -> list[Row]:
@@ -49,7 +52,7 @@ def export_rows(run_dir: Path, format: str, output: Path | None, stdout: TextIO)
     A file gets the stored text exactly; a terminal gets control characters shown as escapes.
     """
     if format not in FORMATS:
-        raise BadInput(f"--format: {format!r} is not one of {', '.join(FORMATS)}")
+        raise BadInput(f"--format: {format!r} is not one of {', '.join((*FORMATS, *LOG_FORMATS))}")
     if format == "parquet" and output is None:
         raise BadInput("--format parquet needs -o FILE")
     rows = _read_rows(run_dir)

@@ -1,0 +1,20 @@
+"""The verified token ids of the prompts a rotscope task handed to Inspect, by tokenizer and text.
+
+Inspect passes a model only chat messages. When the Inspect model is a rotscope model with the
+tokenizer the task rendered with, the provider looks the rendered text up here and sends the very
+ids the verifier checked the spans on (a rotscope run does the same); any other text is encoded
+afresh, and the reply says which happened."""
+
+from __future__ import annotations
+
+from rotscope.types import RenderedPrompt
+
+_IDS: dict[tuple[str, str], tuple[int, ...]] = {}
+
+
+def remember(prompt: RenderedPrompt) -> None:
+    _IDS[(prompt.tokenizer_digest, prompt.text)] = prompt.token_ids
+
+
+def verified_ids(tokenizer_digest: str, text: str) -> tuple[int, ...] | None:
+    return _IDS.get((tokenizer_digest, text))
