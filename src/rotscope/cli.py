@@ -246,7 +246,7 @@ def run(
             if config is not None or plan_file is not None or base_url is not None or api_key_env is not None:
                 raise BadInput("--resume takes the run folder alone; its config.yaml is used")
             _print_search(resume_search(resume, reporter=lambda: ProgressBar(console), max_calls=max_calls,
-                                        max_tokens=max_tokens))  # fmt: skip
+                                        max_tokens=max_tokens, max_cost=max_cost))  # fmt: skip
             return
         if (max_calls or max_tokens) and not search:
             raise BadInput(
@@ -332,6 +332,11 @@ def _show_pair(out: Path) -> None:
     console.print(f"paired run folders: {folders}; judge them with rotscope gate", markup=False)
 
 
+def _refuse_unfinished_search(run_dir: Path) -> None:
+    if not (run_dir / "search.json").is_file():
+        _fail(f"{run_dir}: a search that has not finished; continue it with rotscope run --resume {run_dir}")
+
+
 def _print_search(run_dir: Path) -> None:
     """The search's result lines; a budget stop exits 4 like --max-cost, the results kept."""
     from rotscope.report.search import search_lines
@@ -341,9 +346,12 @@ def _print_search(run_dir: Path) -> None:
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(f"search folder: {terminal_safe(str(run_dir))}", markup=False)
     if record["verdict"] == "inconclusive":
+        budget = record["budget"]
+        keys = [key for key in ("max_calls", "max_tokens", "max_cost") if budget.get(key)]
+        larger = " ".join(f"--{key.replace('_', '-')} LARGER" for key in keys)
         _fail(
-            f"stopped at budget: {record['calls']} calls spent; continue with: "
-            f"rotscope run --resume {run_dir} --max-calls LARGER",
+            f"stopped at budget: {record['calls']} calls, {record['prompt_tokens']:,} prompt tokens, "
+            f"${record.get('cost', 0.0):.4f} spent; continue with: rotscope run --resume {run_dir} {larger}",
             EXIT_BUDGET,
         )
 
@@ -434,8 +442,8 @@ def show(
     from rotscope.report.search import search_lines
     from rotscope.report.terminal import print_summary
 
-    if is_search_folder(run_dir) and not (run_dir / "search.json").is_file():
-        _fail(f"{run_dir}: a search that has not finished; continue it with rotscope run --resume {run_dir}")
+    if is_search_folder(run_dir):
+        _refuse_unfinished_search(run_dir)
     if (run_dir / "search.json").is_file():
         record = json.loads((run_dir / "search.json").read_text(encoding="utf-8"))
         if as_json:
@@ -472,9 +480,18 @@ def report(
 ) -> None:
     """Write a self-contained HTML report (opens offline), and with --figures its figures as files."""
     from rotscope.analysis.summary import load_summary
+    from rotscope.execution.search_run import is_search_folder
     from rotscope.report.figures import write_figures
     from rotscope.report.html import write_report
+    from rotscope.report.search_html import write_search_report
 
+    if is_search_folder(run_dir):
+        _refuse_unfinished_search(run_dir)
+        if figures is not None:
+            _fail("--figures: a search folder's figure is in its report; use it on a step (DIR/steps/…)")
+        target = output or run_dir / "report.html"
+        console.print(f"report: {_guarded(lambda: write_search_report(run_dir, target))}")
+        return
     if figures is not None:  # first: a missing extra is refused before anything is written
         folder = figures
         for path in _guarded(lambda: write_figures(load_summary(run_dir), folder)):

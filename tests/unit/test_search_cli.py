@@ -74,6 +74,18 @@ def test_the_search_brackets_the_scripted_truth_and_show_prints_it(tmp_path: Pat
     assert shown.exit_code == 0
     assert f"effective length {low:,} tokens: passes at {low:,}" in shown.output
     assert f"fails at {high:,}" in shown.output and "95%" in shown.output
+    decided = [d["instances"] for d in found["decisions"] if d["state"] != "open"]
+    assert found["fixed_grid"]["instances_per_length"] == max(decided)
+    report = invoke("report", tmp_path / "out")
+    assert report.exit_code == 0, report.output
+    html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")
+    assert f"effective length {low:,} tokens" in html and "in order of testing" in html
+    order = [d["length"] for d in found["decisions"]]
+    first_seen = list(dict.fromkeys(order))
+    for number in range(1, len(first_seen) + 1):  # each tested length labelled by its testing order
+        assert f'"#{number}"' in html
+    assert f"<td>1</td><td>{order[0]:,}</td>" in html  # the decisions table starts with the first step
+    assert str(tmp_path) not in html  # no absolute path of this machine
 
 
 def test_a_budget_stop_is_clean_and_a_larger_budget_continues_the_same_search(tmp_path: Path) -> None:
@@ -155,8 +167,31 @@ def test_show_on_an_unfinished_search_says_to_resume_it(
     monkeypatch.setattr(FakeBackend, "generate", interrupting)
     assert invoke("run", experiment(tmp_path, 850), "--search", "--out", tmp_path / "out").exit_code == 130
     assert_bad_input(invoke("show", tmp_path / "out"), "has not finished", "--resume")
+    assert_bad_input(invoke("report", tmp_path / "out"), "has not finished", "--resume")
 
 
 def test_the_curve_model_is_listed_and_a_bad_curve_name_is_bad_input(tmp_path: Path) -> None:
     assert "fake/curve-MIDPOINT" in invoke("models").output
     assert_bad_input(invoke("run", "--model", "fake/curve-x", "--out", tmp_path / "out"), "curve-MIDPOINT")
+
+
+def test_a_usd_budget_spans_the_steps_and_a_larger_one_continues_the_same_search(tmp_path: Path) -> None:
+    config = experiment(tmp_path, 850)
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["prices"] = {"fake/curve-850": {"input": 1000.0, "output": 0.0}}  # USD per million tokens
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert invoke("run", config, "--search", "--out", tmp_path / "full").exit_code == 0
+    full = record(tmp_path / "full")
+    assert full["cost"] > 0 and full["budget"]["max_cost"] is None
+    budget = full["cost"] / 3
+    stopped = invoke("run", config, "--search", "--out", tmp_path / "part", "--max-cost", f"{budget:.6f}")
+    assert stopped.exit_code == 4, stopped.output
+    assert "--max-cost LARGER" in stopped.stderr
+    part = record(tmp_path / "part")
+    assert part["verdict"] == "inconclusive" and 0 < part["cost"] <= budget + 1e-9
+    assert len(part["decisions"]) < len(full["decisions"])
+    resumed = invoke("run", "--resume", tmp_path / "part", "--max-cost", f"{10 * full['cost']:.6f}")
+    assert resumed.exit_code == 0, resumed.output
+    part = record(tmp_path / "part")
+    assert part["decisions"] == full["decisions"] and part["bracket"] == full["bracket"]
+    assert part["calls"] == full["calls"] and abs(part["cost"] - full["cost"]) < 1e-6

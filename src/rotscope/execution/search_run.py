@@ -21,9 +21,16 @@ import yaml
 from rotscope.config import ExperimentConfig, SearchConfig, build_config, load_config
 from rotscope.errors import BadInput, write_output
 from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, default_run_dir
-from rotscope.execution.runner import Interrupted, Reporter, resume_experiment, run_experiment
+from rotscope.execution.runner import (
+    BudgetReached,
+    Interrupted,
+    Reporter,
+    resume_experiment,
+    run_experiment,
+)
 from rotscope.plan import select_cases
 from rotscope.plan.search import (
+    BudgetSpent,
     SearchResult,
     SearchSettings,
     Step,
@@ -54,7 +61,7 @@ def is_search_folder(run_dir: Path) -> bool:
     )
 
 
-def _settings(config: ExperimentConfig, search: SearchConfig) -> SearchSettings:
+def _settings(config: ExperimentConfig, search: SearchConfig, cap: int) -> SearchSettings:
     if len(config.tasks) != 1:
         raise BadInput(f"search: searches one task family at a time, got tasks {config.tasks}")
     lo, hi = search.range
@@ -69,25 +76,28 @@ def _settings(config: ExperimentConfig, search: SearchConfig) -> SearchSettings:
         threshold=Threshold.parse(search.definition),
         confidence=search.confidence,
         batch=search.batch,
-        cap=search.cap,
+        cap=cap,
         calls_per_instance=per_instance,
         max_calls=search.max_calls,
         max_tokens=search.max_tokens,
     )
 
 
-def _step_config(config: ExperimentConfig, step: Step) -> ExperimentConfig:
+def _step_config(config: ExperimentConfig, step: Step, max_cost: float | None) -> ExperimentConfig:
     data = config.model_dump(mode="json")
     data.update(lengths=[step.length], case_offset=step.start, limit=step.count, search=None, out=None)
+    data["max_cost"] = max_cost
     return build_config(data, "search step")
 
 
-def _check_cases(config: ExperimentConfig, cap: int) -> list[str]:
-    """The ids of the first ``cap`` cases (within the experiment's ``limit``), or bad input when
-    the task has fewer."""
+def _check_cases(config: ExperimentConfig, cap: int | None) -> list[str]:
+    """The ids of the first ``cap`` cases (within the experiment's ``limit``; every one when
+    ``cap`` is ``None``), or bad input when the task has fewer."""
     data = config.model_dump(mode="json")
     data.update(case_offset=0, search=None, controls=False, evidence_only=False)
     cases = [case for case in select_cases(build_config(data, "search")) if not case.control]
+    if cap is None:
+        return [case.case_id for case in cases]
     if len(cases) < cap:
         raise BadInput(
             f"search.cap: {cap} instances per length, but task {config.tasks[0]} has {len(cases)} cases"
@@ -117,25 +127,45 @@ class _Steps:
         self.count = 0
         self.calls = 0
         self.tokens = 0
+        self.cost = 0.0
         self.folders: list[str] = []
+
+    def _remaining(self) -> float | None:
+        """What is left of the search's USD budget (``max_cost``) for the next step."""
+        return None if self.config.max_cost is None else self.config.max_cost - self.cost
 
     def __call__(self, step: Step) -> list[float]:
         self.count += 1
         name = f"{self.count:02d}-L{step.length}-i{step.start}-{step.start + step.count}"
         folder = self.run_dir / "steps" / name
+        remaining = self._remaining()
         try:
             if not (folder / STORE_FILE).is_file():
-                run_experiment(_step_config(self.config, step), run_dir=folder, reporter=self.reporter())
+                if remaining is not None and remaining <= 0:
+                    raise BudgetSpent(name)
+                config = _step_config(self.config, step, remaining)
+                run_experiment(config, run_dir=folder, reporter=self.reporter())
             elif not _finished(folder):
-                resume_experiment(folder, reporter=self.reporter())
+                if remaining is not None and remaining <= 0:
+                    raise BudgetSpent(name)
+                resume_experiment(folder, reporter=self.reporter(), max_cost=remaining)
         except Interrupted as stop:
             raise Interrupted(self.run_dir, stop.done, stop.total) from None
+        except BudgetReached:
+            self._spend(folder, name)
+            raise BudgetSpent(name) from None
+        rows = self._spend(folder, name)
+        return _means(rows, self.case_ids[step.start : step.start + step.count])
+
+    def _spend(self, folder: Path, name: str) -> list[Row]:
+        """Count a step's calls, prompt tokens and cost (finished or stopped by the budget)."""
         with RunStore.read(folder) as store:
             rows = store.rows()
+            self.cost += store.spent()
         self.folders.append(name)
         self.calls += len({row["call_id"] for row in rows if row["status"] != "pending"})
         self.tokens += sum(row["usage_prompt_tokens"] or 0 for row in rows)
-        return _means(rows, self.case_ids[step.start : step.start + step.count])
+        return rows
 
 
 def run_search_experiment(
@@ -147,7 +177,7 @@ def run_search_experiment(
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
     if (run_dir / CONFIG_FILE).exists():
         raise BadInput(f"{run_dir}: already holds a run; continue it with rotscope run --resume {run_dir}")
-    _check_cases(config, _settings(config, config.search).cap)
+    _settings(config, config.search, len(_check_cases(config, config.search.cap)))  # bad input first
     (run_dir / "steps").mkdir(parents=True, exist_ok=True)
     write_output(
         run_dir / CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), "search"
@@ -161,16 +191,19 @@ def resume_search(
     reporter: Reporters = lambda: None,
     max_calls: int | None = None,
     max_tokens: int | None = None,
+    max_cost: float | None = None,
 ) -> Path:
-    """Continue a search folder; a larger budget (a runtime field) is written back to its config."""
+    """Continue a search folder; a larger budget (a runtime field: calls, prompt tokens or USD over
+    all steps) is written back to its config."""
     config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
     assert config.search is not None  # is_search_folder checked the folder
     changes = {key: value for key, value in (("max_calls", max_calls), ("max_tokens", max_tokens)) if value}
-    if changes:
+    if changes or max_cost is not None:
         search = {**config.search.model_dump(mode="json"), **changes}
-        config = build_config(
-            {**config.model_dump(mode="json"), "search": search}, str(run_dir / CONFIG_FILE)
-        )
+        data = {**config.model_dump(mode="json"), "search": search}
+        if max_cost is not None:
+            data["max_cost"] = max_cost
+        config = build_config(data, str(run_dir / CONFIG_FILE))
         write_output(
             run_dir / CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), "search"
         )
@@ -179,18 +212,21 @@ def resume_search(
 
 def _search(config: ExperimentConfig, run_dir: Path, reporter: Reporters) -> Path:
     assert config.search is not None
-    settings = _settings(config, config.search)
-    steps = _Steps(config, run_dir, _check_cases(config, settings.cap), reporter)
+    case_ids = _check_cases(config, config.search.cap)
+    settings = _settings(config, config.search, len(case_ids))
+    steps = _Steps(config, run_dir, case_ids, reporter)
     result = run_search(settings, steps)
-    record = search_record(settings, result, steps)
+    record = search_record(settings, result, steps, config.max_cost)
     write_output(run_dir / SEARCH_FILE, json.dumps(record, indent=2) + "\n", "search")
     return run_dir
 
 
-def search_record(settings: SearchSettings, result: SearchResult, steps: _Steps) -> dict[str, Any]:
+def search_record(
+    settings: SearchSettings, result: SearchResult, steps: _Steps, max_cost: float | None
+) -> dict[str, Any]:
     """What ``search.json`` holds (see the module docstring)."""
     decided = result.instances_at_decided()
-    per_length = round(sum(decided) / len(decided)) if decided else settings.cap
+    per_length = max(decided, default=settings.cap)  # what a grid needs to decide what the search did
     coarse = SearchSettings(
         lengths=tuple(log_grid(settings.lengths[0], settings.lengths[-1], settings.resolution)),
         resolution=settings.resolution,
@@ -218,7 +254,8 @@ def search_record(settings: SearchSettings, result: SearchResult, steps: _Steps)
         "steps": steps.folders,
         "calls": steps.calls,
         "prompt_tokens": steps.tokens,
-        "budget": {"max_calls": settings.max_calls, "max_tokens": settings.max_tokens},
+        "budget": {"max_calls": settings.max_calls, "max_tokens": settings.max_tokens, "max_cost": max_cost},
+        "cost": steps.cost,
         "fixed_grid": {
             "lengths": len(coarse.lengths),
             "instances_per_length": per_length,

@@ -168,6 +168,11 @@ Measure = Callable[[Step], Sequence[float]]
 """Instance means of a step's instances, in order."""
 
 
+class BudgetSpent(Exception):
+    """Raised by a ``Measure`` whose own budget (USD, known only call by call) ran out inside a
+    step: the search ends INCONCLUSIVE, like a call or token budget it checks itself."""
+
+
 class Search:
     """The search's state, replayed from measurements: ``next_step`` says what to measure,
     ``record`` takes the instance means, ``result`` the outcome so far.
@@ -227,15 +232,18 @@ class Search:
 
     def _target(self) -> tuple[int, int] | None:
         """The grid index to measure next and the instances it may reach, or ``None`` when
-        nothing is left to test. An open length first grows to a quarter of the cap; while
+        nothing is left to test. An open length first grows to half the cap; while
         untested lengths remain inside the bracket (first those between a pair flagged by the
         monotonicity check), one stuck there is set aside for them, since a neighbour farther from
         the threshold may close the bracket at the resolution for less; the open lengths left then
-        grow to the full cap, the one nearest the bracket's middle first."""
+        grow to the full cap, the one whose estimate sits farthest from the threshold (in
+        half-widths of its bounds) first. Half the cap and that order spent the fewest calls in
+        ``benchmarks/search_accuracy.py`` among a quarter, an eighth or all of it, and the
+        bracket's middle first."""
         low, high = self.bracket_indices()
         if self.closed(low, high):
             return None
-        cap, early = self.settings.cap, max(self.settings.batch, self.settings.cap // 4)
+        cap, early = self.settings.cap, max(self.settings.batch, self.settings.cap // 2)
         inside = [i for i, state in self.states.items() if state == "open" and low < i < high]
         for index in inside:
             if self._count(index) < early:
@@ -251,7 +259,15 @@ class Search:
         growing = [i for i in inside if self._count(i) < cap]
         if not growing:
             return None
-        return min(growing, key=lambda i: (abs(i - middle), i)), cap
+        return max(growing, key=lambda i: (self._clearance(i), -abs(i - middle), -i)), cap
+
+    def _clearance(self, index: int) -> float:
+        """How far the point estimate at ``index`` sits from the threshold, in units of its own
+        confidence half-width: the open length most likely to be decided by more instances."""
+        lower, upper = self.margin_bounds(index)
+        margins = self.settings.threshold.margins(self.values[index], self.values.get(BASE, []))
+        point = sum(margins) / len(margins)
+        return abs(point - self.settings.threshold.zero()) / max((upper - lower) / 2, 1e-9)
 
     def next_step(self) -> Step | None:
         """The next measurement, or ``None`` when the search is over (see ``result``). The base
@@ -349,7 +365,11 @@ def run_search(settings: SearchSettings, measure: Measure) -> SearchResult:
     while (step := search.next_step()) is not None:
         if not search.affordable(step):
             return search.result(budget_spent=True)
-        search.record(step, measure(step))
+        try:
+            means = measure(step)
+        except BudgetSpent:
+            return search.result(budget_spent=True)
+        search.record(step, means)
     return search.result()
 
 

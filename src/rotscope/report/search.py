@@ -53,7 +53,7 @@ def search_lines(record: dict[str, Any]) -> list[str]:
         f"resolution ({grid['lengths']} lengths × {grid['instances_per_length']} instances) would take "
         f"{grid['calls']:,} calls"
     )
-    tested = " → ".join(f"{d['length']:,}:{d['state']}" for d in _last_per_step(record["decisions"]))
+    tested = " → ".join(f"{d['length']:,}:{d['state']}" for d in last_per_step(record["decisions"]))
     lines.append(f"tested in order: {tested}")
     for shorter, longer in record["non_monotone"]:
         lines.append(
@@ -64,7 +64,7 @@ def search_lines(record: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _last_per_step(decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def last_per_step(decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Each tested length once, in order of testing, with its final state."""
     final: dict[int, dict[str, Any]] = {}
     for decision in decisions:
