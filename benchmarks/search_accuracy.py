@@ -114,7 +114,8 @@ def main() -> None:
     ratio, high = statistics.median(ratios_max), sorted(ratios_max)[int(0.9 * len(ratios_max))]
     print(f"calls: median {statistics.median(calls):.0f}; search / fixed grid with the most instances the "
           f"search needed at a decided length: median {ratio:.1%}, 90th pct {high:.1%}")  # fmt: skip
-    print(f"search / fixed grid with the mean instances at decided lengths: median {statistics.median(ratios):.1%}")
+    mean_ratio = statistics.median(ratios)
+    print(f"search / fixed grid with the mean instances at decided lengths: median {mean_ratio:.1%}")
     print(f"{elapsed:.1f} s")
 
 
