@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 from rotscope.backends import register_backend
-from rotscope.backends.fake import RESPONDERS, FakeBackend
+from rotscope.backends.fake import FakeBackend, responder_for
 from rotscope.cli import main
 from rotscope.config import ExperimentConfig
 from rotscope.types import Completion, GenerateRequest
@@ -18,7 +18,7 @@ from rotscope.types import Completion, GenerateRequest
 
 class GatedBackend(FakeBackend):
     def __init__(self, name: str, latency_s: float, gate: Path | None) -> None:
-        super().__init__(name, RESPONDERS[name], provider="slow-remote", latency_s=latency_s)
+        super().__init__(name, responder_for(name), provider="slow-remote", latency_s=latency_s)
         self.gate = gate
 
     async def generate(self, request: GenerateRequest) -> Completion:

@@ -6,6 +6,11 @@ decisions as one that ran through."""
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -195,3 +200,57 @@ def test_a_usd_budget_spans_the_steps_and_a_larger_one_continues_the_same_search
     part = record(tmp_path / "part")
     assert part["decisions"] == full["decisions"] and part["bracket"] == full["bracket"]
     assert part["calls"] == full["calls"] and abs(part["cost"] - full["cost"]) < 1e-6
+
+
+SLOW_CLI = Path(__file__).with_name("slow_rotscope.py")
+
+
+def _ok_rows(database: Path) -> int:
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True, timeout=1) as db:
+            return int(db.execute("SELECT count(*) FROM items WHERE status = 'ok'").fetchone()[0])
+    except sqlite3.Error:  # not created yet, or its tables not yet written
+        return 0
+
+
+def test_a_search_killed_with_sigkill_in_a_later_step_resumes_to_the_same_decisions(tmp_path: Path) -> None:
+    """SIGKILL (no handler runs) while the search's second step is half done: the resume takes the
+    decisions of a search that ran through, and every item of the killed step is done once."""
+    config = experiment(tmp_path, 520)
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["model"] = "slow-remote/curve-520"  # the curve model, each call 20 ms
+    data["cache"] = {"enabled": False}
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+    src = str(Path(__file__).resolve().parents[2] / "src")
+    env = {**os.environ, "PYTHONPATH": src, "SLOW_ROTSCOPE_LATENCY_S": "0.02"}
+
+    def slow_rotscope(*args: str | Path) -> list[str]:
+        return [sys.executable, str(SLOW_CLI), *map(str, args)]
+
+    through = subprocess.run(
+        slow_rotscope("run", config, "--search", "--out", tmp_path / "through"), env=env, capture_output=True
+    )
+    assert through.returncode == 0, through.stderr
+    killed = tmp_path / "killed"
+    command = slow_rotscope("run", config, "--search", "--out", killed)
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and process.poll() is None:
+            second = sorted((killed / "steps").glob("02-*/run.db")) if (killed / "steps").is_dir() else []
+            if second and _ok_rows(second[0]) >= 5:
+                break
+            time.sleep(0.02)
+        assert process.poll() is None, "the search ended before it could be killed"
+        process.kill()
+        process.wait(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    assert not (killed / "search.json").exists()
+    resumed = subprocess.run(slow_rotscope("run", "--resume", killed), env=env, capture_output=True)
+    assert resumed.returncode == 0, resumed.stderr
+    again, through = record(killed), record(tmp_path / "through")
+    assert again["decisions"] == through["decisions"] and again["bracket"] == through["bracket"]
+    assert again["steps"] == through["steps"] and again["calls"] == through["calls"]

@@ -198,7 +198,8 @@ class FakeBackend:
         return None
 
 
-def _responder(name: str) -> Responder:
+def responder_for(name: str) -> Responder:
+    """The responder of ``fake/NAME`` (a patterned name or one of ``RESPONDERS``); bad input else."""
     curve = re.fullmatch(r"curve-([0-9]+)", name)
     if curve is not None and int(curve.group(1)) > 0:
         return curve_responder(LogisticCurve(float(curve.group(1))))
@@ -221,7 +222,7 @@ def _responder(name: str) -> Responder:
     models=lambda: [f"fake/{name}" for name in [*sorted(RESPONDERS), *PATTERNED]],
 )
 def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
-    return FakeBackend(name, _responder(name))
+    return FakeBackend(name, responder_for(name))
 
 
 @register_backend(
@@ -231,4 +232,4 @@ def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
 )
 def fake_remote_backend(name: str, config: ExperimentConfig) -> FakeBackend:
     """The same fake run the way a remote API is: concurrently, interleaved, cached, priced."""
-    return FakeBackend(name, _responder(name), provider="fake-remote")
+    return FakeBackend(name, responder_for(name), provider="fake-remote")
