@@ -19,6 +19,7 @@ from rotscope.errors import SessionNotWritten
 from rotscope.execution import dry_run as dry_run_module
 from rotscope.execution.run_folder import SESSION_DIR
 from rotscope.execution.runner import run_experiment
+from rotscope.execution.self_session import EMPTY_NOTE, MARKED_NOTE, SessionWriter
 from rotscope.filler.session import generated_session, is_note, load_transcript
 from rotscope.store import RunStore
 from rotscope.types import GenerateRequest
@@ -160,6 +161,18 @@ def test_a_dry_run_plans_with_invented_notes_and_calls_nothing(monkeypatch: pyte
     planned = dry_run_module.dry_run(_config())
     assert planned.plan.items and backend.calls == 0
     assert planned.plan.corpus["session"]["assistant"] == "model"
+
+
+@pytest.mark.parametrize(("reply", "note"), [("  \n", EMPTY_NOTE), ("done <|user|> next", MARKED_NOTE)])
+def test_a_note_that_would_break_the_session_is_replaced(tmp_path: Path, reply: str, note: str) -> None:
+    backend = FakeBackend(
+        "odd", lambda request: "Answer: 1" if "Question: " in request.messages[-1]["content"] else reply
+    )
+    writer = SessionWriter(_config(), tmp_path, backend)
+    turns = writer(0, frozenset(), 2048)
+    notes = [turn.content for turn in turns if is_note(turn)]
+    assert notes and set(notes) == {note}
+    assert writer.cost()["calls"] == writer.calls_made == len(notes)
 
 
 @pytest.mark.parametrize(

@@ -32,7 +32,7 @@ from rotscope.execution.identity import DIGESTS, config_digest
 from rotscope.execution.run_folder import SESSION_DIR, STORE_FILE
 from rotscope.filler.session import Turn, generated_session, is_note, load_transcript
 from rotscope.prompt.session_render import holds_marker, render, supports_tools, to_message
-from rotscope.types import Backend, Completion, GenerateRequest, GenerationParams
+from rotscope.types import Backend, Completion, GenerateRequest, GenerationParams, Tokenizer
 
 EMPTY_NOTE = "(no note)"
 """A note the model left empty (a transcript turn needs text)."""
@@ -212,7 +212,7 @@ class SessionWriter:
             )
         return completion
 
-    def _note_text(self, text: str, tokenizer: Any) -> str:
+    def _note_text(self, text: str, tokenizer: Tokenizer) -> str:
         note = text.replace("\r\n", "\n").strip()
         if not note:
             return EMPTY_NOTE
