@@ -80,6 +80,17 @@ class FillerConfig(_Strict):
     """``session`` filler: ``generated`` (a seeded, invented coding-agent session; the default) or
     the path of a transcript, JSON Lines of OpenAI-style messages (``role``, ``content``, an
     assistant's ``tool_calls``), one message a line."""
+    assistant: Literal["generated", "model"] = "generated"
+    """``session`` filler from the generator: who writes the assistant's own words (its notes between
+    steps, its plans and their abandonment; tool calls and tool output stay generated).
+    ``generated``: invented text. ``model``: the model under test, called on the session so far
+    (its decoding: ``generation``'s temperature and seed, at most ``note_tokens`` a note), so the
+    session it is probed in holds its own earlier words. The session is written before the prompts
+    are planned, stored in the run folder as it grows (``session/DIGEST.jsonl``, a transcript) and
+    replayed from there by ``--resume``; its calls and tokens are the summary's
+    ``session_generation``."""
+    note_tokens: Int = Field(default=64, gt=0)
+    """``assistant: model``: the most tokens the model may write per note."""
     turn: Literal["tool", "user", "assistant"] = "tool"
     """``session`` filler: the kind of turn evidence goes in (a family may ask for its own: an
     instruction goes in a user turn)."""
@@ -98,6 +109,8 @@ class FillerConfig(_Strict):
     def _session_keys(self) -> FillerConfig:
         if self.kind != "session" and (self.source is not None or self.static is not None):
             raise ValueError("source and static are settings of session filler (kind: session)")
+        if self.assistant == "model" and (self.kind != "session" or self.source not in (None, "generated")):
+            raise ValueError("assistant: model writes the notes of a generated session (source: generated)")
         if self.static is not None and self.static.kind == "session":
             raise ValueError("static: the filler compared with a session must be a static one")
         return self

@@ -14,6 +14,13 @@ class BackendRefused(BadInput):
     help, so the run stops with this one-line message and every finished row is kept."""
 
 
+class SessionNotWritten(BadInput):
+    """The model could not write the session its prompts are cut from (``filler.assistant: model``):
+    the run cannot be planned, so it stops with this one line before any prompt is stored. The
+    session written so far is kept as a partial file, never as a finished one, and running again
+    continues it."""
+
+
 class EngineCrashed(Exception):
     """The local engine crashed repeatedly: the run stops (exit 5) with every finished row kept."""
 

@@ -250,6 +250,8 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         "cost": _spend(rows, config),
         "judge": _judge(rows, config),
         "corpus": meta.get("corpus"),
+        # What the model's own writing of its session cost (filler.assistant: model), else null.
+        "session_generation": meta.get("session_generation"),
         "backend": meta.get("backend"),
         "config": meta.get("config"),
         "manifest_digest": meta.get("manifest_digest"),

@@ -9,7 +9,10 @@ effective length can be checked against the truth; ``fake/blind-DEPTH`` answers 
 ``fake/lexical`` does, each question of a multi-question prompt on its own ``Q<k>:`` line, but
 abstains where the answering line sits within 0.1 of ``DEPTH``, so a depth effect inside one
 prompt can be checked (``multikey``); ``fake/session-drop-PERCENT`` answers as ``fake/lexical``
-does but abstains on that share of questions in session filler only. None sees the oracle.
+does but abstains on that share of questions in session filler only; ``fake/echo`` answers a
+question as ``fake/lexical`` does and replies to anything else (a session's tool output, where the
+model writes its own note) with a note quoting the last turn's last line and the prompt's size, so
+a session it writes itself depends on all it read. None sees the oracle.
 ``fake-remote/NAME`` is
 the same model run as a remote API is run (concurrently, interleaved, through the response cache), so budgets,
 limits and caching can be tried without a network.
@@ -125,6 +128,20 @@ def session_drop_responder(drop: float) -> Responder:
     return respond
 
 
+def echo_responder() -> Responder:
+    """A question's lexical answer; to anything else, a note naming the last line it read."""
+    lexical = lexical_responder()
+
+    def respond(request: GenerateRequest) -> str:
+        last = request.messages[-1]["content"] if request.messages else ""
+        if "Question: " in last or "\nQuestions:\n" in last:
+            return lexical(request)
+        line = next((line.strip() for line in reversed(last.splitlines()) if line.strip()), "")
+        return f"Noted after {len(request.token_ids)} tokens: {line[:80]}"
+
+    return respond
+
+
 PATTERNED = ("curve-MIDPOINT", "blind-DEPTH", "session-drop-PERCENT")
 """The fakes named by a pattern (a parameter in the name), listed after the fixed ones."""
 
@@ -132,6 +149,7 @@ PATTERNED = ("curve-MIDPOINT", "blind-DEPTH", "session-drop-PERCENT")
 RESPONDERS: dict[str, Responder] = {
     "lexical": lexical_responder(),
     "lexical-recent": lexical_responder(0.5),
+    "echo": echo_responder(),
 }
 
 

@@ -13,7 +13,9 @@ from rotscope.execution.cachecheck import require_clearable
 from rotscope.execution.cost import CostEstimate, estimate_plan
 from rotscope.execution.response_cache import ResponseCache, default_cache_path
 from rotscope.execution.runner import check_plan
+from rotscope.execution.self_session import self_written
 from rotscope.plan.manifest import build_manifest, write_manifest
+from rotscope.plan.session_prompts import stand_in
 from rotscope.plan.workitems import Plan, build_plan
 from rotscope.types import Backend
 
@@ -102,7 +104,9 @@ def dry_run(
     plan, a deviating run is refused here as it would be by ``run_experiment``."""
     backend = create_backend(config)
     try:
-        plan = build_plan(config, backend)
+        # a session the model writes is planned with the generator's invented notes in its place
+        writer = stand_in(config) if self_written(config) else None
+        plan = build_plan(config, backend, writer)
         if frozen_plan is not None:
             check_plan(frozen_plan, build_manifest(config, plan, backend), allow_deviation)
         resources = local_estimate(backend, plan, config.generation.max_tokens)

@@ -23,10 +23,22 @@ from rotscope.plan.workitems import Plan
 from rotscope.store import RunStore
 from rotscope.types import WorkItem
 
-__all__ = ["CONFIG_FILE", "RUNTIME_FIELDS", "check_run_dir", "config_digest", "store_plan", "writing"]
+__all__ = [
+    "CONFIG_FILE",
+    "RUNTIME_FIELDS",
+    "SESSION_DIR",
+    "STORE_FILE",
+    "check_run_dir",
+    "config_digest",
+    "store_plan",
+    "writing",
+]
 
 CONFIG_FILE = "config.yaml"
 STORE_FILE = "run.db"
+SESSION_DIR = "session"
+"""Where a session the model writes itself is stored (``execution.self_session``); written before
+``run.db``, so a folder holding only it is a run whose session was still being written."""
 
 
 @contextmanager
@@ -152,7 +164,7 @@ def check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
         raise BadInput(
             f"out: {run_dir} holds this run already; continue it with rotscope run --resume {run_dir}"
         )
-    if run_dir.exists() and any(path.name != LOCK_FILE for path in run_dir.iterdir()):
+    if run_dir.exists() and any(path.name not in (LOCK_FILE, SESSION_DIR) for path in run_dir.iterdir()):
         raise BadInput(f"out: {run_dir} is not empty and holds no rotscope run")
 
 

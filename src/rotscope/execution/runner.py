@@ -14,7 +14,7 @@ from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.execute import Reporter
 from rotscope.execution.identity import before_variants
 from rotscope.execution.order import execution_order
-from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, default_run_dir, writing
+from rotscope.execution.run_folder import CONFIG_FILE, SESSION_DIR, STORE_FILE, default_run_dir, writing
 from rotscope.execution.session import Session, check_plan, open_session
 from rotscope.store import RunStore
 from rotscope.types import Backend
@@ -175,6 +175,11 @@ def resumed_config(run_dir: Path, max_cost: float | None, use_cache: bool) -> Ex
     A run folder written before paths were stored resolved holds paths relative to where it ran:
     they are read from the current folder, and a different corpus is refused."""
     if not (run_dir / STORE_FILE).is_file():
+        if (run_dir / SESSION_DIR).is_dir():
+            raise BadInput(
+                f"{run_dir}: the run stopped while the model was writing its session (no run.db yet); "
+                f"run the same command again with --out {run_dir} to continue it"
+            )
         raise BadInput(f"{run_dir}: not a run folder (no run.db)")
     RunStore.read(run_dir).close()  # a rotscope run store, checked before anything is written there
     path = run_dir / CONFIG_FILE

@@ -22,6 +22,7 @@ from rotscope.execution.identity import check_identity, config_digest, experimen
 from rotscope.execution.limits import Limiters
 from rotscope.execution.ray_executor import RayPool
 from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, check_run_dir, store_plan
+from rotscope.execution.self_session import SessionWriter, generation_line, self_written
 from rotscope.execution.worker import WorkerBackend
 from rotscope.plan.manifest import Deviation, build_manifest, deviations, manifest_digest
 from rotscope.plan.workitems import Plan, build_plan
@@ -82,6 +83,7 @@ class Session:
     _identity: dict[str, Any] = field(default_factory=dict)
     _manifest: dict[str, Any] = field(default_factory=dict)
     _plan_meta: dict[str, Any] | None = None
+    _generation: dict[str, Any] | None = None
     _first: bool = True
 
     @property
@@ -108,7 +110,11 @@ class Session:
         if config.judge is not None and self.judge_backend is None:
             judge_config = {"model": config.judge.model, "remote": config.judge.remote.model_dump()}
             self.judge_backend = create_backend(build_config({**config.model_dump(), **judge_config}))
-        self.plan = build_plan(config, self.backend)
+        writer = SessionWriter(config, run_dir, self.backend, self.reporter) if self_written(config) else None
+        self.plan = build_plan(config, self.backend, writer)
+        if writer is not None:
+            self._generation = writer.cost()
+            _notice(self.reporter, generation_line(self._generation, writer.calls_made))
         _notice(self.reporter, planned_line(self.plan))
         self._manifest = build_manifest(config, self.plan, self.backend)
         if frozen_plan is not None:
@@ -134,6 +140,8 @@ class Session:
         store.set_meta({"manifest": self._manifest, "manifest_digest": manifest_digest(self._manifest)})
         if self._plan_meta is not None:
             store.set_meta({"plan": self._plan_meta})
+        if self._generation is not None:
+            store.set_meta({"session_generation": self._generation})
         if meta:
             store.set_meta(meta)
         if isinstance(self.backend, WorkerBackend):

@@ -25,6 +25,8 @@ from rotscope.filler.readinglog import _guard_pattern
 TurnRole = Literal["system", "user", "assistant", "tool"]
 ROLES: tuple[TurnRole, ...] = ("system", "user", "assistant", "tool")
 GENERATED = "generated"
+TOOL_CALL = "[tool call]"
+"""Opens the line of an assistant turn that calls a tool (a transcript's ``tool_calls`` as text)."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +36,12 @@ class Turn:
     role: TurnRole
     content: str
     name: str = ""
+
+
+def is_note(turn: Turn) -> bool:
+    """Whether a turn is the assistant's own words (a note, a plan), not a tool call: what the model
+    writes itself with ``filler.assistant: model``."""
+    return turn.role == "assistant" and TOOL_CALL not in turn.content
 
 
 def session_source(config: FillerConfig) -> str:
@@ -99,7 +107,7 @@ def _tool_calls(calls: Any, where: str) -> str:
         arguments = function.get("arguments", "")
         if not isinstance(arguments, str):
             arguments = json.dumps(arguments, sort_keys=True)
-        lines.append(f"[tool call] {function['name']}({arguments})")
+        lines.append(f"{TOOL_CALL} {function['name']}({arguments})")
     return "\n".join(lines)
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable
 from typing import Any
 
 from rotscope.config import ExperimentConfig
@@ -20,6 +21,11 @@ from rotscope.types import Case, Layout, Rejection, RenderedPrompt, Tokenizer
 
 _CHARS_PER_TOKEN = 6
 """Characters of turns read per token of the longest length: more than any tokenizer needs."""
+
+SessionWriter = Callable[[int, frozenset[str], int], list[Turn]]
+"""Gives the session of a variant's seed, turns holding a guarded string left out, longer than the
+given tokens: with ``filler.assistant: model``, the session whose notes the model wrote (the run
+step ``execution.self_session`` writes it into the run folder, or reads it back from there)."""
 
 
 def session_layouts(
@@ -61,6 +67,12 @@ def _read_turns(config: ExperimentConfig, seed: int, guarded: frozenset[str], lo
     return turns
 
 
+def stand_in(config: ExperimentConfig) -> SessionWriter:
+    """A writer that gives the generated session with its invented notes in place of the model's:
+    what a dry run plans with (the counts of a session the model has not written yet)."""
+    return lambda seed, guarded, longest: _read_turns(config, seed, guarded, longest)
+
+
 def _digest(variants: list[list[Turn]]) -> str:
     material = json.dumps([[(t.role, t.name, t.content) for t in turns] for turns in variants])
     return hashlib.sha256(material.encode()).hexdigest()[:16]
@@ -72,15 +84,25 @@ def session_prompts(
     tokenizer: Tokenizer,
     guarded: frozenset[str],
     layout_names: tuple[str, str],
+    writer: SessionWriter | None = None,
 ) -> tuple[list[tuple[Case, Layout, RenderedPrompt]], list[Rejection], dict[str, Any]]:
     """Every case rendered in session filler (case ``i`` in session variant ``i mod variants``),
-    the rejections, and what the run records of the session."""
+    the rejections, and what the run records of the session. ``writer`` gives the sessions whose
+    notes the model writes (``filler.assistant: model``)."""
     longest = max([*config.lengths, *(length for case, _ in numbered for length, _ in case.pins)])
     generated = session_source(config.filler) == GENERATED
     count = (
         min(config.filler.variants, 1 + max((index for _, index in numbered), default=0)) if generated else 1
     )
-    variants = [_read_turns(config, variant_seed(config.seed, v), guarded, longest) for v in range(count)]
+    if config.filler.assistant == "model":
+        if writer is None:
+            raise BadInput(
+                "filler.assistant: model: the model writes the session when the run starts, so it cannot "
+                "be planned without running (set assistant: generated to plan with invented notes)"
+            )
+        variants = [writer(variant_seed(config.seed, v), guarded, longest) for v in range(count)]
+    else:
+        variants = [_read_turns(config, variant_seed(config.seed, v), guarded, longest) for v in range(count)]
     digest = _digest(variants)
     origin = describe_filler(config.filler)
     builders = [
@@ -113,5 +135,6 @@ def session_prompts(
         "turns": sum(len(turns) for turns in variants),
         "variants": len(variants),
         "turn": config.filler.turn,
+        "assistant": config.filler.assistant,
     }
     return rendered, rejected, info

@@ -17,7 +17,7 @@ from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import TokenizedCorpus
 from rotscope.filler.variants import variant_corpora
 from rotscope.plan.schedule import prefill_bounds
-from rotscope.plan.session_prompts import session_prompts
+from rotscope.plan.session_prompts import SessionWriter, session_prompts
 from rotscope.position import OFFSET_PREFIX, Position
 from rotscope.prompt.builder import PlacementError, PromptBuilder
 from rotscope.prompt.variants import keep_consistent
@@ -203,19 +203,25 @@ def anchor_documents(
     }
 
 
-def build_plan(config: ExperimentConfig, backend: Backend) -> Plan:
+def build_plan(config: ExperimentConfig, backend: Backend, writer: SessionWriter | None = None) -> Plan:
     """Render and verify every prompt of the experiment; prompts that fail verification are
     listed in ``rejected`` with the reason and never sent. On session filler the cases are
-    rendered in the session and, with ``filler.static``, in that static filler as well."""
+    rendered in the session and, with ``filler.static``, in that static filler as well; a session
+    whose notes the model writes (``filler.assistant: model``) comes from ``writer``."""
     if config.filler.kind != "session":
         return _build_plan(config, config, backend)
     static = config.filler.static
     return _build_plan(
-        config, None if static is None else config.model_copy(update={"filler": static}), backend
+        config, None if static is None else config.model_copy(update={"filler": static}), backend, writer
     )
 
 
-def _build_plan(config: ExperimentConfig, static: ExperimentConfig | None, backend: Backend) -> Plan:
+def _build_plan(
+    config: ExperimentConfig,
+    static: ExperimentConfig | None,
+    backend: Backend,
+    writer: SessionWriter | None = None,
+) -> Plan:
     """``build_plan`` with the static filler's experiment ``static`` (``None``: session only)."""
     numbered = numbered_cases(config)
     cases = [case for case, _ in numbered]
@@ -259,7 +265,7 @@ def _build_plan(config: ExperimentConfig, static: ExperimentConfig | None, backe
     rejected: list[Rejection] = []
     if session is not None:
         in_session, session_rejected, session_info = session_prompts(
-            session, numbered, tokenizer, guarded, (CONTROL_POSITION, OWN_DEPTHS_POSITION)
+            session, numbered, tokenizer, guarded, (CONTROL_POSITION, OWN_DEPTHS_POSITION), writer
         )
     if cases and static is not None:
         anchors = anchor_documents(config, sources, tokenizer, guarded, longest)

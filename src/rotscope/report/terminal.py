@@ -286,7 +286,19 @@ def _print_reasoning(reasoning: dict[str, Any], console: Console) -> None:
         )
 
 
+def generation_line(generation: dict[str, Any]) -> str:
+    """What the model's writing of its own session cost (``filler.assistant: model``)."""
+    return (
+        f"session written by the model: {generation['sessions']} session(s) of {generation['turns']} turns, "
+        f"{generation['calls']} calls, prompt tokens {generation['prompt_tokens']:,}, completion tokens "
+        f"{generation['completion_tokens']:,}, {generation['latency_s']:.1f} s (not in the counts above)"
+    )
+
+
 def _print_plan_and_cache(summary: dict[str, Any], console: Console) -> None:
+    generation = summary.get("session_generation")
+    if generation:
+        console.print(generation_line(generation), markup=False)
     plan = summary.get("plan")
     if plan:
         deviations = plan["deviations"]

@@ -1,0 +1,246 @@
+"""The session the model under test writes itself (``filler: {kind: session, assistant: model}``):
+the run's first step, before any prompt is planned.
+
+The seeded generator gives the user turns, the tool calls and the tool output as it always does;
+at each of the assistant's own turns (a note between steps, a plan, its abandonment) the model is
+called on the session so far and its reply becomes that turn, so the session the probes are placed
+in holds the model's own earlier words. The session only grows, so consecutive calls share their
+prefix (a local engine reuses it).
+
+Each turn is appended to ``RUN/session/KEY.partial.jsonl`` the moment it exists (a transcript: one
+OpenAI-style message a line, each note with the usage of its call); the finished session is renamed
+to ``KEY.jsonl`` in one step, so a partial file is never read as a session. Running again replays
+the stored turns (checking each generated one against the generator) and calls the model only for
+notes not yet written; a finished session calls it never. The planner reads the finished file as
+it reads any transcript (``filler.session.load_transcript``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from rotscope.config import ExperimentConfig
+from rotscope.errors import BadInput, EngineCrashed, SessionNotWritten
+from rotscope.execution.execute import Reporter
+from rotscope.execution.identity import DIGESTS, config_digest
+from rotscope.execution.run_folder import SESSION_DIR, STORE_FILE
+from rotscope.filler.session import Turn, generated_session, is_note, load_transcript
+from rotscope.prompt.session_render import holds_marker, render, supports_tools, to_message
+from rotscope.types import Backend, Completion, GenerateRequest, GenerationParams, Tokenizer
+
+EMPTY_NOTE = "(no note)"
+"""A note the model left empty (a transcript turn needs text)."""
+MARKED_NOTE = "(note withheld: it held a chat-template marker)"
+"""A note holding a turn marker's text, which would break the session's role boundaries."""
+_ANEW = "delete the file to write the session anew"
+USAGE = "usage"
+"""The key of a note's line that records its call (a transcript reader ignores it)."""
+
+
+def _line(turn: Turn, usage: Mapping[str, Any] | None = None) -> str:
+    record: dict[str, Any] = {"role": turn.role, "content": turn.content}
+    if turn.name:
+        record["name"] = turn.name
+    if usage is not None:
+        record[USAGE] = dict(usage)
+    return json.dumps(record, ensure_ascii=False) + "\n"
+
+
+def _stored(path: Path) -> list[dict[str, Any]]:
+    """The lines of a stored session. A partial session's last line cut short by a crash was
+    never written: it is cut off the file, so the turns appended next follow a whole line."""
+    if not path.is_file():
+        return []
+    text = path.read_text(encoding="utf-8")
+    whole = text[: text.rfind("\n") + 1]
+    if whole != text:
+        with path.open("r+", encoding="utf-8") as file:
+            file.truncate(len(whole.encode("utf-8")))
+    records = []
+    for number, line in enumerate(whole.splitlines(), start=1):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise BadInput(f"{path}:{number}: not valid JSON; {_ANEW}") from None
+    return records
+
+
+def _usage(completion: Completion) -> dict[str, Any]:
+    return {
+        "prompt_tokens": completion.prompt_tokens,
+        "completion_tokens": completion.completion_tokens,
+        "cached_tokens": completion.cached_tokens,
+        "latency_s": round(completion.latency_s, 4),
+    }
+
+
+def self_written(config: ExperimentConfig) -> bool:
+    """Whether the run's session filler is one the model writes itself."""
+    return config.filler.kind == "session" and config.filler.assistant == "model"
+
+
+def generation_line(cost: Mapping[str, Any], calls_now: int) -> str:
+    """What writing the session cost, for the run's notices."""
+    stored = cost["calls"] - calls_now
+    replayed = f" ({stored} replayed from the run folder)" if stored else ""
+    return (
+        f"session written by the model: {cost['sessions']} session(s), {cost['turns']} turns, "
+        f"{cost['calls']} calls{replayed}, prompt tokens {cost['prompt_tokens']:,}, "
+        f"completion tokens {cost['completion_tokens']:,}"
+    )
+
+
+class SessionWriter:
+    """Writes (or reads back) the run's model-written sessions; called by the planner once per
+    haystack variant (``plan.session_prompts.SessionWriter``)."""
+
+    def __init__(
+        self, config: ExperimentConfig, run_dir: Path, backend: Backend, reporter: Reporter | None = None
+    ) -> None:
+        self.config = config
+        self.run_dir = run_dir
+        self.backend = backend
+        self.reporter = reporter
+        self.params = GenerationParams(
+            temperature=config.generation.temperature,
+            max_tokens=config.filler.note_tokens,
+            seed=config.generation.seed,
+        )
+        description = backend.describe()
+        self._key_material = {
+            "config": config_digest(config),
+            "model": description.get("model"),
+            **{name: description.get(key) for name, key in DIGESTS.items()},
+        }
+        self.files: list[Path] = []
+        self.calls_made = 0
+        self._reserved = False
+
+    def key(self, seed: int, guarded: frozenset[str], target: int) -> str:
+        """Names a session by all it depends on: the experiment, the model, the variant's seed, the
+        strings left out and the length it must reach."""
+        material = {**self._key_material, "seed": seed, "guarded": sorted(guarded), "target": target}
+        return hashlib.sha256(json.dumps(material, sort_keys=True).encode()).hexdigest()[:16]
+
+    def __call__(self, seed: int, guarded: frozenset[str], target: int) -> list[Turn]:
+        folder = self.run_dir / SESSION_DIR
+        key = self.key(seed, guarded, target)
+        finished = folder / f"{key}.jsonl"
+        if not finished.is_file():
+            folder.mkdir(parents=True, exist_ok=True)
+            partial = folder / f"{key}.partial.jsonl"
+            self._grow(seed, guarded, target, partial)
+            partial.replace(finished)  # one step: a session file is always a whole session
+        self.files.append(finished)
+        return load_transcript(finished)
+
+    def _grow(self, seed: int, guarded: frozenset[str], target: int, partial: Path) -> None:
+        """The generator's turns, each note the model's, up to the first note at which the session
+        already holds ``target`` tokens; every turn appended to ``partial`` as it exists."""
+        tokenizer = self.backend.tokenizer()
+        tools = supports_tools(tokenizer)
+        stored = _stored(partial)
+        turns: list[Turn] = []
+        self._notice(f"the model writes its session (seed {seed}, {target:,} tokens) into {partial.parent}")
+        with partial.open("a", encoding="utf-8") as out:
+            for index, turn in enumerate(generated_session(seed, guarded)):
+                if is_note(turn):
+                    text = render(tokenizer, [to_message(t, tools) for t in turns])
+                    ids = tokenizer.encode(text, special=True)
+                    if len(ids) >= target:
+                        return
+                    if index < len(stored):
+                        turns.append(self._replayed_note(stored[index], partial, index))
+                        continue
+                    messages = tuple(to_message(t, tools).message() for t in turns)
+                    request = GenerateRequest(messages, tuple(ids), self.params)
+                    completion = self._call(request, target, partial, turns)
+                    note = Turn("assistant", self._note_text(completion.text, tokenizer))
+                    out.write(_line(note, _usage(completion)))
+                    out.flush()
+                    turns.append(note)
+                    continue
+                if index < len(stored):
+                    self._check_replayed(stored[index], turn, partial, index)
+                else:
+                    out.write(_line(turn))
+                    out.flush()
+                turns.append(turn)
+        raise AssertionError("the generated session is endless")  # pragma: no cover
+
+    def _replayed_note(self, record: dict[str, Any], partial: Path, index: int) -> Turn:
+        content = record.get("content")
+        if record.get("role") != "assistant" or not isinstance(content, str) or USAGE not in record:
+            raise BadInput(f"{partial}:{index + 1}: not a note the model wrote; {_ANEW}")
+        return Turn("assistant", content)
+
+    def _check_replayed(self, record: dict[str, Any], turn: Turn, partial: Path, index: int) -> None:
+        if record != json.loads(_line(turn)):
+            raise BadInput(
+                f"{partial}:{index + 1}: differs from the generated session (the generator changed since it "
+                f"was written); {_ANEW}"
+            )
+
+    def _call(self, request: GenerateRequest, target: int, partial: Path, turns: list[Turn]) -> Completion:
+        """One note's call; a failure stops the run with the session so far kept as partial."""
+        if not self._reserved:
+            # sized for the run's prompts too: a loaded in-process engine keeps its first context
+            longest = math.ceil(target * (1 + self.config.length_tolerance)) + 1
+            self.backend.reserve(longest, max(self.params.max_tokens, self.config.generation.max_tokens))
+            self._reserved = True
+        self.calls_made += 1
+        try:
+            completion = asyncio.run(self.backend.generate(request))
+        except EngineCrashed as crashed:
+            completion = Completion(text="", error=str(crashed))
+        if completion.error is not None:
+            again = (
+                f"rotscope run --resume {self.run_dir}"
+                if (self.run_dir / STORE_FILE).is_file()
+                else f"the same command with --out {self.run_dir}"
+            )
+            raise SessionNotWritten(
+                f"filler.assistant: model: the model failed writing a note of its session "
+                f"({completion.error}); the {len(turns)} turns written so far are kept in {partial}; "
+                f"run {again} to continue"
+            )
+        return completion
+
+    def _note_text(self, text: str, tokenizer: Tokenizer) -> str:
+        note = text.replace("\r\n", "\n").strip()
+        if not note:
+            return EMPTY_NOTE
+        return MARKED_NOTE if holds_marker(tokenizer, note) else note
+
+    def _notice(self, message: str) -> None:
+        if self.reporter is not None:
+            self.reporter.notice(message)
+
+    def cost(self) -> dict[str, Any]:
+        """What writing the run's sessions cost, read from the stored notes (so it is the whole cost,
+        however many runs it took): the summary's ``session_generation``."""
+        names = ("prompt_tokens", "completion_tokens", "cached_tokens", "latency_s")
+        totals: dict[str, float] = dict.fromkeys(("calls", *names), 0)
+        turns = 0
+        for path in self.files:
+            for record in _stored(path):
+                turns += 1
+                usage = record.get(USAGE)
+                if isinstance(usage, dict):
+                    totals["calls"] += 1
+                    for name in names:
+                        totals[name] += usage.get(name) or 0
+        return {
+            **{name: int(value) for name, value in totals.items()},
+            "latency_s": round(totals["latency_s"], 3),
+            "sessions": len(self.files),
+            "turns": turns,
+            "note_tokens": self.params.max_tokens,
+            "files": [str(path.relative_to(self.run_dir)) for path in self.files],
+        }
