@@ -275,8 +275,12 @@ class Completion:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cached_tokens: int = 0
-    """Prompt tokens read from the provider's prompt cache (counted in ``prompt_tokens``)."""
+    cached_tokens: int | None = 0
+    """Prompt tokens read from the provider's prompt cache (counted in ``prompt_tokens``); ``None``
+    where they are unknown (a server whose usage reports none, with no log to count them from)."""
+    cached_source: str = "reported"
+    """Where ``cached_tokens`` came from: ``reported`` (the provider's or engine's usage) or
+    ``server_log`` (counted from the server's own log, ``remote.server_log``)."""
     cache_write_tokens: int = 0
     """Prompt tokens written to the provider's prompt cache (Anthropic bills them above the input
     price; counted in ``prompt_tokens``)."""

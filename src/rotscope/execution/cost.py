@@ -79,7 +79,7 @@ def completion_cost(price: Price | None, completion: Completion) -> float | None
         price,
         completion.prompt_tokens,
         completion.completion_tokens,
-        completion.cached_tokens,
+        completion.cached_tokens or 0,  # unknown: priced as uncached, the upper bound
         completion.cache_write_tokens,
     )
 
