@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from rich.console import Console
 
 from chat_server import ChatServer
 from cli_helpers import assert_bad_input, invoke, nonsense_corpus
@@ -17,6 +18,8 @@ from rotscope.analysis.summary import load_summary
 from rotscope.backends.server_log import Record, ServerLog, records
 from rotscope.config import build_config
 from rotscope.execution.runner import run_experiment
+from rotscope.report.html import render_report
+from rotscope.report.terminal import print_summary
 from rotscope.tokenizers.remote import ApproximateTokenizer, render_plain
 
 # Three requests as llama-cpp-python 0.3's server logged them (the timing lines shortened): the
@@ -114,8 +117,13 @@ def test_without_the_log_a_server_reporting_none_leaves_them_unknown(
     run_dir = run_experiment(build_config(config_data(server, tmp_path)), run_dir=tmp_path / "run")
     rows = stored(run_dir)
     assert len(rows) == 4 and {(cached, source) for _, cached, source in rows} == {(None, None)}
-    tokens = load_summary(run_dir)["tokens"]
+    summary = load_summary(run_dir)
+    tokens = summary["tokens"]
     assert (tokens["cached"], tokens["evaluated"], tokens["cached_unknown"]) == (0, 0, 4)
+    console = Console(width=400, record=True)
+    print_summary(summary, console)  # the views say so rather than show 0 cached as a measurement
+    assert "4 calls' cached tokens unknown" in console.export_text()
+    assert "cached tokens unknown for 4 calls" in render_report(run_dir)
 
 
 def test_the_log_needs_one_call_at_a_time(server: ChatServer, tmp_path: Path) -> None:
