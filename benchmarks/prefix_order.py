@@ -25,6 +25,14 @@ lower bound 4,113 prompt tokens of 8,448 sent:
     prefix           4,104     1.00     51%     178  same
 
 (``prefix`` came in under the bound: its first prompt shared a prefix with the grouped run's last.)
+
+Again 2026-12-01 at ``--concurrency 1 --max-tokens 8 --threads 2`` (load average 3-7 on 2 cores),
+each row's cached tokens counted through ``remote.server_log``; their sums equal the log's hits:
+
+    order        evaluated  x bound  cached  wall s  outcomes  rows' cached tokens
+    interleaved      5,520     1.34     35%     358  same           2,928
+    grouped          4,330     1.05     49%     225  same           4,118
+    prefix           4,072     0.99     52%     150  same           4,376
 """
 
 from __future__ import annotations
