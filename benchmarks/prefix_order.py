@@ -10,7 +10,8 @@ measurement behind the default ``order:`` (``rotscope.plan.schedule``). Run by h
 Starts llama-cpp-python's OpenAI-compatible server on the bundled model (``tests/llama_server.py``)
 and runs the experiment through it as ``openai/smollm2`` once per order (``interleaved``,
 ``grouped``, ``prefix``), each into a fresh run folder. The server reports no cached tokens, so the
-tokens it kept are read from its prefix-hit log; it evaluates the rest. Prints, per order: the
+tokens it kept are read from its prefix-hit log (at ``--concurrency 1`` also into each row, through
+``remote.server_log``, and the summary's sum printed); it evaluates the rest. Prints, per order: the
 prompt tokens the server evaluated, as a multiple of the trie lower bound, the cached-token share,
 the wall time, and whether every outcome equals the other orders' (temperature 0).
 
@@ -24,6 +25,14 @@ lower bound 4,113 prompt tokens of 8,448 sent:
     prefix           4,104     1.00     51%     178  same
 
 (``prefix`` came in under the bound: its first prompt shared a prefix with the grouped run's last.)
+
+Again 2026-12-01 at ``--concurrency 1 --max-tokens 8 --threads 2`` (load average 3-7 on 2 cores),
+each row's cached tokens counted through ``remote.server_log``; their sums equal the log's hits:
+
+    order        evaluated  x bound  cached  wall s  outcomes  rows' cached tokens
+    interleaved      5,520     1.34     35%     358  same           2,928
+    grouped          4,330     1.05     49%     225  same           4,118
+    prefix           4,072     0.99     52%     150  same           4,376
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from rotscope.analysis.summary import load_summary
 from rotscope.backends.llamacpp import bundled_model_path
 from rotscope.config import build_config, read_config_file
 from rotscope.execution.runner import run_experiment
@@ -63,6 +73,7 @@ def run_order(config: dict[str, object], order: str, out: Path, log: Path) -> di
         "sent": sent,
         "evaluated": sent - sum(hits),
         "cached": sum(hits),
+        "rows_cached": load_summary(run_dir)["tokens"]["cached"],
         "outcomes": {row[0]: row[1] for row in rows},
         "errors": sum(row[3] != "ok" for row in rows),
         "meta_order": meta.get("order"),
@@ -94,7 +105,9 @@ def main() -> None:
                 **base,
                 "model": f"openai/{SERVED_NAME}",
                 "remote": {"base_url": base_url, "tokenizer": str(model), "timeout_s": 600,
-                           "params": {"repeat_penalty": 1.0}},
+                           "params": {"repeat_penalty": 1.0},
+                           # one call at a time: each row's cached tokens counted from the log too
+                           **({"server_log": str(log)} if arguments.concurrency == 1 else {})},
                 "cache": {"enabled": False},
                 "limits": {"openai": {"concurrency": arguments.concurrency}},
             }  # fmt: skip
@@ -113,7 +126,7 @@ def main() -> None:
             f"{int(result['cached']) / sent:>7.0%} {float(result['wall_s']):>7.1f} "  # type: ignore[call-overload]
             f"{result['errors']:>6}  {same}"
         )
-        print(f"  {result['meta_order']}")
+        print(f"  {result['meta_order']}; the rows' cached tokens sum to {result['rows_cached']:,}")
 
 
 if __name__ == "__main__":

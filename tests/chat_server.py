@@ -7,7 +7,9 @@ the script are answered. Every request is logged (prompt key, time, fault) for t
 Given a ``tokenize`` function (the model's tokenizer with its chat template), the server counts
 prompts with it and keeps the ids of its last ``cache_slots`` prompts as a prefix cache, reporting
 the longest prefix it shares with one of them as ``prompt_tokens_details.cached_tokens``: the
-tokens a server with prefix caching would not evaluate again.
+tokens a server with prefix caching would not evaluate again. With ``llama_log`` it answers as
+llama-cpp-python's server does: no cached tokens in its usage, the prefix it kept written to that
+file in that server's verbose log lines instead (``rotscope.backends.server_log``).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 from rotscope._util.tokens import common_prefix
@@ -67,6 +70,7 @@ class ChatServer:
     """The server's own count of a prompt's tokens (template included); ``None``: the approximate
     count plus ``TEMPLATE_OVERHEAD``, and no prefix cache."""
     cache_slots: int = 4
+    llama_log: Path | None = None
     log: list[Logged] = field(default_factory=list)
     _cache: list[list[int]] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -104,6 +108,16 @@ class ChatServer:
             cached = max((common_prefix(ids[:-1], before) for before in self._cache), default=0)
             self._cache = [*self._cache, ids][-self.cache_slots :]
         return self.report_prompt_tokens(len(ids)), cached
+
+    def write_llama_log(self, prompt_tokens: int, cached: int) -> None:
+        """The lines llama-cpp-python's server logs for one request (before it replies)."""
+        assert self.llama_log is not None
+        remaining = prompt_tokens - cached
+        hit = f"Llama.generate: {cached} prefix-match hit, remaining {remaining} prompt tokens to eval"
+        lines = [hit] if cached else []
+        lines.append(f"llama_perf_context_print: prompt eval time =      12.50 ms / {remaining:5d} tokens")
+        with self.llama_log.open("a", encoding="utf-8") as log:
+            log.write("\n".join(lines) + "\n")
 
     def start(self) -> ChatServer:
         server = self
@@ -157,6 +171,15 @@ class ChatServer:
                 time.sleep(server.delay_s)
                 prompt_tokens, cached = server.count(messages)
                 completion_tokens = len(text.split())
+                usage: dict[str, Any] = {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                    "prompt_tokens_details": {"cached_tokens": cached},
+                }
+                if server.llama_log is not None:
+                    del usage["prompt_tokens_details"]
+                    server.write_llama_log(prompt_tokens, cached)
                 answer = {
                     "id": "chatcmpl-1",
                     "object": "chat.completion",
@@ -168,12 +191,7 @@ class ChatServer:
                             "finish_reason": "stop",
                         }
                     ],
-                    "usage": {
-                        "prompt_tokens": prompt_tokens,
-                        "completion_tokens": completion_tokens,
-                        "total_tokens": prompt_tokens + completion_tokens,
-                        "prompt_tokens_details": {"cached_tokens": cached},
-                    },
+                    "usage": usage,
                 }
                 self._reply(200, json.dumps(answer).encode())
 

@@ -233,7 +233,12 @@ def _tokenizer_path(spec: object, base: Path) -> object:
     return _absolute(spec, base)
 
 
-_SECTION_PATHS = (("filler", ("path", "glob", "jsonl")), ("reasoning", ("path",)), ("cache", ("path",)))
+_SECTION_PATHS = (
+    ("filler", ("path", "glob", "jsonl")),
+    ("reasoning", ("path",)),
+    ("cache", ("path",)),
+    ("remote", ("server_log",)),
+)
 
 
 def _section(data: dict[str, Any], key: str) -> dict[str, Any] | None:
@@ -249,8 +254,8 @@ def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     folder; the current folder for command-line flags), so the resolved config stored in the run
     folder and in plans names the same files wherever it is read from: ``model`` (a GGUF path),
     ``cases``, ``replay``, ``out``, ``filler.path``/``glob``/``jsonl``, ``reasoning.path``,
-    ``cache.path``, ``remote.tokenizer``, ``judge.remote.tokenizer`` and ``cmd.tokenizer`` (unless
-    ``tiktoken:NAME``), ``cmd.cwd``."""
+    ``cache.path``, ``remote.server_log``, ``remote.tokenizer``, ``judge.remote.tokenizer`` and
+    ``cmd.tokenizer`` (unless ``tiktoken:NAME``), ``cmd.cwd``."""
     data = dict(data)
     if "model" in data:
         data["model"] = _model_path(data["model"], base)

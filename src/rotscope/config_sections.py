@@ -361,6 +361,11 @@ class RemoteOptions(_Strict):
     reasoning_effort: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     """Extra request fields passed through unchanged (e.g. ``top_p``, provider-specific options)."""
+    server_log: str | None = None
+    """``openai/`` only: the log file of a llama-cpp-python server run verbose (its default), from
+    which each row's cached tokens are counted where the server's usage reports none (its
+    ``prefix-match hit`` lines, matched to requests in order, so it needs
+    ``limits.openai.concurrency: 1``). Unset, such a server's rows have unknown cached tokens."""
 
     @field_validator("base_url")
     @classmethod

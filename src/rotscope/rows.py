@@ -57,6 +57,7 @@ class Row(TypedDict):
     judge_response: str | None
     request_attempts: int | None
     engine_mode: str | None
+    cached_source: str | None
 
 
 def column(row: Row, name: str) -> Any:

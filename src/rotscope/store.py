@@ -29,7 +29,7 @@ RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
     "cached_tokens", "latency_s", "cost", "error", "attempts", "created_at", "finished_at", "claim_report",
     "cached_response", "judge_verdict", "judge_model", "judge_prompt_sha256", "judge_response",
-    "request_attempts", "engine_mode",
+    "request_attempts", "engine_mode", "cached_source",
 )  # fmt: skip
 ITEM_COLUMNS = PLANNED_COLUMNS + RESULT_COLUMNS
 
@@ -92,6 +92,8 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ),
     # The local engine's mode that produced the row (``extra_buffers=off``), so a run stays in one.
     ("engine_mode", "ALTER TABLE items ADD COLUMN engine_mode TEXT"),
+    # Where a row's cached tokens came from (``reported``, ``server_log``); NULL when unknown.
+    ("cached_source", "ALTER TABLE items ADD COLUMN cached_source TEXT"),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

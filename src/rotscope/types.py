@@ -233,22 +233,31 @@ class GenerationParams:
 
 @dataclass(frozen=True)
 class PrefixGroup:
-    """The prefix group of a remote call (see ``rotscope.plan.schedule``): what a provider's prompt
-    cache can be told. It never changes an answer, so it is no part of a call's identity.
+    """The prefix group of a remote call (see ``rotscope.plan.schedule``) and the prefixes it shares
+    with its neighbours: what a provider's prompt cache can be told. It never changes an answer, so
+    it is no part of a call's identity.
 
-    Two prefixes matter: the stem every prompt of the run shares, and the longer one the calls of
-    this group share. A ``*_chars`` count is the characters of the last message's content the
-    prefix covers (the messages before it are the same in every call concerned), 0 where it ends
-    before the last message: where Anthropic's cache breakpoints go."""
+    Three prefixes matter for Anthropic's breakpoints: the stem every prompt of the run shares, and
+    the prefixes this call shares with the calls just before and after it in its group's trie order
+    (the order the group runs in): the first of two neighbours to run writes the prefix they share,
+    the second reads it. A ``*_chars`` count is the characters of the last message's content the
+    prefix covers, cut back to the start of a run of whitespace so a breakpoint falls between words
+    (the messages before it are the same in both calls), 0 where it ends before the last message
+    or there is no such neighbour."""
 
     key: str
     """Names the group (a hash of its shared prefix): OpenAI's ``prompt_cache_key``."""
     calls: int
     shared_tokens: int
     """Prompt tokens every call of the group shares, counted by the run's tokenizer."""
-    shared_chars: int
     stem_tokens: int = 0
     stem_chars: int = 0
+    previous_tokens: int = 0
+    """Prompt tokens this call shares with the one before it in the group (0: it is the first)."""
+    previous_chars: int = 0
+    next_tokens: int = 0
+    """Prompt tokens this call shares with the one after it in the group (0: it is the last)."""
+    next_chars: int = 0
 
 
 @dataclass(frozen=True)
@@ -266,8 +275,12 @@ class Completion:
     text: str
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    cached_tokens: int = 0
-    """Prompt tokens read from the provider's prompt cache (counted in ``prompt_tokens``)."""
+    cached_tokens: int | None = 0
+    """Prompt tokens read from the provider's prompt cache (counted in ``prompt_tokens``); ``None``
+    where they are unknown (a server whose usage reports none, with no log to count them from)."""
+    cached_source: str = "reported"
+    """Where ``cached_tokens`` came from: ``reported`` (the provider's or engine's usage) or
+    ``server_log`` (counted from the server's own log, ``remote.server_log``)."""
     cache_write_tokens: int = 0
     """Prompt tokens written to the provider's prompt cache (Anthropic bills them above the input
     price; counted in ``prompt_tokens``)."""

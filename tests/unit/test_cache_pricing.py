@@ -57,6 +57,19 @@ def test_the_breakpoint_cache_estimate_writes_each_long_group_prefix_once_and_re
     assert prompt_cache_estimate(prompts, "anthropic/claude-3-5-haiku-latest") == (0, 0)
 
 
+def test_each_call_reads_what_it_shares_with_the_call_before_it_not_only_the_groups_prefix() -> None:
+    # Three depths of one needle in one haystack: in trie order the calls share 2,500 and then
+    # 2,000 tokens, the group as a whole only 2,000.
+    base = tuple(range(4000))
+    depths = [(*base[: 2000 + 500 * k], 90000 + k, *base[2000 + 500 * k :]) for k in range(3)]
+    prompts = [*depths, (99999,) * 900]
+    groups = prefix_groups(prompts)
+    assert [2, 1, 0] in groups and group_prefix(prompts, [2, 1, 0]) == 2000
+    # The deepest call writes the 2,500 tokens it shares with the next, which reads them; that
+    # one marks the 2,000 it shares with the last call, which reads those.
+    assert prompt_cache_estimate(prompts, "anthropic/claude-sonnet-4-0") == (2500 + 2000, 2500)
+
+
 def test_an_automatic_cache_reads_each_calls_longest_prefix_shared_within_its_group_in_steps() -> None:
     shared = tuple(range(2000))
     prompts = [(*shared, 9000 + case, 1, 2) for case in range(4)] + [(7,) * 900]

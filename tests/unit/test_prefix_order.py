@@ -9,6 +9,7 @@ import json
 import random
 import sqlite3
 from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from rotscope._util.tokens import common_prefix
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.execution.order import execution_order
+from rotscope.execution.order import execution_order, word_boundary
 from rotscope.execution.runner import run_experiment
 from rotscope.plan.schedule import (
     GROUP_SLACK,
@@ -135,11 +136,30 @@ def test_every_remote_call_is_told_its_group(items: list[WorkItem]) -> None:
             item.prompt.token_ids[: hint.shared_tokens] == group[0].prompt.token_ids[: hint.shared_tokens]
             for item in group
         )
-        if len(group) > 1:  # the shared text is exactly shared, one character more is not
-            contents = {item.prompt.messages[-1]["content"] for item in group}
-            assert len({content[: hint.shared_chars] for content in contents}) == 1
-            assert len({content[: hint.shared_chars + 1] for content in contents}) > 1
+        # In the group's trie order, each call's ``next`` prefix is its successor's ``previous``:
+        # the same tokens and the same text, cut where a run of whitespace starts after a word.
+        members = sorted(group, key=lambda item: item.prompt.token_ids)
+        first, last = members[0].prefix_group, members[-1].prefix_group
+        assert first is not None and first.previous_tokens == 0
+        assert last is not None and last.next_tokens == 0
+        for before, after in pairwise(members):
+            ahead, behind = before.prefix_group, after.prefix_group
+            assert ahead is not None and behind is not None
+            assert ahead.next_tokens == behind.previous_tokens > 0
+            assert ahead.next_chars == behind.previous_chars
+            cut = ahead.next_chars
+            texts = before.prompt.messages[-1]["content"], after.prompt.messages[-1]["content"]
+            assert texts[0][:cut] == texts[1][:cut]
+            if texts[0] != texts[1]:
+                assert cut > 0 and texts[0][cut].isspace() and not texts[0][cut - 1].isspace()
     assert all(item.prefix_group is None for item in execution_order(items, True, 0, "grouped").items)
+
+
+def test_a_breakpoint_is_cut_back_to_where_whitespace_follows_a_word() -> None:
+    assert word_boundary("the secret code is 48") == len("the secret code is")
+    assert word_boundary("line one\n\nline tw") == len("line one\n\nline")
+    assert word_boundary("end of it.\n\n") == len("end of it.")
+    assert word_boundary("noboundary") == 0
 
 
 def test_prefix_order_is_the_trie_and_interleaved_the_shuffle(items: list[WorkItem]) -> None:

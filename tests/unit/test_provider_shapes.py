@@ -215,32 +215,64 @@ def test_a_gemini_safety_block_is_an_error_row() -> None:
     assert completion.error is not None and "prompt blocked" in completion.error
 
 
-SHARED = "<context>\nThe secret code is 4817.\n</context>\n"
-GROUP = PrefixGroup(key="rotscope-0123456789abcdef", calls=3, shared_tokens=1500, shared_chars=len(SHARED))
+CONTENT = REQUEST.messages[1]["content"]
+SHARED = "<context>\n"
+BEFORE = "<context>\nThe secret code"
+AFTER = "<context>\nThe secret code is 4817.\n</context>"
+# A middle call of its group: it shares the stem with every call, BEFORE with the call before it
+# and AFTER with the call after it (each cut at a word boundary).
+GROUP = PrefixGroup(
+    key="rotscope-0123456789abcdef",
+    calls=3,
+    shared_tokens=1500,
+    stem_tokens=1100,
+    stem_chars=len(SHARED),
+    previous_tokens=1500,
+    previous_chars=len(BEFORE),
+    next_tokens=2000,
+    next_chars=len(AFTER),
+)
 
 
 def grouped(group: PrefixGroup | None) -> GenerateRequest:
     return replace(REQUEST, prefix_group=group)
 
 
-def test_anthropic_marks_the_groups_shared_prefix_for_caching() -> None:
-    recorder = Recorder((200, fixture("anthropic_message_cache_write.json"), {}))
+def test_anthropic_marks_the_stem_and_what_the_call_shares_with_each_neighbour() -> None:
+    recorder = Recorder((200, fixture("anthropic_message_cache_read.json"), {}))
     completion = asyncio.run(anthropic(recorder).generate(grouped(GROUP)))
     assert recorder.body()["system"] == "Answer briefly."
+    marked = {"cache_control": {"type": "ephemeral"}}
     assert recorder.body()["messages"] == [
         {
             "role": "user",
             "content": [
-                {"type": "text", "text": SHARED, "cache_control": {"type": "ephemeral"}},
-                {"type": "text", "text": "Question: the code?"},
+                {"type": "text", "text": SHARED, **marked},
+                {"type": "text", "text": BEFORE[len(SHARED) :], **marked},
+                {"type": "text", "text": AFTER[len(BEFORE) :], **marked},
+                {"type": "text", "text": "\nQuestion: the code?"},
             ],
         }
     ]
-    # The blocks are the message cut in two: nothing added, nothing lost.
-    assert (
-        "".join(block["text"] for block in recorder.body()["messages"][0]["content"])
-        == (REQUEST.messages[1]["content"])
+    # The blocks are the message cut in four: nothing added, nothing lost.
+    assert "".join(block["text"] for block in recorder.body()["messages"][0]["content"]) == CONTENT
+    # It read what the call before it wrote and wrote the rest up to the last breakpoint.
+    assert (completion.prompt_tokens, completion.cached_tokens, completion.cache_write_tokens) == (
+        21 + 1500 + 500,
+        1500,
+        500,
     )
+
+
+def test_a_groups_first_call_writes_what_it_shares_with_the_next() -> None:
+    recorder = Recorder((200, fixture("anthropic_message_cache_write.json"), {}))
+    first = replace(GROUP, stem_tokens=0, previous_tokens=0, previous_chars=0)
+    completion = asyncio.run(anthropic(recorder).generate(grouped(first)))
+    content = recorder.body()["messages"][0]["content"]
+    assert content == [
+        {"type": "text", "text": AFTER, "cache_control": {"type": "ephemeral"}},
+        {"type": "text", "text": "\nQuestion: the code?"},
+    ]
     assert (completion.prompt_tokens, completion.cached_tokens, completion.cache_write_tokens) == (
         21 + 2048,
         0,
@@ -249,16 +281,16 @@ def test_anthropic_marks_the_groups_shared_prefix_for_caching() -> None:
 
 
 @pytest.mark.parametrize(
-    ("model", "shared_tokens", "marked"),
+    ("model", "tokens", "marked"),
     [
-        ("claude-test-model", 1024, True),
-        ("claude-test-model", 1023, False),  # below the minimum cacheable prompt
-        ("claude-3-5-haiku-latest", 2047, False),  # Haiku caches from 2,048 tokens
-        ("claude-3-5-haiku-latest", 2048, True),
+        ("claude-test-model", 1024, 3),
+        ("claude-test-model", 1023, 0),  # below the minimum cacheable prompt
+        ("claude-3-5-haiku-latest", 2047, 0),  # Haiku caches from 2,048 tokens
+        ("claude-3-5-haiku-latest", 2048, 3),
     ],
 )
-def test_anthropic_breakpoint_only_above_the_minimum_cacheable_length(
-    model: str, shared_tokens: int, marked: bool
+def test_anthropic_breakpoints_only_above_the_minimum_cacheable_length(
+    model: str, tokens: int, marked: int
 ) -> None:
     recorder = Recorder((200, fixture("anthropic_message.json"), {}))
     backend = AnthropicBackend(
@@ -268,29 +300,35 @@ def test_anthropic_breakpoint_only_above_the_minimum_cacheable_length(
             transport=httpx2.MockTransport(lambda request: recorder.reply(request, httpx2.Response))
         ),
     )
-    asyncio.run(backend.generate(grouped(replace(GROUP, shared_tokens=shared_tokens))))
+    group = replace(GROUP, stem_tokens=tokens, previous_tokens=tokens, next_tokens=tokens)
+    asyncio.run(backend.generate(grouped(group)))
     content = recorder.body()["messages"][0]["content"]
     breakpoints = [block for block in content if isinstance(block, dict) and "cache_control" in block]
-    assert len(breakpoints) == (1 if marked else 0)
+    assert len(breakpoints) == marked
     if not marked:
-        assert content == REQUEST.messages[1]["content"]
+        assert content == CONTENT
 
 
 @pytest.mark.parametrize(
-    "group", [replace(GROUP, shared_chars=0), replace(GROUP, calls=1)], ids=["not-in-last-turn", "one-call"]
+    "group",
+    [
+        replace(GROUP, stem_chars=0, previous_chars=0, next_chars=0),
+        PrefixGroup(key=GROUP.key, calls=1, shared_tokens=1500),
+    ],
+    ids=["not-in-last-turn", "one-call-no-stem"],
 )
 def test_anthropic_sends_no_breakpoint_without_a_shared_last_turn_or_for_one_call(group: PrefixGroup) -> None:
     recorder = Recorder((200, fixture("anthropic_message.json"), {}))
     asyncio.run(anthropic(recorder).generate(grouped(group)))
-    assert recorder.body()["messages"] == [{"role": "user", "content": REQUEST.messages[1]["content"]}]
+    assert recorder.body()["messages"] == [{"role": "user", "content": CONTENT}]
 
 
-def test_anthropic_marks_the_runs_stem_and_the_groups_prefix() -> None:
+def test_a_prefix_shared_with_both_neighbours_is_one_breakpoint() -> None:
     recorder = Recorder((200, fixture("anthropic_message.json"), {}))
-    stem = len("<context>\n")
-    asyncio.run(anthropic(recorder).generate(grouped(replace(GROUP, stem_tokens=1100, stem_chars=stem))))
+    same = replace(GROUP, previous_tokens=2000, previous_chars=len(AFTER))
+    asyncio.run(anthropic(recorder).generate(grouped(same)))
     content = recorder.body()["messages"][0]["content"]
-    assert [block["text"] for block in content] == ["<context>\n", SHARED[stem:], "Question: the code?"]
+    assert [block["text"] for block in content] == [SHARED, AFTER[len(SHARED) :], "\nQuestion: the code?"]
     assert ["cache_control" in block for block in content] == [True, True, False]
 
 

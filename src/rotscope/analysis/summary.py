@@ -105,6 +105,19 @@ def _spend(rows: list[Row], config: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def _cached_tokens(called: list[Row]) -> dict[str, Any]:
+    """Prompt tokens evaluated and read from a cache over the calls whose cached tokens are known
+    (reported by the engine or provider, or counted from a server's log); the calls whose are not
+    count in ``cached_unknown``, their prompt tokens in neither sum."""
+    known = [row for row in called if row["cached_tokens"] is not None]
+    return {
+        "evaluated": sum((row["usage_prompt_tokens"] or 0) - (row["cached_tokens"] or 0) for row in known),
+        "cached": sum(row["cached_tokens"] or 0 for row in known),
+        "cached_unknown": len(called) - len(known),
+        "cached_from_log": sum(row["cached_source"] == "server_log" for row in known),
+    }
+
+
 def _judge(rows: list[Row], config: dict[str, Any]) -> dict[str, Any] | None:
     if not config.get("judge"):
         return None
@@ -227,10 +240,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         "tokens": {
             "naive_prefill": tokens.get("naive_prefill", 0),
             "lower_bound": tokens.get("lower_bound", 0),
-            "evaluated": sum(
-                (row["usage_prompt_tokens"] or 0) - (row["cached_tokens"] or 0) for row in called
-            ),
-            "cached": sum(row["cached_tokens"] or 0 for row in called),
+            **_cached_tokens(called),
         },
         "token_counts": token_counts(meta, rows),
         "timing": {

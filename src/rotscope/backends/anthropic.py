@@ -4,9 +4,10 @@ off. The SDK is an optional extra: ``pip install rotscope[anthropic]``.
 The current Messages API takes no ``temperature`` or ``seed`` (the SDK has no such arguments), so
 sampling is the provider's; ``remote.params`` passes any field an older model still accepts.
 
-Prompt caching: the last turn is sent as text blocks cut where the run's stem and the call's prefix
-group's shared prefix end, those marked ``cache_control`` (two of the four breakpoints a request may
-carry), so the first call to reach a prefix writes it and later ones read it at a tenth of the input
+Prompt caching: the last turn is sent as text blocks cut where the run's stem and the prefixes the
+call shares with the calls before and after it in its prefix group end, those marked
+``cache_control`` (three of the four breakpoints a request may carry), so the first call to reach a
+prefix writes it (at 1.25 times the input price) and the next one reads it at a tenth of the input
 price (``cache_breakpoints``)."""
 
 from __future__ import annotations
@@ -45,17 +46,22 @@ MAX_BREAKPOINTS = 4
 def cache_breakpoints(
     turns: list[dict[str, Any]], group: PrefixGroup | None, model: str
 ) -> list[dict[str, Any]]:
-    """``turns`` with the last one cut into text blocks where the run's stem and the group's shared
-    prefix end, each of those blocks marked ``cache_control``: the stem is written once for the run,
-    the group's prefix once per group. A prefix shorter than the model's minimum cacheable length,
-    one ending before the last turn, and the prefix of a group of one call get no breakpoint."""
+    """``turns`` with the last one cut into text blocks where the run's stem and the prefixes this
+    call shares with its neighbours in its group end, each of those blocks marked ``cache_control``
+    (at most three of the four breakpoints a request may carry): the stem is written once for the
+    run; of two neighbours, the first to run writes the prefix they share and the second reads it,
+    so in the grouped order every call but a group's first reads all it shares with the call
+    before it. A prefix shorter than the model's minimum cacheable length or ending before the last
+    turn gets no breakpoint. The blocks joined are the turn's text, unchanged."""
     if group is None or not turns:
         return turns
     least = min_cacheable_tokens(model)
-    cuts = {group.stem_chars} if group.stem_tokens >= least else set()
-    if group.calls > 1 and group.shared_tokens >= least:
-        cuts.add(group.shared_chars)
-    cuts.discard(0)
+    prefixes = (
+        (group.stem_tokens, group.stem_chars),
+        (group.previous_tokens, group.previous_chars),
+        (group.next_tokens, group.next_chars),
+    )
+    cuts = {chars for tokens, chars in prefixes if tokens >= least and chars > 0}
     if not cuts:
         return turns
     content = turns[-1]["content"]

@@ -1,6 +1,10 @@
 """The OpenAI Chat Completions API and every server that speaks it (vLLM, Ollama, llama.cpp server,
 LM Studio, TGI): ``openai/NAME`` with ``remote.base_url``.
 
+Cached tokens come from ``prompt_tokens_details.cached_tokens``; a server that reports none (as
+llama-cpp-python's does) leaves them unknown, unless ``remote.server_log`` names its log to count
+them from (``rotscope.backends.server_log``).
+
 Requests go through httpx directly: the API is one JSON POST, and owning the call keeps retries in
 one place (no SDK retries multiplying ours) and every error message free of the key.
 """
@@ -9,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -16,7 +22,9 @@ import httpx
 from rotscope.backends import register_backend
 from rotscope.backends.remote import RemoteBackend, require_reply
 from rotscope.backends.retry import Transient, Unreachable
-from rotscope.config import ExperimentConfig, RemoteOptions
+from rotscope.backends.server_log import ServerLog
+from rotscope.config import ExperimentConfig, ProviderLimits, RemoteOptions
+from rotscope.errors import BadInput
 from rotscope.types import Completion, GenerateRequest
 
 
@@ -33,6 +41,7 @@ class OpenAICompatBackend(RemoteBackend):
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._server_log = None if options.server_log is None else ServerLog(Path(options.server_log))
 
     def _http(self) -> httpx.AsyncClient:
         """One connection pool per event loop (a run is one loop; tests may start several)."""
@@ -75,7 +84,11 @@ class OpenAICompatBackend(RemoteBackend):
             raise Transient(f"connection failed ({type(error).__name__})") from None
         if response.status_code >= 400:
             self.check_status(response.status_code, response.headers, error_detail(response.text))
-        return parse_chat_completion(response.content)
+        completion = parse_chat_completion(response.content)
+        if self._server_log is None or completion.cached_tokens is not None:
+            return completion
+        counted = self._server_log.cached_tokens(completion.prompt_tokens)
+        return replace(completion, cached_tokens=counted, cached_source="server_log")
 
     def close(self) -> None:
         # The pool belongs to the run's event loop, which has ended; dropping it closes the sockets.
@@ -109,7 +122,7 @@ def parse_chat_completion(content: bytes) -> Completion:
             text=reply,
             prompt_tokens=int(usage.get("prompt_tokens") or 0),
             completion_tokens=int(usage.get("completion_tokens") or 0),
-            cached_tokens=int(details.get("cached_tokens") or 0),
+            cached_tokens=None if details.get("cached_tokens") is None else int(details["cached_tokens"]),
         )
     except (ValueError, KeyError, IndexError, TypeError, AttributeError):
         raise Transient(f"malformed response ({len(content)} bytes)") from None
@@ -125,4 +138,10 @@ STOPPED_BY_PROVIDER = {"content_filter", "length"}
     "default OPENAI_API_KEY, optional for local servers)",
 )
 def openai_backend(name: str, config: ExperimentConfig) -> OpenAICompatBackend:
+    concurrency = config.limits.get("openai", ProviderLimits()).concurrency
+    if config.remote.server_log is not None and concurrency != 1:
+        raise BadInput(
+            f"remote.server_log: {config.remote.server_log!r} needs limits.openai.concurrency: 1, not "
+            f"{concurrency} (the log's lines are matched to requests in the order they are answered)"
+        )
     return OpenAICompatBackend(name, config.remote)

@@ -79,7 +79,7 @@ def completion_cost(price: Price | None, completion: Completion) -> float | None
         price,
         completion.prompt_tokens,
         completion.completion_tokens,
-        completion.cached_tokens,
+        completion.cached_tokens or 0,  # unknown: priced as uncached, the upper bound
         completion.cache_write_tokens,
     )
 
@@ -217,19 +217,26 @@ def automatic_cache_reads(token_ids: Sequence[Sequence[int]], least: int, step: 
 
 
 def breakpoint_cache_estimate(token_ids: Sequence[Sequence[int]], least: int) -> tuple[int, int]:
-    """(read, written) prompt tokens if a provider's cache holds the stem (the prefix every prompt
-    shares) from the first call on and each prefix group's shared prefix from the group's first
-    call on, as the Anthropic backend's breakpoints ask: each written once and read by every later
-    call that shares it. A prefix shorter than the provider's minimum cacheable length (``least``)
-    is neither, nor is the prefix of a group of one call."""
+    """(read, written) prompt tokens of the Anthropic backend's breakpoints in the grouped order:
+    each call marks the run's stem and the prefixes it shares with the calls before and after it
+    in its group (``cache_breakpoints``), those of at least ``least`` tokens. A call reads its
+    longest marked prefix some earlier call wrote, and writes from there to its longest marked
+    prefix when that one is new; whatever it marked is cached from then on."""
     if not token_ids:
         return 0, 0
     stem = group_prefix(token_ids, range(len(token_ids)))
-    base = stem if stem >= least else 0
-    writes, reads = base, base * (len(token_ids) - 1)
+    cached: set[tuple[int, int]] = set()  # (length, hash) of each prefix written
+    reads = writes = 0
     for group in prefix_groups(token_ids):
-        shared = group_prefix(token_ids, group)
-        if len(group) > 1 and shared >= least:
-            writes += shared - base
-            reads += (shared - base) * (len(group) - 1)
+        shared = [common_prefix(token_ids[a], token_ids[b]) for a, b in pairwise(group)]
+        for position, index in enumerate(group):
+            neighbours = shared[max(position - 1, 0) : position + 1]
+            marks = sorted({length for length in (stem, *neighbours) if length >= least})
+            if not marks:
+                continue
+            prefixes = [(length, hash(tuple(token_ids[index][:length]))) for length in marks]
+            read = max((prefix[0] for prefix in prefixes if prefix in cached), default=0)
+            reads += read
+            writes += marks[-1] - read
+            cached.update(prefixes)
     return reads, writes

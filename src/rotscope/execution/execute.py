@@ -190,6 +190,7 @@ def result_row(completion: Completion, result: Score) -> dict[str, Any]:
         "usage_prompt_tokens": completion.prompt_tokens,
         "usage_completion_tokens": completion.completion_tokens,
         "cached_tokens": completion.cached_tokens,
+        "cached_source": None if completion.cached_tokens is None else completion.cached_source,
         "latency_s": completion.latency_s,
         "error": completion.error,
         "claim_report": None if result.claims is None else json.dumps(asdict(result.claims)),

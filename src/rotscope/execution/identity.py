@@ -44,9 +44,11 @@ ENGINE_RUNTIME_FIELDS = {
     "hf": {"n_threads", "prefix_cache"},
     "vllm": {"batch_size", "gpu_memory_utilization", "tensor_parallel_size", "enforce_eager"},
     "cmd": {"timeout_s", "max_attempts", "backoff_initial_s", "backoff_max_s"},
+    "remote": {"server_log"},
 }
 """Engine options that cannot change an answer (see the module docstring); a command's time limit
-and retries only decide whether a call ends in an error row, which ``--resume`` runs again."""
+and retries only decide whether a call ends in an error row, which ``--resume`` runs again; a
+server's log only says what it kept."""
 DIGESTS = {"model": "model_digest", "tokenizer": "tokenizer_digest", "template": "template_digest"}
 """The identity's ``digests`` section: its names and the backend description keys they come from."""
 _ABSENT = object()

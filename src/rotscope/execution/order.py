@@ -1,8 +1,9 @@
 """The order a run's calls go in, and the prefix group each remote call belongs to.
 
 A local engine runs in prefix-trie order. A remote run takes the config's ``order`` (see
-``rotscope.plan.schedule``); every remote call is told its prefix group, whatever the order, so a
-provider's prompt cache can be pointed at the group's shared prefix (``PrefixGroup``).
+``rotscope.plan.schedule``); every remote call is told its prefix group and the prefixes it shares
+with its neighbours in the group, whatever the order, so a provider's prompt cache can be pointed
+at them (``PrefixGroup``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from itertools import pairwise
 
 from rotscope.plan.schedule import group_prefix, grouped_order, prefix_groups, prefix_order, shuffled_order
 from rotscope.types import PrefixGroup, WorkItem
@@ -50,13 +52,21 @@ def execution_order(
     stem_tokens, stem_chars = shared_prefix(items, token_ids, everything) if items else (0, 0)
     hinted = list(items)
     for group in groups:
-        shared_tokens, shared_chars = shared_prefix(items, token_ids, group)
+        shared_tokens = group_prefix(token_ids, group)
         digest = hashlib.sha256(repr(token_ids[group[0]][:shared_tokens]).encode()).hexdigest()[:16]
-        hint = PrefixGroup(
-            f"rotscope-{digest}", len(group), shared_tokens, shared_chars, stem_tokens, stem_chars
-        )
-        for index in group:
-            hinted[index] = replace(items[index], prefix_group=hint)
+        hint = PrefixGroup(f"rotscope-{digest}", len(group), shared_tokens, stem_tokens, stem_chars)
+        neighbours = [shared_prefix(items, token_ids, pair) for pair in pairwise(group)]
+        for position, index in enumerate(group):
+            previous = neighbours[position - 1] if position > 0 else (0, 0)
+            following = neighbours[position] if position < len(neighbours) else (0, 0)
+            call_hint = replace(
+                hint,
+                previous_tokens=previous[0],
+                previous_chars=previous[1],
+                next_tokens=following[0],
+                next_chars=following[1],
+            )
+            hinted[index] = replace(items[index], prefix_group=call_hint)
     if order == "prefix":
         indices = prefix_order(token_ids)
     elif order == "grouped":
@@ -70,14 +80,29 @@ def execution_order(
 def shared_prefix(
     items: Sequence[WorkItem], token_ids: Sequence[Sequence[int]], members: Sequence[int]
 ) -> tuple[int, int]:
-    """(tokens, characters of the last message's content) that every one of ``members`` shares;
-    no characters when the messages before the last one differ."""
+    """(tokens, characters of the last message's content) that every one of ``members`` shares,
+    the characters cut back to a word boundary (``word_boundary``); no characters when the messages
+    before the last one differ."""
     shared_tokens = group_prefix(token_ids, members)
     messages = [items[i].prompt.messages for i in members]
     first = messages[0]
     if not first or any(len(m) != len(first) or m[:-1] != first[:-1] for m in messages):
         return shared_tokens, 0
-    return shared_tokens, len(_common_text([m[-1]["content"] for m in messages]))
+    contents = [m[-1]["content"] for m in messages]
+    common = _common_text(contents)
+    if all(len(content) == len(common) for content in contents):  # the same text: all of it
+        return shared_tokens, len(common)
+    return shared_tokens, word_boundary(common)
+
+
+def word_boundary(text: str) -> int:
+    """Where the last run of whitespace after a word starts in ``text`` (0 if none): a cache
+    breakpoint cut there splits the text between two words, where a tokenizer's pre-split already
+    cuts, rather than inside the word two prompts began to differ in."""
+    at = len(text) - 1
+    while at > 0 and not (text[at].isspace() and not text[at - 1].isspace()):
+        at -= 1
+    return max(at, 0)
 
 
 def _common_text(texts: Sequence[str]) -> str:

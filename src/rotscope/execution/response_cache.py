@@ -30,6 +30,8 @@ CREATE TABLE IF NOT EXISTS responses (
     created_at TEXT NOT NULL
 )
 """
+UNKNOWN = -1
+"""``cached_tokens`` of a reply whose cached tokens were unknown (the column predates ``None``)."""
 
 
 def default_cache_path() -> Path:
@@ -85,7 +87,7 @@ class ResponseCache:
             text=row[0],
             prompt_tokens=row[1],
             completion_tokens=row[2],
-            cached_tokens=row[3],
+            cached_tokens=None if row[3] == UNKNOWN else row[3],
             latency_s=row[4],
         )
 
@@ -100,7 +102,7 @@ class ResponseCache:
                     storable(completion.text),
                     completion.prompt_tokens,
                     completion.completion_tokens,
-                    completion.cached_tokens,
+                    UNKNOWN if completion.cached_tokens is None else completion.cached_tokens,
                     completion.latency_s,
                     datetime.now(UTC).isoformat(timespec="seconds"),
                 ),

@@ -336,6 +336,19 @@ ORDER_NOTES = {
 }
 
 
+def cached_note(tokens: dict[str, Any]) -> str:
+    """Where the cached counts came from, when not every call's usage reported them."""
+    notes = []
+    if tokens.get("cached_from_log"):
+        notes.append(f"{tokens['cached_from_log']:,} calls' cached tokens counted from the server's log")
+    if tokens.get("cached_unknown"):
+        notes.append(
+            f"{tokens['cached_unknown']:,} calls' cached tokens unknown (the server reports none; "
+            "remote.server_log counts them from a llama-cpp-python server's log)"
+        )
+    return "; " + "; ".join(notes) if notes else ""
+
+
 def order_note(order: str | None) -> str:
     """Why the order of a remote run's calls matters for drift (nothing for a local engine, whose
     order is ``prefix trie``, and for older runs' ``seeded shuffle``)."""
@@ -421,7 +434,7 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         f"items {items['done']}/{items['total']} done, {items['errors']} errors, "
         f"{items['rejected_prompts']} prompts rejected by the verifier; prompt tokens evaluated "
         f"{tokens['evaluated']:,}, from cache {tokens['cached']:,} (naive {tokens['naive_prefill']:,}, "
-        f"lower bound {tokens['lower_bound']:,})"
+        f"lower bound {tokens['lower_bound']:,}){cached_note(tokens)}"
     )
     console.print(spend_line(summary), markup=False)
     warning = error_cap_warning(summary)

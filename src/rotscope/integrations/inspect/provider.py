@@ -113,7 +113,7 @@ class RotscopeModelAPI(ModelAPI):
             raise RuntimeError(f"{self.backend.model_id}: {completion.error}")
         output = ModelOutput.from_content(model=self.backend.model_id, content=completion.text)
         output.usage = ModelUsage(
-            input_tokens=completion.prompt_tokens - completion.cached_tokens,
+            input_tokens=completion.prompt_tokens - (completion.cached_tokens or 0),
             output_tokens=completion.completion_tokens,
             total_tokens=completion.prompt_tokens + completion.completion_tokens,
             input_tokens_cache_read=completion.cached_tokens or None,
