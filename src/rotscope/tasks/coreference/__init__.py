@@ -25,7 +25,7 @@ from rotscope.errors import BadInput
 from rotscope.prompt.builder import PlacementError
 from rotscope.tasks import register_task
 from rotscope.tasks.coreference.content import COPIES, TASK, Conversation, build_conversation
-from rotscope.tasks.coreference.layout import render_chat
+from rotscope.tasks.coreference.layout import Filler, render_chat
 from rotscope.types import Case, FamilyPrompts, Layout, Rejection, RenderedPrompt, Tokenizer
 
 __all__ = ["CONTROL_POSITION", "CoreferenceFamily", "build_conversations"]
@@ -68,6 +68,7 @@ class CoreferenceFamily:
         digest = hashlib.sha256(material.encode()).hexdigest()[:16]
         rendered: list[tuple[Case, Layout, RenderedPrompt]] = []
         rejected: list[Rejection] = []
+        cache: dict[tuple[str, int], Filler] = {}
         for conversation in conversations:
             layouts = [
                 (Layout(length, depth, name), False)
@@ -78,7 +79,9 @@ class CoreferenceFamily:
                 layouts.extend((Layout(length, 0.0, CONTROL_POSITION), True) for length in config.lengths)
             for layout, control in layouts:
                 try:
-                    chat = render_chat(conversation, layout, tokenizer, config, digest, control=control)
+                    chat = render_chat(
+                        conversation, layout, tokenizer, config, digest, control=control, cache=cache
+                    )
                 except PlacementError as error:
                     case = conversation.case.absent_control() if control else conversation.case
                     rejected.append(Rejection.of(case, layout, str(error)))

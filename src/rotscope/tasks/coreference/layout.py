@@ -27,6 +27,13 @@ from rotscope.types import Case, Layout, RenderedPrompt, Tokenizer
 
 _CHARS_PER_TOKEN = 6
 """Characters of exchanges drawn per token of a length: more than any tokenizer needs."""
+_LOOKAHEAD = 12
+"""Later exchanges that may fill the room of a request left out."""
+
+
+Filler = tuple[list[list[SessionMessage]], list[int], int]
+"""A length's other exchanges (as pairs of turns), their measured tokens, and the template's
+tokens around one message."""
 
 
 @dataclass(frozen=True)
@@ -49,7 +56,8 @@ def _filler(
     conversation: Conversation, tokenizer: Tokenizer, final: SessionMessage, budget: int
 ) -> list[list[SessionMessage]]:
     """The chat's other exchanges cut to ``budget`` tokens (with ``final`` after them), as pairs;
-    a cut that ends on a request drops it, so user and assistant turns keep alternating."""
+    a cut that falls in a request leaves it out (user and assistant turns keep alternating) and
+    fills its room with a later whole exchange where one fits it better than nothing."""
     turns: list[SessionMessage] = []
     chars = 0
     for exchange in conversation.filler():
@@ -59,7 +67,19 @@ def _filler(
             break
     kept = fit_session(tokenizer, turns, final, budget, origin=f"coreference {conversation.case.case_id}")
     if kept and kept[-1].role == "user":
-        kept.pop()
+        # the cut fell in a request: left out, its room goes to the next whole exchange whose size
+        # fills it best, where one fills it better than nothing
+        cut = len(kept) - 1
+        kept = kept[:cut]
+        room = budget - count(tokenizer, [*kept, final])
+        marker = _marker_tokens(tokenizer, final)
+        sizes = {
+            at: tokenizer.count(turns[at].content) + tokenizer.count(turns[at + 1].content) + 2 * marker
+            for at in range(cut, min(cut + 2 * _LOOKAHEAD, len(turns) - 1), 2)
+        }
+        best = min(sizes, key=lambda at: abs(room - sizes[at]), default=None)
+        if best is not None and abs(room - sizes[best]) < room:
+            kept.extend(turns[best : best + 2])
     return [kept[i : i + 2] for i in range(0, len(kept), 2)]
 
 
@@ -118,17 +138,22 @@ def render_chat(
     digest: str,
     *,
     control: bool = False,
+    cache: dict[tuple[str, int], Filler] | None = None,
 ) -> ChatPrompt:
     """The verified chat of ``conversation`` at ``layout`` (with ``control``: its evidence-absent
-    control, the pair's exchanges left out), or ``PlacementError`` with the reasons."""
+    control, the pair's exchanges left out), or ``PlacementError`` with the reasons. ``cache``
+    keeps each case's other exchanges per length, for its other depths."""
+    cache = {} if cache is None else cache
     case = conversation.case.absent_control() if control else conversation.case
     final = SessionMessage("user", case.question, "user")
     own = [] if control else list(conversation.own)
     own_messages = [message for exchange in own for message in _messages(exchange)]
     cost = count(tokenizer, [*own_messages, final]) - count(tokenizer, [final]) if own else 0
-    exchanges = _filler(conversation, tokenizer, final, layout.length_tokens - cost)
-    marker = _marker_tokens(tokenizer, final)
-    sizes = _sizes(tokenizer, exchanges, final)
+    key = (case.case_id, layout.length_tokens)
+    if key not in cache:  # the other exchanges of a length serve each of its depths
+        exchanges = _filler(conversation, tokenizer, final, layout.length_tokens - cost)
+        cache[key] = (exchanges, _sizes(tokenizer, exchanges, final), _marker_tokens(tokenizer, final))
+    exchanges, sizes, marker = cache[key]
     before_reply = [2 * marker for _ in own]
     depths = _depths(conversation, layout) if own else []
     segments = _arrange(sizes, before_reply, depths)
