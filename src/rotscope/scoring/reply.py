@@ -18,12 +18,11 @@ is ``wrong_ordinal`` or ``neighbour``, not ``missing_prefix``.
 
 from __future__ import annotations
 
-from difflib import SequenceMatcher
-
+from rotscope._util.similarity import COPY_RATIO, ratio
 from rotscope.scoring.deterministic import is_abstention, register_scorer, score
 from rotscope.types import Case, ClaimReport, Completion, Score
 
-MATCH = 0.8
+MATCH = COPY_RATIO
 """The similarity ratio from which a reply counts as a copy of a turn (for its category)."""
 WRONG_ORDINAL = "wrong_ordinal"
 NEIGHBOUR = "neighbour"
@@ -43,7 +42,7 @@ def similarity(reply: str, prefix: str, target: str) -> float:
     of the rest against ``target``."""
     if not reply.startswith(prefix):
         return 0.0
-    return SequenceMatcher(None, reply.removeprefix(prefix), target).ratio()
+    return ratio(reply.removeprefix(prefix), target)
 
 
 def _closest(body: str, candidates: list[tuple[str, str]]) -> str | None:
@@ -52,9 +51,9 @@ def _closest(body: str, candidates: list[tuple[str, str]]) -> str | None:
     wanted = squeeze(body)
     best, found = MATCH, None
     for category, text in candidates:
-        ratio = 1.0 if squeeze(text) == wanted else SequenceMatcher(None, wanted, squeeze(text)).ratio()
-        if ratio > best or (ratio == best and found is None):
-            best, found = ratio, category
+        alike = 1.0 if squeeze(text) == wanted else ratio(wanted, squeeze(text))
+        if alike > best or (alike == best and found is None):
+            best, found = alike, category
     return found
 
 

@@ -14,9 +14,8 @@ from __future__ import annotations
 import random
 from collections.abc import Iterator
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 
-from rotscope.scoring.reply import MATCH
+from rotscope._util.similarity import COPY_RATIO, ratio
 from rotscope.types import Case, Evidence, Oracle
 
 TASK = "coreference"
@@ -132,11 +131,11 @@ class Writer:
         raise ValueError(f"{TASK}: could not write a new {form} about {topic}")
 
     def distinct(self, topic: str, form: str, copies: int) -> tuple[Exchange, ...]:
-        """``copies`` exchanges of one pair whose replies are not alike (a ratio under ``MATCH``)."""
+        """``copies`` exchanges of one pair whose replies are not alike (a ratio under ``COPY_RATIO``)."""
         own: list[Exchange] = []
         for _ in range(_TRIES):
             drawn = self.exchange(topic, form)
-            if all(SequenceMatcher(None, drawn.reply, e.reply).ratio() < MATCH for e in own):
+            if all(ratio(drawn.reply, e.reply) < COPY_RATIO for e in own):
                 own.append(drawn)
                 if len(own) == copies:
                     return tuple(own)
@@ -197,7 +196,7 @@ def build_conversation(case_id: str, number: int, *, copies: int = COPIES, seed:
     replies = [exchange.reply for exchange in own]
     for i, a in enumerate(replies):
         for b in replies[i + 1 :]:
-            if a in b or b in a or SequenceMatcher(None, a, b).ratio() >= MATCH:
+            if a in b or b in a or ratio(a, b) >= COPY_RATIO:
                 raise ValueError(
                     f"{TASK} case {case_id}: two replies of the pair are too alike to tell apart"
                 )
