@@ -6,11 +6,12 @@ are the competitors, ordinals before and after the asked one.
 
 The chat is rendered with the model's chat template as session prompts are (``layout``); the
 asked reply is the ``answer`` piece, a whole assistant turn at the grid's depth (the share of the
-chat's tokens before it, the pair's replies left out), its competitors ``decoy`` pieces at seeded
-depths before and after it. The reply is scored by ``scoring.reply``: exact after the code, MRCR's
-similarity ratio recorded as partial credit, categories for the wrong ordinal and a neighbour. With
-``controls`` the chat without the pair's exchanges is the evidence-absent control (the right reply
-is an abstention).
+chat's tokens before it, the pair's exchanges left out), its competitors ``decoy`` pieces before
+and after it, the pair's requests ``support`` pieces, each a whole turn with its own span.
+The reply is scored by ``scoring.reply``: exact after the code, MRCR's similarity ratio
+recorded as partial credit, categories for the wrong ordinal and a neighbour. With ``controls``
+the chat without the pair's exchanges is the evidence-absent control (the right reply is an
+abstention).
 """
 
 from __future__ import annotations

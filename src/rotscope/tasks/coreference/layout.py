@@ -1,13 +1,15 @@
 """A ``coreference`` case as a chat at a length and depth, rendered and verified as session
 prompts are (``prompt.session_render``, ``prompt.session``): the model's chat template, its turns
-parsed back, each reply of the case's pair a whole assistant turn with its exact token span.
+parsed back, each request and reply of the case's pair a whole turn with its exact token span.
 
-**Depth** is the asked reply's: the share of the chat's tokens before that reply, the replies of
-the case's pair left out, over all of them (the requests and the template's markers count as
-chat). The exchanges of the pair are put between the chat's other exchanges, the asked one nearest
-the layout's depth, the earlier competitors at seeded depths before it and the later ones after;
-every reply's depth is checked (``verify_session``). The chat is cut to length at a turn (a last
-reply truncated, never a dangling request), as session filler is.
+**Depth** is the asked reply's: the share of the chat's tokens before it, the pair's requests and
+replies left out (the other exchanges and the template's markers are the chat's filler). The other
+exchanges are drawn and cut to length at a turn as session filler is (a last reply may be cut
+short, a request never is), then arranged around the pair's exchanges so the asked reply lands
+nearest the layout's depth (within ``depth_tolerance``, checked by ``verify_session``) and each
+competitor nearest a seeded depth on its side of it (the depth reached is what its span records).
+Every prompt is also checked to ask what its case asks: the pair's requests, found in the turns by
+their topic and form, are the case's, and the reply after the asked one is the case's answer.
 """
 
 from __future__ import annotations
