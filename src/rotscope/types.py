@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Outcome = Literal["correct", "incorrect", "abstained", "error"]
-AnswerKind = Literal["phrase", "number", "choice", "set", "instruction"]
+AnswerKind = Literal["phrase", "number", "choice", "set", "instruction", "reply"]
 
 
 Role = Literal["answer", "support", "decoy", "superseded", "spread"]
@@ -82,7 +82,8 @@ class Oracle:
     end with ``Answer: <number>`` or ``Answer: <letter>`` (the prompt asks for that format). ``set``:
     every string of ``items`` must be in the reply (RULER's ``string_match_all``). ``instruction``:
     the reply must comply with the rule ``answer`` names (``scoring.instruction``), in controls
-    too, where compliance is accidental."""
+    too, where compliance is accidental. ``reply``: the reply must be ``items[0]`` (a code to
+    prefix) followed by ``answer``, an earlier turn's whole text (``scoring.reply``, MRCR's task)."""
     items: tuple[str, ...] = ()
     """The strings a ``set`` answer must all name, in the order that gives them meaning (a chain's
     hops); ``answer`` is their display form."""
@@ -307,6 +308,9 @@ class ClaimReport:
     missing_citations: tuple[str, ...] = ()
     recall: float | None = None
     """A ``set`` answer's partial credit: the share of its expected strings the reply names."""
+    similarity: float | None = None
+    """A ``reply`` answer's partial credit: MRCR's similarity ratio of the reply (its prefix
+    removed) to the expected turn, 0 without the prefix."""
 
 
 @dataclass(frozen=True)

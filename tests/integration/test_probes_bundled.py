@@ -135,3 +135,28 @@ def test_aggregation_on_the_bundled_model(bundled_path: Path, tmp_path: Path) ->
     for cell in cells:
         assert 0.0 <= cell["mean_recall"] <= 1.0 and cell["n"] == 2
     assert cells[0]["region"][0] < cells[1]["region"][0] < cells[2]["region"][0]
+
+
+def test_coreference_on_the_bundled_model(bundled_path: Path, tmp_path: Path) -> None:
+    # two calls: one chat of 640 tokens with the asked reply at its midpoint, and its control
+    settings = {**SETTINGS, "limit": 1, "lengths": [640], "depths": [0.5]}
+    settings["generation"] = {"temperature": 0.0, "max_tokens": 64, "seed": 0}
+    config = load_config(EXAMPLES / "coreference.yaml", settings)
+    rows = _check_run("coreference", run_experiment(config, run_dir=tmp_path / "run"), 1, 640)
+    assert len(rows) == 2 and {row["control"] for row in rows} == {0, 1}
+    (case,) = get_task("coreference").cases()[:1]
+    for row in rows:
+        scored = case.absent_control() if row["control"] else case
+        [again] = score_parts(scored, Completion(text=row["response"]))
+        assert again.outcome == row["outcome"], row["response"]
+        if not row["control"]:
+            # the stored case also knows the replies around the asked one (its layout's neighbours)
+            assert row["category"] == again.category or row["category"] == "neighbour"
+            assert again.claims is not None
+            assert json.loads(row["claim_report"])["similarity"] == again.claims.similarity
+            (span,) = [
+                s for s in json.loads(row["spans"]) if s["evidence_id"] == f"reply-{case.slices[0][1]}"
+            ]
+            assert abs(span["depth"] - 0.5) <= 0.1
+    (cell,) = [cell for cell in load_summary(tmp_path / "run")["cells"] if cell["task"] == "coreference"]
+    assert cell["n"] == 1 and 0.0 <= cell["mean_similarity"] <= 1.0

@@ -26,28 +26,36 @@ def counts(rows: list[Row]) -> dict[str, int]:
     }
 
 
+def mean_partial(rows: list[Row], field: str) -> float | None:
+    """The mean partial credit ``field`` (``recall`` of set answers, ``similarity`` of reply
+    answers) of the scored rows whose claim report has it; ``None`` where none has."""
+    values = [
+        value
+        for row in scored(rows)
+        if (report := row.get("claim_report")) and (value := json.loads(report).get(field)) is not None
+    ]
+    return sum(values) / len(values) if values else None
+
+
 def mean_recall(rows: list[Row]) -> float | None:
     """The mean partial credit of the scored rows with a set answer (their claim report's
     ``recall``); ``None`` where no row has one."""
-    recalls = [
-        value
-        for row in scored(rows)
-        if (report := row.get("claim_report")) and (value := json.loads(report).get("recall")) is not None
-    ]
-    return sum(recalls) / len(recalls) if recalls else None
+    return mean_partial(rows, "recall")
 
 
 def cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
     """A cell of ``rows``: ``accuracy`` = correct / (n - errors) counts items; the interval is on
     instance means and centres on ``instance_accuracy``, the mean of the instance means (the two
     differ when instances have unequal numbers of scored items). A cell of set answers adds
-    ``mean_recall``, their partial credit (RULER's ``string_match_all`` averaged)."""
+    ``mean_recall``, their partial credit (RULER's ``string_match_all`` averaged); one of reply
+    answers (``coreference``) ``mean_similarity``, MRCR's similarity ratio averaged."""
     found = counts(rows)
     judged = found["n"] - found["errors"] - found["pending"]
     means = instance_means(rows)
     low, high = proportion_interval(sum(means.values()), len(means))
     categories = Counter(row["category"] for row in scored(rows) if row["category"])
     partial = mean_recall(rows)
+    similarity = mean_partial(rows, "similarity")
     return {
         **key,
         **found,
@@ -59,6 +67,7 @@ def cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
         "error_rate": error_rate(rows),
         "categories": dict(sorted(categories.items())),
         **({} if partial is None else {"mean_recall": partial}),
+        **({} if similarity is None else {"mean_similarity": similarity}),
     }
 
 

@@ -35,7 +35,15 @@ from rotscope.prompt.session_render import (
     to_message,
 )
 
-__all__ = ["SESSION_FILLER", "SessionBuilder", "question_turn", "verify_session"]
+__all__ = [
+    "SESSION_FILLER",
+    "Located",
+    "SessionBuilder",
+    "content_tokens",
+    "question_turn",
+    "session_prompt",
+    "verify_session",
+]
 
 from rotscope.types import Case, Evidence, Layout, RenderedPrompt, Span, Tokenizer
 
@@ -194,46 +202,84 @@ class SessionBuilder:
             moved = [(at + len(piece.unit), other) for at, other in inserted.get(piece.message, [])]
             inserted[piece.message] = [*moved, (piece.offset, piece)]
         messages = [SessionMessage(m.role, contents[i], m.kind) for i, m in enumerate(session)] + [final]
-        text = render(self.tokenizer, messages)
-        ids = self.tokenizer.encode(text, special=True)
-        starts = self._starts(messages)
-        char_bytes = _char_bytes(text)
-        offsets = _byte_offsets(self.tokenizer, ids)
-        spans = []
-        for message, pieces in inserted.items():
-            for at, piece in pieces:
-                start_byte = char_bytes[starts[message] + at]
-                end_byte = start_byte + len(piece.unit.encode("utf-8"))
-                spans.append(
-                    Span(
-                        piece.evidence.evidence_id,
-                        _token_at(offsets, start_byte, exact=True),
-                        _token_at(offsets, end_byte, exact=True),
-                        0.0,
-                    )
-                )
-        question_start = _token_at(offsets, char_bytes[starts[-1]])
-        context_start = _token_at(offsets, char_bytes[starts[_first_turn(messages)]])
-        evidence_tokens = sum(span.token_end - span.token_start for span in spans if span.token_start >= 0)
-        haystack = question_start - context_start - evidence_tokens
-        spans.sort(key=lambda span: span.token_start)
-        before = 0
-        placed_spans = []
-        for span in spans:
-            filler_before = span.token_start - context_start - before
-            depth = filler_before / haystack if haystack and span.token_start >= 0 else 0.0
-            before += max(span.token_end - span.token_start, 0)
-            placed_spans.append(Span(span.evidence_id, span.token_start, span.token_end, round(depth, 4)))
-        return RenderedPrompt(
-            messages=tuple(message.message() for message in messages),
-            text=text,
-            token_ids=tuple(ids),
-            spans=tuple(placed_spans),
-            haystack_tokens=haystack,
-            corpus_digest=self.digest,
-            context_start=context_start,
-            tokenizer_digest=self.tokenizer.digest(),
+        located = [
+            Located(piece.evidence.evidence_id, message, at, piece.unit)
+            for message, pieces in inserted.items()
+            for at, piece in pieces
+        ]
+        return session_prompt(self.tokenizer, messages, located, self._starts(messages), self.digest)
+
+
+@dataclass(frozen=True)
+class Located:
+    """Where a piece is in a session's messages: its text ``unit`` at character ``at`` of the
+    content of message ``message`` (a line inside a turn, or a turn's whole content)."""
+
+    evidence_id: str
+    message: int
+    at: int
+    unit: str
+
+
+def session_prompt(
+    tokenizer: Tokenizer,
+    messages: Sequence[SessionMessage],
+    located: Sequence[Located],
+    starts: Sequence[int],
+    digest: str,
+) -> RenderedPrompt:
+    """The prompt of ``messages`` rendered in the chat template, each located piece's exact token
+    span and its depth: the session's tokens before it, evidence left out, over all of them.
+    ``starts``: where each message's content starts in the rendered text (``content_starts``)."""
+    text = render(tokenizer, messages)
+    ids = tokenizer.encode(text, special=True)
+    char_bytes = _char_bytes(text)
+    offsets = _byte_offsets(tokenizer, ids)
+    spans = []
+    for piece in located:
+        start_byte = char_bytes[starts[piece.message] + piece.at]
+        end_byte = start_byte + len(piece.unit.encode("utf-8"))
+        spans.append(
+            Span(
+                piece.evidence_id,
+                _token_at(offsets, start_byte, exact=True),
+                _token_at(offsets, end_byte, exact=True),
+                0.0,
+            )
         )
+    question_start = _token_at(offsets, char_bytes[starts[-1]])
+    context_start = _token_at(offsets, char_bytes[starts[_first_turn(messages)]])
+    evidence_tokens = sum(span.token_end - span.token_start for span in spans if span.token_start >= 0)
+    haystack = question_start - context_start - evidence_tokens
+    spans.sort(key=lambda span: span.token_start)
+    before = 0
+    placed_spans = []
+    for span in spans:
+        filler_before = span.token_start - context_start - before
+        depth = filler_before / haystack if haystack and span.token_start >= 0 else 0.0
+        before += max(span.token_end - span.token_start, 0)
+        placed_spans.append(Span(span.evidence_id, span.token_start, span.token_end, round(depth, 4)))
+    return RenderedPrompt(
+        messages=tuple(message.message() for message in messages),
+        text=text,
+        token_ids=tuple(ids),
+        spans=tuple(placed_spans),
+        haystack_tokens=haystack,
+        corpus_digest=digest,
+        context_start=context_start,
+        tokenizer_digest=tokenizer.digest(),
+    )
+
+
+def content_tokens(
+    tokenizer: Tokenizer, messages: Sequence[SessionMessage], starts: Sequence[int]
+) -> list[int]:
+    """The token at which each message's content starts in the rendered prompt (``starts``: the
+    characters, ``content_starts``): where a family that arranges whole turns measures them."""
+    text = render(tokenizer, messages)
+    offsets = _byte_offsets(tokenizer, tokenizer.encode(text, special=True))
+    char_bytes = _char_bytes(text)
+    return [_token_at(offsets, char_bytes[start]) for start in starts]
 
 
 def _first_turn(messages: Sequence[SessionMessage]) -> int:
@@ -269,9 +315,9 @@ def verify_session(
     targets: Mapping[str, float],
 ) -> list[str]:
     """Every reason this session prompt must not be sent; empty means verified: the text parses
-    back into the same turns (role boundaries intact), each piece is its span's exact text, once,
-    in a turn and at the depth asked, the length is within tolerance, the filler holds no guarded
-    value and the text re-encodes to the same ids."""
+    back into the same turns (role boundaries intact), each piece is its span's exact text (a line
+    in a turn, or a turn's whole content), once, at the depth asked, the length is within
+    tolerance, the filler holds no guarded value and the text re-encodes to the same ids."""
     problems: list[str] = []
     ids, text = prompt.token_ids, prompt.text
     roles = [message["role"] for message in prompt.messages]
@@ -297,7 +343,8 @@ def verify_session(
             continue
         span = found
         piece = tokenizer.decode(ids[span.token_start : span.token_end])
-        if piece not in (evidence_unit(evidence, True), evidence_unit(evidence, False)):
+        whole_turn = piece == evidence.text and any(m["content"] == piece for m in prompt.messages)
+        if not whole_turn and piece not in (evidence_unit(evidence, True), evidence_unit(evidence, False)):
             problems.append(
                 f"evidence {evidence.evidence_id} is not at its span [{span.token_start}, {span.token_end})"
             )

@@ -62,7 +62,7 @@ TASKS: Registry[TaskEntry] = Registry(
         f"rotscope.tasks.{name}"
         for name in (
             "niah", "nolima", "competitive", "latent", "join", "multihop", "cases", "codebase",
-            "variable_tracking", "multikey", "aggregation", "instruction",
+            "variable_tracking", "multikey", "aggregation", "instruction", "coreference",
             "reasoning", "replay",
         )
     ),
