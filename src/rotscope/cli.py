@@ -337,11 +337,23 @@ def _refuse_unfinished_search(run_dir: Path) -> None:
         _fail(f"{run_dir}: a search that has not finished; continue it with rotscope run --resume {run_dir}")
 
 
+def _search_record(run_dir: Path) -> dict[str, Any]:
+    """``DIR/search.json``; one line and exit 2 when it is not the record a search writes."""
+    path = run_dir / "search.json"
+    try:
+        record = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        _fail(f"{path}: not a readable search record ({error})")
+    if not isinstance(record, dict) or not {"verdict", "bracket", "decisions"} <= record.keys():
+        _fail(f"{path}: not a search record (no verdict, bracket and decisions)")
+    return record
+
+
 def _print_search(run_dir: Path) -> None:
     """The search's result lines; a budget stop exits 4 like --max-cost, the results kept."""
     from rotscope.report.search import search_lines
 
-    record = json.loads((run_dir / "search.json").read_text(encoding="utf-8"))
+    record = _search_record(run_dir)
     for line in search_lines(record):
         console.print(line, markup=False, highlight=False, soft_wrap=True)
     console.print(f"search folder: {terminal_safe(str(run_dir))}", markup=False)
@@ -445,7 +457,7 @@ def show(
     if is_search_folder(run_dir):
         _refuse_unfinished_search(run_dir)
     if (run_dir / "search.json").is_file():
-        record = json.loads((run_dir / "search.json").read_text(encoding="utf-8"))
+        record = _search_record(run_dir)
         if as_json:
             sys.stdout.write(json.dumps(record, indent=2) + "\n")
         else:
@@ -490,7 +502,8 @@ def report(
         if figures is not None:
             _fail("--figures: a search folder's figure is in its report; use it on a step (DIR/steps/…)")
         target = output or run_dir / "report.html"
-        console.print(f"report: {_guarded(lambda: write_search_report(run_dir, target))}")
+        record = _search_record(run_dir)
+        console.print(f"report: {_guarded(lambda: write_search_report(record, run_dir.name, target))}")
         return
     if figures is not None:  # first: a missing extra is refused before anything is written
         folder = figures

@@ -165,12 +165,13 @@ def test_reply_scoring_on_hand_written_replies() -> None:
         f"{code}\nA limerick of my own about nothing you asked for at all.": ("incorrect", "other"),
         "not in the context": ("abstained", "abstained"),
         "": ("abstained", "abstained"),
+        f" {code}\n{target}": ("correct", None),  # the verdict strips; MRCR's grade does not (0.0)
     }
     for reply, expected in replies.items():
         scored = SCORERS.get("reply")(case, Completion(text=reply), None)
         assert (scored.outcome, scored.category) == expected, reply
         assert scored.claims is not None and scored.claims.similarity is not None
-        assert scored.claims.similarity == pytest.approx(_mrcr_grade(reply.strip(), code + target, code))
+        assert scored.claims.similarity == pytest.approx(_mrcr_grade(reply, code + target, code))
     # MRCR's grade counts what follows the code as it is: a line break after it costs a little
     exact, broken, bare = (SCORERS.get("reply")(case, Completion(text=t), None).claims for t in (
         f"{code}{target}", f"{code}\n{target}", target))  # fmt: skip

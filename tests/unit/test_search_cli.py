@@ -254,3 +254,48 @@ def test_a_search_killed_with_sigkill_in_a_later_step_resumes_to_the_same_decisi
     again, through = record(killed), record(tmp_path / "through")
     assert again["decisions"] == through["decisions"] and again["bracket"] == through["bracket"]
     assert again["steps"] == through["steps"] and again["calls"] == through["calls"]
+
+
+def test_a_step_with_error_rows_stops_the_search_and_resume_retries_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model failure is never a wrong answer: the search stops before deciding on a step with
+    error rows, and the resume retries them and decides as a search without failures does."""
+    config = experiment(tmp_path, 850)
+    assert invoke("run", config, "--search", "--out", tmp_path / "through").exit_code == 0
+    original = FakeBackend.generate
+    calls = {"n": 0}
+
+    async def failing(self: FakeBackend, request: GenerateRequest) -> Completion:
+        calls["n"] += 1
+        if calls["n"] in (20, 21):  # two failures inside the first step
+            return Completion("", error="engine: simulated failure")
+        return await original(self, request)
+
+    monkeypatch.setattr(FakeBackend, "generate", failing)
+    stopped = invoke("run", config, "--search", "--out", tmp_path / "failed")
+    assert stopped.exit_code not in (0, 2), stopped.output
+    assert "2 error rows" in stopped.stderr and "--resume" in stopped.stderr
+    assert not (tmp_path / "failed" / "search.json").exists()
+    monkeypatch.setattr(FakeBackend, "generate", original)
+    assert invoke("run", "--resume", tmp_path / "failed").exit_code == 0
+    again, through = record(tmp_path / "failed"), record(tmp_path / "through")
+    assert again["decisions"] == through["decisions"] and again["bracket"] == through["bracket"]
+
+
+def test_a_damaged_record_a_smaller_budget_and_a_self_written_session_are_bad_input(tmp_path: Path) -> None:
+    config = experiment(tmp_path, 850)
+    data = yaml.safe_load(config.read_text(encoding="utf-8"))
+    data["prices"] = {"fake/curve-850": {"input": 1000.0, "output": 0.0}}
+    data["max_cost"] = 1e6
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert invoke("run", config, "--search", "--out", tmp_path / "out").exit_code == 0
+    assert_bad_input(
+        invoke("run", "--resume", tmp_path / "out", "--max-cost", "1"), "--max-cost 1", "1000000"
+    )
+    (tmp_path / "out" / "search.json").write_text("{not json", encoding="utf-8")
+    assert_bad_input(invoke("show", tmp_path / "out"), "search.json", "not a readable search record")
+    assert_bad_input(invoke("report", tmp_path / "out"), "search.json", "not a readable search record")
+    data["filler"] = {"kind": "session", "assistant": "model"}
+    config.write_text(yaml.safe_dump(data), encoding="utf-8")
+    assert_bad_input(invoke("run", config, "--search", "--out", tmp_path / "self"), "assistant: model")

@@ -17,6 +17,7 @@ from cli_helpers import assert_bad_input, invoke, nonsense_corpus
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.server_log import Record, ServerLog, records
 from rotscope.config import build_config
+from rotscope.errors import BadInput
 from rotscope.execution.runner import run_experiment
 from rotscope.report.html import render_report
 from rotscope.report.terminal import print_summary
@@ -54,7 +55,10 @@ def test_the_log_is_read_from_where_it_ended_and_must_add_up_to_the_prompt(tmp_p
     with path.open("a", encoding="utf-8") as handle:
         handle.write("INFO:" + third)
     assert log.cached_tokens(140) is None  # 132 + 1 is not 140: another request's record
-    assert ServerLog(tmp_path / "absent.log").cached_tokens(10) is None
+    path.write_text("INFO:" + third, encoding="utf-8")  # the server restarted: a shorter, new log
+    assert log.cached_tokens(133) == 132
+    with pytest.raises(BadInput, match="absent.log is not a file"):
+        ServerLog(tmp_path / "absent.log")
 
 
 @pytest.fixture

@@ -18,6 +18,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from rotscope.errors import BadInput
+
 PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
 PROMPT_EVAL = re.compile(r"prompt eval time =\s*[\d.]+ ms /\s*(\d+) tokens")
 
@@ -52,14 +54,18 @@ class ServerLog:
     what was written since the previous one."""
 
     def __init__(self, path: Path) -> None:
+        if not path.is_file():
+            raise BadInput(f"remote.server_log: {path} is not a file (redirect the server's output to it)")
         self.path = path
-        self._offset = path.stat().st_size if path.is_file() else 0
+        self._offset = path.stat().st_size
 
     def cached_tokens(self, prompt_tokens: int) -> int | None:
         """The tokens the server kept for the request just answered, ``None`` when the log holds no
         record of it that adds up to its ``prompt_tokens``."""
         try:
             with self.path.open("rb") as log:
+                if self.path.stat().st_size < self._offset:  # rotated or truncated: a new log
+                    self._offset = 0
                 log.seek(self._offset)
                 written = log.read()
         except OSError:

@@ -221,7 +221,9 @@ def breakpoint_cache_estimate(token_ids: Sequence[Sequence[int]], least: int) ->
     each call marks the run's stem and the prefixes it shares with the calls before and after it
     in its group (``cache_breakpoints``), those of at least ``least`` tokens. A call reads its
     longest marked prefix some earlier call wrote, and writes from there to its longest marked
-    prefix when that one is new; whatever it marked is cached from then on."""
+    prefix when that one is new; whatever it marked is cached from then on. It assumes each call
+    finishes before the next of its group starts (concurrency 1 per group): calls in flight together
+    both pay to write what they share, so at higher concurrency the saving is smaller."""
     if not token_ids:
         return 0, 0
     stem = group_prefix(token_ids, range(len(token_ids)))

@@ -23,6 +23,7 @@ from rotscope.errors import BadInput, write_output
 from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, default_run_dir
 from rotscope.execution.runner import (
     BudgetReached,
+    EngineStopped,
     Interrupted,
     Reporter,
     resume_experiment,
@@ -64,6 +65,11 @@ def is_search_folder(run_dir: Path) -> bool:
 def _settings(config: ExperimentConfig, search: SearchConfig, cap: int) -> SearchSettings:
     if len(config.tasks) != 1:
         raise BadInput(f"search: searches one task family at a time, got tasks {config.tasks}")
+    if config.filler.kind == "session" and config.filler.assistant == "model":
+        raise BadInput(
+            "search: filler.assistant: model would write a new session in every step; "
+            "search on generated or transcript session filler"
+        )
     lo, hi = search.range
     base = search.base_length if search.base_length is not None else min(config.lengths)
     per_instance = (
@@ -111,7 +117,8 @@ def _finished(run_dir: Path) -> bool:
 
 
 def _means(rows: list[Row], case_ids: list[str]) -> list[float]:
-    """Each case's mean correctness over its scored (non-control) rows, in case order."""
+    """Each case's mean correctness over its scored (non-control) rows, in case order (the step's
+    rows are all answered: a step with error rows never reaches the search)."""
     outcomes: dict[str, list[int]] = {case_id: [] for case_id in case_ids}
     for row in rows:
         if not row["control"] and row["status"] == "ok" and row["case_id"] in outcomes:
@@ -155,6 +162,11 @@ class _Steps:
             self._spend(folder, name)
             raise BudgetSpent(name) from None
         rows = self._spend(folder, name)
+        failed = sum(row["status"] != "ok" for row in rows)
+        if failed:  # an error is never a wrong answer: the search waits for --resume to retry them
+            done = len(rows) - failed
+            reason = f"step {name} has {failed} error rows (model or engine failures), retried on --resume"
+            raise EngineStopped(self.run_dir, done, len(rows), reason)
         return _means(rows, self.case_ids[step.start : step.start + step.count])
 
     def _spend(self, folder: Path, name: str) -> list[Row]:
@@ -198,6 +210,8 @@ def resume_search(
     config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
     assert config.search is not None  # is_search_folder checked the folder
     changes = {key: value for key, value in (("max_calls", max_calls), ("max_tokens", max_tokens)) if value}
+    if max_cost is not None and config.max_cost is not None and max_cost < config.max_cost:
+        raise BadInput(f"--max-cost {max_cost}: smaller than the search's budget ${config.max_cost}")
     if changes or max_cost is not None:
         search = {**config.search.model_dump(mode="json"), **changes}
         data = {**config.model_dump(mode="json"), "search": search}

@@ -4,7 +4,6 @@ tested them, the threshold, the bracket, and every decision in order. One file, 
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,6 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from markupsafe import Markup
 
 from rotscope.errors import write_output
-from rotscope.report.names import without_paths
 from rotscope.report.search import last_per_step, search_lines
 
 
@@ -42,8 +40,10 @@ def search_figure(record: dict[str, Any]) -> go.Figure:
                 )
             )
     definition = record["definition"]
-    base = next((d["base"] for d in tested if d["base"]), None) if definition["relative"] else None
-    threshold = definition["value"] * base if base is not None else definition["value"]
+    if definition["relative"]:  # the base of the most instances: every decision's base is a prefix
+        threshold = definition["value"] * max(tested, key=lambda d: d["instances"])["base"]
+    else:
+        threshold = definition["value"]
     figure.add_hline(y=threshold, line={"dash": "dash", "color": "#444"}, annotation_text="threshold")
     low, high = record["bracket"]["passes"], record["bracket"]["fails"]
     if low is not None and high is not None:
@@ -54,26 +54,25 @@ def search_figure(record: dict[str, Any]) -> go.Figure:
     return figure
 
 
-def render_search_report(run_dir: Path) -> str:
+def render_search_report(record: dict[str, Any], name: str) -> str:
     from plotly.offline import get_plotlyjs
 
-    record = json.loads((run_dir / "search.json").read_text(encoding="utf-8"))
     environment = Environment(
         loader=PackageLoader("rotscope.report", "templates"), autoescape=select_autoescape(default=True)
     )
     figure = search_figure(record)
     figure.update_layout(height=420, margin={"l": 60, "r": 20, "t": 50, "b": 50})
     return environment.get_template("search.html.j2").render(
-        name=run_dir.name,
+        name=name,
         lines=search_lines(record),
         decisions=record["decisions"],
         record=record,
-        budget=without_paths(record["budget"]),
+        budget=", ".join(f"{key} {value:,}" for key, value in record["budget"].items() if value) or "none",
         figure=Markup(figure.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False})),
         plotly_js=Markup(get_plotlyjs()),
     )
 
 
-def write_search_report(run_dir: Path, output: Path) -> Path:
-    write_output(output, render_search_report(run_dir), "report")
+def write_search_report(record: dict[str, Any], name: str, output: Path) -> Path:
+    write_output(output, render_search_report(record, name), "report")
     return output

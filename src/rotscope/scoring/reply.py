@@ -69,7 +69,7 @@ def score_reply(case: Case, completion: Completion, filler: str | None) -> Score
         return score(oracle, completion, filler)
     prefix, target = oracle.items[0], oracle.answer
     reply = completion.text.strip()
-    report = ClaimReport(similarity=similarity(reply, prefix, target))
+    report = ClaimReport(similarity=similarity(completion.text, prefix, target))  # MRCR: the raw reply
     prefixed = reply.startswith(prefix)
     body = reply.removeprefix(prefix)
     if prefixed and squeeze(body) == squeeze(target):
