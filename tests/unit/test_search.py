@@ -127,3 +127,11 @@ def test_the_search_brackets_a_scripted_curve() -> None:
     assert result.verdict == "decided", result.reason
     low, high = result.bracket
     assert low is not None and high is not None and low <= truth < high
+
+
+def test_the_fixed_grid_measures_the_base_only_for_a_relative_definition() -> None:
+    lengths = tuple(log_grid(1000, 8000, 2.0))  # 1000, 2000, 4000, 8000
+    relative = settings(lengths=lengths)
+    absolute = settings(lengths=lengths, threshold=Threshold.parse("absolute-0.5"))
+    assert fixed_grid_calls(relative, 16) == 5 * 16 * 3
+    assert fixed_grid_calls(absolute, 16) == 4 * 16 * 3

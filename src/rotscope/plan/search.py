@@ -374,6 +374,7 @@ def run_search(settings: SearchSettings, measure: Measure) -> SearchResult:
 
 
 def fixed_grid_calls(settings: SearchSettings, instances: int) -> int:
-    """Calls of the fixed grid the search replaces: every grid length and the base, ``instances``
-    each."""
-    return (len(settings.lengths) + 1) * instances * settings.calls_per_instance
+    """Calls of the fixed grid the search replaces: every grid length, ``instances`` each, and the
+    base as well for a relative definition (an absolute one needs none)."""
+    lengths = len(settings.lengths) + (1 if settings.threshold.relative else 0)
+    return lengths * instances * settings.calls_per_instance
