@@ -57,7 +57,7 @@ def test_the_log_is_read_from_where_it_ended_and_must_add_up_to_the_prompt(tmp_p
     assert log.cached_tokens(140) is None  # 132 + 1 is not 140: another request's record
     path.write_text("INFO:" + third, encoding="utf-8")  # the server restarted: a shorter, new log
     assert log.cached_tokens(133) == 132
-    with pytest.raises(BadInput, match="absent.log is not a file"):
+    with pytest.raises(BadInput, match=r"absent\.log is not a file"):
         ServerLog(tmp_path / "absent.log")
 
 
