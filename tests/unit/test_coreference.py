@@ -203,9 +203,8 @@ def test_build_time_checks_raise_on_bad_data() -> None:
     assert "asks 2 times" in ordinal_problems(messages[2:], conversation)[0]
 
 
-def _oracle_like(request: GenerateRequest) -> str:
-    """Reads the chat as a careful model would: the code, then the asked reply; abstains when the
-    chat holds no request for the pair."""
+def _asked_replies(request: GenerateRequest) -> tuple[str, int, list[str]]:
+    """(code, ordinal asked, the replies to the pair's requests in chat order), read from the chat."""
     turns = [(m["role"], m["content"]) for m in request.messages]
     asked = ASKED.search(turns[-1][1])
     assert asked is not None
@@ -213,19 +212,20 @@ def _oracle_like(request: GenerateRequest) -> str:
     replies = [
         turns[i + 1][1] for i, (r, c) in enumerate(turns[:-1]) if r == "user" and f"{form} about {topic}" in c
     ]
+    return code, number, replies
+
+
+def _oracle_like(request: GenerateRequest) -> str:
+    """Reads the chat as a careful model would: the code, then the asked reply; abstains when the
+    chat holds no request for the pair."""
+    code, number, replies = _asked_replies(request)
     return f"{code}\n{replies[number - 1]}" if len(replies) >= number else "not in the context"
 
 
 def _one_off(request: GenerateRequest) -> str:
     """The reply after the asked one's next request of the pair (the wrong ordinal), or the one
     before for the last: a model that counts wrong."""
-    turns = [(m["role"], m["content"]) for m in request.messages]
-    asked = ASKED.search(turns[-1][1])
-    assert asked is not None
-    code, number, form, topic = asked.group(1), int(asked.group(2)), asked.group(3), asked.group(4)
-    replies = [
-        turns[i + 1][1] for i, (r, c) in enumerate(turns[:-1]) if r == "user" and f"{form} about {topic}" in c
-    ]
+    code, number, replies = _asked_replies(request)
     if not replies:
         return "not in the context"
     return f"{code}\n{replies[number if number < len(replies) else number - 2]}"
