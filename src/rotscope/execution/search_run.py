@@ -29,6 +29,7 @@ from rotscope.execution.runner import (
     resume_experiment,
     run_experiment,
 )
+from rotscope.execution.self_session import self_written
 from rotscope.plan import select_cases
 from rotscope.plan.search import (
     BudgetSpent,
@@ -65,7 +66,7 @@ def is_search_folder(run_dir: Path) -> bool:
 def _settings(config: ExperimentConfig, search: SearchConfig, cap: int) -> SearchSettings:
     if len(config.tasks) != 1:
         raise BadInput(f"search: searches one task family at a time, got tasks {config.tasks}")
-    if config.filler.kind == "session" and config.filler.assistant == "model":
+    if self_written(config):
         raise BadInput(
             "search: filler.assistant: model would write a new session in every step; "
             "search on generated or transcript session filler"

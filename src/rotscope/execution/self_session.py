@@ -85,7 +85,7 @@ def self_written(config: ExperimentConfig) -> bool:
     return config.filler.kind == "session" and config.filler.assistant == "model"
 
 
-def generation_line(cost: Mapping[str, Any], calls_now: int) -> str:
+def written_notice(cost: Mapping[str, Any], calls_now: int) -> str:
     """What writing the session cost, for the run's notices."""
     stored = cost["calls"] - calls_now
     replayed = f" ({stored} replayed from the run folder)" if stored else ""

@@ -22,7 +22,7 @@ from rotscope.execution.identity import check_identity, config_digest, experimen
 from rotscope.execution.limits import Limiters
 from rotscope.execution.ray_executor import RayPool
 from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, check_run_dir, store_plan
-from rotscope.execution.self_session import SessionWriter, generation_line, self_written
+from rotscope.execution.self_session import SessionWriter, self_written, written_notice
 from rotscope.execution.worker import WorkerBackend
 from rotscope.plan.manifest import Deviation, build_manifest, deviations, manifest_digest
 from rotscope.plan.workitems import Plan, build_plan
@@ -114,7 +114,7 @@ class Session:
         self.plan = build_plan(config, self.backend, writer)
         if writer is not None:
             self._generation = writer.cost()
-            _notice(self.reporter, generation_line(self._generation, writer.calls_made))
+            _notice(self.reporter, written_notice(self._generation, writer.calls_made))
         _notice(self.reporter, planned_line(self.plan))
         self._manifest = build_manifest(config, self.plan, self.backend)
         if frozen_plan is not None:
