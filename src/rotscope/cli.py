@@ -359,7 +359,8 @@ def _print_search(run_dir: Path) -> None:
     console.print(f"search folder: {terminal_safe(str(run_dir))}", markup=False)
     if record["verdict"] == "inconclusive":
         budget = record["budget"]
-        keys = [key for key in ("max_calls", "max_tokens", "max_cost") if budget.get(key)]
+        # A record written before ``stopped_by`` existed names no budget: suggest every one set.
+        keys = record.get("stopped_by") or [key for key in ("max_calls", "max_tokens", "max_cost") if budget.get(key)]
         larger = " ".join(f"--{key.replace('_', '-')} LARGER" for key in keys)
         _fail(
             f"stopped at budget: {record['calls']} calls, {record['prompt_tokens']:,} prompt tokens, "

@@ -88,6 +88,7 @@ def test_a_budget_stop_is_inconclusive_and_more_budget_continues_the_same_search
     full = run_search(settings(), cliff(20000))
     stopped = run_search(settings(max_calls=full.calls // 2), cliff(20000))
     assert stopped.verdict == "inconclusive" and stopped.calls <= full.calls // 2
+    assert stopped.stopped_by == ("max_calls",) and full.stopped_by == ()
     assert stopped.decisions == full.decisions[: len(stopped.decisions)]
     again = run_search(settings(max_calls=full.calls), cliff(20000))
     assert again.decisions == full.decisions and again.verdict == "decided"

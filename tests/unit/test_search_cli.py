@@ -189,11 +189,15 @@ def test_a_usd_budget_spans_the_steps_and_a_larger_one_continues_the_same_search
     full = record(tmp_path / "full")
     assert full["cost"] > 0 and full["budget"]["max_cost"] is None
     budget = full["cost"] / 3
-    stopped = invoke("run", config, "--search", "--out", tmp_path / "part", "--max-cost", f"{budget:.6f}")
+    stopped = invoke(
+        "run", config, "--search", "--out", tmp_path / "part", "--max-cost", f"{budget:.6f}", "--max-calls", "100000"
+    )
     assert stopped.exit_code == 4, stopped.output
-    assert "--max-cost LARGER" in stopped.stderr
+    # Only the budget that stopped the search is suggested, not the call budget that did not.
+    assert "--max-cost LARGER" in stopped.stderr and "--max-calls" not in stopped.stderr
     part = record(tmp_path / "part")
-    assert part["verdict"] == "inconclusive" and 0 < part["cost"] <= budget + 1e-9
+    assert part["verdict"] == "inconclusive" and part["stopped_by"] == ["max_cost"]
+    assert 0 < part["cost"] <= budget + 1e-9
     assert len(part["decisions"]) < len(full["decisions"])
     resumed = invoke("run", "--resume", tmp_path / "part", "--max-cost", f"{10 * full['cost']:.6f}")
     assert resumed.exit_code == 0, resumed.output

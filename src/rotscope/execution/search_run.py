@@ -270,6 +270,7 @@ def search_record(
         "calls": steps.calls,
         "prompt_tokens": steps.tokens,
         "budget": {"max_calls": settings.max_calls, "max_tokens": settings.max_tokens, "max_cost": max_cost},
+        "stopped_by": list(result.stopped_by),
         "cost": steps.cost,
         "fixed_grid": {
             "lengths": len(coarse.lengths),

@@ -154,6 +154,9 @@ class SearchResult:
     non_monotone: list[tuple[int, int]] = field(default_factory=list)
     """(shorter failed length, longer length scoring above it beyond noise) pairs found."""
     reason: str = ""
+    stopped_by: tuple[str, ...] = ()
+    """The budgets (``max_calls``, ``max_tokens``, ``max_cost``) the next step would have passed,
+    for an INCONCLUSIVE search; empty otherwise."""
 
     def final(self) -> dict[int, Decision]:
         """The last decision at each grid length, by grid index."""
@@ -284,12 +287,13 @@ class Search:
             return Step(BASE, self.settings.base_length, base_count, start + count - base_count)
         return Step(target, self.settings.lengths[target], start, count)
 
-    def affordable(self, step: Step) -> bool:
+    def budgets_passed(self, step: Step) -> tuple[str, ...]:
+        """The call and token budgets ``step`` would pass; empty when it is affordable."""
         calls, tokens = self.settings.cost(step.index, step.count)
         settings = self.settings
         over_calls = settings.max_calls is not None and self.calls + calls > settings.max_calls
         over_tokens = settings.max_tokens is not None and self.tokens + tokens > settings.max_tokens
-        return not (over_calls or over_tokens)
+        return ("max_calls",) * over_calls + ("max_tokens",) * over_tokens
 
     def record(self, step: Step, means: Sequence[float]) -> None:
         """Take a step's instance means and decide its length (a base step decides nothing)."""
@@ -335,14 +339,14 @@ class Search:
                     lengths = self.settings.lengths
                     self.non_monotone.append((lengths[shorter], lengths[longer]))
 
-    def result(self, *, budget_spent: bool = False) -> SearchResult:
+    def result(self, *, stopped_by: tuple[str, ...] = ()) -> SearchResult:
         low, high = self.bracket_indices()
         lengths = self.settings.lengths
         bracket = (lengths[low] if low != BASE else None, lengths[high] if high < len(lengths) else None)
         if self.closed(low, high):
             verdict: Verdict = "decided"
             reason = ""
-        elif budget_spent:
+        elif stopped_by:
             verdict, reason = "inconclusive", "the budget was spent before the bracket closed"
         else:
             verdict = "undecided"
@@ -355,6 +359,7 @@ class Search:
             tokens=self.tokens,
             non_monotone=list(self.non_monotone),
             reason=reason,
+            stopped_by=stopped_by if verdict == "inconclusive" else (),
         )
 
 
@@ -363,12 +368,12 @@ def run_search(settings: SearchSettings, measure: Measure) -> SearchResult:
     search that measures the same steps again (from its store) takes the same decisions."""
     search = Search(settings)
     while (step := search.next_step()) is not None:
-        if not search.affordable(step):
-            return search.result(budget_spent=True)
+        if passed := search.budgets_passed(step):
+            return search.result(stopped_by=passed)
         try:
             means = measure(step)
         except BudgetSpent:
-            return search.result(budget_spent=True)
+            return search.result(stopped_by=("max_cost",))
         search.record(step, means)
     return search.result()
 
