@@ -360,7 +360,8 @@ def _print_search(run_dir: Path) -> None:
     if record["verdict"] == "inconclusive":
         budget = record["budget"]
         # A record written before ``stopped_by`` existed names no budget: suggest every one set.
-        keys = record.get("stopped_by") or [key for key in ("max_calls", "max_tokens", "max_cost") if budget.get(key)]
+        every_set = [key for key in ("max_calls", "max_tokens", "max_cost") if budget.get(key)]
+        keys = record.get("stopped_by") or every_set
         larger = " ".join(f"--{key.replace('_', '-')} LARGER" for key in keys)
         _fail(
             f"stopped at budget: {record['calls']} calls, {record['prompt_tokens']:,} prompt tokens, "

@@ -189,9 +189,8 @@ def test_a_usd_budget_spans_the_steps_and_a_larger_one_continues_the_same_search
     full = record(tmp_path / "full")
     assert full["cost"] > 0 and full["budget"]["max_cost"] is None
     budget = full["cost"] / 3
-    stopped = invoke(
-        "run", config, "--search", "--out", tmp_path / "part", "--max-cost", f"{budget:.6f}", "--max-calls", "100000"
-    )
+    budgets = ("--max-cost", f"{budget:.6f}", "--max-calls", "100000")
+    stopped = invoke("run", config, "--search", "--out", tmp_path / "part", *budgets)
     assert stopped.exit_code == 4, stopped.output
     # Only the budget that stopped the search is suggested, not the call budget that did not.
     assert "--max-cost LARGER" in stopped.stderr and "--max-calls" not in stopped.stderr

@@ -4,10 +4,13 @@ summary; unknown (null) without the log, never 0."""
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 
+import jsonschema
 import pytest
 import yaml
 from rich.console import Console
@@ -22,6 +25,8 @@ from rotscope.execution.runner import run_experiment
 from rotscope.report.html import render_report
 from rotscope.report.terminal import print_summary
 from rotscope.tokenizers.remote import ApproximateTokenizer, render_plain
+
+SCHEMA = json.loads(resources.files("rotscope").joinpath("schemas/summary.schema.json").read_text())
 
 # Three requests as llama-cpp-python 0.3's server logged them (the timing lines shortened): the
 # first kept nothing, the second 125 of 133 tokens, the third all but the one it replays.
@@ -123,11 +128,14 @@ def test_without_the_log_a_server_reporting_none_leaves_them_unknown(
     assert len(rows) == 4 and {(cached, source) for _, cached, source in rows} == {(None, None)}
     summary = load_summary(run_dir)
     tokens = summary["tokens"]
-    assert (tokens["cached"], tokens["evaluated"], tokens["cached_unknown"]) == (0, 0, 4)
+    assert (tokens["cached"], tokens["evaluated"], tokens["cached_unknown"]) == (None, None, 4)
+    jsonschema.validate(summary, SCHEMA)
     console = Console(width=400, record=True)
     print_summary(summary, console)  # the views say so rather than show 0 cached as a measurement
-    assert "4 calls' cached tokens unknown" in console.export_text()
-    assert "cached tokens unknown for 4 calls" in render_report(run_dir)
+    text = console.export_text()
+    assert "4 calls' cached tokens unknown" in text and "evaluated unknown, from cache unknown" in text
+    report = render_report(run_dir)
+    assert "cached tokens unknown for 4 calls" in report and "evaluated unknown" in report
 
 
 def test_the_log_needs_one_call_at_a_time(server: ChatServer, tmp_path: Path) -> None:

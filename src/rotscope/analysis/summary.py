@@ -108,11 +108,15 @@ def _spend(rows: list[Row], config: dict[str, Any]) -> dict[str, Any]:
 def _cached_tokens(called: list[Row]) -> dict[str, Any]:
     """Prompt tokens evaluated and read from a cache over the calls whose cached tokens are known
     (reported by the engine or provider, or counted from a server's log); the calls whose are not
-    count in ``cached_unknown``, their prompt tokens in neither sum."""
+    count in ``cached_unknown``, their prompt tokens in neither sum. Both sums are ``None`` when
+    calls were made and none of them is known: a 0 there would read as a measurement."""
     known = [row for row in called if row["cached_tokens"] is not None]
+    unknown = bool(called) and not known
     return {
-        "evaluated": sum((row["usage_prompt_tokens"] or 0) - (row["cached_tokens"] or 0) for row in known),
-        "cached": sum(row["cached_tokens"] or 0 for row in known),
+        "evaluated": None
+        if unknown
+        else sum((row["usage_prompt_tokens"] or 0) - (row["cached_tokens"] or 0) for row in known),
+        "cached": None if unknown else sum(row["cached_tokens"] or 0 for row in known),
         "cached_unknown": len(called) - len(known),
         "cached_from_log": sum(row["cached_source"] == "server_log" for row in known),
     }

@@ -336,6 +336,10 @@ ORDER_NOTES = {
 }
 
 
+def _count(tokens: int | None) -> str:
+    return "unknown" if tokens is None else f"{tokens:,}"
+
+
 def cached_note(tokens: dict[str, Any]) -> str:
     """Where the cached counts came from, when not every call's usage reported them."""
     notes = []
@@ -433,8 +437,8 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     console.print(
         f"items {items['done']}/{items['total']} done, {items['errors']} errors, "
         f"{items['rejected_prompts']} prompts rejected by the verifier; prompt tokens evaluated "
-        f"{tokens['evaluated']:,}, from cache {tokens['cached']:,} (naive {tokens['naive_prefill']:,}, "
-        f"lower bound {tokens['lower_bound']:,}){cached_note(tokens)}"
+        f"{_count(tokens['evaluated'])}, from cache {_count(tokens['cached'])} "
+        f"(naive {tokens['naive_prefill']:,}, lower bound {tokens['lower_bound']:,}){cached_note(tokens)}"
     )
     console.print(spend_line(summary), markup=False)
     warning = error_cap_warning(summary)
