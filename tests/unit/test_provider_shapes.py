@@ -315,9 +315,9 @@ def test_anthropic_breakpoints_only_above_the_minimum_cacheable_length(
         replace(GROUP, stem_chars=0, previous_chars=0, next_chars=0),
         PrefixGroup(key=GROUP.key, calls=1, shared_tokens=1500),
     ],
-    ids=["not-in-last-turn", "one-call-no-stem"],
+    ids=["not-in-last-turn", "lone-call-sharing-nothing"],
 )
-def test_anthropic_sends_no_breakpoint_without_a_shared_last_turn_or_for_one_call(group: PrefixGroup) -> None:
+def test_anthropic_sends_no_breakpoint_without_a_shared_last_turn_or_anything_shared(group: PrefixGroup) -> None:
     recorder = Recorder((200, fixture("anthropic_message.json"), {}))
     asyncio.run(anthropic(recorder).generate(grouped(group)))
     assert recorder.body()["messages"] == [{"role": "user", "content": CONTENT}]
