@@ -1,7 +1,9 @@
-"""What the command-line tests share: calling the CLI, the bad-input contract, a nonsense corpus."""
+"""What the command-line tests share: calling the CLI, the bad-input contract, a nonsense corpus,
+one-fact cases."""
 
 from __future__ import annotations
 
+import json
 import random
 from pathlib import Path
 
@@ -79,3 +81,25 @@ def bpe_tokenizer_folder(folder: Path, corpus: Path, vocab_size: int = 800) -> P
     model.save(str(folder / "tokenizer.json"))
     (folder / "chat_template.jinja").write_text(CHAT_TEMPLATE, encoding="utf-8")
     return folder
+
+
+PLACES = ("Brant", "Calder", "Dunmore", "Elgin", "Fenwick", "Garrow", "Hollis", "Ingram")
+SITES = ("gate", "vault", "tower", "depot", "mill", "dock", "yard", "hall")
+
+
+def case_file(path: Path) -> Path:
+    """64 one-fact cases whose words the nonsense corpus never holds: instances enough to decide."""
+    records = [
+        {
+            "case_id": f"{place}-{site}".lower(),
+            "question": f"What is the {place} {site} code?",
+            "documents": [
+                {"id": "fact", "text": f"The {place} {site} code is {4000 + 97 * n}.", "claims": ["code"]}
+            ],
+            "claims": {"code": [str(4000 + 97 * n)]},
+            "required_claims": ["code"],
+        }
+        for n, (place, site) in enumerate((place, site) for place in PLACES for site in SITES)
+    ]
+    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    return path

@@ -313,8 +313,8 @@ def run(
             run_dir = run_experiment(
                 experiment, reporter=ProgressBar(console), frozen_plan=frozen, allow_deviation=allow_deviation
             )
-        print_summary(load_summary(run_dir), console)
         console.print(f"run folder: {terminal_safe(str(run_dir))}", markup=False)
+        print_summary(load_summary(run_dir), console)  # it ends with the run's one sentence
 
     _guarded(body)
 

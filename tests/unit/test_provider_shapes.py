@@ -317,7 +317,9 @@ def test_anthropic_breakpoints_only_above_the_minimum_cacheable_length(
     ],
     ids=["not-in-last-turn", "lone-call-sharing-nothing"],
 )
-def test_anthropic_sends_no_breakpoint_without_a_shared_last_turn_or_anything_shared(group: PrefixGroup) -> None:
+def test_anthropic_sends_no_breakpoint_without_a_shared_last_turn_or_anything_shared(
+    group: PrefixGroup,
+) -> None:
     recorder = Recorder((200, fixture("anthropic_message.json"), {}))
     asyncio.run(anthropic(recorder).generate(grouped(group)))
     assert recorder.body()["messages"] == [{"role": "user", "content": CONTENT}]

@@ -17,30 +17,9 @@ from typing import Any
 import pytest
 import yaml
 
-from cli_helpers import assert_bad_input, invoke, nonsense_corpus
+from cli_helpers import assert_bad_input, case_file, invoke, nonsense_corpus
 from rotscope.backends.fake import FakeBackend
 from rotscope.types import Completion, GenerateRequest
-
-PLACES = ("Brant", "Calder", "Dunmore", "Elgin", "Fenwick", "Garrow", "Hollis", "Ingram")
-SITES = ("gate", "vault", "tower", "depot", "mill", "dock", "yard", "hall")
-
-
-def case_file(path: Path) -> Path:
-    """64 one-fact cases whose words the nonsense corpus never holds: instances enough to decide."""
-    records = [
-        {
-            "case_id": f"{place}-{site}".lower(),
-            "question": f"What is the {place} {site} code?",
-            "documents": [
-                {"id": "fact", "text": f"The {place} {site} code is {4000 + 97 * n}.", "claims": ["code"]}
-            ],
-            "claims": {"code": [str(4000 + 97 * n)]},
-            "required_claims": ["code"],
-        }
-        for n, (place, site) in enumerate((place, site) for place in PLACES for site in SITES)
-    ]
-    path.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
-    return path
 
 
 def experiment(tmp_path: Path, midpoint: int, **search: Any) -> Path:

@@ -11,6 +11,7 @@ from rich.text import Text
 from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.cells import depth_label, row_key
 from rotscope.report.names import shareable
+from rotscope.report.sentence import one_sentence
 
 
 def _colour(accuracy: float) -> str:
@@ -445,3 +446,6 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     if warning is not None:
         console.print(Text(warning, style="bold white on red"))
     _print_plan_and_cache(summary, console)
+    sentence = one_sentence(summary)
+    if sentence is not None:
+        console.print(sentence, style="bold", markup=False, highlight=False, soft_wrap=True)
