@@ -17,7 +17,7 @@ from typer.core import TyperGroup
 
 from rotscope._util.safe_text import terminal_safe
 from rotscope.config import ExperimentConfig, build_config, read_config_file, resolve_paths
-from rotscope.errors import BadInput, write_failure, write_output
+from rotscope.errors import BadInput, SessionStopped, write_failure, write_output
 
 if TYPE_CHECKING:
     pass
@@ -125,6 +125,8 @@ def _guarded(action: Callable[[], T]) -> T:
             f"check the machine with rotscope doctor, then: rotscope run --resume {stop.run_dir}",
             EXIT_ENGINE_CRASHED,
         )
+    except SessionStopped as stop:
+        _fail(str(stop), EXIT_BUDGET if stop.budget else EXIT_INTERRUPTED)
     except KeyboardInterrupt:
         _fail("interrupted", EXIT_INTERRUPTED)
 

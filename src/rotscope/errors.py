@@ -21,6 +21,16 @@ class SessionNotWritten(BadInput):
     continues it."""
 
 
+class SessionStopped(Exception):
+    """Writing the model's own session stopped before it was finished, by Ctrl-C or because its
+    next call could take the spend above ``max_cost``: the turns written so far are kept as a
+    partial file, and the message says how to continue (exit 130 or 4, not bad input)."""
+
+    def __init__(self, message: str, *, budget: bool) -> None:
+        super().__init__(message)
+        self.budget = budget
+
+
 class EngineCrashed(Exception):
     """The local engine crashed repeatedly: the run stops (exit 5) with every finished row kept."""
 

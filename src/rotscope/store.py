@@ -98,6 +98,12 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+def session_usd(meta: Mapping[str, Any]) -> float:
+    """USD the model-written session of a run cost (0 without one, or before sessions were priced)."""
+    generation = meta.get("session_generation") or {}
+    return float(generation.get("usd") or 0.0)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
@@ -273,8 +279,10 @@ class RunStore:
         return {row[0] for row in self._db.execute("SELECT DISTINCT call_id FROM items")}
 
     def spent(self) -> float:
-        """USD recorded so far (calls without a price count nothing)."""
-        return float(self._db.execute("SELECT COALESCE(SUM(cost), 0) FROM items").fetchone()[0])
+        """USD recorded so far (calls without a price count nothing): the rows' calls and the
+        session the model wrote for the run (``session_generation`` in the metadata), if it did."""
+        rows = float(self._db.execute("SELECT COALESCE(SUM(cost), 0) FROM items").fetchone()[0])
+        return rows + session_usd(self.meta())
 
     def record(self, results: Mapping[str, Mapping[str, Any]]) -> None:
         """Write the rows of one finished call (item id -> values) and commit at once, so a crash

@@ -404,7 +404,13 @@ def test_a_repeated_run_is_answered_by_the_cache(
     summary = load_summary(second)
     jsonschema.validate(summary, SCHEMA)
     assert summary["tokens"]["evaluated"] == 0 < load_summary(first)["tokens"]["evaluated"]
-    assert summary["cost"] == {"usd": 0.0, "priced": True, "max_cost": None, "cached_responses": TOTAL}
+    assert summary["cost"] == {
+        "usd": 0.0,
+        "session_usd": 0.0,
+        "priced": True,
+        "max_cost": None,
+        "cached_responses": TOTAL,
+    }
 
 
 def test_dry_run_counts_what_the_cache_already_holds(

@@ -192,3 +192,96 @@ def test_resume_of_a_folder_whose_session_was_being_written_says_how_to_continue
     with pytest.raises(SessionNotWritten):
         run_experiment(_config(), run_dir=run_dir, backend=Counting(fail_after=1))
     assert_bad_input(invoke("run", "--resume", run_dir), "writing its session", f"--out {run_dir}")
+
+
+PRICES = {"fake/echo": {"input": 1000.0, "output": 1000.0}}  # USD per million tokens
+
+
+def _priced(**settings: object) -> ExperimentConfig:
+    return ExperimentConfig.model_validate({**_settings(), "prices": PRICES, **settings})
+
+
+def _notes_usd(run_dir: Path) -> list[float]:
+    return [
+        json.loads(line)["usage"]["usd"]
+        for path in sorted((run_dir / SESSION_DIR).iterdir())
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if "usage" in json.loads(line)
+    ]
+
+
+def test_the_sessions_calls_are_priced_and_counted_in_the_runs_cost(tmp_path: Path) -> None:
+    run_dir = run_experiment(_priced(), run_dir=tmp_path / "run", backend=Counting())
+    notes = _notes_usd(run_dir)
+    assert notes and all(usd > 0 for usd in notes)
+    summary = json.loads(invoke("show", run_dir, "--json").stdout)
+    with RunStore.read(run_dir) as store:
+        rows = sum(row["cost"] for row in store.rows())
+    assert summary["session_generation"]["usd"] == pytest.approx(sum(notes))
+    assert summary["cost"]["session_usd"] == pytest.approx(sum(notes))
+    assert summary["cost"]["usd"] == pytest.approx(rows + sum(notes)) and rows > 0
+    assert f"${sum(notes):.4f}" in invoke("show", run_dir).stdout
+
+
+def test_a_budget_stops_the_session_before_a_note_that_could_exceed_it_and_a_larger_one_goes_on(
+    tmp_path: Path,
+) -> None:
+    whole = Counting()
+    full = run_experiment(_priced(), run_dir=tmp_path / "whole", backend=whole)
+    session_cost = sum(_notes_usd(full))
+    run_dir = tmp_path / "run"
+    config = tmp_path / "selfgen.yaml"
+
+    def write_config(max_cost: float) -> None:
+        settings = {**_settings(), "prices": PRICES, "max_cost": max_cost}
+        config.write_text(json.dumps(settings), encoding="utf-8")
+
+    write_config(session_cost / 2)
+    stopped = invoke("run", config, "--out", run_dir)
+    assert stopped.exit_code == 4, stopped.output
+    message = assert_one_line(stopped.stderr)
+    assert "stopped at budget writing the session" in message
+    assert f"--out {run_dir} --max-cost LARGER" in message
+    assert not (run_dir / "run.db").exists()
+    assert 0 < sum(_notes_usd(run_dir)) <= session_cost / 2
+    # Enough for the session but not for every item: the items' calls stop within what is left.
+    write_config(session_cost * 1.2)
+    assert invoke("run", config, "--out", run_dir).exit_code == 4
+    summary = json.loads(invoke("show", run_dir, "--json").stdout)
+    assert summary["cost"]["session_usd"] == pytest.approx(session_cost)
+    assert session_cost < summary["cost"]["usd"] <= session_cost * 1.2 + 1e-9
+    resumed = invoke("run", "--resume", run_dir, "--max-cost", "1000")
+    assert resumed.exit_code == 0, resumed.output
+    assert _ids(run_dir) == _ids(full)
+
+
+def test_ctrl_c_while_the_session_is_written_keeps_it_and_says_how_to_continue(tmp_path: Path) -> None:
+    calls = 0
+
+    def interrupting(request: GenerateRequest) -> str:
+        nonlocal calls
+        calls += 1
+        if calls == 3:
+            raise KeyboardInterrupt
+        return echo_responder()(request)
+
+    config = tmp_path / "selfgen.yaml"
+    config.write_text(json.dumps(_settings()), encoding="utf-8")
+    original = FakeBackend.__init__
+
+    def patched(self: FakeBackend, name: str, responder: Any = None, *args: Any, **kwargs: Any) -> None:
+        original(self, name, interrupting, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(FakeBackend, "__init__", patched)
+        result = invoke("run", config, "--out", tmp_path / "run")
+    assert result.exit_code == 130, result.output
+    message = assert_one_line(result.stderr)
+    assert "interrupted writing the session" in message and f"--out {tmp_path / 'run'}" in message
+    assert len(_notes_usd(tmp_path / "run")) == 2  # the two notes written before it are kept
+
+
+def assert_one_line(stderr: str) -> str:
+    lines = [line for line in stderr.strip().splitlines() if line.strip()]
+    assert len(lines) == 1 and "Traceback" not in stderr, stderr
+    return " ".join(lines[0].split())

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from rotscope.analysis.tasks import effective_lengths, task_analysis
 from rotscope.position import Position
 from rotscope.rows import Row, error_rate, group_by, scored
 from rotscope.stats import BASE_LENGTHS
-from rotscope.store import RunStore
+from rotscope.store import RunStore, session_usd
 from rotscope.tasks import TASKS
 from rotscope.types import EVIDENCE_ONLY_POSITION
 
@@ -95,10 +95,13 @@ def _error_cap(rows: list[Row], cells: list[dict[str, Any]], cap: float) -> dict
     }
 
 
-def _spend(rows: list[Row], config: dict[str, Any]) -> dict[str, Any]:
+def _spend(rows: list[Row], config: dict[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+    """What the run spent: its rows' calls and the session the model wrote for it, if it did."""
     finished = [row for row in rows if row["status"] != "pending"]
+    session = session_usd(meta)
     return {
-        "usd": sum(row["cost"] or 0.0 for row in finished),
+        "usd": sum(row["cost"] or 0.0 for row in finished) + session,
+        "session_usd": session,
         "priced": all(row["cost"] is not None for row in finished),
         "max_cost": config.get("max_cost"),
         "cached_responses": sum(bool(row["cached_response"]) for row in finished),
@@ -261,7 +264,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             "engine": meta.get("engine"),
         },
         "error_cap": _error_cap(rows, cells, config.get("max_error_rate", DEFAULT_MAX_ERROR_RATE)),
-        "cost": _spend(rows, config),
+        "cost": _spend(rows, config, meta),
         "judge": _judge(rows, config),
         "corpus": meta.get("corpus"),
         # What the model's own writing of its session cost (filler.assistant: model), else null.

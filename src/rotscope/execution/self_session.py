@@ -26,7 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.config import ExperimentConfig
-from rotscope.errors import BadInput, EngineCrashed, SessionNotWritten
+from rotscope.errors import BadInput, EngineCrashed, SessionNotWritten, SessionStopped
+from rotscope.execution.cost import (
+    check_budget_price,
+    completion_cost,
+    estimate_cost,
+    find_price,
+    price_table,
+)
 from rotscope.execution.execute import Reporter
 from rotscope.execution.identity import DIGESTS, config_digest
 from rotscope.execution.run_folder import SESSION_DIR, STORE_FILE
@@ -71,12 +78,13 @@ def _stored(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _usage(completion: Completion) -> dict[str, Any]:
+def _usage(completion: Completion, usd: float | None) -> dict[str, Any]:
     return {
         "prompt_tokens": completion.prompt_tokens,
         "completion_tokens": completion.completion_tokens,
         "cached_tokens": completion.cached_tokens,
         "latency_s": round(completion.latency_s, 4),
+        "usd": usd,
     }
 
 
@@ -118,6 +126,8 @@ class SessionWriter:
             "model": description.get("model"),
             **{name: description.get(key) for name, key in DIGESTS.items()},
         }
+        self.price = find_price(config.model, price_table(config), local=backend.capabilities.local)
+        check_budget_price(config, self.price, config.model)  # before the session's first call
         self.files: list[Path] = []
         self.calls_made = 0
         self._reserved = False
@@ -162,7 +172,7 @@ class SessionWriter:
                     request = GenerateRequest(messages, tuple(ids), self.params)
                     completion = self._call(request, target, partial, turns)
                     note = Turn("assistant", self._note_text(completion.text, tokenizer))
-                    out.write(_line(note, _usage(completion)))
+                    out.write(_line(note, _usage(completion, completion_cost(self.price, completion))))
                     out.flush()
                     turns.append(note)
                     continue
@@ -194,23 +204,45 @@ class SessionWriter:
             longest = math.ceil(target * (1 + self.config.length_tolerance)) + 1
             self.backend.reserve(longest, max(self.params.max_tokens, self.config.generation.max_tokens))
             self._reserved = True
+        kept = f"the {len(turns)} turns written so far are kept in {partial}"
+        max_cost = self.config.max_cost
+        estimate = estimate_cost(self.price, len(request.token_ids), self.params.max_tokens)
+        spent = self.spent(partial)
+        if max_cost is not None and estimate is not None and spent + estimate > max_cost:
+            raise SessionStopped(
+                f"stopped at budget writing the session: ${spent:.4f} spent of --max-cost ${max_cost:.4f}, "
+                f"the next note could exceed it; {kept}; run {self._again(' --max-cost LARGER')} to continue",
+                budget=True,
+            )
         self.calls_made += 1
         try:
             completion = asyncio.run(self.backend.generate(request))
         except EngineCrashed as crashed:
             completion = Completion(text="", error=str(crashed))
+        except KeyboardInterrupt:
+            raise SessionStopped(
+                f"interrupted writing the session; {kept}; run {self._again()} to continue", budget=False
+            ) from None
         if completion.error is not None:
-            again = (
-                f"rotscope run --resume {self.run_dir}"
-                if (self.run_dir / STORE_FILE).is_file()
-                else f"the same command with --out {self.run_dir}"
-            )
             raise SessionNotWritten(
                 f"filler.assistant: model: the model failed writing a note of its session "
-                f"({completion.error}); the {len(turns)} turns written so far are kept in {partial}; "
-                f"run {again} to continue"
+                f"({completion.error}); {kept}; run {self._again()} to continue"
             )
         return completion
+
+    def _again(self, options: str = "") -> str:
+        """The command that continues the run: a resume once its store exists, else the same run."""
+        if (self.run_dir / STORE_FILE).is_file():
+            return f"rotscope run --resume {self.run_dir}{options}"
+        return f"the same command with --out {self.run_dir}{options}"
+
+    def spent(self, partial: Path | None = None) -> float:
+        """USD the notes stored so far cost: the finished sessions and ``partial``, the one being
+        written (a note without a price counts nothing, as a row does)."""
+        paths = [*self.files, *([partial] if partial is not None else [])]
+        return sum(
+            float((record.get(USAGE) or {}).get("usd") or 0.0) for path in paths for record in _stored(path)
+        )
 
     def _note_text(self, text: str, tokenizer: Tokenizer) -> str:
         note = text.replace("\r\n", "\n").strip()
@@ -239,6 +271,7 @@ class SessionWriter:
         return {
             **{name: int(value) for name, value in totals.items()},
             "latency_s": round(totals["latency_s"], 3),
+            "usd": self.spent(),
             "sessions": len(self.files),
             "turns": turns,
             "note_tokens": self.params.max_tokens,

@@ -292,7 +292,8 @@ def generation_line(generation: dict[str, Any]) -> str:
     return (
         f"session written by the model: {generation['sessions']} session(s) of {generation['turns']} turns, "
         f"{generation['calls']} calls, prompt tokens {generation['prompt_tokens']:,}, completion tokens "
-        f"{generation['completion_tokens']:,}, {generation['latency_s']:.1f} s (not in the counts above)"
+        f"{generation['completion_tokens']:,}, {generation['latency_s']:.1f} s, "
+        f"${generation.get('usd', 0.0):.4f} (not in the token counts above; in the cost)"
     )
 
 
