@@ -2,10 +2,11 @@
 measurement behind the default ``order:`` (``rotscope.plan.schedule``). Run by hand:
 
     python benchmarks/prefix_order.py [--config examples/quick-v1.yaml] [--concurrency 4]
-        [--lengths 128,256] [--limit 3] [--max-tokens 16] [--threads 1]
+        [--lengths 128,256] [--limit 3] [--max-tokens 16] [--threads 1] [--server-cache 512]
 
 (the options shrink the grid and the replies for a machine shared with other work; each
-``--lengths`` replaces the config's).
+``--lengths`` replaces the config's; ``--server-cache MB`` turns on the server's ``--cache`` RAM
+state cache of that size).
 
 Starts llama-cpp-python's OpenAI-compatible server on the bundled model (``tests/llama_server.py``)
 and runs the experiment through it as ``openai/smollm2`` once per order (``interleaved``,
@@ -39,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sqlite3
 import sys
 import tempfile
@@ -77,6 +79,7 @@ def run_order(config: dict[str, object], order: str, out: Path, log: Path) -> di
         "outcomes": {row[0]: row[1] for row in rows},
         "errors": sum(row[3] != "ok" for row in rows),
         "meta_order": meta.get("order"),
+        "load": os.getloadavg()[0],
     }
 
 
@@ -88,6 +91,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="cases per task instead of the config's")
     parser.add_argument("--max-tokens", type=int, help="reply tokens instead of the config's")
     parser.add_argument("--threads", type=int, help="server threads (default: one per core)")
+    parser.add_argument("--server-cache", type=int, default=0, metavar="MB", help="server --cache size")
     arguments = parser.parse_args()
     model = bundled_model_path()
     base = read_config_file(arguments.config, arguments.config.parent)
@@ -100,7 +104,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         out = Path(folder)
         log = out / "server.log"
-        with served(model, log, n_ctx=max(base["lengths"]) + 256, threads=arguments.threads) as base_url:
+        n_ctx = max(base["lengths"]) + 256
+        with served(model, log, n_ctx, arguments.threads, arguments.server_cache) as base_url:
             config = {
                 **base,
                 "model": f"openai/{SERVED_NAME}",
@@ -115,7 +120,8 @@ def main() -> None:
             with sqlite3.connect(out / "grouped" / "run.db") as db:
                 (tokens,) = db.execute("SELECT value FROM meta WHERE key = 'tokens'").fetchone()
     bound = json.loads(tokens)["lower_bound"]
-    print(f"{arguments.config.name} lengths {base['lengths']}: trie lower bound {bound:,} prompt tokens")
+    cache = f", server --cache {arguments.server_cache} MB" if arguments.server_cache else ""
+    print(f"{arguments.config.name} lengths {base['lengths']}{cache}: trie lower bound {bound:,} tokens")
     print(f"{'order':<12} {'sent':>8} {'evaluated':>10} {'x bound':>8} {'cached':>7} {'wall s':>7} err same")
     reference = results[-1]["outcomes"]
     for result in results:
@@ -126,7 +132,10 @@ def main() -> None:
             f"{int(result['cached']) / sent:>7.0%} {float(result['wall_s']):>7.1f} "  # type: ignore[call-overload]
             f"{result['errors']:>6}  {same}"
         )
-        print(f"  {result['meta_order']}; the rows' cached tokens sum to {result['rows_cached']:,}")
+        print(
+            f"  {result['meta_order']}; the rows' cached tokens sum to {result['rows_cached']:,}; "
+            f"load average {float(result['load']):.1f} at its end"  # type: ignore[arg-type]
+        )
 
 
 if __name__ == "__main__":

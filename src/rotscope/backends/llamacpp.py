@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import importlib.util
-import os
 import time
 from pathlib import Path
 from typing import Any
 
+from rotscope._util.cpus import usable_cpus
 from rotscope._util.quiet import quiet_stderr
 from rotscope._util.tokens import common_prefix
 from rotscope.backends import register_backend
@@ -63,12 +64,37 @@ class LlamaCppBackend:
         self._digest = file_digest(path)
         self.verdict: Verdict | None = None
         """Why extra buffers are on or off, when ``extra_buffers: auto`` asked the probe."""
+        self._threads: tuple[int, str] | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Sent to an engine worker without the loaded engine and the tokenizer (native handles);
-        # the worker only generates. Resolve the mode first, so the worker never probes.
+        # the worker only generates. Resolve the mode and threads first, so the worker never probes
+        # and runs with the threads this process recorded.
         self.resolve_mode()
+        self.resolve_threads()
         return {**self.__dict__, "_llama": None, "_tokenizer": None}
+
+    def resolve_threads(self) -> tuple[int, str]:
+        """The engine's threads and where the count came from: ``llamacpp.n_threads`` when set, else
+        the count ``rotscope doctor`` found prefilling fastest on this machine with this model file
+        and as many usable CPUs as now, else one per CPU this process may use (its affinity)."""
+        if self._threads is None:
+            cpus = len(usable_cpus())
+            speed = remembered_speed(probe_key(self._digest))
+            tuned = None if speed is None else speed.tuned_threads(cpus)
+            if self.options.n_threads:
+                self._threads = (self.options.n_threads, "set")
+            elif tuned is not None:
+                self._threads = (tuned, "tuned by doctor")
+            else:
+                self._threads = (cpus, "one per usable CPU")
+        return self._threads
+
+    @property
+    def engine_settings(self) -> dict[str, Any]:
+        """What the run's metadata records beside the mode: threads (and why) and the batch size."""
+        threads, source = self.resolve_threads()
+        return {"threads": threads, "threads_from": source, "n_batch": self.options.n_batch}
 
     def resolve_mode(self) -> bool:
         """Whether extra buffers are used: ``on``/``off`` as set, ``auto`` by the probe's verdict."""
@@ -93,8 +119,12 @@ class LlamaCppBackend:
         return "the next calls run with extra_buffers=off (the crashed call is an error row)"
 
     def measured_speed(self) -> Speed | None:
-        """What ``rotscope doctor`` measured for this model file on this machine, if it did."""
-        return remembered_speed(probe_key(self._digest))
+        """What ``rotscope doctor`` measured for this model file on this machine, if it did, with
+        the prefill speed of the threads this engine runs with where doctor timed them."""
+        speed = remembered_speed(probe_key(self._digest))
+        if speed is None:
+            return None
+        return dataclasses.replace(speed, prefill_tps=speed.prefill_at(self.resolve_threads()[0]))
 
     def peak_memory_bytes(self) -> int:
         """About the engine worker's peak memory for the reserved context: weights, KV cache (f16),
@@ -122,7 +152,7 @@ class LlamaCppBackend:
         if self._llama is None:
             from llama_cpp import Llama
 
-            threads = self.options.n_threads or os.cpu_count() or 1
+            threads = self.resolve_threads()[0]
             with quiet_stderr(), extra_buffers_set(self.resolve_mode()):
                 self._llama = Llama(
                     model_path=str(self.path),

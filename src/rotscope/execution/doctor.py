@@ -23,8 +23,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Literal
 
+from rotscope._util.cpus import thread_candidates, usable_cpus
 from rotscope._version import __version__
-from rotscope.backends.engine_speed import Speed, remember_speed
+from rotscope.backends.engine_speed import Speed, fastest, remember_speed
 from rotscope.errors import BadInput
 
 Status = Literal["ok", "warn", "FAIL"]
@@ -64,7 +65,9 @@ def _system_info() -> str:
     raw: bytes = llama_cpp.llama_print_system_info()
     flags = dict(re.findall(r"(\w+) = (\d)", raw.decode("utf-8", errors="replace")))
     shown = [name for name in ("AMX_INT8", "AVX512", "AVX2", "REPACK", "OPENMP") if flags.get(name) == "1"]
-    return f"{' '.join(shown) or 'none of AMX/AVX-512/AVX2/REPACK'}; {os.cpu_count()} threads"
+    cpus = usable_cpus()
+    usable = "" if len(cpus) == os.cpu_count() else f" ({os.cpu_count()} on the machine)"
+    return f"{' '.join(shown) or 'none of AMX/AVX-512/AVX2/REPACK'}; {len(cpus)} usable CPUs{usable}"
 
 
 def _engine_checks() -> list[Check]:
@@ -92,14 +95,24 @@ def _engine_checks() -> list[Check]:
     return checks
 
 
-def measure_speed(path: Path, key: str) -> Speed:
-    """Prefill a few hundred tokens, then decode from the cached prompt, in an engine worker."""
+@dataclass(frozen=True)
+class Measured:
+    """One engine setting's timing: prompt tokens/s, generated tokens/s, and the engine mode."""
+
+    prefill_tps: float
+    decode_tps: float
+    mode: str
+
+
+def measure_setting(path: Path, threads: int) -> Measured:
+    """Prefill a few hundred tokens, then decode from the cached prompt, in an engine worker with
+    ``threads`` threads (a fresh one per setting: llama.cpp takes threads when it loads)."""
     from rotscope.backends.llamacpp import LlamaCppBackend
     from rotscope.config import LlamaCppOptions
     from rotscope.execution.worker import WorkerBackend
     from rotscope.types import GenerateRequest, GenerationParams
 
-    engine = LlamaCppBackend(path, LlamaCppOptions())
+    engine = LlamaCppBackend(path, LlamaCppOptions(n_threads=threads))
     ids = tuple(engine.tokenizer().encode(_BENCH_TEXT * 12)[:400])
     worker = WorkerBackend(engine, max_crashes=1)
     try:
@@ -113,11 +126,39 @@ def measure_speed(path: Path, key: str) -> Speed:
     for completion in (warm, prefill, decode):
         if completion.error is not None:
             raise RuntimeError(completion.error)
-    speed = Speed(
+    return Measured(
         prefill_tps=len(ids) / max(prefill.latency_s, 1e-9),
         decode_tps=max(decode.completion_tokens, 1) / max(decode.latency_s, 1e-9),
-        threads=engine.options.n_threads or os.cpu_count() or 1,
         mode=engine.engine_mode,
+    )
+
+
+def measure_speed(
+    path: Path,
+    key: str,
+    measure: Callable[[Path, int], Measured] = measure_setting,
+    cpus: frozenset[int] | None = None,
+    cpuinfo: str | None = None,
+) -> Speed:
+    """Time each candidate thread count (one per usable CPU, one per physical core where SMT makes
+    that fewer), remember the fastest for this machine and model file: the llama.cpp backend runs
+    with it when ``llamacpp.n_threads`` is unset.
+
+    Only threads are tuned, not ``n_batch``: the batch size decides how a prompt is cut into prefill
+    chunks, and on the frozen quick grid 128, 256 and 512 gave different greedy answers to some
+    calls (``benchmarks/engine_settings.py``; ``n_batch`` is part of an experiment's identity), while
+    the thread count splits the same arithmetic over cores and changed none. ``measure``, ``cpus``
+    (the usable CPUs) and ``cpuinfo`` (``/proc/cpuinfo``'s text) are this machine's unless given."""
+    usable = usable_cpus() if cpus is None else cpus
+    timed = {threads: measure(path, threads) for threads in thread_candidates(usable, cpuinfo)}
+    best = fastest({threads: found.prefill_tps for threads, found in timed.items()})
+    speed = Speed(
+        prefill_tps=timed[best].prefill_tps,
+        decode_tps=timed[best].decode_tps,
+        threads=best,
+        mode=timed[best].mode,
+        cpus=len(usable),
+        prefill_by_threads={threads: found.prefill_tps for threads, found in timed.items()},
     )
     remember_speed(key, speed)
     return speed
@@ -129,11 +170,13 @@ def _prefill_check(path: Path, key: str) -> Check:
         speed = measure_speed(path, key)
     except (RuntimeError, OSError) as error:
         return Check("prefill benchmark", "FAIL", f"the engine failed: {error}")
+    timed = speed.prefill_by_threads.items()
+    others = "".join(f", {tps:,.0f} with {threads}" for threads, tps in timed if threads != speed.threads)
     return Check(
         "prefill benchmark",
         "ok",
         f"{speed.prefill_tps:,.0f} prompt tokens/s, {speed.decode_tps:,.0f} generated tokens/s "
-        f"({speed.threads} threads, {speed.mode}; {time.perf_counter() - started:.1f} s)",
+        f"({speed.threads} threads{others}; {speed.mode}; {time.perf_counter() - started:.1f} s)",
     )
 
 
