@@ -216,6 +216,9 @@ class LlamaCppOptions(_Strict):
     2,000 tokens at 226 tok/s against 173 tok/s with 2,048."""
 
     n_threads: OptionalInt = Field(default=None, gt=0)
+    """``None``: the thread count ``rotscope doctor`` measured prefilling fastest on this machine with
+    this model file and as many usable CPUs (its affinity) as now, else one thread per usable CPU.
+    The run's metadata and engine line say which it used and why."""
     n_batch: Int = Field(default=256, gt=0)
     prefix_cache: bool = True
     """Keep the KV cache of the previous prompt and evaluate only what differs; ``false`` runs

@@ -85,10 +85,10 @@ def test_the_backend_runs_with_the_tuned_threads_unless_the_config_sets_them(
     assert tuned.resolve_threads() == (3, "tuned by doctor")
     assert tuned.engine_settings == {"threads": 3, "threads_from": "tuned by doctor", "n_batch": 256}
     speed = tuned.measured_speed()
-    assert speed is not None and speed.prefill_tps == 300.0  # the estimate uses the tuned speed
+    assert speed is not None and (speed.prefill_tps, speed.threads) == (300.0, 3)  # the tuned speed
     assert LlamaCppBackend(bundled_path, LlamaCppOptions(n_threads=1)).resolve_threads() == (1, "set")
     forced = LlamaCppBackend(bundled_path, LlamaCppOptions(n_threads=4)).measured_speed()
-    assert forced is not None and forced.prefill_tps == 200.0  # the set count's own measurement
+    assert forced is not None and (forced.prefill_tps, forced.threads) == (200.0, 4)  # its own speed
 
 
 def test_an_entry_of_another_model_file_machine_or_cpu_count_is_ignored(

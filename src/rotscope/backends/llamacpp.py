@@ -119,12 +119,13 @@ class LlamaCppBackend:
         return "the next calls run with extra_buffers=off (the crashed call is an error row)"
 
     def measured_speed(self) -> Speed | None:
-        """What ``rotscope doctor`` measured for this model file on this machine, if it did, with
-        the prefill speed of the threads this engine runs with where doctor timed them."""
+        """What ``rotscope doctor`` measured for this model file on this machine, if it did, for the
+        threads this engine runs with (their prefill speed where doctor timed them, else its best)."""
         speed = remembered_speed(probe_key(self._digest))
         if speed is None:
             return None
-        return dataclasses.replace(speed, prefill_tps=speed.prefill_at(self.resolve_threads()[0]))
+        threads = self.resolve_threads()[0]
+        return dataclasses.replace(speed, prefill_tps=speed.prefill_at(threads), threads=threads)
 
     def peak_memory_bytes(self) -> int:
         """About the engine worker's peak memory for the reserved context: weights, KV cache (f16),
