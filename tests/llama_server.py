@@ -24,7 +24,7 @@ from rotscope.backends.extra_buffers import extra_buffers_set, extra_buffers_ver
 from rotscope.tokenizers.gguf import file_digest
 
 SERVED_NAME = "smollm2"
-BATCH = 256  # the in-process default, so both engines split prompts into the same batches
+BATCH = 256  # the in-process fallback, so both engines split prompts into the same batches
 PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
 
 

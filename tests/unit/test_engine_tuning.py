@@ -1,6 +1,7 @@
-"""Per-machine thread tuning: doctor times the candidate thread counts (here a fake measurer, no
-timing), remembers the fastest per machine and model file, and the llama.cpp backend uses it only
-where ``llamacpp.n_threads`` is unset and the entry is this machine's, this file's and as many CPUs'."""
+"""Per-machine engine tuning: doctor times the candidate threads and batch sizes (here a fake
+measurer, no timing), remembers the fastest per machine and model file, and the llama.cpp backend
+uses it only where ``llamacpp.n_threads``/``n_batch`` are unset and the entry is this machine's, this
+file's and as many usable CPUs'."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 
 from rotscope._util.cpus import physical_cores, thread_candidates, usable_cpus
 from rotscope.backends import extra_buffers
-from rotscope.backends.engine_speed import Speed, remember_speed, remembered_speed
+from rotscope.backends.engine_speed import BATCH_CANDIDATES, Setting, Speed, remember_speed, remembered_speed
 from rotscope.backends.extra_buffers import probe_key
 from rotscope.config import LlamaCppOptions
 from rotscope.execution.doctor import Measured, measure_speed
@@ -41,54 +42,72 @@ def test_usable_cpus_follow_the_affinity_not_the_machine(monkeypatch: pytest.Mon
     assert usable_cpus() == frozenset({3})
 
 
-def fake_measurer(prefill_by_threads: dict[int, float], seen: list[int]):  # type: ignore[no-untyped-def]
-    def measure(path: Path, threads: int) -> Measured:
-        seen.append(threads)
-        return Measured(prefill_by_threads[threads], 40.0 + threads, "extra_buffers=on")
+def fake_measurer(prefill: dict[Setting, float], seen: list[Setting]):  # type: ignore[no-untyped-def]
+    def measure(path: Path, setting: Setting) -> Measured:
+        seen.append(setting)
+        return Measured(prefill.get(setting, 100.0), 40.0 + setting[0], "extra_buffers=on")
 
     return measure
 
 
-def test_doctor_remembers_the_fastest_measured_thread_count() -> None:
-    seen: list[int] = []
-    measure = fake_measurer({4: 180.0, 2: 240.0}, seen)
+def test_doctor_remembers_the_fastest_measured_setting() -> None:
+    seen: list[Setting] = []
+    measure = fake_measurer({(4, 256): 180.0, (2, 512): 240.0, (2, 128): 230.0}, seen)
     speed = measure_speed(Path("model.gguf"), "key-a", measure, frozenset(range(4)), SMT_CPUINFO)
-    assert seen == [4, 2]
-    assert (speed.threads, speed.prefill_tps, speed.decode_tps, speed.cpus) == (2, 240.0, 42.0, 4)
+    assert seen == [(threads, batch) for threads in (4, 2) for batch in BATCH_CANDIDATES]
+    assert (speed.threads, speed.n_batch, speed.prefill_tps, speed.decode_tps, speed.cpus) == (
+        2,
+        512,
+        240.0,
+        42.0,
+        4,
+    )
     assert remembered_speed("key-a") == speed
-    assert speed.tuned_threads(4) == 2
-    assert speed.tuned_threads(2) is None  # measured with 4 usable CPUs: another machine's now
+    assert speed.tuned(4) == (2, 512)
+    assert speed.tuned(4, n_batch=128) == (2, 128)  # the best measured with the batch the user set
+    assert speed.tuned(4, threads=4) == (4, 256)
+    assert speed.tuned(4, threads=3) == (3, 512)  # an unmeasured count set: the tuned batch beside it
+    assert speed.tuned(2) is None  # measured with 4 usable CPUs: another machine's now
 
 
-def test_a_tie_goes_to_fewer_threads() -> None:
+def test_a_tie_goes_to_fewer_threads_then_the_smaller_batch() -> None:
     speed = measure_speed(
-        Path("model.gguf"), "key-b", fake_measurer({4: 200.0, 2: 200.0}, []), frozenset(range(4)), SMT_CPUINFO
+        Path("model.gguf"), "key-b", fake_measurer({}, []), frozenset(range(4)), SMT_CPUINFO
     )
-    assert speed.threads == 2
+    assert (speed.threads, speed.n_batch) == (2, 128)
 
 
-def _remember_tuned(digest: str, threads: int, cpus: int) -> None:
+def _remember_tuned(digest: str, setting: Setting, cpus: int) -> None:
+    measured = {(cpus, 256): 200.0, (cpus, 128): 150.0, setting: 300.0}
     remember_speed(
-        probe_key(digest),
-        Speed(300.0, 50.0, threads, "extra_buffers=on", cpus, {cpus: 200.0, threads: 300.0}),
+        probe_key(digest), Speed(300.0, 50.0, setting[0], "extra_buffers=on", cpus, setting[1], measured)
     )
 
 
-def test_the_backend_runs_with_the_tuned_threads_unless_the_config_sets_them(
+def test_the_backend_runs_with_the_tuned_setting_unless_the_config_sets_it(
     bundled_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from rotscope.backends.llamacpp import LlamaCppBackend
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
-    _remember_tuned(file_digest(bundled_path), threads=3, cpus=4)
+    _remember_tuned(file_digest(bundled_path), (3, 512), cpus=4)
     tuned = LlamaCppBackend(bundled_path, LlamaCppOptions())
-    assert tuned.resolve_threads() == (3, "tuned by doctor")
-    assert tuned.engine_settings == {"threads": 3, "threads_from": "tuned by doctor", "n_batch": 256}
+    assert tuned.engine_settings == {
+        "threads": 3, "threads_from": "tuned by doctor", "n_batch": 512, "n_batch_from": "tuned by doctor"
+    }  # fmt: skip
     speed = tuned.measured_speed()
-    assert speed is not None and (speed.prefill_tps, speed.threads) == (300.0, 3)  # the tuned speed
-    assert LlamaCppBackend(bundled_path, LlamaCppOptions(n_threads=1)).resolve_threads() == (1, "set")
-    forced = LlamaCppBackend(bundled_path, LlamaCppOptions(n_threads=4)).measured_speed()
-    assert forced is not None and (forced.prefill_tps, forced.threads) == (200.0, 4)  # its own speed
+    assert speed is not None and (speed.prefill_tps, speed.threads, speed.n_batch) == (300.0, 3, 512)
+    both_set = LlamaCppBackend(bundled_path, LlamaCppOptions(n_threads=1, n_batch=64)).resolve_settings()
+    assert (both_set.threads, both_set.threads_from, both_set.n_batch, both_set.n_batch_from) == (
+        1,
+        "set",
+        64,
+        "set",
+    )
+    batch_set = LlamaCppBackend(bundled_path, LlamaCppOptions(n_batch=128))
+    assert (batch_set.resolve_settings().threads, batch_set.resolve_settings().n_batch) == (4, 128)
+    estimate = batch_set.measured_speed()
+    assert estimate is not None and estimate.prefill_tps == 150.0  # the set batch's own measurement
 
 
 def test_an_entry_of_another_model_file_machine_or_cpu_count_is_ignored(
@@ -96,18 +115,22 @@ def test_an_entry_of_another_model_file_machine_or_cpu_count_is_ignored(
 ) -> None:
     from rotscope.backends.llamacpp import LlamaCppBackend
 
+    def used() -> tuple[int, str, int, str]:
+        found = LlamaCppBackend(bundled_path, LlamaCppOptions()).resolve_settings()
+        return (found.threads, found.threads_from, found.n_batch, found.n_batch_from)
+
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
-    fallback = (4, "one per usable CPU")
-    _remember_tuned("another-model-file", threads=3, cpus=4)
-    assert LlamaCppBackend(bundled_path, LlamaCppOptions()).resolve_threads() == fallback
+    fallback = (4, "one per usable CPU", 256, "default")
+    _remember_tuned("another-model-file", (3, 512), cpus=4)
+    assert used() == fallback
     with monkeypatch.context() as other_machine:
         other_machine.setattr(extra_buffers, "cpu_flags", lambda: "another cpu's flags")
-        _remember_tuned(file_digest(bundled_path), threads=3, cpus=4)
-    assert LlamaCppBackend(bundled_path, LlamaCppOptions()).resolve_threads() == fallback
-    _remember_tuned(file_digest(bundled_path), threads=3, cpus=8)  # measured with more CPUs usable
-    assert LlamaCppBackend(bundled_path, LlamaCppOptions()).resolve_threads() == fallback
+        _remember_tuned(file_digest(bundled_path), (3, 512), cpus=4)
+    assert used() == fallback
+    _remember_tuned(file_digest(bundled_path), (3, 512), cpus=8)  # measured with more CPUs usable
+    assert used() == fallback
     remember_speed(probe_key(file_digest(bundled_path)), Speed(300.0, 50.0, 3, "extra_buffers=on"))
-    assert LlamaCppBackend(bundled_path, LlamaCppOptions()).resolve_threads() == fallback  # untuned entry
+    assert used() == fallback  # an entry from before tuning
 
 
 def test_the_affinity_bounds_the_fallback(bundled_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -115,21 +138,27 @@ def test_the_affinity_bounds_the_fallback(bundled_path: Path, monkeypatch: pytes
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {5}, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
-    assert LlamaCppBackend(bundled_path, LlamaCppOptions()).resolve_threads() == (1, "one per usable CPU")
+    settings = LlamaCppBackend(bundled_path, LlamaCppOptions()).resolve_settings()
+    assert (settings.threads, settings.threads_from) == (1, "one per usable CPU")
 
 
 def test_the_engine_line_shows_threads_their_source_and_the_batch() -> None:
     execution = {
         "engine": {
             "mode": "extra_buffers=on",
-            "settings": {"threads": 2, "threads_from": "tuned by doctor", "n_batch": 256},
+            "settings": {
+                "threads": 2,
+                "threads_from": "tuned by doctor",
+                "n_batch": 256,
+                "n_batch_from": "set",
+            },
             "worker_process": True,
             "crashes": 0,
             "verdict": None,
         }
     }
     assert engine_note(execution) == (
-        "; engine extra_buffers=on, 2 threads (tuned by doctor), n_batch 256, in a worker process"
+        "; engine extra_buffers=on, 2 threads (tuned by doctor), n_batch 256 (set), in a worker process"
     )
     del execution["engine"]["settings"]  # a run from before tuning
     assert engine_note(execution) == "; engine extra_buffers=on, in a worker process"

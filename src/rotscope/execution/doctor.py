@@ -25,7 +25,7 @@ from typing import Literal
 
 from rotscope._util.cpus import thread_candidates, usable_cpus
 from rotscope._version import __version__
-from rotscope.backends.engine_speed import Speed, fastest, remember_speed
+from rotscope.backends.engine_speed import BATCH_CANDIDATES, Setting, Speed, fastest, remember_speed
 from rotscope.errors import BadInput
 
 Status = Literal["ok", "warn", "FAIL"]
@@ -104,15 +104,15 @@ class Measured:
     mode: str
 
 
-def measure_setting(path: Path, threads: int) -> Measured:
+def measure_setting(path: Path, setting: Setting) -> Measured:
     """Prefill a few hundred tokens, then decode from the cached prompt, in an engine worker with
-    ``threads`` threads (a fresh one per setting: llama.cpp takes threads when it loads)."""
+    ``setting``'s threads and batch (a fresh one per setting: llama.cpp takes them when it loads)."""
     from rotscope.backends.llamacpp import LlamaCppBackend
     from rotscope.config import LlamaCppOptions
     from rotscope.execution.worker import WorkerBackend
     from rotscope.types import GenerateRequest, GenerationParams
 
-    engine = LlamaCppBackend(path, LlamaCppOptions(n_threads=threads))
+    engine = LlamaCppBackend(path, LlamaCppOptions(n_threads=setting[0], n_batch=setting[1]))
     ids = tuple(engine.tokenizer().encode(_BENCH_TEXT * 12)[:400])
     worker = WorkerBackend(engine, max_crashes=1)
     try:
@@ -136,29 +136,33 @@ def measure_setting(path: Path, threads: int) -> Measured:
 def measure_speed(
     path: Path,
     key: str,
-    measure: Callable[[Path, int], Measured] = measure_setting,
+    measure: Callable[[Path, Setting], Measured] = measure_setting,
     cpus: frozenset[int] | None = None,
     cpuinfo: str | None = None,
 ) -> Speed:
-    """Time each candidate thread count (one per usable CPU, one per physical core where SMT makes
-    that fewer), remember the fastest for this machine and model file: the llama.cpp backend runs
-    with it when ``llamacpp.n_threads`` is unset.
+    """Time each candidate setting and remember the fastest for this machine and model file: the
+    llama.cpp backend runs with it where ``llamacpp.n_threads`` or ``n_batch`` is unset.
 
-    Only threads are tuned, not ``n_batch``: the batch size decides how a prompt is cut into prefill
-    chunks, and on the frozen quick grid 128, 256 and 512 gave different greedy answers to some
-    calls (``benchmarks/engine_settings.py``; ``n_batch`` is part of an experiment's identity), while
-    the thread count splits the same arithmetic over cores and changed none. ``measure``, ``cpus``
-    (the usable CPUs) and ``cpuinfo`` (``/proc/cpuinfo``'s text) are this machine's unless given."""
+    Threads: one per usable CPU, and one per physical core where SMT makes that fewer. Batch sizes:
+    ``BATCH_CANDIDATES`` (128, 256, 512), which gave identical replies on every call of the frozen
+    quick grid, as did 1 and 2 threads: the batch decides how a prompt is cut into prefill chunks and
+    the thread count how the same arithmetic is split over cores. Larger batches are not tried (2,048
+    was slower on 2 cores, and a batch is memory held for the run). ``measure``, ``cpus`` (the usable
+    CPUs) and ``cpuinfo`` (``/proc/cpuinfo``'s text) are this machine's unless given."""
     usable = usable_cpus() if cpus is None else cpus
-    timed = {threads: measure(path, threads) for threads in thread_candidates(usable, cpuinfo)}
-    best = fastest({threads: found.prefill_tps for threads, found in timed.items()})
+    settings = [
+        (threads, batch) for threads in thread_candidates(usable, cpuinfo) for batch in BATCH_CANDIDATES
+    ]
+    timed = {setting: measure(path, setting) for setting in settings}
+    best = fastest({setting: found.prefill_tps for setting, found in timed.items()})
     speed = Speed(
         prefill_tps=timed[best].prefill_tps,
         decode_tps=timed[best].decode_tps,
-        threads=best,
+        threads=best[0],
         mode=timed[best].mode,
         cpus=len(usable),
-        prefill_by_threads={threads: found.prefill_tps for threads, found in timed.items()},
+        n_batch=best[1],
+        prefill_by_setting={setting: found.prefill_tps for setting, found in timed.items()},
     )
     remember_speed(key, speed)
     return speed
@@ -170,13 +174,17 @@ def _prefill_check(path: Path, key: str) -> Check:
         speed = measure_speed(path, key)
     except (RuntimeError, OSError) as error:
         return Check("prefill benchmark", "FAIL", f"the engine failed: {error}")
-    timed = speed.prefill_by_threads.items()
-    others = "".join(f", {tps:,.0f} with {threads}" for threads, tps in timed if threads != speed.threads)
+    others = ", ".join(
+        f"{threads}x{batch} {tps:,.0f}"
+        for (threads, batch), tps in speed.prefill_by_setting.items()
+        if (threads, batch) != (speed.threads, speed.n_batch)
+    )
     return Check(
         "prefill benchmark",
         "ok",
-        f"{speed.prefill_tps:,.0f} prompt tokens/s, {speed.decode_tps:,.0f} generated tokens/s "
-        f"({speed.threads} threads{others}; {speed.mode}; {time.perf_counter() - started:.1f} s)",
+        f"{speed.prefill_tps:,.0f} prompt tokens/s, {speed.decode_tps:,.0f} generated tokens/s with "
+        f"{speed.threads} threads, n_batch {speed.n_batch}, kept as this machine's default (threads x "
+        f"batch: {others}; {speed.mode}; {time.perf_counter() - started:.1f} s)",
     )
 
 

@@ -357,8 +357,8 @@ def order_note(order: str | None) -> str:
 
 
 def engine_note(execution: dict[str, Any]) -> str:
-    """``; engine extra_buffers=off (why), 2 threads (tuned by doctor), n_batch 256, in a worker
-    process, 1 crash`` for a local engine."""
+    """``; engine extra_buffers=off (why), 2 threads (tuned by doctor), n_batch 256 (set), in a
+    worker process, 1 crash`` for a local engine."""
     engine = execution.get("engine")
     if not engine:
         return ""
@@ -368,7 +368,8 @@ def engine_note(execution: dict[str, Any]) -> str:
     crashes = engine.get("crashes") or 0
     settings = engine.get("settings") or {}
     threads = (
-        f", {settings['threads']} threads ({settings['threads_from']}), n_batch {settings['n_batch']}"
+        f", {settings['threads']} threads ({settings['threads_from']}), "
+        f"n_batch {settings['n_batch']} ({settings['n_batch_from']})"
         if settings.get("threads")
         else ""
     )
