@@ -162,3 +162,16 @@ def test_the_engine_line_shows_threads_their_source_and_the_batch() -> None:
     )
     del execution["engine"]["settings"]  # a run from before tuning
     assert engine_note(execution) == "; engine extra_buffers=on, in a worker process"
+
+
+def test_the_dry_run_estimate_names_the_threads_it_assumes() -> None:
+    from types import SimpleNamespace
+
+    from rotscope.execution.dry_run import LocalEstimate
+    from rotscope.report.dry_run import local_estimate_line
+
+    planned = SimpleNamespace(
+        local=LocalEstimate(200 << 20, 300.0, 51.0, 3), plan=SimpleNamespace(lower_bound=15_299)
+    )
+    line = local_estimate_line(planned)  # type: ignore[arg-type]
+    assert "15,299 prompt tokens at 300 tokens/s measured by rotscope doctor with 3 threads" in line
