@@ -34,6 +34,32 @@ each row's cached tokens counted through ``remote.server_log``; their sums equal
     interleaved      5,520     1.34     35%     358  same           2,928
     grouped          4,330     1.05     49%     225  same           4,118
     prefix           4,072     0.99     52%     150  same           4,376
+
+The full quick grid, 2026-12-01, ``--concurrency 1 --threads 1`` (each row's cached tokens from
+the log; their sums equal the log's hits in every run), replies of the config's 32 tokens. Load
+average 4-9 on the 2 cores throughout (other runs beside it), so wall times are loose; the token
+counts do not depend on the load.
+
+quick-v1 as frozen (lengths 256/512/1,024, limit 3), the server as shipped, 72 calls per order,
+lower bound 15,299 prompt tokens of 43,008 sent:
+
+    order        evaluated  x bound  cached  wall s  outcomes  load at end
+    interleaved     28,846     1.89     33%     764  same          4.7
+    grouped         15,864     1.04     63%     318  same          4.2
+    prefix          15,258     1.00     65%     323  same          5.3
+
+SERVER_CACHE_TABLE
+
+A 4-length grid, ``--lengths 256,512,1024,2048 --limit 1`` (limit 2 did not fit the time at this
+load), the server as shipped, 32 calls per order, lower bound 11,245 of 30,720 sent:
+
+    order        evaluated  x bound  cached  wall s  outcomes  load at end
+    interleaved     23,171     2.06     25%     870  same          8.6
+    grouped         11,715     1.04     62%     417  same          6.6
+    prefix          11,204     1.00     64%     174  same          4.1
+
+(``prefix`` under the bound in each: the server keeps its KV cache between orders, and the first
+prompt of the trie order shares a prefix with ``grouped``'s last.)
 """
 
 from __future__ import annotations
