@@ -6,7 +6,8 @@ measurement behind the default ``order:`` (``rotscope.plan.schedule``). Run by h
 
 (the options shrink the grid and the replies for a machine shared with other work; each
 ``--lengths`` replaces the config's; ``--server-cache MB`` turns on the server's ``--cache`` RAM
-state cache of that size).
+state cache of that size; ``--orders grouped`` runs only those orders, on one fresh server, and
+``--keep DIR`` keeps the run folders and the server log).
 
 Starts llama-cpp-python's OpenAI-compatible server on the bundled model (``tests/llama_server.py``)
 and runs the experiment through it as ``openai/smollm2`` once per order (``interleaved``,
@@ -118,6 +119,8 @@ def main() -> None:
     parser.add_argument("--max-tokens", type=int, help="reply tokens instead of the config's")
     parser.add_argument("--threads", type=int, help="server threads (default: one per core)")
     parser.add_argument("--server-cache", type=int, default=0, metavar="MB", help="server --cache size")
+    parser.add_argument("--orders", default=",".join(ORDERS), help="comma-separated, run in this order")
+    parser.add_argument("--keep", type=Path, help="write the run folders here instead of a temporary one")
     arguments = parser.parse_args()
     model = bundled_model_path()
     base = read_config_file(arguments.config, arguments.config.parent)
@@ -127,8 +130,11 @@ def main() -> None:
         base["limit"] = arguments.limit
     if arguments.max_tokens:
         base["generation"] = {**base.get("generation", {}), "max_tokens": arguments.max_tokens}
-    with tempfile.TemporaryDirectory() as folder:
+    orders = arguments.orders.split(",")
+    with tempfile.TemporaryDirectory() as scratch:
+        folder = arguments.keep or scratch
         out = Path(folder)
+        out.mkdir(parents=True, exist_ok=True)
         log = out / "server.log"
         n_ctx = max(base["lengths"]) + 256
         with served(model, log, n_ctx, arguments.threads, arguments.server_cache) as base_url:
@@ -142,8 +148,8 @@ def main() -> None:
                 "cache": {"enabled": False},
                 "limits": {"openai": {"concurrency": arguments.concurrency}},
             }  # fmt: skip
-            results = [run_order(config, order, out, log) for order in ORDERS]
-            with sqlite3.connect(out / "grouped" / "run.db") as db:
+            results = [run_order(config, order, out, log) for order in orders]
+            with sqlite3.connect(out / orders[0] / "run.db") as db:
                 (tokens,) = db.execute("SELECT value FROM meta WHERE key = 'tokens'").fetchone()
     bound = json.loads(tokens)["lower_bound"]
     cache = f", server --cache {arguments.server_cache} MB" if arguments.server_cache else ""
@@ -152,7 +158,8 @@ def main() -> None:
     reference = results[-1]["outcomes"]
     for result in results:
         sent, evaluated = int(result["sent"]), int(result["evaluated"])  # type: ignore[call-overload]
-        same = result["outcomes"] == reference
+        equal = sum(outcome == reference.get(item) for item, outcome in result["outcomes"].items())
+        same = f"{equal}/{len(reference)}"
         print(
             f"{result['order']:<12} {sent:>8,} {evaluated:>10,} {evaluated / bound:>8.2f} "
             f"{int(result['cached']) / sent:>7.0%} {float(result['wall_s']):>7.1f} "  # type: ignore[call-overload]
