@@ -368,7 +368,8 @@ def engine_note(execution: dict[str, Any]) -> str:
     crashes = engine.get("crashes") or 0
     settings = engine.get("settings") or {}
     threads = (
-        f", {settings['threads']} threads ({settings['threads_from']}), n_batch {settings['n_batch']}"
+        f", {settings['threads']} thread{'' if settings['threads'] == 1 else 's'} "
+        f"({settings['threads_from']}), n_batch {settings['n_batch']}"
         + (f" ({settings['n_batch_from']})" if settings.get("n_batch_from") else "")
         if settings.get("threads")
         else ""
