@@ -49,7 +49,19 @@ lower bound 15,299 prompt tokens of 43,008 sent:
     grouped         15,864     1.04     63%     318  same          4.2
     prefix          15,258     1.00     65%     323  same          5.3
 
-SERVER_CACHE_TABLE
+The same with the server's ``--cache`` RAM state cache (``--server-cache 1024``), each order on a
+fresh server (``--orders ORDER``; three at once, load 3-9):
+
+    order        evaluated  x bound  cached  wall s  outcomes (replies) equal to interleaved's
+    interleaved     15,299     1.00     64%     617  72/72
+    grouped         15,299     1.00     64%     591  72/72 (72/72)
+    prefix          (server OOM-killed after 66 calls: 4 error rows; those 66 equal, replies too)
+
+The saved states restore any evaluated prefix, so every order evaluates exactly the bound. But the
+cache's size counts only llama.cpp's state (about 6 MB each here), not the copy of the logits each
+saved ``LlamaState`` holds: with 1,024 MB allowed a server grew past 9 GB and the kernel killed it.
+On one server for all three orders (states carried from one order into the next) the orders
+evaluated 15,299, 655 and 2,416 tokens, and ``grouped`` gave some outcomes other than ``prefix``'s.
 
 A 4-length grid, ``--lengths 256,512,1024,2048 --limit 1`` (limit 2 did not fit the time at this
 load), the server as shipped, 32 calls per order, lower bound 11,245 of 30,720 sent:
