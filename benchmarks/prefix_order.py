@@ -55,7 +55,8 @@ fresh server (``--orders ORDER``; three at once, load 3-9):
     order        evaluated  x bound  cached  wall s  outcomes (replies) equal to interleaved's
     interleaved     15,299     1.00     64%     617  72/72
     grouped         15,299     1.00     64%     591  72/72 (72/72)
-    prefix          (server OOM-killed after 66 calls: 4 error rows; those 66 equal, replies too)
+    prefix          (server OOM-killed after 66 calls: 6 error rows; 13,101 evaluated for the 66,
+                     their outcomes and replies equal to interleaved's)
 
 The saved states restore any evaluated prefix, so every order evaluates exactly the bound. But the
 cache's size counts only llama.cpp's state (about 6 MB each here), not the copy of the logits each
