@@ -6,6 +6,21 @@ file changes answers. Run by hand:
 Times a cold prefill of one prompt (median of repeats) for batch sizes and thread counts on the
 shipped Q4_1 file, then for F16 and Q8_0 copies made with llama.cpp's own quantize API, and
 compares greedy answers of each copy with the shipped file on a small niah/nolima grid.
+
+Whether batch size or threads change the shipped file's answers (the reason doctor may tune both,
+``rotscope.execution.doctor.measure_speed``) was measured on the frozen quick grid, 2026-12-01, on
+this 2-core machine: ``rotscope run`` of examples/quick-v1.yaml with ``llamacpp.n_batch`` 128, 256
+and 512 at ``n_threads: 1``, and 256 at ``n_threads: 2``, compared call by call in ``run.db``:
+
+    setting            replies equal to n_batch 256, 1 thread   outcomes equal
+    n_batch 128, 1 thread          72/72                             72/72
+    n_batch 512, 1 thread          72/72                             72/72
+    n_batch 256, 2 threads         72/72                             72/72
+
+(each run evaluated 15,299 prompt tokens, the 2-thread one 15,508: it was stopped and resumed;
+load average 4-9 from other work. All of them give 71/72 of the outcomes recorded in
+examples/quick-v1.items.tsv: item 2e1beed9a3f4dcc07cdc167b now scores ``abstained`` where the
+recording says ``incorrect``, with every setting alike.)
 """
 
 from __future__ import annotations

@@ -24,7 +24,7 @@ from rotscope.backends.extra_buffers import extra_buffers_set, extra_buffers_ver
 from rotscope.tokenizers.gguf import file_digest
 
 SERVED_NAME = "smollm2"
-BATCH = 256  # the in-process default, so both engines split prompts into the same batches
+BATCH = 256  # the in-process fallback, so both engines split prompts into the same batches
 PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
 
 
@@ -35,9 +35,14 @@ def free_port() -> int:
 
 
 @contextmanager
-def served(model: Path, log_path: Path, n_ctx: int = 512, threads: int | None = None) -> Iterator[str]:
+def served(
+    model: Path, log_path: Path, n_ctx: int = 512, threads: int | None = None, state_cache_mb: int = 0
+) -> Iterator[str]:
     """The server on 127.0.0.1 with ``model``, extra buffers as this machine's probe decided, its
-    log in ``log_path``, ``threads`` threads (one per core by default); yields its base URL."""
+    log in ``log_path``, ``threads`` threads (one per core by default), and with ``state_cache_mb``
+    its ``--cache`` RAM state cache of that size (a saved state is restored when it shares more of
+    the prompt than the live KV cache; the log's prefix hits then count from the restored state);
+    yields its base URL."""
     verdict = extra_buffers_verdict(model, file_digest(model))
     port = free_port()
     threads_arg = str(threads or os.cpu_count() or 1)
@@ -46,7 +51,8 @@ def served(model: Path, log_path: Path, n_ctx: int = 512, threads: int | None = 
         [sys.executable, __file__, "on" if verdict.safe else "off", "--model", str(model),
          "--model_alias", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
          "--n_batch", str(BATCH), "--n_ubatch", str(BATCH), "--n_threads", threads_arg,
-         "--n_threads_batch", threads_arg],
+         "--n_threads_batch", threads_arg,
+         *(["--cache", "True", "--cache_size", str(state_cache_mb << 20)] if state_cache_mb else [])],
         stdout=log, stderr=subprocess.STDOUT,
     )  # fmt: skip
     base_url = f"http://127.0.0.1:{port}/v1"

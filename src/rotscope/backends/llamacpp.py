@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import hashlib
 import importlib.util
-import os
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rotscope._util.cpus import usable_cpus
 from rotscope._util.quiet import quiet_stderr
 from rotscope._util.tokens import common_prefix
 from rotscope.backends import register_backend
-from rotscope.backends.engine_speed import Speed, remembered_speed
+from rotscope.backends.engine_speed import DEFAULT_BATCH, Speed, remembered_speed
 from rotscope.backends.extra_buffers import (
     Verdict,
     extra_buffers_set,
@@ -32,6 +34,17 @@ BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 _CONTEXT_STEP = 256
 _RUNTIME_BYTES = 50 << 20
 """The worker's interpreter and llama.cpp's own buffers beside weights, KV cache and batch."""
+
+
+@dataclass(frozen=True)
+class EngineSettings:
+    """The threads and batch size an engine runs with, and where each came from (``set`` in the
+    config, ``tuned by doctor``, or the fallback)."""
+
+    threads: int
+    threads_from: str
+    n_batch: int
+    n_batch_from: str
 
 
 def bundled_model_path() -> Path:
@@ -63,12 +76,38 @@ class LlamaCppBackend:
         self._digest = file_digest(path)
         self.verdict: Verdict | None = None
         """Why extra buffers are on or off, when ``extra_buffers: auto`` asked the probe."""
+        self._settings: EngineSettings | None = None
 
     def __getstate__(self) -> dict[str, Any]:
         # Sent to an engine worker without the loaded engine and the tokenizer (native handles);
-        # the worker only generates. Resolve the mode first, so the worker never probes.
+        # the worker only generates. Resolve the mode and settings first, so the worker never probes
+        # and runs with the threads and batch this process recorded.
         self.resolve_mode()
+        self.resolve_settings()
         return {**self.__dict__, "_llama": None, "_tokenizer": None}
+
+    def resolve_settings(self) -> EngineSettings:
+        """The engine's threads and batch size and where they came from: ``llamacpp.n_threads`` and
+        ``llamacpp.n_batch`` where set, else the setting ``rotscope doctor`` found prefilling fastest
+        on this machine with this model file and as many usable CPUs (its affinity) as now, else one
+        thread per usable CPU and a batch of 256."""
+        if self._settings is None:
+            cpus = len(usable_cpus())
+            threads, n_batch = self.options.n_threads, self.options.n_batch
+            speed = remembered_speed(probe_key(self._digest))
+            tuned = None if speed is None else speed.tuned(cpus, threads, n_batch)
+            self._settings = EngineSettings(
+                threads=threads or (tuned[0] if tuned else cpus),
+                threads_from="set" if threads else "tuned by doctor" if tuned else "one per usable CPU",
+                n_batch=n_batch or (tuned[1] if tuned else DEFAULT_BATCH),
+                n_batch_from="set" if n_batch else "tuned by doctor" if tuned else "default",
+            )
+        return self._settings
+
+    @property
+    def engine_settings(self) -> dict[str, Any]:
+        """What the run's metadata records beside the mode: threads and batch size, and why."""
+        return dataclasses.asdict(self.resolve_settings())
 
     def resolve_mode(self) -> bool:
         """Whether extra buffers are used: ``on``/``off`` as set, ``auto`` by the probe's verdict."""
@@ -93,8 +132,16 @@ class LlamaCppBackend:
         return "the next calls run with extra_buffers=off (the crashed call is an error row)"
 
     def measured_speed(self) -> Speed | None:
-        """What ``rotscope doctor`` measured for this model file on this machine, if it did."""
-        return remembered_speed(probe_key(self._digest))
+        """What ``rotscope doctor`` measured for this model file on this machine, if it did, for the
+        setting this engine runs with (its prefill speed where doctor timed it, else doctor's best)."""
+        speed = remembered_speed(probe_key(self._digest))
+        if speed is None:
+            return None
+        used = self.resolve_settings()
+        setting = (used.threads, used.n_batch)
+        return dataclasses.replace(
+            speed, prefill_tps=speed.prefill_at(setting), threads=used.threads, n_batch=used.n_batch
+        )
 
     def peak_memory_bytes(self) -> int:
         """About the engine worker's peak memory for the reserved context: weights, KV cache (f16),
@@ -107,7 +154,7 @@ class LlamaCppBackend:
         kv_heads = int(meta.get(f"{arch}.attention.head_count_kv", heads))
         head_dim = int(meta.get(f"{arch}.embedding_length", 0)) // heads
         kv_cache = 2 * layers * kv_heads * head_dim * 2 * self._n_ctx
-        batch = self.options.n_batch * (self._tokenizer.n_vocab + self._n_ctx * heads) * 4
+        batch = self.resolve_settings().n_batch * (self._tokenizer.n_vocab + self._n_ctx * heads) * 4
         return self.path.stat().st_size + kv_cache + batch + _RUNTIME_BYTES
 
     def tokenizer(self) -> LlamaCppTokenizer:
@@ -122,15 +169,15 @@ class LlamaCppBackend:
         if self._llama is None:
             from llama_cpp import Llama
 
-            threads = self.options.n_threads or os.cpu_count() or 1
+            settings = self.resolve_settings()
             with quiet_stderr(), extra_buffers_set(self.resolve_mode()):
                 self._llama = Llama(
                     model_path=str(self.path),
                     n_ctx=self._n_ctx,
-                    n_batch=self.options.n_batch,
-                    n_ubatch=self.options.n_batch,
-                    n_threads=threads,
-                    n_threads_batch=threads,
+                    n_batch=settings.n_batch,
+                    n_ubatch=settings.n_batch,
+                    n_threads=settings.threads,
+                    n_threads_batch=settings.threads,
                     verbose=False,
                 )
             if self.options.state_cache_mb and self.options.prefix_cache:

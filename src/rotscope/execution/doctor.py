@@ -3,7 +3,8 @@ verdict, a short prefill benchmark, the tokenizer round trip, the cache folder, 
 
 A check that fails (``FAIL``) means a run cannot work; ``warn`` means a part of rotscope is
 unavailable (an optional extra, the browser for the report test). The measured speeds are kept in
-the user's cache folder, so ``rotscope run --dry-run`` can estimate a local run's time.
+the user's cache folder, so ``rotscope run --dry-run`` can estimate a local run's time, with the
+fastest threads and batch size, which a llama.cpp run uses where its config leaves them unset.
 """
 
 from __future__ import annotations
@@ -23,8 +24,9 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Literal
 
+from rotscope._util.cpus import thread_candidates, usable_cpus
 from rotscope._version import __version__
-from rotscope.backends.engine_speed import Speed, remember_speed
+from rotscope.backends.engine_speed import BATCH_CANDIDATES, Setting, Speed, fastest, remember_speed
 from rotscope.errors import BadInput
 
 Status = Literal["ok", "warn", "FAIL"]
@@ -64,7 +66,9 @@ def _system_info() -> str:
     raw: bytes = llama_cpp.llama_print_system_info()
     flags = dict(re.findall(r"(\w+) = (\d)", raw.decode("utf-8", errors="replace")))
     shown = [name for name in ("AMX_INT8", "AVX512", "AVX2", "REPACK", "OPENMP") if flags.get(name) == "1"]
-    return f"{' '.join(shown) or 'none of AMX/AVX-512/AVX2/REPACK'}; {os.cpu_count()} threads"
+    cpus = usable_cpus()
+    usable = "" if len(cpus) == os.cpu_count() else f" ({os.cpu_count()} on the machine)"
+    return f"{' '.join(shown) or 'none of AMX/AVX-512/AVX2/REPACK'}; {len(cpus)} usable CPUs{usable}"
 
 
 def _engine_checks() -> list[Check]:
@@ -92,14 +96,24 @@ def _engine_checks() -> list[Check]:
     return checks
 
 
-def measure_speed(path: Path, key: str) -> Speed:
-    """Prefill a few hundred tokens, then decode from the cached prompt, in an engine worker."""
+@dataclass(frozen=True)
+class Measured:
+    """One engine setting's timing: prompt tokens/s, generated tokens/s, and the engine mode."""
+
+    prefill_tps: float
+    decode_tps: float
+    mode: str
+
+
+def measure_setting(path: Path, setting: Setting) -> Measured:
+    """Prefill a few hundred tokens, then decode from the cached prompt, in an engine worker with
+    ``setting``'s threads and batch (a fresh one per setting: llama.cpp takes them when it loads)."""
     from rotscope.backends.llamacpp import LlamaCppBackend
     from rotscope.config import LlamaCppOptions
     from rotscope.execution.worker import WorkerBackend
     from rotscope.types import GenerateRequest, GenerationParams
 
-    engine = LlamaCppBackend(path, LlamaCppOptions())
+    engine = LlamaCppBackend(path, LlamaCppOptions(n_threads=setting[0], n_batch=setting[1]))
     ids = tuple(engine.tokenizer().encode(_BENCH_TEXT * 12)[:400])
     worker = WorkerBackend(engine, max_crashes=1)
     try:
@@ -113,11 +127,43 @@ def measure_speed(path: Path, key: str) -> Speed:
     for completion in (warm, prefill, decode):
         if completion.error is not None:
             raise RuntimeError(completion.error)
-    speed = Speed(
+    return Measured(
         prefill_tps=len(ids) / max(prefill.latency_s, 1e-9),
         decode_tps=max(decode.completion_tokens, 1) / max(decode.latency_s, 1e-9),
-        threads=engine.options.n_threads or os.cpu_count() or 1,
         mode=engine.engine_mode,
+    )
+
+
+def measure_speed(
+    path: Path,
+    key: str,
+    measure: Callable[[Path, Setting], Measured] = measure_setting,
+    cpus: frozenset[int] | None = None,
+    cpuinfo: str | None = None,
+) -> Speed:
+    """Time each candidate setting and remember the fastest for this machine and model file: the
+    llama.cpp backend runs with it where ``llamacpp.n_threads`` or ``n_batch`` is unset.
+
+    Threads: one per usable CPU, and one per physical core where SMT makes that fewer. Batch sizes:
+    ``BATCH_CANDIDATES`` (128, 256, 512), which gave identical replies on every call of the frozen
+    quick grid, as did 1 and 2 threads: the batch decides how a prompt is cut into prefill chunks and
+    the thread count how the same arithmetic is split over cores. Larger batches are not tried (2,048
+    was slower on 2 cores, and a batch is memory held for the run). ``measure``, ``cpus`` (the usable
+    CPUs) and ``cpuinfo`` (``/proc/cpuinfo``'s text) are this machine's unless given."""
+    usable = usable_cpus() if cpus is None else cpus
+    settings = [
+        (threads, batch) for threads in thread_candidates(usable, cpuinfo) for batch in BATCH_CANDIDATES
+    ]
+    timed = {setting: measure(path, setting) for setting in settings}
+    best = fastest({setting: found.prefill_tps for setting, found in timed.items()})
+    speed = Speed(
+        prefill_tps=timed[best].prefill_tps,
+        decode_tps=timed[best].decode_tps,
+        threads=best[0],
+        mode=timed[best].mode,
+        cpus=len(usable),
+        n_batch=best[1],
+        prefill_by_setting={setting: found.prefill_tps for setting, found in timed.items()},
     )
     remember_speed(key, speed)
     return speed
@@ -129,11 +175,17 @@ def _prefill_check(path: Path, key: str) -> Check:
         speed = measure_speed(path, key)
     except (RuntimeError, OSError) as error:
         return Check("prefill benchmark", "FAIL", f"the engine failed: {error}")
+    others = ", ".join(
+        f"{threads}x{batch} {tps:,.0f}"
+        for (threads, batch), tps in speed.prefill_by_setting.items()
+        if (threads, batch) != (speed.threads, speed.n_batch)
+    )
     return Check(
         "prefill benchmark",
         "ok",
-        f"{speed.prefill_tps:,.0f} prompt tokens/s, {speed.decode_tps:,.0f} generated tokens/s "
-        f"({speed.threads} threads, {speed.mode}; {time.perf_counter() - started:.1f} s)",
+        f"{speed.prefill_tps:,.0f} prompt tokens/s, {speed.decode_tps:,.0f} generated tokens/s with "
+        f"{speed.threads} threads, n_batch {speed.n_batch}, kept as this machine's default (threads x "
+        f"batch: {others}; {speed.mode}; {time.perf_counter() - started:.1f} s)",
     )
 
 

@@ -41,6 +41,8 @@ class LocalEstimate:
     """Measured by ``rotscope doctor`` for this model file on this machine; ``None`` if not."""
     seconds: float | None = None
     """Prefill of the distinct prefixes plus at most ``max_tokens`` per call, at measured speeds."""
+    threads: int | None = None
+    """The engine threads the run will use (``llamacpp.n_threads``, else doctor's tuned count)."""
 
 
 @dataclass(frozen=True)
@@ -94,7 +96,7 @@ def local_estimate(backend: Backend, plan: Plan, max_tokens: int) -> LocalEstima
     if speed is None:
         return LocalEstimate(memory())
     seconds = plan.lower_bound / speed.prefill_tps + len(plan.items) * max_tokens / speed.decode_tps
-    return LocalEstimate(memory(), speed.prefill_tps, seconds)
+    return LocalEstimate(memory(), speed.prefill_tps, seconds, speed.threads)
 
 
 def dry_run(

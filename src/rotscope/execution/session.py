@@ -301,7 +301,8 @@ def _same_corpus(run_dir: Path, corpus: Mapping[str, Any]) -> None:
 
 
 def engine_meta(backend: Backend) -> dict[str, Any] | None:
-    """How a local engine ran: its mode, why, and how often its worker crashed."""
+    """How a local engine ran: its mode, why, its settings (llama.cpp: threads, from where, and
+    batch size), and how often its worker crashed."""
     mode = getattr(backend, "engine_mode", None)
     if mode is None:
         return None
@@ -309,6 +310,7 @@ def engine_meta(backend: Backend) -> dict[str, Any] | None:
     verdict = getattr(engine, "verdict", None)
     return {
         "mode": mode,
+        "settings": getattr(engine, "engine_settings", None),
         "worker_process": isinstance(backend, WorkerBackend),
         "crashes": getattr(backend, "crashes", 0),
         "verdict": None if verdict is None else asdict(verdict),

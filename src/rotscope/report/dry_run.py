@@ -65,7 +65,7 @@ def local_estimate_line(planned: DryRun) -> str:
     return (
         f"{memory}; model time about {local.seconds:,.0f} s at most "
         f"({planned.plan.lower_bound:,} prompt tokens at {local.prefill_tps:,.0f} tokens/s measured by "
-        "rotscope doctor, plus at most max_tokens per call)"
+        f"rotscope doctor with {local.threads} threads, plus at most max_tokens per call)"
     )
 
 

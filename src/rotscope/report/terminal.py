@@ -363,7 +363,8 @@ def order_note(order: str | None) -> str:
 
 
 def engine_note(execution: dict[str, Any]) -> str:
-    """``; engine extra_buffers=off (why), in a worker process, 1 crash`` for a local engine."""
+    """``; engine extra_buffers=off (why), 2 threads (tuned by doctor), n_batch 256 (set), in a
+    worker process, 1 crash`` for a local engine."""
     engine = execution.get("engine")
     if not engine:
         return ""
@@ -371,7 +372,15 @@ def engine_note(execution: dict[str, Any]) -> str:
     why = f" ({verdict['reason']})" if verdict.get("reason") else ""
     where = ", in a worker process" if engine.get("worker_process") else ", in-process"
     crashes = engine.get("crashes") or 0
-    return f"; engine {engine['mode']}{why}{where}" + (f", {crashes} crash(es)" if crashes else "")
+    settings = engine.get("settings") or {}
+    threads = (
+        f", {settings['threads']} thread{'' if settings['threads'] == 1 else 's'} "
+        f"({settings['threads_from']}), n_batch {settings['n_batch']}"
+        + (f" ({settings['n_batch_from']})" if settings.get("n_batch_from") else "")
+        if settings.get("threads")
+        else ""
+    )
+    return f"; engine {engine['mode']}{why}{threads}{where}" + (f", {crashes} crash(es)" if crashes else "")
 
 
 INSTRUCTION_TASK = "instruction"
