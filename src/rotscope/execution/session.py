@@ -332,9 +332,11 @@ def _grid_line(config: ExperimentConfig) -> str:
 
 def planned_line(plan: Plan) -> str:
     """What the verifier passed: calls, distinct prompts, rejections and the tokens to evaluate."""
-    cases = {(item.case.task, item.case.case_id) for item in plan.items}
+    cases = {(item.case.task, item.case.case_id) for item in plan.items if not item.case.control}
+    controls = {(item.case.task, item.case.case_id) for item in plan.items if item.case.control}
+    counted = f"{len(cases)} cases" + (f", {len(controls)} controls" if controls else "")
     line = (
-        f"planned {len(plan.items)} calls ({len(cases)} cases and controls), "
+        f"planned {len(plan.items)} calls ({counted}), "
         f"{len({item.prompt.token_ids for item in plan.items})} distinct prompts verified, "
         f"{len(plan.rejected)} rejected; prompt tokens {plan.naive_prefill:,} "
         f"(distinct prefixes {plan.lower_bound:,})"
