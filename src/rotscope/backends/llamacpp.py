@@ -55,6 +55,25 @@ def bundled_model_path() -> Path:
     return Path(next(iter(spec.submodule_search_locations))) / BUNDLED_FILE
 
 
+def state_cache(capacity_mb: int) -> Any:
+    """llama-cpp-python's RAM cache of saved engine states, its capacity counting all that a saved
+    state holds: llama.cpp's state and the copies of the logits and token ids kept beside it.
+    llama-cpp-python 0.3 counts the first only, while the logits copy (n_batch x n_vocab floats:
+    50 MB for the bundled model at n_batch 256) outweighs it, so a cache allowed 1,024 MB grew past
+    9 GB in a llama-cpp-python server (benchmarks/prefix_order.py --server-cache)."""
+    from llama_cpp.llama_cache import LlamaRAMCache
+
+    class CountedRAMCache(LlamaRAMCache):
+        @property
+        def cache_size(self) -> int:
+            return sum(
+                state.llama_state_size + state.scores.nbytes + state.input_ids.nbytes
+                for state in self.cache_state.values()
+            )
+
+    return CountedRAMCache(capacity_bytes=capacity_mb << 20)
+
+
 class LlamaCppBackend:
     """Runs a GGUF model in this process (a run puts it in a worker process of its own, see
     ``rotscope.execution.worker``). Token ids are sent as they are, so the model sees exactly the
@@ -181,9 +200,7 @@ class LlamaCppBackend:
                     verbose=False,
                 )
             if self.options.state_cache_mb and self.options.prefix_cache:
-                from llama_cpp.llama_cache import LlamaRAMCache
-
-                self._llama.set_cache(LlamaRAMCache(capacity_bytes=self.options.state_cache_mb << 20))
+                self._llama.set_cache(state_cache(self.options.state_cache_mb))
         return self._llama
 
     def _generate(self, request: GenerateRequest) -> Completion:
@@ -228,9 +245,7 @@ class LlamaCppBackend:
             return
         self._llama.reset()
         if self._llama.cache is not None:
-            from llama_cpp.llama_cache import LlamaRAMCache
-
-            self._llama.set_cache(LlamaRAMCache(capacity_bytes=self.options.state_cache_mb << 20))
+            self._llama.set_cache(state_cache(self.options.state_cache_mb))
 
     def describe(self) -> dict[str, Any]:
         return {
