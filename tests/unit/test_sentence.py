@@ -5,6 +5,7 @@ matcher, which never falls."""
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ from typing import Any
 import yaml
 
 from cli_helpers import case_file, invoke, nonsense_corpus
+from rotscope.report.html import render_report
 
 
 def experiment(tmp_path: Path, model: str) -> Path:
@@ -64,6 +66,8 @@ def test_a_run_whose_accuracy_falls_ends_with_its_effective_length_and_the_gap_t
     assert "does not rule out" not in sentence
     shown = invoke("show", tmp_path / "run")
     assert shown.stdout.rstrip().endswith(run.stdout.rstrip().splitlines()[-1])  # show ends the same way
+    report = render_report(tmp_path / "run")  # and the report's headline holds the sentence
+    assert f'<p id="sentence">{html.escape(sentence)}</p>' in " ".join(report.split())
 
 
 def test_a_model_that_never_falls_is_at_least_the_longest_length_and_says_the_gap_is_noise(

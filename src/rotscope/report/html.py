@@ -19,6 +19,7 @@ from rotscope.errors import write_output
 from rotscope.report.cells import depth_label, row_key
 from rotscope.report.figures import length_figure, position_figure
 from rotscope.report.names import shareable, without_paths
+from rotscope.report.sentence import one_sentence
 from rotscope.report.terminal import headline_entries, headline_intro, order_note, token_count_line
 from rotscope.store import RunStore
 
@@ -122,6 +123,7 @@ def render_report(run_dir: Path) -> str:
         config_json=json.dumps(without_paths(meta.get("config")), indent=2),
         headline_intro=headline_intro(summary["effective_lengths"]),
         headline_entries=headline_entries(summary["effective_lengths"]),
+        sentence=one_sentence(summary),
         token_counts=token_count_line(summary),
         order_note=order_note(summary["execution"]["order"]),
         approximate=(summary.get("token_counts") or {}).get("method") == "approximate",
