@@ -211,19 +211,19 @@ class GenerationConfig(_Strict):
 
 
 class LlamaCppOptions(_Strict):
-    """Engine settings of the llama.cpp backend. Threads and batch size left unset are tuned per
-    machine by ``rotscope doctor``; the fallbacks are measured on 2 CPU cores with the bundled model
-    (benchmarks/engine_settings.py): one thread per core, and a batch of 256 prefills 2,000 tokens at
-    226 tok/s against 173 tok/s with 2,048."""
+    """Engine settings of the llama.cpp backend. A thread count left unset is tuned per machine by
+    ``rotscope doctor``, else one per usable CPU; the batch default is measured on 2 CPU cores with
+    the bundled model (benchmarks/engine_settings.py): 256 prefills 2,000 tokens at 226 tok/s
+    against 173 tok/s with 2,048."""
 
     n_threads: OptionalInt = Field(default=None, gt=0)
     """``None``: the thread count ``rotscope doctor`` measured prefilling fastest on this machine with
     this model file and as many usable CPUs (its affinity) as now, else one thread per usable CPU.
     The run's metadata and engine line say which it used and why."""
-    n_batch: OptionalInt = Field(default=None, gt=0)
-    """Prompt tokens per prefill batch (``n_batch`` and ``n_ubatch``). ``None``: the one of 128, 256
-    and 512 ``rotscope doctor`` measured fastest here (they gave identical replies on the frozen
-    quick grid), else 256."""
+    n_batch: Int = Field(default=256, gt=0)
+    """Prompt tokens per prefill batch (``n_batch`` and ``n_ubatch``). Never tuned behind a run's
+    back: it is part of the experiment's identity (it can change the logits in their last bits), so
+    ``rotscope doctor`` times 128, 256 and 512 and says when another is faster here."""
     prefix_cache: bool = True
     """Keep the KV cache of the previous prompt and evaluate only what differs; ``false`` runs
     every prompt cold (the correctness guard compares both)."""

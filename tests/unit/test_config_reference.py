@@ -104,8 +104,8 @@ def test_nested_keys_are_dotted() -> None:
 
 def test_rows_carry_type_default_and_description() -> None:
     rows = {row.key: row for row in key_rows()}
-    assert rows["llamacpp.n_batch"].type == "integer or null (> 0)"
-    assert rows["llamacpp.n_batch"].default == "`null`"
+    assert rows["llamacpp.n_batch"].type == "integer (> 0)"
+    assert rows["llamacpp.n_batch"].default == "`256`"
     assert rows["judge.model"].default == "required"
     assert rows["tasks"].default == '`["niah"]`'
     assert "KV cache" in rows["llamacpp.prefix_cache"].description

@@ -1,7 +1,8 @@
 """Per-machine engine tuning: doctor times the candidate threads and batch sizes (here a fake
-measurer, no timing), remembers the fastest per machine and model file, and the llama.cpp backend
-uses it only where ``llamacpp.n_threads``/``n_batch`` are unset and the entry is this machine's, this
-file's and as many usable CPUs'."""
+measurer, no timing), remembers them per machine and model file, and the llama.cpp backend takes
+the fastest thread count at its own batch only where ``llamacpp.n_threads`` is unset and the entry
+is this machine's, this file's and as many usable CPUs'. The batch is never tuned (it is part of
+the experiment's identity); doctor says when another is faster."""
 
 from __future__ import annotations
 
@@ -84,19 +85,26 @@ def _remember_tuned(digest: str, setting: Setting, cpus: int) -> None:
     )
 
 
-def test_the_backend_runs_with_the_tuned_setting_unless_the_config_sets_it(
+def test_the_backend_runs_with_the_tuned_threads_at_its_own_batch_unless_the_config_sets_them(
     bundled_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from rotscope.backends.llamacpp import LlamaCppBackend
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
-    _remember_tuned(file_digest(bundled_path), (3, 512), cpus=4)
+    # fastest: 3 threads at batch 512
+    measured = {(4, 256): 200.0, (4, 128): 150.0, (3, 512): 300.0, (3, 256): 250.0}
+    remember_speed(
+        probe_key(file_digest(bundled_path)), Speed(300.0, 50.0, 3, "extra_buffers=on", 4, 512, measured)
+    )
     tuned = LlamaCppBackend(bundled_path, LlamaCppOptions())
     assert tuned.engine_settings == {
-        "threads": 3, "threads_from": "tuned by doctor", "n_batch": 512, "n_batch_from": "tuned by doctor"
-    }  # fmt: skip
+        "threads": 3,
+        "threads_from": "tuned by doctor",
+        "n_batch": 256,
+        "n_batch_from": "default",
+    }  # fmt: skip  (the batch stays the identity's 256 although 512 was faster)
     speed = tuned.measured_speed()
-    assert speed is not None and (speed.prefill_tps, speed.threads, speed.n_batch) == (300.0, 3, 512)
+    assert speed is not None and speed.prefill_at((3, 256)) == 250.0
     both_set = LlamaCppBackend(bundled_path, LlamaCppOptions(n_threads=1, n_batch=64)).resolve_settings()
     assert (both_set.threads, both_set.threads_from, both_set.n_batch, both_set.n_batch_from) == (
         1,
@@ -108,6 +116,19 @@ def test_the_backend_runs_with_the_tuned_setting_unless_the_config_sets_it(
     assert (batch_set.resolve_settings().threads, batch_set.resolve_settings().n_batch) == (4, 128)
     estimate = batch_set.measured_speed()
     assert estimate is not None and estimate.prefill_tps == 150.0  # the set batch's own measurement
+
+
+def test_doctor_keeps_the_thread_count_and_suggests_a_faster_batch_only_beyond_five_percent() -> None:
+    from rotscope.execution.doctor import prefill_text
+
+    faster = Speed(
+        240.0, 42.0, 2, "extra_buffers=on", 4, 512, {(2, 256): 200.0, (4, 256): 180.0, (2, 512): 240.0}
+    )
+    text = prefill_text(faster)
+    assert text.startswith("200 prompt tokens/s, 42 generated tokens/s with 2 threads at n_batch 256")
+    assert "n_batch 512 prefills 20% faster here: set llamacpp.n_batch" in text
+    close = Speed(204.0, 42.0, 2, "extra_buffers=on", 4, 512, {(2, 256): 200.0, (2, 512): 204.0})
+    assert "set llamacpp.n_batch" not in prefill_text(close)
 
 
 def test_an_entry_of_another_model_file_machine_or_cpu_count_is_ignored(

@@ -74,7 +74,7 @@ def items(run_dir: Path) -> list[tuple[Any, ...]]:
         ({"lengths": [200, 400]}, "lengths", "[200, 300]", "[200, 400]"),
         ({"seed": 7}, "seed", "0", "7"),
         ({"generation__max_tokens": 64}, "generation.max_tokens", "32", "64"),
-        ({"llamacpp__n_batch": 512}, "llamacpp.n_batch", "null", "512"),
+        ({"llamacpp__n_batch": 512}, "llamacpp.n_batch", "256", "512"),
     ],
 )
 def test_a_changed_identity_field_is_refused_naming_it(

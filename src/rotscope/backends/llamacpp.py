@@ -15,7 +15,7 @@ from rotscope._util.cpus import usable_cpus
 from rotscope._util.quiet import quiet_stderr
 from rotscope._util.tokens import common_prefix
 from rotscope.backends import register_backend
-from rotscope.backends.engine_speed import DEFAULT_BATCH, Speed, remembered_speed
+from rotscope.backends.engine_speed import Speed, remembered_speed
 from rotscope.backends.extra_buffers import (
     Verdict,
     extra_buffers_set,
@@ -106,10 +106,11 @@ class LlamaCppBackend:
         return {**self.__dict__, "_llama": None, "_tokenizer": None}
 
     def resolve_settings(self) -> EngineSettings:
-        """The engine's threads and batch size and where they came from: ``llamacpp.n_threads`` and
-        ``llamacpp.n_batch`` where set, else the setting ``rotscope doctor`` found prefilling fastest
-        on this machine with this model file and as many usable CPUs (its affinity) as now, else one
-        thread per usable CPU and a batch of 256."""
+        """The engine's threads and batch size and where they came from: ``llamacpp.n_threads``
+        where set, else the thread count ``rotscope doctor`` found prefilling fastest at the run's
+        batch on this machine with this model file and as many usable CPUs (its affinity) as now,
+        else one per usable CPU; ``llamacpp.n_batch`` as configured (part of the identity, never
+        tuned)."""
         if self._settings is None:
             cpus = len(usable_cpus())
             threads, n_batch = self.options.n_threads, self.options.n_batch
@@ -118,8 +119,8 @@ class LlamaCppBackend:
             self._settings = EngineSettings(
                 threads=threads or (tuned[0] if tuned else cpus),
                 threads_from="set" if threads else "tuned by doctor" if tuned else "one per usable CPU",
-                n_batch=n_batch or (tuned[1] if tuned else DEFAULT_BATCH),
-                n_batch_from="set" if n_batch else "tuned by doctor" if tuned else "default",
+                n_batch=n_batch,
+                n_batch_from="set" if "n_batch" in self.options.model_fields_set else "default",
             )
         return self._settings
 

@@ -26,7 +26,14 @@ from typing import Literal
 
 from rotscope._util.cpus import thread_candidates, usable_cpus
 from rotscope._version import __version__
-from rotscope.backends.engine_speed import BATCH_CANDIDATES, Setting, Speed, fastest, remember_speed
+from rotscope.backends.engine_speed import (
+    BATCH_CANDIDATES,
+    DEFAULT_BATCH,
+    Setting,
+    Speed,
+    fastest,
+    remember_speed,
+)
 from rotscope.errors import BadInput
 
 Status = Literal["ok", "warn", "FAIL"]
@@ -141,8 +148,10 @@ def measure_speed(
     cpus: frozenset[int] | None = None,
     cpuinfo: str | None = None,
 ) -> Speed:
-    """Time each candidate setting and remember the fastest for this machine and model file: the
-    llama.cpp backend runs with it where ``llamacpp.n_threads`` or ``n_batch`` is unset.
+    """Time each candidate setting and remember them all for this machine and model file: the
+    llama.cpp backend runs with the fastest thread count at its batch where ``llamacpp.n_threads``
+    is unset (the batch is never tuned: it is part of a run's identity; doctor only says when
+    another is faster).
 
     Threads: one per usable CPU, and one per physical core where SMT makes that fewer. Batch sizes:
     ``BATCH_CANDIDATES`` (128, 256, 512), which gave identical replies on every call of the frozen
@@ -175,17 +184,30 @@ def _prefill_check(path: Path, key: str) -> Check:
         speed = measure_speed(path, key)
     except (RuntimeError, OSError) as error:
         return Check("prefill benchmark", "FAIL", f"the engine failed: {error}")
-    others = ", ".join(
-        f"{threads}x{batch} {tps:,.0f}"
-        for (threads, batch), tps in speed.prefill_by_setting.items()
-        if (threads, batch) != (speed.threads, speed.n_batch)
-    )
-    return Check(
-        "prefill benchmark",
-        "ok",
-        f"{speed.prefill_tps:,.0f} prompt tokens/s, {speed.decode_tps:,.0f} generated tokens/s with "
-        f"{speed.threads} threads, n_batch {speed.n_batch}, kept as this machine's default (threads x "
-        f"batch: {others}; {speed.mode}; {time.perf_counter() - started:.1f} s)",
+    return Check("prefill benchmark", "ok", f"{prefill_text(speed)} ({time.perf_counter() - started:.1f} s)")
+
+
+BATCH_ADVICE_GAIN = 1.05
+"""A batch other than the default is suggested only when it prefilled this much faster here."""
+
+
+def prefill_text(speed: Speed) -> str:
+    """The thread count kept for this machine (at the default batch, which is never tuned: it is
+    part of a run's identity), every setting's speed, and a faster batch where there is one."""
+    threads, batch = speed.tuned(speed.cpus, n_batch=DEFAULT_BATCH) or (speed.threads, DEFAULT_BATCH)
+    kept = speed.prefill_at((threads, batch))
+    timed = speed.prefill_by_setting.items()
+    others = ", ".join(f"{t}x{b} {tps:,.0f}" for (t, b), tps in timed if (t, b) != (threads, batch))
+    advice = ""
+    if speed.n_batch != batch and speed.prefill_tps > BATCH_ADVICE_GAIN * kept:
+        advice = (
+            f"; n_batch {speed.n_batch} prefills {speed.prefill_tps / kept - 1:.0%} faster here: set "
+            f"llamacpp.n_batch to use it (a different experiment identity)"
+        )
+    return (
+        f"{kept:,.0f} prompt tokens/s, {speed.decode_tps:,.0f} generated tokens/s with {threads} threads "
+        f"at n_batch {batch}, kept as this machine's thread count (threads x batch: {others or 'no other'}; "
+        f"{speed.mode}){advice}"
     )
 
 

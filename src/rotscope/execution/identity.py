@@ -9,7 +9,7 @@ replacing the GGUF file behind the same path, is refused on resume, naming the f
 llama.cpp's ``n_batch`` is part of the identity: the batch size decides how a prompt is split into
 prefill chunks and which matrix kernels evaluate them, so it can change the logits in their last
 bits and with them a greedy answer (128, 256 and 512 gave identical replies on the frozen quick
-grid; ``null``, doctor's choice among those per machine, is one value). ``n_threads`` splits the
+grid, but that is one grid), so it is never tuned per machine. ``n_threads`` splits the
 same operations over cores without changing them; ``prefix_cache`` and ``state_cache_mb`` only
 skip evaluations whose results are kept (the correctness guard and tests/unit/test_cache_control.py
 hold them equal); ``extra_buffers``
