@@ -196,3 +196,26 @@ def test_the_dry_run_estimate_names_the_threads_it_assumes() -> None:
     )
     line = local_estimate_line(planned)  # type: ignore[arg-type]
     assert "15,299 prompt tokens at 300 tokens/s measured by rotscope doctor with 3 threads" in line
+
+
+def test_a_ray_replica_resolves_the_threads_left_unset_on_its_own_machine(
+    bundled_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import pickle
+
+    from rotscope.backends.llamacpp import LlamaCppBackend
+    from rotscope.execution.ray_executor import ReplicaActor
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
+    driver = LlamaCppBackend(bundled_path, LlamaCppOptions(extra_buffers="off"))
+    shipped = pickle.loads(pickle.dumps(driver))  # as Ray sends it: settings resolved by the driver
+    assert driver.resolve_settings().threads == 4 == shipped.resolve_settings().threads
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)  # the node's CPUs
+    replica = ReplicaActor(shipped)
+    assert replica.engine.resolve_settings().threads == 1  # type: ignore[attr-defined]
+    pinned = ReplicaActor(
+        pickle.loads(
+            pickle.dumps(LlamaCppBackend(bundled_path, LlamaCppOptions(n_threads=3, extra_buffers="off")))
+        )
+    )
+    assert pinned.engine.resolve_settings().threads == 3  # type: ignore[attr-defined]  # a set value wins

@@ -124,6 +124,11 @@ class LlamaCppBackend:
             )
         return self._settings
 
+    def resolve_here(self) -> None:
+        """Forget settings resolved in another process, so this one's machine decides the threads
+        left unset (a Ray replica on another node has its own CPUs and doctor entry)."""
+        self._settings = None
+
     @property
     def engine_settings(self) -> dict[str, Any]:
         """What the run's metadata records beside the mode: threads and batch size, and why."""

@@ -101,6 +101,9 @@ class ReplicaActor:
 
     def __init__(self, engine: Backend) -> None:
         self.engine = engine
+        resolve_here = getattr(engine, "resolve_here", None)
+        if resolve_here is not None:  # the threads left unset are this node's, not the driver's
+            resolve_here()
 
     def generate(self, request: GenerateRequest) -> Completion:
         return asyncio.run(self.engine.generate(request))
