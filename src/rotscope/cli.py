@@ -623,7 +623,10 @@ def doctor() -> None:
 
     from rotscope.execution.doctor import run_checks
 
-    console.print("checking this machine (the engine checks load the bundled model, a few seconds)")
+    console.print(
+        "checking this machine (the engine checks load the bundled model once per timed setting: "
+        "about 10 s on an idle 2-core machine)"
+    )
     checks = run_checks()
     table = Table("check", "status", "detail", show_lines=False)
     for check in checks:
