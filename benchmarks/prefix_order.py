@@ -179,7 +179,8 @@ def main() -> None:
             f"{result['errors']:>6}  {same}"
         )
         print(
-            f"  {result['meta_order']}; the rows' cached tokens sum to {result['rows_cached']:,}; "
+            f"  {result['meta_order']}; the rows' cached tokens sum to "
+            f"{'unknown' if result['rows_cached'] is None else format(result['rows_cached'], ',')}; "
             f"load average {float(result['load']):.1f} at its end"  # type: ignore[arg-type]
         )
 

@@ -245,7 +245,7 @@ class HfOptions(_Strict):
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """The weights' type in memory (a GGUF file is dequantized to it)."""
     n_threads: OptionalInt = Field(default=None, gt=0)
-    """torch's CPU threads (``torch.set_num_threads``); ``None``: one per core."""
+    """torch's CPU threads (``torch.set_num_threads``); ``None``: one per usable CPU (its affinity)."""
     prefix_cache: bool = True
     """Keep the KV cache of the previous prompt, cropped to the prefix the next prompt shares, and
     evaluate only the rest; ``false`` runs every prompt cold."""

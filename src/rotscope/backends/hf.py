@@ -26,6 +26,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from rotscope._util.cpus import usable_cpus
 from rotscope._util.quiet import quiet_stderr
 from rotscope._util.tokens import common_prefix
 from rotscope.backends import register_backend
@@ -248,7 +249,7 @@ class HfBackend:
             import torch
 
             transformers: Any = importlib.import_module("transformers")
-            torch.set_num_threads(self.options.n_threads or os.cpu_count() or 1)
+            torch.set_num_threads(self.options.n_threads or len(usable_cpus()))
             where = {"gguf_file": self.path.name} if self.gguf else {}
             folder = self.path.parent if self.gguf else self.path
             with _quiet_loading():
