@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import zlib
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -285,3 +286,15 @@ def assert_one_line(stderr: str) -> str:
     lines = [line for line in stderr.strip().splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in stderr, stderr
     return " ".join(lines[0].split())
+
+
+def test_an_unpriced_remote_session_says_so(tmp_path: Path) -> None:
+    class Remote(Counting):
+        def __init__(self) -> None:
+            super().__init__()
+            self.capabilities = replace(self.capabilities, local=False)  # no price applies by default
+
+    run_dir = run_experiment(_config(), run_dir=tmp_path / "run", backend=Remote())
+    summary = json.loads(invoke("show", run_dir, "--json").stdout)
+    assert summary["session_generation"]["priced"] is False and summary["session_generation"]["usd"] == 0
+    assert summary["cost"]["priced"] is False  # its rows are unpriced too: a remote model without a price

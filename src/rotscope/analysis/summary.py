@@ -102,7 +102,9 @@ def _spend(rows: list[Row], config: dict[str, Any], meta: Mapping[str, Any]) -> 
     return {
         "usd": sum(row["cost"] or 0.0 for row in finished) + session,
         "session_usd": session,
-        "priced": all(row["cost"] is not None for row in finished),
+        # a note of the model's session without a price leaves the run's cost unknown too
+        "priced": all(row["cost"] is not None for row in finished)
+        and bool((meta.get("session_generation") or {}).get("priced", True)),
         "max_cost": config.get("max_cost"),
         "cached_responses": sum(bool(row["cached_response"]) for row in finished),
     }

@@ -272,6 +272,12 @@ class SessionWriter:
             **{name: int(value) for name, value in totals.items()},
             "latency_s": round(totals["latency_s"], 3),
             "usd": self.spent(),
+            "priced": all(
+                (record.get(USAGE) or {}).get("usd") is not None
+                for path in self.files
+                for record in _stored(path)
+                if USAGE in record
+            ),
             "sessions": len(self.files),
             "turns": turns,
             "note_tokens": self.params.max_tokens,

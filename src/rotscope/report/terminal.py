@@ -287,13 +287,18 @@ def _print_reasoning(reasoning: dict[str, Any], console: Console) -> None:
         )
 
 
+def _usd(usd: float | None) -> str:
+    """A session's cost; ``None`` in a run from before sessions were priced."""
+    return "unpriced" if usd is None else f"${usd:.4f}"
+
+
 def generation_line(generation: dict[str, Any]) -> str:
     """What the model's writing of its own session cost (``filler.assistant: model``)."""
     return (
         f"session written by the model: {generation['sessions']} session(s) of {generation['turns']} turns, "
         f"{generation['calls']} calls, prompt tokens {generation['prompt_tokens']:,}, completion tokens "
         f"{generation['completion_tokens']:,}, {generation['latency_s']:.1f} s, "
-        f"${generation.get('usd', 0.0):.4f} (not in the token counts above; in the cost)"
+        f"{_usd(generation.get('usd'))} (not in the token counts above; in the cost)"
     )
 
 
