@@ -281,9 +281,14 @@ class RunStore:
     def spent(self) -> float:
         """USD recorded so far (calls without a price count nothing): the rows' calls and the
         session the model wrote for the run (``session_generation`` in the metadata), if it did."""
-        rows = float(self._db.execute("SELECT COALESCE(SUM(cost), 0) FROM items").fetchone()[0])
         stored = self._db.execute("SELECT value FROM meta WHERE key = 'session_generation'").fetchone()
-        return rows + (session_usd({"session_generation": json.loads(stored[0])}) if stored else 0.0)
+        return self.rows_spent() + (
+            session_usd({"session_generation": json.loads(stored[0])}) if stored else 0.0
+        )
+
+    def rows_spent(self) -> float:
+        """USD the rows' calls cost (calls without a price count nothing)."""
+        return float(self._db.execute("SELECT COALESCE(SUM(cost), 0) FROM items").fetchone()[0])
 
     def record(self, results: Mapping[str, Mapping[str, Any]]) -> None:
         """Write the rows of one finished call (item id -> values) and commit at once, so a crash

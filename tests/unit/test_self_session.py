@@ -12,16 +12,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from rich.console import Console
 from tests.cli_helpers import assert_bad_input, invoke
 
 from rotscope.backends.fake import FakeBackend, echo_responder
 from rotscope.config import ExperimentConfig
-from rotscope.errors import SessionNotWritten
+from rotscope.errors import SessionNotWritten, SessionStopped
 from rotscope.execution import dry_run as dry_run_module
 from rotscope.execution.run_folder import SESSION_DIR
 from rotscope.execution.runner import run_experiment
 from rotscope.execution.self_session import EMPTY_NOTE, MARKED_NOTE, SessionWriter
 from rotscope.filler.session import generated_session, is_note, load_transcript
+from rotscope.report.dry_run import print_dry_run
 from rotscope.store import RunStore
 from rotscope.types import GenerateRequest
 
@@ -162,6 +164,11 @@ def test_a_dry_run_plans_with_invented_notes_and_calls_nothing(monkeypatch: pyte
     planned = dry_run_module.dry_run(_config())
     assert planned.plan.items and backend.calls == 0
     assert planned.plan.corpus["session"]["assistant"] == "model"
+    console = Console(width=400, record=True)
+    print_dry_run(planned, console)  # the estimate says the session's own calls are not in it
+    assert "the calls that write the model's own session (filler.assistant: model) come on top" in (
+        console.export_text()
+    )
 
 
 @pytest.mark.parametrize(("reply", "note"), [("  \n", EMPTY_NOTE), ("done <|user|> next", MARKED_NOTE)])
@@ -298,3 +305,20 @@ def test_an_unpriced_remote_session_says_so(tmp_path: Path) -> None:
     summary = json.loads(invoke("show", run_dir, "--json").stdout)
     assert summary["session_generation"]["priced"] is False and summary["session_generation"]["usd"] == 0
     assert summary["cost"]["priced"] is False  # its rows are unpriced too: a remote model without a price
+
+
+def test_a_session_written_again_after_rows_were_stored_counts_their_spend_against_the_budget(
+    tmp_path: Path,
+) -> None:
+    run_dir = run_experiment(_priced(), run_dir=tmp_path / "run", backend=Counting())
+    with RunStore.read(run_dir) as store:
+        rows = store.rows_spent()
+    session_cost = sum(_notes_usd(run_dir))
+    assert rows > 0 and session_cost > 0
+    for path in (run_dir / SESSION_DIR).iterdir():
+        path.unlink()  # "delete the file to write the session anew"
+    budget = rows + session_cost / 2  # room for half the session beside the rows, not for all of it
+    with pytest.raises(SessionStopped, match="stopped at budget writing the session") as raised:
+        run_experiment(_priced(max_cost=budget), run_dir=run_dir, backend=Counting(), resume=True)
+    assert raised.value.budget and "--resume" in str(raised.value)
+    assert rows + sum(_notes_usd(run_dir)) <= budget

@@ -65,6 +65,8 @@ class DryRun:
     judge_model: str | None = None
     local: LocalEstimate | None = None
     overhead: OverheadCheck | None = None
+    self_written: bool = False
+    """The model writes its session first (``filler.assistant: model``): calls not in ``estimate``."""
 
 
 def overhead_check(backend: Backend, plan: Plan, max_tokens: int) -> OverheadCheck | None:
@@ -123,7 +125,7 @@ def dry_run(
     try:
         judge = config.judge.model if config.judge else None
         estimate = estimate_plan(config, plan, local=local, cache=cache)
-        return DryRun(plan, estimate, judge, resources, overhead)
+        return DryRun(plan, estimate, judge, resources, overhead, writer is not None)
     finally:
         if cache is not None:
             cache.close()

@@ -39,6 +39,7 @@ from rotscope.execution.identity import DIGESTS, config_digest
 from rotscope.execution.run_folder import SESSION_DIR, STORE_FILE
 from rotscope.filler.session import Turn, generated_session, is_note, load_transcript
 from rotscope.prompt.session_render import holds_marker, render, supports_tools, to_message
+from rotscope.store import RunStore
 from rotscope.types import Backend, Completion, GenerateRequest, GenerationParams, Tokenizer
 
 EMPTY_NOTE = "(no note)"
@@ -128,6 +129,12 @@ class SessionWriter:
         }
         self.price = find_price(config.model, price_table(config), local=backend.capabilities.local)
         check_budget_price(config, self.price, config.model)  # before the session's first call
+        self.rows_spent = 0.0
+        """What the run's rows already spent: a session written again (its file deleted) after rows
+        were stored counts against the budget on top of them."""
+        if (run_dir / STORE_FILE).is_file():
+            with RunStore.read(run_dir) as store:
+                self.rows_spent = store.rows_spent()
         self.files: list[Path] = []
         self.calls_made = 0
         self._reserved = False
@@ -207,7 +214,7 @@ class SessionWriter:
         kept = f"the {len(turns)} turns written so far are kept in {partial}"
         max_cost = self.config.max_cost
         estimate = estimate_cost(self.price, len(request.token_ids), self.params.max_tokens)
-        spent = self.spent(partial)
+        spent = self.rows_spent + self.spent(partial)
         if max_cost is not None and estimate is not None and spent + estimate > max_cost:
             raise SessionStopped(
                 f"stopped at budget writing the session: ${spent:.4f} spent of --max-cost ${max_cost:.4f}, "

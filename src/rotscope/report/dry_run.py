@@ -40,6 +40,12 @@ def print_dry_run(planned: DryRun, console: Console) -> None:
             f"; judge calls ({planned.judge_model}) come on top, one per undecided reply"
             if planned.judge_model
             else ""
+        )
+        + (
+            "; the calls that write the model's own session (filler.assistant: model) come on top, "
+            "one per note"
+            if planned.self_written
+            else ""
         ),
         markup=False,
     )
