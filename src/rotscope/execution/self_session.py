@@ -152,7 +152,14 @@ class SessionWriter:
         if not finished.is_file():
             folder.mkdir(parents=True, exist_ok=True)
             partial = folder / f"{key}.partial.jsonl"
-            self._grow(seed, guarded, target, partial)
+            try:
+                self._grow(seed, guarded, target, partial)
+            except KeyboardInterrupt:  # loading the engine, rendering or calling it: all kept
+                raise SessionStopped(
+                    f"interrupted writing the session; the {len(_stored(partial))} turns written so far "
+                    f"are kept in {partial}; run {self._again()} to continue",
+                    budget=False,
+                ) from None
             partial.replace(finished)  # one step: a session file is always a whole session
         self.files.append(finished)
         return load_transcript(finished)
@@ -226,10 +233,6 @@ class SessionWriter:
             completion = asyncio.run(self.backend.generate(request))
         except EngineCrashed as crashed:
             completion = Completion(text="", error=str(crashed))
-        except KeyboardInterrupt:
-            raise SessionStopped(
-                f"interrupted writing the session; {kept}; run {self._again()} to continue", budget=False
-            ) from None
         if completion.error is not None:
             raise SessionNotWritten(
                 f"filler.assistant: model: the model failed writing a note of its session "
