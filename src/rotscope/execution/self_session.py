@@ -221,7 +221,7 @@ class SessionWriter:
         kept = f"the {len(turns)} turns written so far are kept in {partial}"
         max_cost = self.config.max_cost
         estimate = estimate_cost(self.price, len(request.token_ids), self.params.max_tokens)
-        spent = self.rows_spent + self.spent(partial)
+        spent = 0.0 if max_cost is None else self.rows_spent + self.spent(partial)
         if max_cost is not None and estimate is not None and spent + estimate > max_cost:
             raise SessionStopped(
                 f"stopped at budget writing the session: ${spent:.4f} spent of --max-cost ${max_cost:.4f}, "
