@@ -4,7 +4,7 @@ verdict, a short prefill benchmark, the tokenizer round trip, the cache folder, 
 A check that fails (``FAIL``) means a run cannot work; ``warn`` means a part of rotscope is
 unavailable (an optional extra, the browser for the report test). The measured speeds are kept in
 the user's cache folder, so ``rotscope run --dry-run`` can estimate a local run's time, with the
-fastest threads and batch size, which a llama.cpp run uses where its config leaves them unset.
+fastest thread count, which a llama.cpp run uses where its config leaves it unset.
 """
 
 from __future__ import annotations
