@@ -1,6 +1,6 @@
 """Engine speeds measured on this machine by ``rotscope doctor``, kept in the user's cache folder
 per machine and model file, so ``rotscope run --dry-run`` can estimate a local run's time and the
-llama.cpp backend can use the threads and batch size that prefilled fastest here."""
+llama.cpp backend can use the thread count that prefilled fastest here at its batch."""
 
 from __future__ import annotations
 
@@ -15,8 +15,9 @@ from rotscope._util.cache_dir import user_cache_dir
 SPEED_FILE = "engine-speed.json"
 BATCH_CANDIDATES = (128, 256, 512)
 """The batch sizes doctor times. They gave identical replies on all 72 calls of the frozen quick
-grid (examples/quick-v1.yaml, bundled model, 1 thread), so picking one changes the speed, not
-the answers; 2,048 prefilled slower on 2 cores (``benchmarks/engine_settings.py``)."""
+grid (examples/quick-v1.yaml, bundled model, 1 thread); still, the batch is part of a run's
+identity and never chosen for it, doctor only reports a faster one. 2,048 prefilled slower on 2
+cores (``benchmarks/engine_settings.py``)."""
 DEFAULT_BATCH = 256
 
 Setting = tuple[int, int]
