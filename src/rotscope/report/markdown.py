@@ -13,6 +13,7 @@ from typing import Any
 from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.cells import depth_label
 from rotscope.report.names import shareable
+from rotscope.report.numbers import score as _fmt
 from rotscope.report.terminal import effective_text, headline_intro
 
 ROWS_SHOWN = 10
@@ -25,12 +26,6 @@ def _text(value: Any) -> str:
     text = " ".join(str(value).split())
     text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     return _ACTIVE.sub(r"\\\1", text)
-
-
-def _fmt(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.2f}" if signed else f"{value:.2f}"
 
 
 def _more(total: int) -> list[str]:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
+from rotscope.report.numbers import score as _fmt
+from rotscope.stats import SATURATED_POINT, TOO_HARD_POINT
 
 
 def _accuracy(line: dict[str, Any]) -> str:
@@ -60,7 +59,7 @@ def _unled(entry: dict[str, Any]) -> str:
     calibration = entry["calibration"]
     return (
         f"; {entry['task']} is {calibration['verdict']} at {calibration['length']:,} tokens for the "
-        "reference band (0.90-0.95), so no probe leads the headline"
+        f"reference band ({TOO_HARD_POINT:.2f}-{SATURATED_POINT:.2f}), so no probe leads the headline"
     )
 
 

@@ -11,7 +11,9 @@ from rich.text import Text
 from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.cells import depth_label, row_key
 from rotscope.report.names import shareable
+from rotscope.report.numbers import score as _fmt
 from rotscope.report.sentence import one_sentence
+from rotscope.stats import SATURATED_POINT, TOO_HARD_POINT
 
 
 def _colour(accuracy: float) -> str:
@@ -22,10 +24,6 @@ def _colour(accuracy: float) -> str:
     if accuracy >= 0.3:
         return "white on dark_orange3"
     return "white on red"
-
-
-def _fmt(value: float | None) -> str:
-    return "-" if value is None else f"{value:.2f}"
 
 
 def _cell_notes(cell: dict[str, Any]) -> str:
@@ -186,7 +184,7 @@ def _print_task(analysis: dict[str, Any], console: Console) -> None:
         interval = f" [{_fmt(calibration['ci_low'])}, {_fmt(calibration['ci_high'])}]"
     console.print(
         f"  calibration at {calibration['length']:,}: {calibration['verdict']} "
-        f"(accuracy {_fmt(point)}{interval}; band 0.90-0.95)"
+        f"(accuracy {_fmt(point)}{interval}; band {TOO_HARD_POINT:.2f}-{SATURATED_POINT:.2f})"
     )
     if "reasoning" in analysis:
         _print_reasoning(analysis["reasoning"], console)

@@ -9,17 +9,12 @@ from rich.table import Table
 from rich.text import Text
 
 from rotscope._util.safe_text import terminal_safe_tree
+from rotscope.report.numbers import score as _fmt
 from rotscope.stats import POWER as GATE_POWER
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
 _WORST_SHOWN = 10
 _CLAIM_LABELS = {"missing": "missing claims", "forbidden": "forbidden claims (high risk)"}
-
-
-def _fmt(value: float | None, signed: bool = False) -> str:
-    if value is None:
-        return "-"
-    return f"{value:+.2f}" if signed else f"{value:.2f}"
 
 
 def slice_table(record: dict[str, Any]) -> Table:
