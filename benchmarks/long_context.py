@@ -1,5 +1,5 @@
 """Past the bundled model's 8K window: plan, verify and run grids of 128K and 1M tokens end to end
-against an OpenAI-compatible stub server that answers as ``fake/lexical`` (``tests/chat_server.py``),
+against an OpenAI-compatible stub server that answers as ``fake/lexical`` (``tests/support/chat_server.py``),
 through ``openai/stub --base-url`` with a local tokenizer of unbounded window. Run by hand:
 
     python benchmarks/long_context.py [--lengths 131072,1048576] [--depths 0.5] [--limit 1]
@@ -50,7 +50,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.chat_server import ChatServer  # noqa: E402
+from tests.support.chat_server import ChatServer  # noqa: E402
 
 from rotscope.config import build_config  # noqa: E402
 from rotscope.execution.runner import run_experiment  # noqa: E402

@@ -93,8 +93,8 @@ from rotscope.config import build_config, read_config_file
 from rotscope.execution.runner import run_experiment
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
-from llama_server import SERVED_NAME, prefix_hits, served  # noqa: E402
+sys.path.insert(0, str(REPO))
+from tests.llama_server import SERVED_NAME, prefix_hits, served  # noqa: E402
 
 ORDERS = ("interleaved", "grouped", "prefix")
 

@@ -1,4 +1,5 @@
-"""Shared fixtures: the real tokenizer of the bundled GGUF, the fake tokenizer, and corpus helpers."""
+"""Shared fixtures (the real tokenizer of the bundled GGUF, the fake tokenizer, corpus helpers) and the
+tiers: every test is marked with the folder it lives in (``unit``, ``flows``, ``integration``)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,30 @@ from rotscope.tokenizers.local import FakeTokenizer, LlamaCppTokenizer
 from rotscope.types import Tokenizer
 
 CorpusFactory = Callable[..., TokenizedCorpus]
+
+TESTS = Path(__file__).resolve().parent
+TIERS = ("unit", "flows", "integration")
+INTEGRATION_TIMEOUT_S = 900
+"""An integration test's module fixture may run a real model for minutes on 2 loaded cores."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test with its tier, from its folder; a test outside the tiers, or one marked with
+    another tier than its folder's, is a collection error (so ``pytest tests/unit`` stays fast)."""
+    for item in items:
+        parts = item.path.resolve().relative_to(TESTS).parts
+        tier = parts[0] if len(parts) > 1 else ""
+        if tier not in TIERS:
+            raise pytest.UsageError(
+                f"{item.nodeid}: a test belongs in tests/unit, tests/flows or tests/integration"
+            )
+        for other in TIERS:
+            if other != tier and item.get_closest_marker(other) is not None:
+                raise pytest.UsageError(f"{item.nodeid} is marked {other} but lives in tests/{tier}: move it")
+        item.add_marker(tier)
+        if tier == "integration" and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(INTEGRATION_TIMEOUT_S))
+
 
 FILLER_WORDS = (
     "the river stone paper quiet window table garden lantern morning harbor field "

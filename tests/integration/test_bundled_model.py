@@ -18,8 +18,6 @@ from rotscope.config import ExperimentConfig, build_config
 from rotscope.execution.runner import run_experiment
 from rotscope.types import Completion, GenerateRequest
 
-pytestmark = pytest.mark.integration
-
 LENGTHS = [200, 300]
 DEPTHS = [0.0, 1.0]
 ITEMS = 2 * len(LENGTHS) * len(DEPTHS) + 2 * len(LENGTHS)  # probes + evidence-absent controls

@@ -9,13 +9,9 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from rotscope.analysis.summary import load_summary
 from rotscope.config import load_config
 from rotscope.execution.runner import run_experiment
-
-pytestmark = pytest.mark.integration
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "gate"
 

@@ -7,13 +7,9 @@ import json
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from rotscope.config import build_config
 from rotscope.execution.runner import run_experiment
 from rotscope.filler.perturb import PerturbMap, perturb_tree
-
-pytestmark = pytest.mark.integration
 
 BASE = '''"""Cache backends."""
 

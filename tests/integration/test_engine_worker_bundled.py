@@ -18,8 +18,6 @@ from rotscope.config import ExperimentConfig, build_config
 from rotscope.execution.runner import resume_experiment, run_experiment
 from rotscope.execution.worker import WorkerBackend
 
-pytestmark = pytest.mark.integration
-
 
 def tiny(**changes: Any) -> ExperimentConfig:
     data: dict[str, Any] = {

@@ -17,8 +17,6 @@ from rotscope.scoring.deterministic import score
 from rotscope.tasks import get_task
 from rotscope.types import Completion
 
-pytestmark = pytest.mark.integration
-
 LENGTH = 400
 DEPTH = 0.5
 CATEGORIES = {

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from cli_helpers import invoke, nonsense_corpus
 from rotscope.config import build_config
 from rotscope.execution.runner import run_experiment
+from tests.support.cli_helpers import invoke, nonsense_corpus
 
 pytestmark = pytest.mark.browser
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"

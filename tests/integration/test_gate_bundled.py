@@ -20,7 +20,6 @@ from rotscope.gate.verdict import EXIT_CODES, evaluate
 from rotscope.plan.manifest import read_manifest
 from rotscope.types import Completion, GenerateRequest
 
-pytestmark = pytest.mark.integration
 KEEP_TOKENS = 120
 
 

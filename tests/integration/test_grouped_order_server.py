@@ -9,14 +9,11 @@ import json
 import sqlite3
 from pathlib import Path
 
-import pytest
-
-from llama_server import SERVED_NAME, prefix_hits, served
 from rotscope.analysis.summary import load_summary
 from rotscope.config import build_config
 from rotscope.execution.runner import run_experiment
+from tests.llama_server import SERVED_NAME, prefix_hits, served
 
-pytestmark = pytest.mark.integration
 ACCEPTED = 1.2
 """Evaluated prompt tokens over the lower bound the grouped order must stay within (issue 23;
 its design bound on a last-prompt cache is 1.1, ``rotscope.plan.schedule.GROUP_SLACK``)."""

@@ -24,7 +24,6 @@ from rotscope.config import HfOptions, load_config  # noqa: E402
 from rotscope.plan.workitems import build_plan  # noqa: E402
 from rotscope.types import GenerateRequest, GenerationParams, WorkItem  # noqa: E402
 
-pytestmark = pytest.mark.integration
 QUICK_V1 = Path(__file__).resolve().parents[2] / "examples" / "quick-v1.yaml"
 
 

@@ -6,16 +6,12 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend
 from rotscope.config import build_config
 from rotscope.execution.runner import run_experiment
 from rotscope.scoring.judge import JUDGE_PROMPT_SHA256
 from rotscope.types import GenerateRequest
-
-pytestmark = pytest.mark.integration
 
 
 def paraphrase(request: GenerateRequest) -> str:

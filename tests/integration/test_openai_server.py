@@ -16,14 +16,12 @@ from typing import Any
 
 import pytest
 
-from chat_server import ChatServer, prompt_key
-from llama_server import SERVED_NAME, served
 from rotscope.analysis.summary import load_summary
 from rotscope.config import build_config
 from rotscope.execution.runner import run_experiment
 from rotscope.store import RunStore
-
-pytestmark = pytest.mark.integration
+from tests.llama_server import SERVED_NAME, served
+from tests.support.chat_server import ChatServer, prompt_key
 
 
 @pytest.fixture(scope="module")

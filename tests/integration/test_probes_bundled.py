@@ -10,16 +10,12 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from rotscope.analysis.summary import load_summary
 from rotscope.config import load_config
 from rotscope.execution.runner import run_experiment
 from rotscope.scoring.deterministic import score_parts
 from rotscope.tasks import get_task
 from rotscope.types import Completion
-
-pytestmark = pytest.mark.integration
 
 EXAMPLES = Path(__file__).parents[2] / "examples"
 SETTINGS = {

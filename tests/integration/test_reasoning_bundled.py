@@ -7,13 +7,9 @@ import json
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from rotscope.analysis.summary import load_summary
 from rotscope.config import build_config
 from rotscope.execution.runner import run_experiment
-
-pytestmark = pytest.mark.integration
 
 LENGTH = 512
 

@@ -17,8 +17,6 @@ from rotscope.config import load_config
 from rotscope.execution.runner import run_experiment
 from rotscope.execution.self_session import SessionWriter
 
-pytestmark = pytest.mark.integration
-
 EXAMPLE = Path(__file__).parents[2] / "examples" / "session-self.yaml"
 NOTE_TOKENS = 8
 

@@ -7,14 +7,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
-import pytest
-
 from rotscope.analysis.summary import load_summary
 from rotscope.config import load_config
 from rotscope.execution.runner import run_experiment
 from rotscope.scoring.instruction import check_reply
-
-pytestmark = pytest.mark.integration
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "session.yaml"
 

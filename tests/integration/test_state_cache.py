@@ -5,13 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-import pytest
-
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
 from rotscope.config import LlamaCppOptions
 from rotscope.types import GenerateRequest, GenerationParams
-
-pytestmark = pytest.mark.integration
 
 
 def _answers(options: LlamaCppOptions, prompts: list[list[int]]) -> list[tuple[str, int]]:

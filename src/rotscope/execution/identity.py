@@ -11,7 +11,7 @@ prefill chunks and which matrix kernels evaluate them, so it can change the logi
 bits and with them a greedy answer (128, 256 and 512 gave identical replies on the frozen quick
 grid, but that is one grid), so it is never tuned per machine. ``n_threads`` splits the
 same operations over cores without changing them; ``prefix_cache`` and ``state_cache_mb`` only
-skip evaluations whose results are kept (the correctness guard and tests/unit/test_cache_control.py
+skip evaluations whose results are kept (the correctness guard and tests/flows/test_cache_control.py
 hold them equal); ``extra_buffers``
 changes the engine mode, and the runner already runs again every call answered in another mode.
 The same holds for the hf backend's ``n_threads`` and ``prefix_cache``; its ``device`` and ``dtype``

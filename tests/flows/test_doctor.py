@@ -1,0 +1,50 @@
+"""``rotscope doctor``: one table, exit 0 when a run can work, 2 naming the failing check."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from rotscope.cli import EXIT_ENGINE_CRASHED, _guarded, app
+from rotscope.execution.doctor import _cache_check, run_checks
+from rotscope.execution.runner import EngineStopped
+
+
+def test_without_llama_cpp_python_doctor_exits_2_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # import llama_cpp now raises ImportError
+    result = CliRunner().invoke(app, ["doctor"])
+    assert result.exit_code == 2
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "llama-cpp-python" in lines[0] and "pip install" in lines[0]
+    assert "Traceback" not in result.output
+
+
+def test_an_unwritable_cache_folder_fails(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the cache folder should go", encoding="utf-8")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(blocker))
+    check = _cache_check()
+    assert check.status == "FAIL" and str(blocker) in check.detail
+
+
+def test_missing_extras_are_warnings_not_failures(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    monkeypatch.setitem(sys.modules, "anthropic", None)
+    checks = {check.name: check for check in run_checks()}
+    assert checks["anthropic"].status == "warn" and "rotscope[anthropic]" in checks["anthropic"].detail
+    assert checks["llama-cpp-python"].status == "FAIL"
+
+
+def test_repeated_engine_crashes_exit_5_with_the_resume_command(capsys: pytest.CaptureFixture[str]) -> None:
+    def crashing() -> None:
+        raise EngineStopped(Path("runs/x"), 3, 12, "the local engine crashed 3 times in a row")
+
+    with pytest.raises(typer.Exit) as stopped:
+        _guarded(crashing)
+    assert stopped.value.exit_code == EXIT_ENGINE_CRASHED == 5
+    err = capsys.readouterr().err
+    assert "3 of 12 items done" in err and "rotscope run --resume runs/x" in err
