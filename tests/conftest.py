@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rotscope._util.cpus import usable_cpus
 from rotscope.backends.extra_buffers import Verdict, probe_command, probe_key, remember, run_probe
 from rotscope.filler import Document
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
@@ -21,6 +22,15 @@ TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "flows", "integration")
 INTEGRATION_TIMEOUT_S = 900
 """An integration test's module fixture may run a real model for minutes on 2 loaded cores."""
+MAX_WORKERS = 4
+"""``-n auto``'s ceiling: each worker's engines take a thread per usable CPU, so more workers only
+oversubscribe the CPUs (and each starts its own Ray for the Ray tests)."""
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """One pytest-xdist worker per CPU this process may use (its affinity, not the machine's count that
+    xdist's own ``auto`` reads through psutil), at most ``MAX_WORKERS``."""
+    return max(1, min(MAX_WORKERS, len(usable_cpus())))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -143,3 +153,31 @@ def _private_response_cache(
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("xdg-cache")))
     if _machine_verdict is not None:
         remember(*_machine_verdict)
+
+
+@pytest.fixture(autouse=True)
+def _no_real_engine_outside_integration(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """In tests/unit and tests/flows the bundled model's vocabulary may be read, its weights never
+    loaded: a test that runs the real engine (often by leaving ``model`` at its default, ``bundled``)
+    belongs in tests/integration, where the suite's budget expects it."""
+    if request.node.get_closest_marker("integration") is not None:
+        return
+    from rotscope.backends.llamacpp import LlamaCppBackend
+    from rotscope.execution.worker import WorkerBackend
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError(
+            f"{request.node.nodeid} runs the real llama.cpp engine: move it to tests/integration"
+        )
+
+    monkeypatch.setattr(LlamaCppBackend, "_load", refuse)
+    real_start = WorkerBackend.start
+
+    def start(self: WorkerBackend) -> None:
+        if isinstance(self.engine, LlamaCppBackend):
+            refuse()
+        real_start(self)
+
+    monkeypatch.setattr(WorkerBackend, "start", start)

@@ -275,6 +275,6 @@ def test_token_offsets_are_a_one_line_error(tmp_path: Path) -> None:
     experiment.write_text(
         "name: c\ntasks: [coreference]\nmodel: fake/lexical\nlengths: [768]\ndepths: ['@40']\n"
     )
-    from tests.cli_helpers import assert_bad_input
+    from tests.support.cli_helpers import assert_bad_input
 
     assert_bad_input(invoke("run", experiment, "--out", tmp_path / "run"), "depths", "coreference")

@@ -36,7 +36,7 @@ def statuses(database: Path) -> dict[str, int]:
         return {}
 
 
-def test_ctrl_c_on_the_fake_backend_stops_within_a_second_keeping_finished_rows(tmp_path: Path) -> None:
+def test_ctrl_c_on_the_fake_backend_stops_at_once_keeping_finished_rows(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     database = run_dir / "run.db"
     process = subprocess.Popen(
@@ -64,10 +64,13 @@ def test_ctrl_c_on_the_fake_backend_stops_within_a_second_keeping_finished_rows(
             process.kill()
             process.communicate()
     assert process.returncode == 130, stderr
-    assert took < 1.5, f"exit {took:.1f} s after Ctrl-C"
     kept = statuses(database)
     assert set(kept) <= {"ok", "pending"}
     assert seen["ok"] <= kept["ok"] < kept["ok"] + kept["pending"]
+    # Most of the queue is left: the executor stopped at Ctrl-C, not after working through the queue
+    # (wall time is only a loose bound, since CI's cores are shared by two test workers).
+    assert kept["pending"] > seen["pending"] / 2, (seen, kept)
+    assert took < 10, f"exit {took:.1f} s after Ctrl-C"
     reported = re.search(r"interrupted: (\d+) of (\d+) items done and kept", stderr.replace("\n", " "))
     assert reported is not None, stderr
     assert (int(reported[1]), int(reported[2])) == (kept["ok"], kept["ok"] + kept["pending"])

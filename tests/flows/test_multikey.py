@@ -158,7 +158,13 @@ def test_more_keys_than_depths_is_a_one_line_error(tmp_path: Path) -> None:
 def test_example_file_runs_with_the_lexical_fake(tmp_path: Path) -> None:
     corpus = nonsense_corpus(tmp_path / "corpus")
     config = load_config(
-        EXAMPLE, {"lengths": [1024], "limit": 2, "filler": {"kind": "text", "glob": f"{corpus}/*.txt"}}
+        EXAMPLE,
+        {
+            "model": "fake/lexical",
+            "lengths": [1024],
+            "limit": 2,
+            "filler": {"kind": "text", "glob": f"{corpus}/*.txt"},
+        },
     )
     summary = load_summary(run_experiment(config, run_dir=tmp_path / "run"))
     cells = [cell for cell in summary["cells"] if cell["task"] == "multikey"]
