@@ -14,9 +14,9 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from rotscope.cli import app
-from rotscope.plan.manifest import manifest_digest, read_manifest
 from rotscope.gate.decision import Rule
 from rotscope.gate.sizing import Design, gate_power, verdict_rates
+from rotscope.plan.manifest import manifest_digest, read_manifest
 
 SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
 
@@ -104,9 +104,8 @@ def test_plan_writes_a_manifest_and_names_its_digest(runs: dict[str, Path]) -> N
 
 
 def _design(cases: int, slices: int) -> Design:
-    return Design.from_slices(
-        {("niah", 200, f"p{number}", ()): {f"c{case}": 1 for case in range(cases)} for number in range(slices)}
-    )
+    cells = {f"c{case}": 1 for case in range(cases)}
+    return Design.from_slices({("niah", 200, f"p{number}", ()): cells for number in range(slices)})
 
 
 def test_plan_states_the_gates_power_at_its_counts(runs: dict[str, Path]) -> None:
@@ -135,9 +134,10 @@ def test_power_grows_with_cases_and_falls_with_slices() -> None:
     assert passing == sorted(passing) and passing[0] < 0.5 < passing[-1]
     drop = [0.9 - 0.3] + [0.9] * 14
     one, many = _design(60, 1), _design(60, 15)
-    assert verdict_rates(one, rule, drop[:1], datasets=400)["FAIL"] > verdict_rates(
-        many, rule, drop, datasets=400
-    )["FAIL"]
+    assert (
+        verdict_rates(one, rule, drop[:1], datasets=400)["FAIL"]
+        > verdict_rates(many, rule, drop, datasets=400)["FAIL"]
+    )
 
 
 def test_plan_power_picks_the_cases_per_task_an_identical_candidate_needs(folder: Path) -> None:
