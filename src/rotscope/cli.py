@@ -456,6 +456,13 @@ def _sized(
             f"plan --power {power:.2f}: an identical candidate PASSes with that probability from {needed} "
             f"cases per task; task {task} has {count} (add {needed - count} cases)"
         )
+    if have == design.cases_per_task():  # no generated family: the case files already suffice
+        console.print(
+            f"{needed} cases per task let an identical candidate PASS with probability at least {power:.2f}; "
+            f"the plan has {', '.join(f'{task} {count}' for task, count in have.items())}",
+            markup=False,
+        )
+        return experiment, *planned_manifest(experiment)
     console.print(
         f"cases_per_task {needed}: an identical candidate PASSes with probability at least {power:.2f}; "
         f"runs under this plan need cases_per_task: {needed} in {config}",

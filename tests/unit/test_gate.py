@@ -412,3 +412,22 @@ def test_slice_values_are_shown_as_written_not_as_markup() -> None:
     print_record(record, console)
     shown = console.export_text()
     assert "team=[/x]" in shown and "team=[bold]" in shown
+
+
+def test_a_release_record_written_by_an_earlier_version_still_prints() -> None:
+    """Records from before the pooled tests have no tests, decided_by or support, slices without a
+    floor p-value and the normal approximation's power: the terminal view shows them as they are."""
+    record = compare(make_run(always), make_run(always, name="cand"))
+    for key in ("tests", "decided_by", "support", "supported_up_to"):
+        del record[key]
+    for item in record["slices"]:
+        del item["floor_p_holm"]
+    record["power"] = {"instances": 100, "slices": 3, "assumed_base": 0.9, "drop": 0.1, "power_at_drop": 0.5,
+                       "detectable_drop": 0.2}  # fmt: skip
+    record["analysis"] |= {"resamples": 4000, "bootstrap_seed": 0}
+    console = Console(record=True, width=250)
+    print_record(record, console)
+    text = " ".join(console.export_text().split())
+    assert "cluster bootstrap (4000 resamples, seed 0)" in text
+    assert "a drop of 0.10 in one of 3 slices FAILs with probability 0.50" in text
+    assert "PASS (exit 0)" in text
