@@ -302,25 +302,36 @@ class ExecutorConfig(_Strict):
 class GateConfig(_Strict):
     """The pre-registered analysis of a release gate (frozen by ``rotscope plan``).
 
-    The primary metric is instance-level accuracy; per slice the paired difference candidate minus
-    baseline gets a cluster bootstrap distribution (instances resampled, ``resamples`` draws seeded
-    by ``bootstrap_seed``), one-sided tests against ``-margin`` are Holm-adjusted across slices at
-    ``alpha``. Error rows are excluded and counted; more than ``max_error_rate`` of either run's rows
-    in error makes the verdict INCONCLUSIVE.
+    The primary metric is instance-level accuracy, candidate minus baseline, paired item by item and
+    averaged per instance (``interval``: the adjusted t of the paired gaps). Four tests, each
+    one-sided at ``alpha``: pooled non-inferiority over all slices (each case counted once), a
+    pooled FAIL test, per-slice FAIL tests and the absolute floor, the last two Holm-adjusted across
+    slices. FAIL when a FAIL test rejects; PASS when every slice has ``min_instances``, none FAILs,
+    the floor holds and the pooled lower bound is above ``-margin``; else INCONCLUSIVE. Error rows
+    are excluded and counted; more than ``max_error_rate`` of either run's rows in error makes the
+    verdict INCONCLUSIVE.
     """
 
     primary_metric: Literal["accuracy"] = "accuracy"
-    interval: Literal["cluster-bootstrap-percentile"] = "cluster-bootstrap-percentile"
+    interval: Literal["adjusted-t", "cluster-bootstrap-percentile"] = "adjusted-t"
+    """``cluster-bootstrap-percentile`` is read from plans frozen by earlier versions, whose gate
+    bootstrapped each slice: such a gate is judged with the adjusted t, and its record says so."""
     resamples: Int = Field(default=4000, ge=100)
+    """Read from earlier plans (their bootstrap draws); the adjusted t draws nothing."""
     bootstrap_seed: Int = 0
+    """Read from earlier plans; unused."""
     alpha: Float = Field(default=0.05, gt=0.0, lt=0.5)
+    """One-sided level of each test (pooled non-inferiority, pooled FAIL; Holm's family level for
+    the slice FAIL tests and the floor)."""
     multiple_comparisons: Literal["holm"] = "holm"
     margin: Float = Field(default=0.05, ge=0.0, lt=1.0)
-    """Non-inferiority margin: a slice passes when candidate minus baseline is shown above -margin."""
+    """Non-inferiority margin: the gate passes when candidate minus baseline, pooled, is shown above
+    -margin, and fails when it (pooled, or in one slice) is shown below."""
     floor: Float = Field(default=0.0, ge=0.0, le=1.0)
-    """Least candidate accuracy per slice (point estimate); a Wilson upper bound below it fails."""
+    """Least candidate accuracy per slice: an upper bound below it (exact binomial, Holm) fails;
+    a point estimate below it cannot pass."""
     min_instances: Int = Field(default=10, gt=0)
-    """A slice with fewer paired instances is INCONCLUSIVE; it is never pooled into a larger one."""
+    """A slice with fewer paired instances makes the gate INCONCLUSIVE (never pooled away)."""
     slice_fields: list[str] | None = None
     """Case-file slice fields (e.g. risk, hops) that split each task x length x position slice,
     crossed; ``None`` takes every field the rows carry, ``[]`` none."""

@@ -4,19 +4,20 @@ An instance is the unit that varies independently (a case in a cell; questions t
 prompt are one instance). Items of one instance are averaged before any interval is computed,
 so repeated trials never shrink an interval by themselves.
 
-The release gate's tests live here too: a cluster bootstrap of paired differences
-(``bootstrap_means``), Holm's adjustment (``holm``) and its per-hypothesis levels (``step_levels``).
+The release gate's tests are built from the pieces here: the adjusted t of ``paired_gap`` in parts
+(``adjusted_t_parts``), Holm's adjustment and per-hypothesis levels (``holm_array``,
+``step_levels_array``) and the exact binomial test against an accuracy floor (``below_floor_p``),
+all vectorised so that a simulation runs the very same code on thousands of datasets.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
-from scipy import optimize
+from scipy import special
 from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 from statsmodels.stats.proportion import proportion_confint
@@ -191,19 +192,9 @@ def paired_gap(
 def adjusted_t_interval(differences: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
     """The adjusted t interval of ``paired_gap`` for differences in [-1, 1]; vectorised over the
     last axis, so ``benchmarks/gap_coverage.py`` runs the very same code on many datasets."""
-    values = np.asarray(differences, dtype=float)
-    n = values.shape[-1]
-    weight = PSEUDO_PAIR_WEIGHT
-    total = n + 2 * weight
-    centre = values.sum(axis=-1) / total
-    squares = (
-        ((values - centre[..., None]) ** 2).sum(axis=-1)
-        + weight * (1.0 - centre) ** 2
-        + weight * (1.0 + centre) ** 2
-    )
-    standard_error = np.sqrt(squares / (total - 1) / total)
-    half = scipy_stats.t.ppf(0.5 + confidence / 2, total - 1) * standard_error
-    return np.clip(centre - half, -1.0, 1.0), np.clip(centre + half, -1.0, 1.0)
+    parts = adjusted_t_parts(differences)
+    level = (1 - confidence) / 2
+    return parts.bound(level, "lower"), parts.bound(level, "upper")
 
 
 def sign_test(differences: Sequence[float]) -> float:
@@ -223,94 +214,123 @@ def benjamini_hochberg(p_values: Sequence[float], alpha: float = 0.05) -> tuple[
     return [bool(r) for r in reject], [float(p) for p in adjusted]
 
 
-PSEUDO_INSTANCES = np.array([-1.0, 1.0])
-"""One instance lost and one gained, added before resampling (after Agresti and Min's adjustment
-for matched proportions): a percentile bootstrap of few instances with no discordant pair would
-otherwise be a single point and claim non-inferiority from, say, 7 identical answers."""
-
-
-def bootstrap_means(differences: np.ndarray, resamples: int, seed: Sequence[int]) -> np.ndarray:
-    """Means of ``resamples`` cluster resamples (whole instances drawn with replacement) of the
-    per-instance differences, with ``PSEUDO_INSTANCES`` added."""
-    sample = np.concatenate([differences, PSEUDO_INSTANCES])
-    rng = np.random.default_rng(list(seed))
-    draws = rng.integers(0, len(sample), size=(resamples, len(sample)))
-    means: np.ndarray = sample[draws].mean(axis=1)
-    return means
-
-
 def holm(p_values: Sequence[float], alpha: float) -> list[float]:
-    """Holm-adjusted p-values (statsmodels ``method="holm"``, not its Holm-Sidak default)."""
+    """Holm-adjusted p-values (``holm_array``; equal to statsmodels' ``method="holm"``, not its
+    Holm-Sidak default). ``alpha`` is accepted for symmetry with ``benjamini_hochberg``."""
     if not p_values:
         return []
-    _, adjusted, _, _ = multipletests(list(p_values), alpha=alpha, method="holm")
-    return [float(p) for p in adjusted]
+    return [float(p) for p in holm_array(np.asarray(p_values, dtype=float))]
+
+
+def holm_array(p_values: np.ndarray) -> np.ndarray:
+    """Holm's step-down adjusted p-values along the last axis, vectorised over the leading ones (a
+    simulation adjusts thousands of datasets at once). NaN marks a hypothesis not tested: it stays
+    NaN and does not count in the family's size."""
+    p = np.asarray(p_values, dtype=float)
+    tested = ~np.isnan(p)
+    size = tested.sum(axis=-1, keepdims=True)
+    order = np.argsort(np.where(tested, p, np.inf), axis=-1, kind="stable")
+    ranked = np.take_along_axis(np.where(tested, p, np.inf), order, axis=-1)
+    rank = np.arange(p.shape[-1])
+    finite = np.isfinite(ranked)
+    scaled = np.where(finite, np.minimum(1.0, (size - rank) * np.where(finite, ranked, 0.0)), 0.0)
+    stepped = np.maximum.accumulate(scaled, axis=-1)
+    adjusted = np.empty_like(stepped)
+    np.put_along_axis(adjusted, order, stepped, axis=-1)
+    return np.where(tested, adjusted, np.nan)
 
 
 def step_levels(p_values: Sequence[float], alpha: float) -> list[float]:
     """Holm's per-hypothesis level alpha / (m - rank + 1), rank 1 for the smallest p."""
-    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    levels = [0.0] * len(p_values)
-    for rank, index in enumerate(order, start=1):
-        levels[index] = alpha / (len(p_values) - rank + 1)
-    return levels
+    return [float(level) for level in step_levels_array(np.asarray(p_values, dtype=float), alpha)]
 
 
-POWER = 0.8
-"""The power a plan's detectable drop is stated at."""
+def step_levels_array(p_values: np.ndarray, alpha: float) -> np.ndarray:
+    """``step_levels`` along the last axis (NaN: not tested, no level)."""
+    p = np.asarray(p_values, dtype=float)
+    tested = ~np.isnan(p)
+    size = tested.sum(axis=-1, keepdims=True)
+    order = np.argsort(np.where(tested, p, np.inf), axis=-1, kind="stable")
+    ranks = np.empty_like(order)
+    np.put_along_axis(ranks, order, np.broadcast_to(np.arange(p.shape[-1]), p.shape).copy(), axis=-1)
+    levels = alpha / np.maximum(size - ranks, 1)
+    return np.where(tested, levels, np.nan)
 
 
-def power_to_fail(
-    drop: float, instances: int, slices: int, margin: float, alpha: float, base: float
-) -> float:
-    """The chance that a gate slice whose true accuracy falls from ``base`` by ``drop`` FAILs.
+@dataclass(frozen=True)
+class TParts:
+    """The adjusted t of ``paired_gap`` in parts, arrays over any leading axes: its centre, standard
+    error and degrees of freedom (NaN where there are no values)."""
 
-    A normal approximation of the gate's own test (``rotscope.gate.verdict``): the slice's mean
-    paired difference over its instances plus the two pseudo-instances (one lost, one gained), its
-    standard error from one scored item per instance with baseline and candidate outcomes taken as
-    independent, and Holm's first level alpha / slices (a slice that really dropped has the
-    smallest p-value). ``benchmarks/gate_power.py`` runs the gate itself on simulated runs: at one
-    slice and a drop of 0.10 from 0.90 it measured 0.05 / 0.09 / 0.14 / 0.26 / 0.49 at 16 / 30 /
-    60 / 120 / 250 instances where this gives 0.09 / 0.12 / 0.17 / 0.27 / 0.46, so below about 100
-    instances it overstates the power a little (the percentile bootstrap of few discrete values is
-    conservative), which only makes a plan's warning milder than the truth."""
-    if instances < 1 or slices < 1:
-        return 0.0
-    candidate = max(base - drop, 0.0)
-    variance = base * (1 - base) + candidate * (1 - candidate)
-    size = instances + 2  # the two pseudo-instances
-    mean = -instances * drop / size
-    spread = (instances * (variance + drop**2) + 2) / size - mean**2
-    standard_error = math.sqrt(max(spread, 0.0) / size)
-    quantile = float(scipy_stats.norm.ppf(1 - alpha / slices))
-    return float(scipy_stats.norm.cdf((-margin - mean) / standard_error - quantile))
+    centre: np.ndarray
+    standard_error: np.ndarray
+    df: np.ndarray
 
+    def bound(self, level: np.ndarray | float, side: Literal["lower", "upper"]) -> np.ndarray:
+        """The one-sided bound at ``level`` (clipped to [-1, 1])."""
+        with np.errstate(invalid="ignore"):
+            half = scipy_stats.t.ppf(1 - np.asarray(level), self.df) * self.standard_error
+        value = self.centre - half if side == "lower" else self.centre + half
+        return np.asarray(np.clip(value, -1.0, 1.0))
 
-def detectable_drop(
-    instances: int, slices: int, margin: float, alpha: float, base: float, power: float = POWER
-) -> float | None:
-    """The smallest drop from ``base`` that FAILs with ``power``, or ``None`` when no drop can
-    (even a fall to 0 is not caught often enough at these counts)."""
+    def p_above(self, threshold: float) -> np.ndarray:
+        """One-sided p-value of "the mean is above ``threshold``" (small when shown)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.asarray(scipy_stats.t.sf((self.centre - threshold) / self.standard_error, self.df))
 
-    def shortfall(drop: float) -> float:
-        return power_to_fail(drop, instances, slices, margin, alpha, base) - power
-
-    if shortfall(base) < 0:
-        return None
-    return float(optimize.brentq(shortfall, margin, base, xtol=1e-4))
+    def p_below(self, threshold: float) -> np.ndarray:
+        """One-sided p-value of "the mean is below ``threshold``" (small when shown)."""
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.asarray(scipy_stats.t.cdf((self.centre - threshold) / self.standard_error, self.df))
 
 
-ASSUMED_BASE = 0.9
-"""The baseline accuracy a plan's power is stated at: the low end of the calibration band."""
+def adjusted_t_parts(values: np.ndarray, present: np.ndarray | None = None) -> TParts:
+    """``adjusted_t_interval``'s centre, standard error and degrees of freedom along the last axis;
+    ``present`` (same shape, boolean) marks the values that exist, so rows of unequal size share
+    one array."""
+    values = np.asarray(values, dtype=float)
+    mask = np.ones(values.shape, dtype=bool) if present is None else np.asarray(present, dtype=bool)
+    filled = np.where(mask, values, 0.0)
+    n = mask.sum(axis=-1)
+    weight = PSEUDO_PAIR_WEIGHT
+    total = n + 2 * weight
+    centre = filled.sum(axis=-1) / total
+    squares = (
+        np.where(mask, (filled - centre[..., None]) ** 2, 0.0).sum(axis=-1)
+        + weight * (1.0 - centre) ** 2
+        + weight * (1.0 + centre) ** 2
+    )
+    standard_error = np.sqrt(squares / (total - 1) / total)
+    empty = n == 0
+    return TParts(
+        np.where(empty, np.nan, centre),
+        np.where(empty, np.nan, standard_error),
+        np.where(empty, np.nan, total - 1),
+    )
 
 
-def plan_power(instances: int, slices: int, margin: float, alpha: float) -> dict[str, float | int | None]:
-    """A plan's power at twice its margin and its smallest drop caught with 80% power."""
-    return {
-        "instances": instances,
-        "slices": slices,
-        "assumed_base": ASSUMED_BASE,
-        "drop": 2 * margin,
-        "power_at_drop": power_to_fail(2 * margin, instances, slices, margin, alpha, ASSUMED_BASE),
-        "detectable_drop": detectable_drop(instances, slices, margin, alpha, ASSUMED_BASE),
-    }
+def below_floor_p(successes: np.ndarray, instances: np.ndarray, floor: float) -> np.ndarray:
+    """One-sided p-value of "accuracy is below ``floor``": the chance of at most ``successes`` in
+    ``instances`` binomial trials at the floor, P(Bin(n, floor) <= k), with the regularised
+    incomplete beta so a fractional k (instances that average several items) is taken as it is. A
+    [0, 1] variable with mean f has variance at most f(1 - f), so averaged instances keep it
+    valid. A floor of 0 can never be missed (p = 1)."""
+    k = np.asarray(successes, dtype=float)
+    n = np.asarray(instances, dtype=float)
+    if floor <= 0.0:
+        return np.ones(np.broadcast(k, n).shape)
+    if floor >= 1.0:
+        return np.where(k < n, 0.0, 1.0)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        tail = special.betainc(np.maximum(n - k, 1e-12), k + 1, 1 - floor)
+    return np.asarray(np.where(n <= 0, np.nan, np.where(k >= n, 1.0, tail)))
+
+
+def floor_upper_bound(successes: np.ndarray, instances: np.ndarray, level: np.ndarray | float) -> np.ndarray:
+    """The one-sided upper confidence bound at ``level`` matching ``below_floor_p`` (Clopper-Pearson
+    with a fractional k): the floor at which that p-value equals ``level``."""
+    k = np.asarray(successes, dtype=float)
+    n = np.asarray(instances, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        upper = 1 - special.betaincinv(np.maximum(n - k, 1e-12), k + 1, np.asarray(level))
+    return np.asarray(np.where(n <= 0, np.nan, np.where(k >= n, 1.0, np.clip(upper, 0.0, 1.0))))

@@ -14,8 +14,9 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from rotscope.cli import app
+from rotscope.gate.decision import Rule
+from rotscope.gate.sizing import Design, gate_power, verdict_rates
 from rotscope.plan.manifest import manifest_digest, read_manifest
-from rotscope.stats import detectable_drop, plan_power, power_to_fail
 
 SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
 
@@ -102,35 +103,70 @@ def test_plan_writes_a_manifest_and_names_its_digest(runs: dict[str, Path]) -> N
     assert f"plan {manifest_digest(manifest)}" in result.output
 
 
+def _design(cases: int, slices: int) -> Design:
+    cells = {f"c{case}": 1 for case in range(cases)}
+    return Design.from_slices({("niah", 200, f"p{number}", ()): cells for number in range(slices)})
+
+
 def test_plan_states_the_gates_power_at_its_counts(runs: dict[str, Path]) -> None:
     """16 cases x 3 positions and the evidence-absent control at one length: 4 slices of 16
-    instances; at margin 0.3 even a drop of 0.6 from 0.9 FAILs only about a quarter of the time
-    (normal approximation), and plan says so."""
+    instances; plan prints the probabilities simulated through the gate's tests for that shape,
+    and the gate's record states them too."""
     manifest = read_manifest(runs["plan"])
-    assert manifest["planned"]["slices"] == 4 and manifest["planned"]["instances_per_slice"] == 16
-    expected = plan_power(16, 4, 0.3, 0.05)
-    assert isinstance(expected["power_at_drop"], float) and 0.2 < expected["power_at_drop"] < 0.4
+    planned = manifest["planned"]
+    assert (planned["slices"], planned["instances_per_slice"], planned["clusters"]) == (4, 16, 16)
+    expected = gate_power(_design(16, 4), Rule(0.3, 0.05, 0.0, 5))
     result = _invoke("plan", runs["experiment"], "-o", runs["plan"].with_name("power.json"))
-    assert f"a drop of 0.60 in one of 4 slices FAILs with probability {expected['power_at_drop']:.2f}" in (
-        " ".join(result.output.split())
-    )
+    shown = " ".join(result.output.split())
+    assert f"P(PASS | identical) = {expected['pass_identical']:.2f}" in shown
+    assert f"P(FAIL | a drop of the margin everywhere) = {expected['fail_margin_everywhere']:.2f}" in shown
+    assert "simulated through the gate's own tests, 2000 datasets per truth" in shown
     record = json.loads(
         _invoke("gate", "--baseline", runs["baseline"], "--candidate", runs["same"], "--json").output
     )
-    assert record["power"] == expected
+    assert record["power"]["simulated"] and record["power"]["slices"] == 4
+    assert record["power"]["pass_identical"] == pytest.approx(expected["pass_identical"], abs=0.08)
 
 
-def test_power_grows_with_instances_and_falls_with_slices() -> None:
-    powers = [power_to_fail(0.1, n, 15, 0.05, 0.05, 0.9) for n in (16, 60, 250, 1000)]
-    assert powers == sorted(powers) and powers[0] < 0.05 < 0.5 < powers[-1]
-    assert power_to_fail(0.1, 250, 1, 0.05, 0.05, 0.9) > power_to_fail(0.1, 250, 15, 0.05, 0.05, 0.9)
-    # a drop no bigger than the margin is never the gate's to catch
-    assert power_to_fail(0.05, 10_000, 1, 0.05, 0.05, 0.9) <= 0.05
-    detectable = detectable_drop(60, 15, 0.05, 0.05, 0.9)
-    assert detectable is not None and power_to_fail(detectable, 60, 15, 0.05, 0.05, 0.9) == pytest.approx(
-        0.8, abs=1e-3
+def test_power_grows_with_cases_and_falls_with_slices() -> None:
+    rule = Rule(0.1, 0.05, 0.0, 5)
+    passing = [verdict_rates(_design(n, 6), rule, [0.9] * 6, datasets=400)["PASS"] for n in (10, 30, 80)]
+    assert passing == sorted(passing) and passing[0] < 0.5 < passing[-1]
+    drop = [0.9 - 0.3] + [0.9] * 14
+    one, many = _design(60, 1), _design(60, 15)
+    assert (
+        verdict_rates(one, rule, drop[:1], datasets=400)["FAIL"]
+        > verdict_rates(many, rule, drop, datasets=400)["FAIL"]
     )
-    assert detectable_drop(3, 15, 0.05, 0.05, 0.9) is None
+
+
+def test_plan_power_picks_the_cases_per_task_an_identical_candidate_needs(folder: Path) -> None:
+    experiment = _experiment(folder, "sized", limit=None)
+    result = _invoke("plan", experiment, "-o", folder / "sized.json", "--power", "0.8")
+    assert result.exit_code == 0, result.output
+    chosen = read_manifest(folder / "sized.json")["config"]["cases_per_task"]
+    assert f"cases_per_task {chosen}: an identical candidate PASSes" in " ".join(result.output.split())
+    rule = Rule(0.3, 0.05, 0.0, 5)
+    assert verdict_rates(_design(chosen, 4), rule, [0.9] * 4)["PASS"] >= 0.8
+    assert verdict_rates(_design(chosen - 1, 4), rule, [0.9] * 4)["PASS"] < 0.8
+
+
+def test_plan_power_on_a_case_file_too_small_exits_2(folder: Path) -> None:
+    cases = folder / "few.jsonl"
+    cases.write_text(
+        "".join(
+            json.dumps({"case_id": f"c{n}", "question": f"What is code {n}?",
+                        "documents": [{"id": "d", "text": f"Code {n} is {n * 7 + 3}.", "claims": ["v"]}],
+                        "claims": {"v": [str(n * 7 + 3)]}, "required_claims": ["v"]})
+            + "\n"
+            for n in range(6)
+        ),
+        encoding="utf-8",
+    )  # fmt: skip
+    experiment = _experiment(folder, "few", tasks=["cases"], cases=str(cases), limit=None)
+    result = _invoke("plan", experiment, "-o", folder / "few.json", "--power", "0.8")
+    _one_error_line(result, "plan --power 0.80", "cases per task; task cases has 6")
+    assert not (folder / "few.json").exists()
 
 
 def test_a_run_whose_flags_change_the_plan_exits_2(runs: dict[str, Path], folder: Path) -> None:

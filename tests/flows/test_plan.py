@@ -173,3 +173,29 @@ def test_a_file_that_is_not_a_plan_is_bad_input(tmp_path: Path) -> None:
         read_manifest(tmp_path / "y.json")
     with pytest.raises(BadInput, match="not found"):
         read_manifest(tmp_path / "z.json")
+
+
+def test_the_plan_counts_the_slices_the_gate_will_judge(tmp_path: Path, corpus: Path) -> None:
+    """Evidence-only items are one slice per task at length 0 whatever their unpadded length (not a
+    one-instance slice each), and the plan's slices are exactly the gate's on the run it plans."""
+    from rotscope.backends import create_backend
+    from rotscope.gate.pairing import build_slices, load_run
+    from rotscope.plan.manifest import gate_slices
+    from rotscope.plan.workitems import build_plan
+
+    config = build_config(_config(corpus, evidence_only=True, lengths=[200, 300]))
+    freeze_plan(config, tmp_path / "eo.json")
+    planned = read_manifest(tmp_path / "eo.json")["planned"]
+    # 2 lengths x (2 positions + the evidence-absent control) + one evidence-only slice
+    assert (planned["slices"], planned["instances_per_slice"], planned["clusters"]) == (7, 3, 3)
+    backend = create_backend(config)
+    try:
+        expected = gate_slices(build_plan(config, backend), None)
+    finally:
+        backend.close()
+    run = load_run(run_experiment(config, run_dir=tmp_path / "eo-run"))
+    judged, _ = build_slices(run, run)
+    assert [(s.task, s.length, s.position, s.instances) for s in judged] == [
+        (key[0], key[1], key[2], len(clusters)) for key, clusters in expected.items()
+    ]
+    assert ("niah", 0, "evidence-only", ()) in expected

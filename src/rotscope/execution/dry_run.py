@@ -20,15 +20,22 @@ from rotscope.plan.workitems import Plan, build_plan
 from rotscope.types import Backend
 
 
-def freeze_plan(config: ExperimentConfig, output: Path) -> tuple[dict[str, Any], str]:
-    """Plan ``config`` without calling a model and write its manifest to ``output``."""
+def planned_manifest(config: ExperimentConfig) -> tuple[dict[str, Any], Plan]:
+    """Plan ``config`` without calling a model: its manifest and the plan it describes."""
     backend = create_backend(config)
     try:
         if config.cache_control:
             require_clearable(backend)
-        manifest = build_manifest(config, build_plan(config, backend), backend)
+        plan = build_plan(config, backend)
+        manifest = build_manifest(config, plan, backend)
     finally:
         backend.close()
+    return manifest, plan
+
+
+def freeze_plan(config: ExperimentConfig, output: Path) -> tuple[dict[str, Any], str]:
+    """Plan ``config`` without calling a model and write its manifest to ``output``."""
+    manifest, _ = planned_manifest(config)
     return manifest, write_manifest(manifest, output)
 
 

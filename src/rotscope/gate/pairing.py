@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rotscope.errors import BadInput
-from rotscope.plan.manifest import SHARED_GROUPS, deviations
+from rotscope.plan.manifest import SHARED_GROUPS, cluster_of, deviations
 from rotscope.position import Position
 from rotscope.rows import Row, column
 from rotscope.store import RunStore
@@ -151,18 +151,28 @@ class Slice:
     lower: float | None = None
     upper: float | None = None
     p_noninferior: float | None = None
+    """One-sided p-values of the slice's adjusted t: non-inferiority (shown for information; a
+    PASS rests on the pooled test) and inferiority (the slice's FAIL test), and their Holm
+    adjustments across the tested slices."""
     p_inferior: float | None = None
     p_noninferior_holm: float | None = None
     p_inferior_holm: float | None = None
     candidate_ci_high: float | None = None
+    """The candidate accuracy's upper bound at the floor test's Holm level."""
+    floor_p_holm: float | None = None
     verdict: Verdict = "INCONCLUSIVE"
     reason: str = ""
     differences: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
-    bootstrap: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     candidate_means: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    clusters: tuple[str, ...] = field(default=(), repr=False)
+    """Each instance's cluster (``cluster_of``), in the order of ``differences``."""
+    baseline_sums: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    candidate_sums: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    counts: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
+    """Per instance: correct items of each run and paired items."""
 
     def record(self) -> dict[str, Any]:
-        skip = {"differences", "bootstrap", "candidate_means"}
+        skip = {"differences", "candidate_means", "clusters", "baseline_sums", "candidate_sums", "counts"}
         return {key: value for key, value in asdict(self).items() if key not in skip}
 
 
@@ -192,8 +202,10 @@ def build_slices(
         groups[key][row["instance_id"]].append((row_correct(row), row_correct(other)))
     slices = []
     for (task, length, position, fields), instances in sorted(groups.items()):
-        base = np.array([np.mean([b for b, _ in pairs]) for pairs in instances.values()])
-        cand_means = np.array([np.mean([c for _, c in pairs]) for pairs in instances.values()])
+        counts = np.array([len(pairs) for pairs in instances.values()], dtype=float)
+        base_sums = np.array([sum(b for b, _ in pairs) for pairs in instances.values()])
+        cand_sums = np.array([sum(c for _, c in pairs) for pairs in instances.values()])
+        base, cand_means = base_sums / counts, cand_sums / counts
         slices.append(
             Slice(
                 task=task,
@@ -207,6 +219,10 @@ def build_slices(
                 difference=float((cand_means - base).mean()),
                 differences=cand_means - base,
                 candidate_means=cand_means,
+                clusters=tuple(cluster_of(task, instance) for instance in instances),
+                baseline_sums=base_sums,
+                candidate_sums=cand_sums,
+                counts=counts,
             )
         )
     return slices, excluded

@@ -1,22 +1,12 @@
 """The release gate's verdict: a candidate run against a baseline run, paired item by item
-(``rotscope.gate.pairing``), judged slice by slice under a pre-registered analysis
-(``GateConfig``, frozen by ``rotscope plan``).
+(``rotscope.gate.pairing``), judged under a pre-registered analysis (``GateConfig``, frozen by
+``rotscope plan``) with the tests of ``rotscope.gate.decision``: a pooled non-inferiority test, a
+pooled FAIL test, per-slice FAIL tests and an absolute floor (both Holm-adjusted across slices).
 
-Per slice (task, length, position, plus the case file's slice fields when rows carry them) the
-paired difference candidate minus baseline of instance-level accuracy gets a cluster bootstrap
-distribution (instances resampled, seeded, one pseudo-instance lost and one gained added so that
-few instances never give a point interval). Two one-sided bootstrap tests against ``-margin``
-(non-inferiority shown; inferiority shown) are Holm-adjusted across the tested slices
-(statsmodels ``multipletests(method="holm")``). Bounds are reported at Holm's step level for the
-slice, alpha / (m - rank + 1), one-sided.
-
-Verdicts: a slice with fewer paired instances than ``min_instances`` is INCONCLUSIVE, never
-pooled. A slice FAILs when inferiority is shown (its upper bound is below -margin) or the
-candidate's Wilson upper bound is below the floor. It PASSes when non-inferiority is shown (its
-lower bound is above -margin) and the candidate's accuracy meets the floor; anything else
-(the interval straddles -margin, or the floor is neither met nor clearly missed) is INCONCLUSIVE.
-The gate FAILs when any slice fails, else is INCONCLUSIVE when any slice is, or when either run
-has more errors than ``max_error_rate``, else PASSes.
+The gate FAILs when a FAIL test rejects; it is INCONCLUSIVE when either run has more errors than
+``max_error_rate`` or is unfinished, when a slice holds fewer than ``min_instances`` instances, or
+when non-inferiority is not shown; else it PASSes. The record says which test decided, and per
+task the longest length it may still claim (``supported_up_to``).
 """
 
 from __future__ import annotations
@@ -24,6 +14,7 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal
@@ -33,6 +24,7 @@ import numpy as np
 from rotscope._version import __version__
 from rotscope.config import GateConfig
 from rotscope.errors import BadInput
+from rotscope.gate.decision import TESTS_VERSION, Pooled, Rule, decide, pooled_tests
 from rotscope.gate.pairing import (
     RunData,
     Slice,
@@ -43,9 +35,9 @@ from rotscope.gate.pairing import (
     row_correct,
     row_position,
 )
-from rotscope.plan.manifest import manifest_digest
+from rotscope.gate.sizing import Design, gate_power
+from rotscope.plan.manifest import SliceKey, manifest_digest
 from rotscope.rows import error_rate
-from rotscope.stats import bootstrap_means, holm, plan_power, proportion_interval, step_levels
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 EXIT_CODES: dict[Verdict, int] = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}
@@ -69,67 +61,198 @@ def analysis_settings(baseline: RunData, candidate: RunData, plan: Mapping[str, 
     return settings[1]
 
 
-def judge_slices(slices: list[Slice], settings: GateConfig) -> None:
-    """Bootstrap, Holm-adjust and give each slice its verdict (in place)."""
-    tested = [s for s in slices if s.instances >= settings.min_instances]
-    resamples = settings.resamples
-    if tested and 1 / (resamples + 1) > settings.alpha / len(tested):
-        needed = int(np.ceil(len(tested) / settings.alpha))
-        raise BadInput(
-            f"gate.resamples: {resamples} bootstrap draws cannot reach Holm's first level alpha / "
-            f"{len(tested)} slices; use at least {needed}"
-        )
-    for index, item in enumerate(slices):
-        if item.instances < settings.min_instances:
-            continue
-        item.bootstrap = bootstrap_means(item.differences, resamples, (settings.bootstrap_seed, index))
-        item.p_noninferior = (1 + int(np.sum(item.bootstrap <= -settings.margin))) / (resamples + 1)
-        item.p_inferior = (1 + int(np.sum(item.bootstrap >= -settings.margin))) / (resamples + 1)
-        _, item.candidate_ci_high = proportion_interval(
-            float(item.candidate_means.sum()), item.instances, confidence=1 - settings.alpha
-        )
-    noninferior = [s.p_noninferior or 1.0 for s in tested]
-    inferior = [s.p_inferior or 1.0 for s in tested]
-    low_levels = step_levels(noninferior, settings.alpha)
-    high_levels = step_levels(inferior, settings.alpha)
-    adjusted_noninferior = holm(noninferior, settings.alpha)
-    adjusted_inferior = holm(inferior, settings.alpha)
-    for number, item in enumerate(tested):
-        item.lower = float(np.quantile(item.bootstrap, low_levels[number]))
-        item.upper = float(np.quantile(item.bootstrap, 1 - high_levels[number]))
-        item.p_noninferior_holm = adjusted_noninferior[number]
-        item.p_inferior_holm = adjusted_inferior[number]
-    for item in slices:
-        item.verdict, item.reason = _slice_verdict(item, settings)
+def rule_of(settings: GateConfig) -> Rule:
+    return Rule(settings.margin, settings.alpha, settings.floor, settings.min_instances)
 
 
-def _slice_verdict(item: Slice, settings: GateConfig) -> tuple[Verdict, str]:
+@dataclass(frozen=True)
+class PooledTest:
+    """The pooled tests' result over some slices (all of them, or one task's length)."""
+
+    clusters: int
+    difference: float | None
+    lower: float | None
+    upper: float | None
+    p_noninferior: float | None
+    p_inferior: float | None
+    passes: bool
+    fails: bool
+
+    def record(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _number(value: Any) -> float | None:
+    number = float(value)
+    return None if np.isnan(number) else number
+
+
+def _pooled(result: Pooled) -> PooledTest:
+    return PooledTest(
+        clusters=int(result.clusters[0]),
+        difference=_number(result.difference[0]) if result.clusters[0] else None,
+        lower=_number(result.lower[0]),
+        upper=_number(result.upper[0]),
+        p_noninferior=_number(result.p_noninferior[0]),
+        p_inferior=_number(result.p_inferior[0]),
+        passes=bool(result.passes[0]),
+        fails=bool(result.fails[0]),
+    )
+
+
+def matrices(slices: Sequence[Slice]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The slices as ``decide`` reads them: [1, clusters, slices] sums of correct items of each run
+    and [clusters, slices] paired items."""
+    clusters = sorted({cluster for item in slices for cluster in item.clusters})
+    index = {cluster: number for number, cluster in enumerate(clusters)}
+    shape = (len(clusters), len(slices))
+    base, cand, count = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    for column, item in enumerate(slices):
+        rows = np.array([index[cluster] for cluster in item.clusters], dtype=int)
+        np.add.at(base[:, column], rows, item.baseline_sums)
+        np.add.at(cand[:, column], rows, item.candidate_sums)
+        np.add.at(count[:, column], rows, item.counts)
+    return base[None], cand[None], count
+
+
+def judge_slices(slices: list[Slice], settings: GateConfig) -> PooledTest:
+    """Run every test, give each slice its verdict (in place) and return the pooled tests."""
+    rule = rule_of(settings)
+    base, cand, count = matrices(slices)
+    if not slices:
+        return PooledTest(0, None, None, None, None, None, False, False)
+    decision = decide(base, cand, count, rule)
+    for number, item in enumerate(slices):
+        if decision.tested[number]:
+            item.lower = _number(decision.lower[0, number])
+            item.upper = _number(decision.upper[0, number])
+            item.p_noninferior = _number(decision.p_noninferior[0, number])
+            item.p_inferior = _number(decision.p_inferior[0, number])
+            item.p_noninferior_holm = _number(decision.p_noninferior_holm[0, number])
+            item.p_inferior_holm = _number(decision.p_inferior_holm[0, number])
+            item.floor_p_holm = _number(decision.floor_p_holm[0, number])
+            item.candidate_ci_high = _number(decision.floor_upper[0, number])
+        item.verdict, item.reason = _slice_verdict(
+            item,
+            settings,
+            tested=bool(decision.tested[number]),
+            fails=bool(decision.slice_fails[0, number]),
+            floor_fails=bool(decision.floor_fails[0, number]),
+        )
+    return _pooled(decision.pooled)
+
+
+def _slice_verdict(
+    item: Slice, settings: GateConfig, *, tested: bool, fails: bool, floor_fails: bool
+) -> tuple[Verdict, str]:
+    """A slice FAILs on its FAIL test or the floor, is INCONCLUSIVE below its minimum counts or
+    below the floor on its point estimate, and otherwise PASSes: no loss beyond the margin shown
+    there (a gate's PASS rests on the pooled test)."""
     margin = settings.margin
-    if item.instances < settings.min_instances:
+    if not tested:
         return (
             "INCONCLUSIVE",
             f"{item.instances} instances, fewer than the plan's minimum {settings.min_instances}",
         )
-    assert item.p_inferior_holm is not None and item.p_noninferior_holm is not None
-    assert item.candidate_ci_high is not None and item.candidate_accuracy is not None
-    if item.p_inferior_holm <= settings.alpha:
-        return "FAIL", f"upper bound {item.upper:+.3f} below -margin {-margin:+.3f}"
-    if item.candidate_ci_high < settings.floor:
+    if fails:
+        return "FAIL", f"upper bound {item.upper:+.3f} below -margin {-margin:+.3f} (Holm)"
+    if floor_fails:
         return (
             "FAIL",
-            f"candidate accuracy upper bound {item.candidate_ci_high:.3f} below the floor {settings.floor}",
+            f"candidate accuracy upper bound {item.candidate_ci_high:.3f} below the floor {settings.floor} "
+            "(Holm)",
         )
-    if item.p_noninferior_holm > settings.alpha:
-        return (
-            "INCONCLUSIVE",
-            f"interval [{item.lower:+.3f}, {item.upper:+.3f}] straddles -margin {-margin:+.3f}",
-        )
+    assert item.candidate_accuracy is not None
     if item.candidate_accuracy < settings.floor:
         return (
             "INCONCLUSIVE",
             f"candidate accuracy {item.candidate_accuracy:.3f} below the floor {settings.floor}",
         )
-    return "PASS", f"lower bound {item.lower:+.3f} above -margin {-margin:+.3f}"
+    return "PASS", f"no loss beyond the margin: upper bound {item.upper:+.3f} not below {-margin:+.3f}"
+
+
+def pooled_test(slices: Sequence[Slice], settings: GateConfig) -> PooledTest:
+    """The pooled tests over ``slices``."""
+    if not slices:
+        return PooledTest(0, None, None, None, None, None, False, False)
+    base, cand, count = matrices(slices)
+    return _pooled(pooled_tests(base, cand, count, rule_of(settings)))
+
+
+def decided(
+    slices: Sequence[Slice],
+    error_rates: Mapping[str, float],
+    settings: GateConfig,
+    pending: Mapping[str, int] | None = None,
+    pooled: PooledTest | None = None,
+) -> tuple[Verdict, list[str], list[str]]:
+    """The gate's verdict, the tests that decided it, and the reasons. Error rates follow the one
+    rule of ``rotscope.rows.error_rate`` (errors among attempted rows); an unfinished run (pending
+    rows) is a reason of its own, so it is never judged as if complete."""
+    errors = [
+        f"{role} run has {rate:.1%} rows in error, above the plan's {settings.max_error_rate:.1%}"
+        for role, rate in error_rates.items()
+        if rate > settings.max_error_rate
+    ]
+    unfinished = [
+        f"{role} run is unfinished ({count} items pending): finish it with rotscope run --resume"
+        for role, count in (pending or {}).items()
+        if count
+    ]
+    if errors or unfinished:
+        return (
+            "INCONCLUSIVE",
+            ["error rate"] * bool(errors) + ["unfinished run"] * bool(unfinished),
+            [
+                *errors,
+                *unfinished,
+            ],
+        )
+    if not slices:
+        return "INCONCLUSIVE", ["no data"], ["no paired rows to compare"]
+    pooled = pooled or pooled_test(slices, settings)
+    margin = settings.margin
+    tests: list[str] = []
+    reasons: list[str] = []
+    if pooled.fails:
+        tests.append("pooled FAIL test")
+        reasons.append(
+            f"pooled over {len(slices)} slices and {pooled.clusters} cases: upper bound "
+            f"{pooled.upper:+.3f} below -margin {-margin:+.3f}"
+        )
+    failing = [s for s in slices if s.verdict == "FAIL"]
+    if any(s.reason.startswith("upper bound") for s in failing):
+        tests.append("slice FAIL test")
+    if any(s.reason.startswith("candidate accuracy") for s in failing):
+        tests.append("floor")
+    reasons += [f"{_slice_name(s)}: {s.reason}" for s in failing]
+    if tests:
+        return "FAIL", tests, reasons
+    small = [s for s in slices if s.verdict == "INCONCLUSIVE" and "fewer than" in s.reason]
+    below = [s for s in slices if s.verdict == "INCONCLUSIVE" and "below the floor" in s.reason]
+    if small:
+        tests.append("minimum counts")
+    if below:
+        tests.append("floor (point estimate)")
+    reasons += [f"{_slice_name(s)}: {s.reason}" for s in small + below]
+    if not pooled.passes:
+        tests.append("pooled non-inferiority")
+        lower = "-" if pooled.lower is None else f"{pooled.lower:+.3f}"
+        reasons.append(
+            f"pooled over {len(slices)} slices and {pooled.clusters} cases: lower bound {lower} "
+            f"not above -margin {-margin:+.3f}"
+        )
+    if tests:
+        return "INCONCLUSIVE", tests, reasons
+    return (
+        "PASS",
+        ["pooled non-inferiority"],
+        [
+            f"pooled over {len(slices)} slices and {pooled.clusters} cases: difference "
+            f"{pooled.difference:+.3f}, lower bound {pooled.lower:+.3f} above -margin {-margin:+.3f}; "
+            "no slice FAILs, every slice has its minimum counts and meets the floor"
+        ],
+    )
 
 
 def overall_verdict(
@@ -137,31 +260,66 @@ def overall_verdict(
     error_rates: Mapping[str, float],
     settings: GateConfig,
     pending: Mapping[str, int] | None = None,
+    pooled: PooledTest | None = None,
 ) -> tuple[Verdict, list[str]]:
-    """The gate's verdict and the reasons for it. Error rates follow the one rule of
-    ``rotscope.rows.error_rate`` (errors among attempted rows); an unfinished run (pending rows)
-    is a reason of its own, so it is never judged as if complete."""
-    reasons = [
-        f"{role} run has {rate:.1%} rows in error, above the plan's {settings.max_error_rate:.1%}"
-        for role, rate in error_rates.items()
-        if rate > settings.max_error_rate
-    ]
-    reasons += [
-        f"{role} run is unfinished ({count} items pending): finish it with rotscope run --resume"
-        for role, count in (pending or {}).items()
-        if count
-    ]
-    if not slices:
-        return "INCONCLUSIVE", [*reasons, "no paired rows to compare"]
-    failing = [s for s in slices if s.verdict == "FAIL"]
-    open_slices = [s for s in slices if s.verdict == "INCONCLUSIVE"]
-    if reasons:
-        return "INCONCLUSIVE", reasons
-    if failing:
-        return "FAIL", [f"{_slice_name(s)}: {s.reason}" for s in failing]
-    if open_slices:
-        return "INCONCLUSIVE", [f"{_slice_name(s)}: {s.reason}" for s in open_slices]
-    return "PASS", [f"all {len(slices)} slices non-inferior within margin {settings.margin}"]
+    """The gate's verdict and the reasons for it (``decided``, without the tests' names)."""
+    verdict, _, reasons = decided(slices, error_rates, settings, pending, pooled)
+    return verdict, reasons
+
+
+def supported_up_to(slices: Sequence[Slice], settings: GateConfig) -> dict[str, dict[str, Any]]:
+    """Per task, the longest length L such that at L and every shorter length every slice has its
+    minimum counts, no slice FAILs and the pooled non-inferiority test over that length's slices
+    passes. Lengths are tested in order from the shortest and the scan stops at the first that
+    does not hold (a fixed-sequence procedure: the claim keeps the gate's alpha without
+    adjustment). Evidence-only slices (length 0) belong to no length."""
+    result: dict[str, dict[str, Any]] = {}
+    for task in dict.fromkeys(s.task for s in slices):
+        lengths = sorted({s.length for s in slices if s.task == task and s.length > 0})
+        supported: int | None = None
+        first: dict[str, Any] | None = None
+        steps = []
+        for length in lengths:
+            here = [s for s in slices if s.task == task and s.length == length]
+            pooled = pooled_test(here, settings)
+            failing = [s for s in here if s.verdict == "FAIL"]
+            small = [s for s in here if s.verdict == "INCONCLUSIVE" and "fewer than" in s.reason]
+            if failing:
+                why = "fails at " + ", ".join(_where(s) for s in failing)
+            elif small:
+                why = "has too few instances at " + ", ".join(_where(s) for s in small)
+            elif not pooled.passes:
+                lower = "-" if pooled.lower is None else f"{pooled.lower:+.3f}"
+                why = f"is not shown within the margin (pooled lower bound {lower})"
+            else:
+                why = ""
+            steps.append({"length": length, "pooled": pooled.record(), "holds": not why, "why": why})
+            if first is None:
+                if why:
+                    first = {"length": length, "why": why}
+                else:
+                    supported = length
+        if supported is None:
+            sentence = "no tested length supported"
+        elif first is None:
+            sentence = f"supported up to {supported:,} tokens (the longest tested)"
+        else:
+            sentence = f"supported up to {supported:,} tokens"
+        if first is not None:
+            sentence += f"; {first['length']:,} {first['why']}"
+        result[task] = {
+            "supported_up_to": supported,
+            "first_unsupported": None if first is None else first["length"],
+            "sentence": sentence,
+            "lengths": steps,
+        }
+    return result
+
+
+def _where(item: Slice) -> str:
+    extra = "".join(f" {key}={value}" for key, value in item.fields.items())
+    place = item.position if item.position in ("absent",) else f"the {item.position}"
+    return f"{place}{extra}"
 
 
 def _slice_name(item: Slice) -> str:
@@ -237,6 +395,44 @@ def binding(run: RunData) -> dict[str, Any]:
     }
 
 
+LEGACY_INTERVAL = "cluster-bootstrap-percentile"
+RECORD_DATASETS = 500
+"""Simulated datasets per truth behind a record's power (a plan states it from 2,000)."""
+
+
+def _tests_record(pooled: PooledTest, settings: GateConfig, plan: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Each test with its alpha and, for a plan frozen by an earlier rotscope, that it is judged
+    with this version's tests."""
+    alpha = settings.alpha
+    record: dict[str, Any] = {
+        "version": TESTS_VERSION,
+        "pooled_noninferiority": {"alpha": alpha, "method": "adjusted t over cases", **pooled.record()},
+        "pooled_fail": {"alpha": alpha, "method": "adjusted t over cases", "fails": pooled.fails},
+        "slice_fail": {"alpha": alpha, "method": "adjusted t per slice, Holm across slices"},
+        "floor": {"alpha": alpha, "floor": settings.floor, "method": "exact binomial per slice, Holm"},
+    }
+    if settings.interval == LEGACY_INTERVAL:
+        origin = "the plan" if plan is not None else "the runs' gate settings"
+        record["note"] = (
+            f"{origin} asked for the per-slice cluster bootstrap of the gate's tests before version "
+            f"{TESTS_VERSION}; judged with this version's tests (pooled and per-slice adjusted t, "
+            "Holm-adjusted floor)"
+        )
+    return record
+
+
+def slice_design(slices: Sequence[Slice]) -> Design:
+    """The shape of the judged slices, for ``rotscope.gate.sizing``."""
+    found: dict[SliceKey, dict[str, int]] = {}
+    for item in slices:
+        key: SliceKey = (item.task, item.length, item.position, tuple(item.fields.items()))
+        counts: dict[str, int] = {}
+        for cluster, count in zip(item.clusters, item.counts, strict=True):
+            counts[cluster] = counts.get(cluster, 0) + int(count)
+        found[key] = counts
+    return Design.from_slices(found)
+
+
 def evaluate(
     baseline_dir: Path, candidate_dir: Path, plan: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
@@ -253,21 +449,26 @@ def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | Non
     check_pairable(baseline, candidate)
     settings = analysis_settings(baseline, candidate, plan)
     slices, excluded = build_slices(baseline, candidate, settings.slice_fields)
-    judge_slices(slices, settings)
+    pooled = judge_slices(slices, settings)
     runs = {"baseline": baseline, "candidate": candidate}
     error_rates = {role: error_rate(run.rows) for role, run in runs.items()}
     pending = {role: sum(row["status"] == "pending" for row in run.rows) for role, run in runs.items()}
-    verdict, reasons = overall_verdict(slices, error_rates, settings, pending)
+    verdict, tests, reasons = decided(slices, error_rates, settings, pending, pooled)
+    support = supported_up_to(slices, settings)
     return {
         "verdict": verdict,
         "exit_code": EXIT_CODES[verdict],
+        "decided_by": tests,
         "reasons": reasons,
+        "tests": _tests_record(pooled, settings, plan),
+        "supported_up_to": {task: entry["supported_up_to"] for task, entry in support.items()},
+        "support": support,
         "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
         "rotscope_version": __version__,
         "plan_digest": manifest_digest(plan) if plan is not None else None,
         "analysis": {
             **settings.model_dump(mode="json"),
-            "tested_slices": sum(s.lower is not None for s in slices),
+            "tested_slices": sum(s.upper is not None for s in slices),
         },
         "baseline": binding(baseline),
         "candidate": binding(candidate),
@@ -277,10 +478,8 @@ def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | Non
             "candidate_rate": error_rates["candidate"],
         },
         "slices": [item.record() for item in slices],
-        # What this gate could catch at its counts (a PASS is read against it).
-        "power": plan_power(
-            min((s.instances for s in slices), default=0), len(slices), settings.margin, settings.alpha
-        ),
+        # What this gate could decide at its counts (a PASS is read against it).
+        "power": gate_power(slice_design(slices), rule_of(settings), datasets=RECORD_DATASETS),
         "worst_positions": worst_positions(baseline, candidate),
         "claims": {"baseline": claim_counts(baseline), "candidate": claim_counts(candidate)},
     }

@@ -26,7 +26,8 @@ from rotscope._version import __version__
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput, write_output
 from rotscope.plan.workitems import Plan, select_cases
-from rotscope.types import Backend, Case
+from rotscope.position import Position
+from rotscope.types import ABSENT_SUFFIX, EVIDENCE_ONLY_POSITION, EVIDENCE_ONLY_SUFFIX, Backend, Case
 
 MANIFEST_VERSION = 2
 """2: the assembler digest covers every prompt-shaping module by its code, not listed files."""
@@ -115,16 +116,54 @@ def template_digest(backend: Backend, description: Mapping[str, Any]) -> str:
     return _sha(backend.tokenizer().render_chat(list(_TEMPLATE_PROBE)).encode())
 
 
-def slice_shape(plan: Plan) -> dict[str, int]:
-    """How many gate slices (task x length x position, the evidence-absent control's included) the
-    plan fills, and the fewest instances one of them holds: what the gate's power rests on."""
-    instances: dict[tuple[Any, ...], set[str]] = defaultdict(set)
+def cluster_of(task: str, instance_id: str) -> str:
+    """The case an instance belongs to: its evidence-absent and evidence-only controls are the same
+    case (one prompt's difficulty), so the gate's pooled tests count them as one cluster."""
+    for suffix in (ABSENT_SUFFIX, EVIDENCE_ONLY_SUFFIX):
+        instance_id = instance_id.removesuffix(suffix)
+    return f"{task}/{instance_id}"
+
+
+SliceKey = tuple[str, int, str, tuple[tuple[str, str], ...]]
+"""(task, length, position label, slice fields): a gate slice, as ``rotscope.gate.pairing`` keys it."""
+
+
+def gate_slices(plan: Plan, slice_fields: list[str] | None) -> dict[SliceKey, dict[str, int]]:
+    """The gate slices the plan fills, each with its clusters' paired item counts, keyed as the
+    gate keys rows (``rotscope.gate.pairing``): an evidence-only item at length 0 whatever its
+    unpadded length, a question pinned at a depth of its own (multikey) at that depth, a family's
+    own filler stream before the position, the rows' slice fields crossed."""
+    found: dict[SliceKey, dict[str, int]] = defaultdict(lambda: defaultdict(int))
     for item in plan.items:
         for _, part in item.case.scored_parts():
-            # a question pinned at a depth of its own (multikey) is judged in that depth's slice
-            depth, name = part.at_depth or (item.layout.depth, item.layout.position)
-            instances[(item.case.task, item.layout.length_tokens, name or depth)].add(item.instance_id)
-    return {"slices": len(instances), "instances_per_slice": min(map(len, instances.values()), default=0)}
+            depth, name = (
+                part.at_depth
+                if part.at_depth and not part.control
+                else (item.layout.depth, item.layout.position)
+            )
+            label = Position.from_stored(name, depth).label
+            if item.layout.filler:
+                label = f"{item.layout.filler}/{label}"
+            length = 0 if name == EVIDENCE_ONLY_POSITION else item.layout.length_tokens
+            fields = tuple(
+                (key, value)
+                for key, value in sorted(part.slices)
+                if slice_fields is None or key in slice_fields
+            )
+            found[(part.task, length, label, fields)][cluster_of(part.task, item.instance_id)] += 1
+    return {key: dict(clusters) for key, clusters in sorted(found.items())}
+
+
+def slice_shape(plan: Plan, slice_fields: list[str] | None = None) -> dict[str, int]:
+    """How many gate slices (``gate_slices``) the plan fills, the fewest instances one of them
+    holds and the clusters (cases) in all: what the gate's power rests on."""
+    slices = gate_slices(plan, slice_fields)
+    clusters = {cluster for found in slices.values() for cluster in found}
+    return {
+        "slices": len(slices),
+        "instances_per_slice": min(map(len, slices.values()), default=0),
+        "clusters": len(clusters),
+    }
 
 
 def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> dict[str, Any]:
@@ -170,7 +209,7 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> di
         "planned": {
             "work_items": len(plan.items),
             "rejected_prompts": len(plan.rejected),
-            **slice_shape(plan),
+            **slice_shape(plan, config.gate.slice_fields),
         },
         "config": fields,
     }

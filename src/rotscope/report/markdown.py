@@ -15,6 +15,7 @@ from rotscope.report.cells import depth_label
 from rotscope.report.names import shareable
 from rotscope.report.numbers import score as _fmt
 from rotscope.report.terminal import effective_text, headline_intro
+from rotscope.report.verdict import pooled_line, support_lines
 
 ROWS_SHOWN = 10
 _MARK = {"PASS": "✅", "FAIL": "❌", "INCONCLUSIVE": "⚠️"}
@@ -76,13 +77,25 @@ def gate_markdown(record: dict[str, Any], baseline: dict[str, Any], candidate: d
         *(f"- {_text(reason)}" for reason in record["reasons"][:ROWS_SHOWN]),
         *_more(len(record["reasons"])),
     ]
+    if record.get("decided_by"):
+        lines += ["", f"Decided by: {_text(', '.join(record['decided_by']))}."]
+    pooled = pooled_line(record)
+    if pooled is not None:
+        lines += ["", _text(pooled) + "."]
+    support = support_lines(record)
+    if support:
+        lines += ["", "### Supported window", "", *(f"- {_text(line)}" for line in support)]
+    note = (record.get("tests") or {}).get("note")
+    if note:
+        lines += ["", f"Note: {_text(note)}."]
     unpassed = [item for item in record["slices"] if item["verdict"] != "PASS"]
     analysis = record["analysis"]
     lines += [
         "",
         f"### Slices not passing: {len(unpassed)} of {len(record['slices'])}",
         "",
-        f"Candidate − baseline, paired instance accuracy, one-sided bounds at Holm levels "
+        f"Candidate − baseline, paired instance accuracy, one-sided bounds at Holm levels; a slice "
+        "FAILs when its upper bound is below −margin or its accuracy is clearly below the floor "
         f"(alpha {analysis['alpha']}, margin {analysis['margin']}, min {analysis['min_instances']} "
         "instances).",
     ]

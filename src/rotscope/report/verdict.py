@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.numbers import score as _fmt
-from rotscope.stats import POWER as GATE_POWER
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
 _WORST_SHOWN = 10
@@ -21,10 +21,10 @@ def slice_table(record: dict[str, Any]) -> Table:
     analysis = record["analysis"]
     table = Table(
         title=(
-            f"candidate − baseline per slice: paired instance accuracy, cluster bootstrap "
-            f"({analysis['resamples']} resamples, seed {analysis['bootstrap_seed']}), one-sided bounds at "
-            f"Holm levels, alpha {analysis['alpha']}, margin {analysis['margin']}, "
-            f"floor {analysis['floor']}, min {analysis['min_instances']} instances"
+            f"candidate − baseline per slice: paired instance accuracy, {_method(record)}, one-sided "
+            f"bounds at Holm levels, alpha {analysis['alpha']}, margin {analysis['margin']}, "
+            f"floor {analysis['floor']}, min {analysis['min_instances']} instances; "
+            "Holm p of the slice's FAIL test"
         ),
         title_justify="left",
     )
@@ -41,10 +41,45 @@ def slice_table(record: dict[str, Any]) -> Table:
             _fmt(item["candidate_accuracy"]),
             _fmt(item["difference"], signed=True),
             f"[{_fmt(item['lower'], True)}, {_fmt(item['upper'], True)}]",
-            "-" if item["p_noninferior_holm"] is None else f"{item['p_noninferior_holm']:.4f}",
+            _holm_p(item),
             f"[{_STYLE[item['verdict']]}]{item['verdict']}[/]",
         )
     return table
+
+
+def _method(record: dict[str, Any]) -> str:
+    """The slice test a record used: a record written before the tests' version 2 bootstrapped."""
+    if "tests" not in record:
+        analysis = record["analysis"]
+        resamples, seed = analysis.get("resamples"), analysis.get("bootstrap_seed")
+        return f"cluster bootstrap ({resamples} resamples, seed {seed})"
+    return "adjusted t"
+
+
+def _holm_p(item: dict[str, Any]) -> str:
+    value = item.get("p_inferior_holm") if "floor_p_holm" in item else item.get("p_noninferior_holm")
+    return "-" if value is None else f"{value:.4f}"
+
+
+def pooled_line(record: dict[str, Any]) -> str | None:
+    """The pooled non-inferiority test in one line (``None`` for a record from before it)."""
+    tests = record.get("tests")
+    if not tests:
+        return None
+    pooled = tests["pooled_noninferiority"]
+    if pooled["difference"] is None:
+        return "pooled: no paired cases"
+    return (
+        f"pooled over all slices ({pooled['clusters']} cases, each counted once): candidate − baseline "
+        f"{pooled['difference']:+.3f}, one-sided bounds [{_fmt(pooled['lower'], True)}, "
+        f"{_fmt(pooled['upper'], True)}] at alpha {pooled['alpha']} each, "
+        f"margin {record['analysis']['margin']}"
+    )
+
+
+def support_lines(record: dict[str, Any]) -> list[str]:
+    """Per task the window the release may claim (``supported_up_to``)."""
+    return [f"{task}: {entry['sentence']}" for task, entry in (record.get("support") or {}).items()]
 
 
 def print_record(record: dict[str, Any], console: Console) -> None:
@@ -82,24 +117,63 @@ def print_record(record: dict[str, Any], console: Console) -> None:
                 f"{role} ran with {len(fields)} recorded plan deviation(s): {', '.join(fields)}", markup=False
             )
     if "power" in record:  # a record written before the gate stated its power has none
-        console.print(power_line(record["power"]), markup=False)
+        for line in power_lines(record["power"]):
+            console.print(line, markup=False, soft_wrap=True)
+    pooled = pooled_line(record)
+    if pooled is not None:
+        console.print(pooled, markup=False, soft_wrap=True)
+    for line in support_lines(record):
+        console.print(line, markup=False, soft_wrap=True)
+    note = (record.get("tests") or {}).get("note")
+    if note:
+        console.print(f"note: {note}", markup=False, soft_wrap=True)
     verdict = record["verdict"]
-    console.print(f"[{_STYLE[verdict]}]{verdict}[/] (exit {record['exit_code']})")
+    decided = record.get("decided_by")
+    console.print(
+        f"[{_STYLE[verdict]}]{verdict}[/] (exit {record['exit_code']})"
+        + (f", decided by: {escape(', '.join(decided))}" if decided else "")
+    )
     for reason in record["reasons"]:
         console.print(f"  {reason}", markup=False)
 
 
-def power_line(power: dict[str, float | int | None]) -> str:
-    """One sentence a user reads before spending on a gate run."""
+def power_lines(power: dict[str, Any]) -> list[str]:
+    """What a plan's (or a gate's) simulated power says, in two sentences; a record from before the
+    simulation gave a normal approximation of one slice's power, shown as it was."""
+    if "power_at_drop" in power:
+        return [_old_power_line(power)]
+    if not power.get("simulated"):
+        return [f"gate power: not simulated ({power.get('reason', 'no slices')})"]
+    level = power["power_level"]
+    detectable = power["detectable_one_slice_drop"]
+    caught = (
+        f"the smallest drop in that slice FAILed with {level:.0%} power is {detectable:.2f}"
+        if detectable is not None
+        else f"no drop in that slice FAILs with {level:.0%} power"
+    )
+    return [
+        f"gate power ({power['slices']} slices, {power['clusters']} cases, at least "
+        f"{power['instances_per_slice']} instances per slice, margin {power['margin']}): "
+        f"P(PASS | identical) = {power['pass_identical']:.2f}, "
+        f"P(FAIL | identical) = {power['fail_identical']:.2f}, "
+        f"P(FAIL | a drop of 2x margin in {power['one_slice']}) = {power['fail_one_slice_2x_margin']:.2f}, "
+        f"P(FAIL | a drop of the margin everywhere) = {power['fail_margin_everywhere']:.2f} "
+        f"(P(PASS) there {power['pass_margin_everywhere']:.2f}), "
+        f"P(FAIL | 2x margin everywhere) = {power['fail_2x_margin_everywhere']:.2f}; {caught}",
+        f"  (simulated through the gate's own tests, {power['datasets']} datasets per truth: "
+        f"{power['truth']}; more cases per task or fewer slices buy power)",
+    ]
+
+
+def _old_power_line(power: dict[str, Any]) -> str:
     detectable = power["detectable_drop"]
     caught = (
-        f"the smallest drop caught with {GATE_POWER:.0%} power is {detectable:.2f}"
+        f"the smallest drop caught with 80% power is {detectable:.2f}"
         if isinstance(detectable, float)
-        else f"no drop is caught with {GATE_POWER:.0%} power"
+        else "no drop is caught with 80% power"
     )
     return (
         f"gate power: a drop of {power['drop']:.2f} in one of {power['slices']} slices FAILs with "
         f"probability {power['power_at_drop']:.2f} at {power['instances']} instances per slice; {caught} "
-        f"(normal approximation at baseline accuracy {power['assumed_base']:.2f}; more cases per task or "
-        "fewer slices buy power)"
+        f"(normal approximation at baseline accuracy {power['assumed_base']:.2f})"
     )

@@ -58,7 +58,7 @@ def test_shipped_schema_is_the_one_the_loader_enforces() -> None:
 def test_example_case_file_follows_the_schema_line_by_line() -> None:
     validator = jsonschema.Draft202012Validator(shipped_schema())
     lines = [json.loads(line) for line in EXAMPLE.read_text(encoding="utf-8").splitlines() if line.strip()]
-    assert 12 <= len(lines) <= 16
+    assert 12 <= len(lines) <= 40  # 30 since the gate example was sized to decide (issue 32)
     for line in lines:
         validator.validate(line)
     cases = load_case_file(EXAMPLE)

@@ -1,0 +1,147 @@
+"""The gate's tests on arrays (``gate.decision``) against the gate's own path on rows, Holm's and
+the floor's building blocks against statsmodels and scipy, the pooled tests' clusters and the
+window a release may claim (``supported_up_to``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+from statsmodels.stats.multitest import multipletests
+
+from rotscope.config import GateConfig
+from rotscope.gate.decision import FAIL, INCONCLUSIVE, PASS, decide
+from rotscope.gate.pairing import RunData, build_slices
+from rotscope.gate.sizing import Design, Truth, simulate, verdict_rates
+from rotscope.gate.verdict import compare, judge_slices, matrices, overall_verdict, rule_of
+from rotscope.plan.manifest import cluster_of
+from rotscope.stats import below_floor_p, floor_upper_bound, holm_array, step_levels_array
+
+CODES = {"PASS": PASS, "FAIL": FAIL, "INCONCLUSIVE": INCONCLUSIVE}
+
+
+def _row(task: str, case: str, length: int, position: str, correct: bool, **extra: Any) -> dict[str, Any]:
+    return {
+        "task": task, "case_id": case, "instance_id": case, "length_target": length, "position": position,
+        "depth": 0.5, "trial": 0, "control": 0, "question": "q", "expected": "a", "seed": 0,
+        "spans": "[]", "status": "ok", "outcome": "correct" if correct else "incorrect", **extra,
+    }  # fmt: skip
+
+
+def _run(rows: list[dict[str, Any]], name: str, gate: dict[str, Any] | None = None) -> RunData:
+    meta = {"run_id": name, "config": {"seed": 0, "generation": {"seed": 0}, "gate": gate or {}}}
+    return RunData(Path(name), meta, rows)
+
+
+def test_holm_on_arrays_is_statsmodels_holm_and_skips_untested_hypotheses() -> None:
+    rng = np.random.default_rng(3)
+    p = rng.uniform(0, 0.1, (50, 6))
+    expected = np.array([multipletests(row, method="holm")[1] for row in p])
+    assert holm_array(p) == pytest.approx(expected)
+    with_gap = np.array([[0.01, np.nan, 0.04]])
+    assert holm_array(with_gap)[0, [0, 2]] == pytest.approx([0.02, 0.04])
+    assert np.isnan(holm_array(with_gap)[0, 1])
+    assert step_levels_array(with_gap, 0.05)[0, [0, 2]] == pytest.approx([0.025, 0.05])
+
+
+def test_the_floor_test_is_the_exact_binomial_tail_and_its_bound_inverts_it() -> None:
+    k, n = np.arange(0, 41, dtype=float), np.full(41, 40.0)
+    assert below_floor_p(k, n, 0.8) == pytest.approx(np.minimum(scipy_stats.binom.cdf(k, 40, 0.8), 1.0))
+    upper = floor_upper_bound(k[:-1], n[:-1], 0.01)
+    assert below_floor_p(k[:-1], n[:-1], 0.0) == pytest.approx(1.0)
+    assert np.all(np.diff(upper) > 0)
+    for successes, bound in zip(k[:-1], upper, strict=True):
+        assert float(below_floor_p(np.array(successes), np.array(40.0), float(bound))) == pytest.approx(0.01)
+
+
+def test_the_tests_on_arrays_give_the_verdicts_of_the_gate_on_rows() -> None:
+    """Simulated datasets, each judged both ways: ``decide`` on the sums (what plan simulates) and
+    build_slices -> judge_slices -> overall_verdict on rows (what gate runs)."""
+    keys = [("sim", length, position, ()) for length in (300, 600) for position in ("beginning", "end")]
+    design = Design.from_slices({key: {f"c{case}": 1 for case in range(25)} for key in keys})
+    settings = GateConfig(margin=0.1, floor=0.6, min_instances=10)
+    rng = np.random.default_rng(5)
+    seen = set()
+    for candidate in ([0.9] * 4, [0.9, 0.9, 0.9, 0.5], [0.7] * 4, [0.55] * 4):
+        base, cand = simulate(rng, design, [0.9] * 4, candidate, 40, Truth())
+        fast = decide(base, cand, design.count, rule_of(settings)).verdict
+        for number in range(40):
+            rows = {
+                role: [
+                    _row("sim", f"c{case}", key[1], key[2], bool(sums[number, case, column]))
+                    for column, key in enumerate(keys)
+                    for case in range(25)
+                ]
+                for role, sums in (("baseline", base), ("candidate", cand))
+            }
+            slices, _ = build_slices(_run(rows["baseline"], "b"), _run(rows["candidate"], "c"))
+            verdict, _ = overall_verdict(slices, {}, settings, pooled=judge_slices(slices, settings))
+            assert CODES[verdict] == fast[number]
+            seen.add(verdict)
+    assert seen == {"PASS", "FAIL", "INCONCLUSIVE"}
+
+
+def test_controls_pool_with_their_case_and_a_multi_item_instance_counts_once() -> None:
+    assert cluster_of("niah", "case-3~absent") == cluster_of("niah", "case-3~evidence") == "niah/case-3"
+    rows = [
+        _row("niah", "case-1", 300, "end", True),
+        _row("niah", "case-1~absent", 300, "absent", True, control=1),
+        *(_row("niah", "case-2", 300, "end", True, trial=trial) for trial in range(3)),
+    ]
+    slices, _ = build_slices(_run(rows, "b"), _run(rows, "c"))
+    base, _, count = matrices(slices)
+    assert base.shape == (1, 2, 2)  # two cases, two slices
+    assert sorted(count.sum(axis=1).tolist()) == [2.0, 3.0]
+
+
+def test_a_drop_spread_over_every_slice_fails_on_the_pooled_test_alone() -> None:
+    keys = [("sim", 300, f"p{number}", ()) for number in range(8)]
+    design = Design.from_slices({key: {f"c{case}": 1 for case in range(60)} for key in keys})
+    rule = rule_of(GateConfig(margin=0.05))
+    base, cand = simulate(np.random.default_rng(1), design, [0.9] * 8, [0.8] * 8, 200, Truth())
+    decision = decide(base, cand, design.count, rule)
+    assert decision.pooled.fails.mean() > 0.5 > 0.25 > decision.slice_fails.any(axis=-1).mean()
+    assert (decision.verdict[decision.pooled.fails] == FAIL).all()
+
+
+def test_an_identical_candidate_exactly_at_the_floor_rarely_fails() -> None:
+    keys = [("sim", 300, f"p{number}", ()) for number in range(15)]
+    design = Design.from_slices({key: {f"c{case}": 1 for case in range(30)} for key in keys})
+    rule = rule_of(GateConfig(margin=0.15, floor=0.85))
+    rates = verdict_rates(design, rule, [0.85] * 15, truth=Truth(accuracy=0.85), datasets=1000, seed=2)
+    assert rates["FAIL"] <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 1000)
+
+
+def _window(outcome: Any) -> dict[str, Any]:
+    rows = {
+        role: [
+            _row("niah", f"case-{case}", length, position, outcome(role, length, position, case))
+            for length in (1024, 2048, 4096)
+            for position in ("beginning", "midpoint", "end")
+            for case in range(60)
+        ]
+        for role in ("baseline", "candidate")
+    }
+    return compare(
+        _run(rows["baseline"], "b", {"margin": 0.1}), _run(rows["candidate"], "c", {"margin": 0.1})
+    )
+
+
+def test_the_supported_window_ends_before_the_first_length_that_fails() -> None:
+    """The candidate loses the midpoint from 2,048 tokens on: it may claim 1,024 tokens."""
+    record = _window(
+        lambda role, length, position, case: role == "baseline" or length < 2048 or position != "midpoint"
+    )
+    assert record["supported_up_to"] == {"niah": 1024}
+    assert (
+        record["support"]["niah"]["sentence"] == "supported up to 1,024 tokens; 2,048 fails at the midpoint"
+    )
+    assert record["verdict"] == "FAIL"
+    every = _window(lambda role, length, position, case: case % 10 != 0)
+    assert every["supported_up_to"] == {"niah": 4096}
+    assert every["support"]["niah"]["sentence"] == "supported up to 4,096 tokens (the longest tested)"
+    assert json.dumps(every)  # the record stays JSON
