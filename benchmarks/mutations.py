@@ -63,10 +63,10 @@ MUTATIONS = (
     ),
     Mutation(
         "gate-skips-holm",
-        "the gate takes each slice's unadjusted p-value instead of Holm's",
-        "gate/verdict.py",
-        "adjusted_inferior = holm(inferior, settings.alpha)",
-        "adjusted_inferior = list(inferior)",
+        "the gate fails a slice on its unadjusted p-value instead of Holm's",
+        "gate/decision.py",
+        "    p_inferior_holm = holm_array(p_inferior)\n",
+        "    p_inferior_holm = p_inferior\n",
     ),
 )
 
