@@ -39,7 +39,7 @@ from rotscope.execution.cost import (
 )
 from rotscope.execution.execute import Reporter
 from rotscope.execution.identity import DIGESTS, config_digest
-from rotscope.execution.run_folder import SESSION_DIR, STORE_FILE
+from rotscope.execution.run_folder import SESSION_DIR, has_store
 from rotscope.filler.session import Turn, generated_session, is_note, load_transcript
 from rotscope.prompt.session_render import holds_marker, render, supports_tools, to_message
 from rotscope.store import RunStore
@@ -132,7 +132,7 @@ class SessionWriter:
         self.rows_spent = 0.0
         """What the run's rows already spent: a session written again (its file deleted) after rows
         were stored counts against the budget on top of them."""
-        if (run_dir / STORE_FILE).is_file():
+        if has_store(run_dir):
             with RunStore.read(run_dir) as store:
                 self.rows_spent = store.rows_spent()
         self.files: list[Path] = []
@@ -242,7 +242,7 @@ class SessionWriter:
 
     def _again(self, options: str = "") -> str:
         """The command that continues the run: a resume once its store exists, else the same run."""
-        if (self.run_dir / STORE_FILE).is_file():
+        if has_store(self.run_dir):
             return f"rotscope run --resume {self.run_dir}{options}"
         return f"the same command with --out {self.run_dir}{options}"
 
