@@ -4,9 +4,11 @@
 file and group separators), which a JSON string may hold as they are: a file split there is read
 as broken JSON. Every JSON Lines file rotscope reads (case files, replay files, transcripts, filler
 and reasoning items, the sessions a model writes) goes through ``jsonl_lines``, and every one it
-writes through ``jsonl_line``. A file that is still being appended to is cut at its last complete
-line as bytes, before anything is decoded (``complete_lines``): a crash inside a multi-byte
-character leaves a tail that is no text at all.
+writes with its text readable (``cases -o``, those sessions) through ``jsonl_line``; the row
+export (``export --format jsonl``) escapes every non-ASCII character, so it is safe as it is.
+A file that is still being appended to is cut at its last complete line as bytes, before
+anything is decoded (``complete_lines``): a crash inside a multi-byte character leaves a tail
+that is no text at all.
 """
 
 from __future__ import annotations
