@@ -15,6 +15,7 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from rotscope._util.jsonl import jsonl_line
 from rotscope._util.safe_text import terminal_safe
 from rotscope.config import ExperimentConfig, build_config, read_config_file, resolve_paths
 from rotscope.errors import BadInput, SessionStopped, write_failure, write_output
@@ -635,7 +636,7 @@ def cases_command(
 
     def body() -> None:
         export = export_cases(run_dir, failing=failing, pin=pin)
-        text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in export.lines)
+        text = "".join(jsonl_line(line) for line in export.lines)
         for reason in export.skipped:
             errors.print(f"left out: {reason}", markup=False, highlight=False, soft_wrap=True)
         if output is None:

@@ -8,6 +8,7 @@ read commands open it read-only and read an older schema as it is.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import zlib
 from collections.abc import Iterable, Mapping
@@ -120,6 +121,19 @@ def _column_defaults() -> dict[str, str]:
 _COLUMN_DEFAULTS = _column_defaults()
 
 
+class StoreMoved(BadInput):
+    """The run store was removed or replaced while a run was writing it (exit 2)."""
+
+
+def _inode(path: Path) -> tuple[int, int] | None:
+    """The device and inode ``path`` leads to now; ``None`` when nothing is there."""
+    try:
+        found = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return found.st_dev, found.st_ino
+
+
 def _connect_read_only(path: Path) -> sqlite3.Connection:
     """``path`` opened read-only (``mode=ro``): nothing is migrated or written. A WAL database in a
     folder nobody may write (a read-only mount) cannot get its shared-memory file, so it is opened
@@ -146,7 +160,11 @@ def _connect_read_only(path: Path) -> sqlite3.Connection:
 class RunStore:
     """Read and write one run's ``run.db``; ``read_only`` opens it for the read commands (``show``,
     ``report``, ``export``, ``gate``): no migration, no journal-mode change, no write of any kind,
-    and an older schema read as it is."""
+    and an older schema read as it is.
+
+    A store opened for writing checks before each write that ``path`` still leads to the file it
+    opened: a store removed or replaced meanwhile stops the run (``StoreMoved``) rather than let
+    it write its results to a file no folder holds."""
 
     def __init__(self, path: Path, *, read_only: bool = False) -> None:
         self.path = path
@@ -155,6 +173,7 @@ class RunStore:
             self._db = _connect_read_only(path)
         else:
             self._db = sqlite3.connect(path)
+        self._opened = _inode(path)
         self._db.row_factory = sqlite3.Row
         try:
             if read_only:
@@ -221,6 +240,14 @@ class RunStore:
     def close(self) -> None:
         self._db.close()
 
+    def _check_in_place(self) -> None:
+        if _inode(self.path) != self._opened:
+            raise StoreMoved(
+                f"{self.path}: removed or replaced while this run was writing it; the run stopped, so "
+                "that no result goes to a file the folder no longer holds (the rows written before are "
+                "in the file that was there)"
+            )
+
     def __enter__(self) -> RunStore:
         return self
 
@@ -228,6 +255,7 @@ class RunStore:
         self.close()
 
     def set_meta(self, values: Mapping[str, Any]) -> None:
+        self._check_in_place()
         with self._db:
             self._db.executemany(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
@@ -241,6 +269,7 @@ class RunStore:
 
     def add_planned(self, rows: Iterable[Mapping[str, Any]], prompts: Mapping[str, str]) -> int:
         """Insert planned items (pending) that are not stored yet; returns how many were new."""
+        self._check_in_place()
         created = _now()
         with self._db:
             self._db.executemany(
@@ -294,6 +323,7 @@ class RunStore:
         """Write the rows of one finished call (item id -> values) and commit at once, so a crash
         loses nothing that finished and never leaves half a call written. Text is stored whatever
         its code points (``storable``): a reply with a lone surrogate is a row, not a crash."""
+        self._check_in_place()
         finished = _now()
         with self._db:
             for item_id, values in results.items():
@@ -322,6 +352,7 @@ class RunStore:
 
     def record_cache_check(self, check: Mapping[str, Any]) -> None:
         """Store one warm/cold comparison (see ``rotscope.execution.cachecheck``)."""
+        self._check_in_place()
         values = {**storable_values(check), "finished_at": _now()}
         with self._db:
             self._db.execute(

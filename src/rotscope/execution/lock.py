@@ -6,6 +6,13 @@ what was spent when they started, so the second is refused at once, naming the h
 operating system releases the lock when its holder exits, however it exits, so a lock file left
 behind by a crashed run never blocks the next one. Readers (``show``, ``report``, ``export``,
 ``gate``) never take it: the store's write-ahead log lets them read while a run writes.
+
+The lock covers the store file itself as well: an ``flock`` on the inode ``run.db`` leads to (the
+file a symbolic or hard link names, whichever folder it is in), taken with the folder's lock when
+the store exists and, for a new store, on the file created before it is renamed into place. Two
+folders whose ``run.db`` is one file so never have two writers. (SQLite's own locks are POSIX
+record locks, which an ``flock`` neither takes nor releases on Linux; the lock's descriptor is
+closed only after the run's connections are.)
 """
 
 from __future__ import annotations
@@ -18,6 +25,10 @@ from types import TracebackType
 from rotscope.errors import BadInput
 
 LOCK_FILE = ".rotscope.lock"
+STORE_FILE = "run.db"
+
+_HELD: dict[Path, RunLock] = {}
+"""The locks this process holds, by resolved run folder (``held``)."""
 
 
 class RunFolderLocked(BadInput):
@@ -31,6 +42,7 @@ class RunLock:
         self.run_dir = run_dir
         self.path = run_dir / LOCK_FILE
         self._fd: int | None = None
+        self._store_fd: int | None = None
 
     def acquire(self) -> None:
         """Take the lock without waiting; ``RunFolderLocked`` names the holder when it is held."""
@@ -55,6 +67,34 @@ class RunLock:
         os.write(fd, f"{os.getpid()}\n".encode())
         os.fsync(fd)
         self._fd = fd
+        try:
+            store = self.run_dir / STORE_FILE
+            if store.exists():
+                self.hold_store(store)
+        except BaseException:
+            self.release()
+            raise
+        _HELD[self.run_dir.resolve()] = self
+
+    def hold_store(self, path: Path) -> None:
+        """Lock the store file ``path`` leads to (its inode), for as long as the folder's lock is
+        held; ``RunFolderLocked`` when another run, through another folder, holds that file."""
+        fd = os.open(path, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise RunFolderLocked(
+                f"{self.run_dir / STORE_FILE}: its file {path.resolve()} is being written by another "
+                "rotscope run (another run folder's run.db leads to the same file); wait for it to finish, "
+                "or give this folder a store of its own"
+            ) from None
+        except BaseException:
+            os.close(fd)
+            raise
+        if self._store_fd is not None:
+            os.close(self._store_fd)
+        self._store_fd = fd
 
     def release(self, *, remove: bool = False) -> None:
         """Let the lock go; ``remove`` deletes the lock file first (a folder being cleaned away).
@@ -62,6 +102,11 @@ class RunLock:
         still the one at the path."""
         if self._fd is None:
             return
+        _HELD.pop(self.run_dir.resolve(), None)
+        if self._store_fd is not None:
+            fcntl.flock(self._store_fd, fcntl.LOCK_UN)
+            os.close(self._store_fd)
+            self._store_fd = None
         if remove:
             self.path.unlink(missing_ok=True)
         else:
@@ -78,6 +123,11 @@ class RunLock:
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
         self.release()
+
+
+def held(run_dir: Path) -> RunLock | None:
+    """The lock of ``run_dir`` this process holds, if it holds one."""
+    return _HELD.get(run_dir.resolve())
 
 
 def _read_pid(fd: int) -> str:

@@ -1,14 +1,23 @@
 """A run folder: its one writer, its identity, the planned rows stored before the first call, and
-the metadata that lets any command read the run back."""
+the metadata that lets any command read the run back.
+
+A run's store is created whole or not at all: it is made, migrated and filled (planned rows and
+metadata) under a temporary name, ``.run.db.creating``, with the folder's ``config.yaml`` written
+beside it, and renamed to ``run.db`` in one step. A kill at any byte before the rename leaves no
+store, and the run starts again (a rerun, or ``--resume`` once its config.yaml was written); a
+``run.db`` that a cut creation left (by an older rotscope, or emptied by hand: an empty file, one
+without tables, or tables with nothing planned and nothing answered) counts as no store too.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
 import json
+import os
 import sqlite3
-from collections.abc import Iterator
-from contextlib import contextmanager, suppress
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -18,24 +27,33 @@ from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput, OutputFailed, write_failure
 from rotscope.execution.execute import row_id
 from rotscope.execution.identity import RUNTIME_FIELDS, config_digest
-from rotscope.execution.lock import LOCK_FILE, RunLock
+from rotscope.execution.lock import LOCK_FILE, STORE_FILE, RunLock, held
 from rotscope.plan.workitems import Plan
 from rotscope.store import RunStore
 from rotscope.types import WorkItem
 
 __all__ = [
     "CONFIG_FILE",
+    "CREATING",
     "RUNTIME_FIELDS",
     "SESSION_DIR",
     "STORE_FILE",
     "check_run_dir",
     "config_digest",
+    "create_store",
+    "creation_cut",
+    "has_store",
     "store_plan",
+    "write_config",
     "writing",
 ]
 
 CONFIG_FILE = "config.yaml"
-STORE_FILE = "run.db"
+CREATING = ".run.db.creating"
+"""The name a new store is made and filled under before it is renamed to ``run.db``."""
+_SIDE_FILES = ("-wal", "-shm", "-journal")
+"""The files SQLite keeps beside a database, by suffix."""
+SQLITE_READONLY_ROLLBACK = 776
 SESSION_DIR = "session"
 """Where a session the model writes itself is stored (``execution.self_session``); written before
 ``run.db``, so a folder holding only it is a run whose session was still being written."""
@@ -65,6 +83,7 @@ def writing(run_dir: Path) -> Iterator[None]:
             raise
         raise OutputFailed(f"out: cannot write {error.filename or run_dir} ({reason})") from None
     try:
+        _settle(run_dir)
         yield
     except (sqlite3.OperationalError, OSError) as error:
         reason = write_failure(error)
@@ -76,6 +95,102 @@ def writing(run_dir: Path) -> Iterator[None]:
         lock.release(remove=unused and lock_created)
         if unused and created:
             _remove_if_empty(run_dir)
+
+
+def has_store(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds a store (whole, or anything else at ``run.db`` that is not what a
+    cut creation leaves: the readers say what is wrong with it)."""
+    path = run_dir / STORE_FILE
+    return path.exists() and not _unstarted(path)
+
+
+def creation_cut(run_dir: Path) -> bool:
+    """Whether ``run_dir`` holds what a store creation cut short leaves: a store under its
+    temporary name, or a ``run.db`` nothing was planned or answered in."""
+    path = run_dir / STORE_FILE
+    return (run_dir / CREATING).exists() or (path.exists() and _unstarted(path))
+
+
+def _unstarted(path: Path) -> bool:
+    """Whether the database at ``path`` is one whose creation never finished: empty, without
+    tables, or rotscope's tables without the run's metadata and without an answered row. A hot
+    rollback journal (a write that never finished, before the store was ever in WAL mode) counts
+    too; ``writing`` rolls it back under the lock before anything is decided."""
+    if path.stat().st_size == 0:
+        return True
+    try:
+        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as db:
+            tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not tables:
+                return True
+            if not {"items", "meta"} <= tables:
+                return False
+            planned = db.execute("SELECT 1 FROM meta WHERE key = 'config_digest'").fetchone()
+            answered = db.execute("SELECT 1 FROM items WHERE status != 'pending' LIMIT 1").fetchone()
+            return planned is None and answered is None
+    except sqlite3.DatabaseError as error:
+        return error.sqlite_errorcode == SQLITE_READONLY_ROLLBACK
+
+
+def _settle(run_dir: Path) -> None:
+    """Roll back an unfinished write of ``run.db`` left in a hot rollback journal, as SQLite's
+    next writer would, so the store is judged as it is (called under the lock)."""
+    path = run_dir / STORE_FILE
+    if not path.with_name(STORE_FILE + "-journal").exists():
+        return
+    with suppress(sqlite3.DatabaseError), closing(sqlite3.connect(path)) as db:
+        db.execute("SELECT count(*) FROM sqlite_master").fetchone()
+
+
+def _remove_database(path: Path) -> None:
+    for name in (path.name, *(path.name + suffix for suffix in _SIDE_FILES)):
+        path.with_name(name).unlink(missing_ok=True)
+
+
+def write_config(run_dir: Path, text: str) -> None:
+    """Write ``config.yaml`` whole or not at all (a temporary file renamed into place)."""
+    temporary = run_dir / f".{CONFIG_FILE}.writing"
+    temporary.write_text(text, encoding="utf-8")
+    os.replace(temporary, run_dir / CONFIG_FILE)
+
+
+def create_store(run_dir: Path, fill: Callable[[RunStore], None], config_text: str) -> RunStore:
+    """A new ``run.db`` for ``run_dir`` (called under its lock), made whole before it appears:
+    created, migrated and ``fill``-ed under ``CREATING``, with ``config_text`` written as the
+    folder's config.yaml, then synced and renamed into place. What a creation cut short left is
+    discarded first; a failure here removes what this call wrote. Returns the store, open."""
+    temporary = run_dir / CREATING
+    if creation_cut(run_dir):
+        _remove_database(temporary)
+        _remove_database(run_dir / STORE_FILE)
+    had_config = (run_dir / CONFIG_FILE).exists()
+    try:
+        with RunStore(temporary) as store:
+            fill(store)
+        # closing the only connection folded the write-ahead log into the file: it is whole alone
+        if any(temporary.with_name(CREATING + suffix).exists() for suffix in ("-wal", "-journal")):
+            raise OSError(f"{temporary}: SQLite kept a log beside the new store")
+        write_config(run_dir, config_text)
+        _sync(temporary)
+        lock = held(run_dir)
+        if lock is not None:
+            lock.hold_store(temporary)  # the same inode once renamed: never a moment unlocked
+        os.replace(temporary, run_dir / STORE_FILE)
+        _sync(run_dir)
+    except BaseException:
+        _remove_database(temporary)
+        if not had_config:
+            (run_dir / CONFIG_FILE).unlink(missing_ok=True)
+        raise
+    return RunStore(run_dir / STORE_FILE)
+
+
+def _sync(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 def _failure_line(run_dir: Path, error: BaseException, reason: str) -> str:
@@ -152,11 +267,11 @@ def prompt_digest(item: WorkItem) -> str:
 
 
 def check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
-    """A fresh run goes into a new or empty folder (its lock file aside); called under the lock."""
-    database = run_dir / STORE_FILE
+    """A fresh run goes into a new or empty folder (its lock file aside, and what a store creation
+    cut short left, which the run replaces); called under the lock."""
     if resume:
         return
-    if database.exists():
+    if has_store(run_dir):
         with RunStore.read(run_dir) as store:
             stored = store.meta().get("config_digest")
         if stored != digest:
@@ -164,8 +279,15 @@ def check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
         raise BadInput(
             f"out: {run_dir} holds this run already; continue it with rotscope run --resume {run_dir}"
         )
-    if run_dir.exists() and any(path.name not in (LOCK_FILE, SESSION_DIR) for path in run_dir.iterdir()):
+    ours = {LOCK_FILE, SESSION_DIR, f".{CONFIG_FILE}.writing", *_family(CREATING)}
+    if creation_cut(run_dir):
+        ours |= {CONFIG_FILE, *_family(STORE_FILE)}
+    if run_dir.exists() and any(path.name not in ours for path in run_dir.iterdir()):
         raise BadInput(f"out: {run_dir} is not empty and holds no rotscope run")
+
+
+def _family(name: str) -> tuple[str, ...]:
+    return (name, *(name + suffix for suffix in _SIDE_FILES))
 
 
 def store_plan(

@@ -14,7 +14,15 @@ from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.execute import Reporter
 from rotscope.execution.identity import before_variants
 from rotscope.execution.order import execution_order
-from rotscope.execution.run_folder import CONFIG_FILE, SESSION_DIR, STORE_FILE, default_run_dir, writing
+from rotscope.execution.run_folder import (
+    CONFIG_FILE,
+    SESSION_DIR,
+    STORE_FILE,
+    creation_cut,
+    default_run_dir,
+    has_store,
+    writing,
+)
 from rotscope.execution.session import Session, check_plan, open_session
 from rotscope.store import RunStore
 from rotscope.types import Backend
@@ -155,7 +163,8 @@ def resume_experiment(
     written back to the folder's config.yaml (neither changes the experiment's identity)."""
     resumed_config(run_dir, max_cost, use_cache)  # a run folder, checked before anything is written
     with writing(run_dir):  # the lock first: opening the store may migrate it
-        RunStore.open_existing(run_dir).close()  # a readable run store, or bad input naming it
+        if has_store(run_dir):  # else its creation was cut short: the run starts again
+            RunStore.open_existing(run_dir).close()  # a readable run store, or bad input naming it
         config = resumed_config(run_dir, max_cost, use_cache)
         return _run_locked(
             config,
@@ -173,15 +182,23 @@ def resumed_config(run_dir: Path, max_cost: float | None, use_cache: bool) -> Ex
     """The stored config of a run folder to resume, with a new budget or the cache turned off.
 
     A run folder written before paths were stored resolved holds paths relative to where it ran:
-    they are read from the current folder, and a different corpus is refused."""
-    if not (run_dir / STORE_FILE).is_file():
+    they are read from the current folder, and a different corpus is refused. A folder whose store
+    creation was cut short after its config.yaml was written starts again from that config."""
+    cut_short = creation_cut(run_dir) and (run_dir / CONFIG_FILE).is_file()
+    if (run_dir / STORE_FILE).exists() and not cut_short:
+        RunStore.read(run_dir).close()  # a rotscope run store, checked before anything is written there
+    elif not cut_short:
         if (run_dir / SESSION_DIR).is_dir():
             raise BadInput(
                 f"{run_dir}: the run stopped while the model was writing its session (no run.db yet); "
                 f"run the same command again with --out {run_dir} to continue it"
             )
+        if creation_cut(run_dir):
+            raise BadInput(
+                f"{run_dir}: the run stopped while its store was being created (no run.db yet); "
+                f"run the same command again with --out {run_dir} to start it again"
+            )
         raise BadInput(f"{run_dir}: not a run folder (no run.db)")
-    RunStore.read(run_dir).close()  # a rotscope run store, checked before anything is written there
     path = run_dir / CONFIG_FILE
     config = build_config(before_variants(read_config_file(path, Path.cwd())), str(path))
     changes: dict[str, Any] = {}

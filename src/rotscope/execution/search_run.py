@@ -20,7 +20,7 @@ import yaml
 
 from rotscope.config import ExperimentConfig, SearchConfig, build_config, load_config
 from rotscope.errors import BadInput, write_output
-from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, default_run_dir
+from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, default_run_dir, has_store
 from rotscope.execution.runner import (
     BudgetReached,
     EngineStopped,
@@ -113,18 +113,34 @@ def _check_cases(config: ExperimentConfig, cap: int | None) -> list[str]:
 
 
 def _finished(run_dir: Path) -> bool:
+    """Whether a step's stored rows are all answered; a store with no rows is no finished step."""
     with RunStore.read(run_dir) as store:
-        return all(row["status"] == "ok" for row in store.rows())
+        rows = store.rows()
+    return bool(rows) and all(row["status"] == "ok" for row in rows)
 
 
-def _means(rows: list[Row], case_ids: list[str]) -> list[float]:
+def _means(rows: list[Row], case_ids: list[str], step: Step, folder: Path) -> list[float]:
     """Each case's mean correctness over its scored (non-control) rows, in case order (the step's
-    rows are all answered: a step with error rows never reaches the search)."""
+    rows are all answered: a step with error rows never reaches the search). A case with no
+    scored row had every layout rejected at this length: that is no score (never a 0), so the
+    length cannot be measured and the search stops, naming it."""
     outcomes: dict[str, list[int]] = {case_id: [] for case_id in case_ids}
     for row in rows:
         if not row["control"] and row["status"] == "ok" and row["case_id"] in outcomes:
             outcomes[row["case_id"]].append(int(row["outcome"] == "correct"))
-    return [sum(v) / len(v) if v else 0.0 for v in outcomes.values()]
+    unmeasured = [case_id for case_id, values in outcomes.items() if not values]
+    if unmeasured:
+        with RunStore.read(folder) as store:
+            rejected = store.meta().get("rejected") or []
+        first = f"; first rejection: {rejected[0]}" if rejected else ""
+        raise BadInput(
+            f"search: at {step.length:,} tokens every layout of {len(unmeasured)} of the step's "
+            f"{len(case_ids)} instances was rejected ({', '.join(unmeasured[:3])}"
+            f"{', ...' if len(unmeasured) > 3 else ''}){first}; a rejected layout is no score, so "
+            "this length cannot be measured: start search.range above it, or choose depths every "
+            "instance fits at"
+        )
+    return [sum(v) / len(v) for v in outcomes.values()]
 
 
 class _Steps:
@@ -148,7 +164,7 @@ class _Steps:
         folder = self.run_dir / "steps" / name
         remaining = self._remaining()
         try:
-            if not (folder / STORE_FILE).is_file():
+            if not has_store(folder):  # a store whose creation was cut short is no step begun
                 if remaining is not None and remaining <= 0:
                     raise BudgetSpent(name)
                 config = _step_config(self.config, step, remaining)
@@ -168,7 +184,7 @@ class _Steps:
             done = len(rows) - failed
             reason = f"step {name} has {failed} error rows (model or engine failures), retried on --resume"
             raise EngineStopped(self.run_dir, done, len(rows), reason)
-        return _means(rows, self.case_ids[step.start : step.start + step.count])
+        return _means(rows, self.case_ids[step.start : step.start + step.count], step, folder)
 
     def _spend(self, folder: Path, name: str) -> list[Row]:
         """Count a step's calls, prompt tokens and cost (finished or stopped by the budget)."""
@@ -192,10 +208,10 @@ def run_search_experiment(
         raise BadInput(f"{run_dir}: already holds a run; continue it with rotscope run --resume {run_dir}")
     _settings(config, config.search, len(_check_cases(config, config.search.cap)))  # bad input first
     (run_dir / "steps").mkdir(parents=True, exist_ok=True)
-    write_output(
-        run_dir / CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), "search"
-    )
-    return _search(config, run_dir, reporter)
+    _write_config(run_dir, config)
+    record = _search(config, run_dir, reporter)
+    write_output(run_dir / SEARCH_FILE, json.dumps(record, indent=2) + "\n", "search")
+    return run_dir
 
 
 def resume_search(
@@ -206,34 +222,95 @@ def resume_search(
     max_tokens: int | None = None,
     max_cost: float | None = None,
 ) -> Path:
-    """Continue a search folder; a larger budget (a runtime field: calls, prompt tokens or USD over
-    all steps) is written back to its config."""
+    """Continue a search folder; a budget given (a runtime field: calls, prompt tokens or USD over
+    all steps) is written back to its config.
+
+    A finished search (decided, or undecided at the cap) has nothing a resume can add: it is left
+    as it is, its record unchanged, whatever budget is given. A budget lower than the search's (or
+    one it had none of) is tried without being written; when it stops the search before what its
+    record already decided, the record and the config are kept as they were."""
     config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
     assert config.search is not None  # is_search_folder checked the folder
-    changes = {key: value for key, value in (("max_calls", max_calls), ("max_tokens", max_tokens)) if value}
-    if max_cost is not None and config.max_cost is not None and max_cost < config.max_cost:
-        raise BadInput(f"--max-cost {max_cost}: smaller than the search's budget ${config.max_cost}")
-    if changes or max_cost is not None:
-        search = {**config.search.model_dump(mode="json"), **changes}
+    stored = _stored_record(run_dir)
+    if stored is not None and stored.get("verdict") in FINISHED:
+        _notice(
+            reporter,
+            f"the search had finished ({stored['verdict']}); a resume adds nothing to it, so "
+            f"{run_dir / SEARCH_FILE} is kept as it was",
+        )
+        return run_dir
+    given = {"max_calls": max_calls, "max_tokens": max_tokens, "max_cost": max_cost}
+    before = {
+        **{key: getattr(config.search, key) for key in ("max_calls", "max_tokens")},
+        "max_cost": config.max_cost,
+    }
+    changes = {key: value for key, value in given.items() if value is not None}
+    lowered = any(before[key] is None or value < before[key] for key, value in changes.items())
+    if changes:
+        search = {
+            **config.search.model_dump(mode="json"),
+            **{k: v for k, v in changes.items() if k != "max_cost"},
+        }
         data = {**config.model_dump(mode="json"), "search": search}
         if max_cost is not None:
             data["max_cost"] = max_cost
         config = build_config(data, str(run_dir / CONFIG_FILE))
-        write_output(
-            run_dir / CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), "search"
+        if not lowered:  # written first, so a resume stopped midway keeps the larger budget
+            _write_config(run_dir, config)
+    record = _search(config, run_dir, reporter)
+    if stored is not None and _fewer(record, stored):
+        _notice(
+            reporter,
+            f"the budget given stops the search before what it had decided ({len(stored['decisions'])} "
+            f"decisions); its record and budget are kept as they were",
         )
-    return _search(config, run_dir, reporter)
+        return run_dir
+    if changes and lowered:
+        _write_config(run_dir, config)
+    write_output(run_dir / SEARCH_FILE, json.dumps(record, indent=2) + "\n", "search")
+    return run_dir
 
 
-def _search(config: ExperimentConfig, run_dir: Path, reporter: Reporters) -> Path:
+FINISHED = ("decided", "undecided")
+"""Verdicts of a search that ended on its own (not stopped by a budget)."""
+
+
+def _stored_record(run_dir: Path) -> dict[str, Any] | None:
+    """The search's record as it was written; ``None`` when there is none to keep (or it is unreadable)."""
+    try:
+        record = json.loads((run_dir / SEARCH_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or not isinstance(record.get("decisions"), list):
+        return None
+    return record
+
+
+def _fewer(record: dict[str, Any], stored: dict[str, Any]) -> bool:
+    """Whether ``record`` holds fewer of the decisions ``stored`` holds (it stopped sooner)."""
+    return len(record["decisions"]) < len(stored["decisions"])
+
+
+def _write_config(run_dir: Path, config: ExperimentConfig) -> None:
+    write_output(
+        run_dir / CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), "search"
+    )
+
+
+def _notice(reporter: Reporters, message: str) -> None:
+    made = reporter()
+    if made is not None:
+        made.notice(message)
+
+
+def _search(config: ExperimentConfig, run_dir: Path, reporter: Reporters) -> dict[str, Any]:
+    """Run (or replay, from the steps' stores) the search; returns its record, not yet written."""
     assert config.search is not None
     case_ids = _check_cases(config, config.search.cap)
     settings = _settings(config, config.search, len(case_ids))
     steps = _Steps(config, run_dir, case_ids, reporter)
     result = run_search(settings, steps)
-    record = search_record(settings, result, steps, config.max_cost)
-    write_output(run_dir / SEARCH_FILE, json.dumps(record, indent=2) + "\n", "search")
-    return run_dir
+    return search_record(settings, result, steps, config.max_cost)
 
 
 def search_record(

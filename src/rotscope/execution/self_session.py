@@ -25,6 +25,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from rotscope._util.decode import decode
+from rotscope._util.jsonl import complete_lines, jsonl_line, jsonl_lines
+from rotscope._util.safe_text import storable
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput, EngineCrashed, SessionNotWritten, SessionStopped
 from rotscope.execution.cost import (
@@ -36,7 +39,7 @@ from rotscope.execution.cost import (
 )
 from rotscope.execution.execute import Reporter
 from rotscope.execution.identity import DIGESTS, config_digest
-from rotscope.execution.run_folder import SESSION_DIR, STORE_FILE
+from rotscope.execution.run_folder import SESSION_DIR, has_store
 from rotscope.filler.session import Turn, generated_session, is_note, load_transcript
 from rotscope.prompt.session_render import holds_marker, render, supports_tools, to_message
 from rotscope.store import RunStore
@@ -57,21 +60,18 @@ def _line(turn: Turn, usage: Mapping[str, Any] | None = None) -> str:
         record["name"] = turn.name
     if usage is not None:
         record[USAGE] = dict(usage)
-    return json.dumps(record, ensure_ascii=False) + "\n"
+    return jsonl_line(record)
 
 
 def _stored(path: Path) -> list[dict[str, Any]]:
-    """The lines of a stored session. A partial session's last line cut short by a crash was
-    never written: it is cut off the file, so the turns appended next follow a whole line."""
+    """The lines of a stored session. A partial session's last line cut short by a crash (even
+    inside a character) was never written: it is cut off the file as bytes, so the turns appended
+    next follow a whole line."""
     if not path.is_file():
         return []
-    text = path.read_text(encoding="utf-8")
-    whole = text[: text.rfind("\n") + 1]
-    if whole != text:
-        with path.open("r+", encoding="utf-8") as file:
-            file.truncate(len(whole.encode("utf-8")))
+    text = decode(complete_lines(path), "utf-8", str(path), f"; {_ANEW}")
     records = []
-    for number, line in enumerate(whole.splitlines(), start=1):
+    for number, line in jsonl_lines(text):
         try:
             records.append(json.loads(line))
         except json.JSONDecodeError:
@@ -132,7 +132,7 @@ class SessionWriter:
         self.rows_spent = 0.0
         """What the run's rows already spent: a session written again (its file deleted) after rows
         were stored counts against the budget on top of them."""
-        if (run_dir / STORE_FILE).is_file():
+        if has_store(run_dir):
             with RunStore.read(run_dir) as store:
                 self.rows_spent = store.rows_spent()
         self.files: list[Path] = []
@@ -242,7 +242,7 @@ class SessionWriter:
 
     def _again(self, options: str = "") -> str:
         """The command that continues the run: a resume once its store exists, else the same run."""
-        if (self.run_dir / STORE_FILE).is_file():
+        if has_store(self.run_dir):
             return f"rotscope run --resume {self.run_dir}{options}"
         return f"the same command with --out {self.run_dir}{options}"
 
@@ -255,7 +255,7 @@ class SessionWriter:
         )
 
     def _note_text(self, text: str, tokenizer: Tokenizer) -> str:
-        note = text.replace("\r\n", "\n").strip()
+        note = storable(text).replace("\r\n", "\n").strip()  # a lone surrogate tokenizes as nothing
         if not note:
             return EMPTY_NOTE
         return MARKED_NOTE if holds_marker(tokenizer, note) else note

@@ -21,7 +21,15 @@ from rotscope.execution.execute import Reporter, execute_items
 from rotscope.execution.identity import check_identity, config_digest, experiment_identity
 from rotscope.execution.limits import Limiters
 from rotscope.execution.ray_executor import RayPool
-from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, check_run_dir, store_plan
+from rotscope.execution.run_folder import (
+    CONFIG_FILE,
+    STORE_FILE,
+    check_run_dir,
+    create_store,
+    has_store,
+    store_plan,
+    write_config,
+)
 from rotscope.execution.self_session import SessionWriter, self_written, written_notice
 from rotscope.execution.worker import WorkerBackend
 from rotscope.plan.manifest import Deviation, build_manifest, deviations, manifest_digest
@@ -103,7 +111,7 @@ class Session:
         if config.cache_control:
             require_clearable(self.backend)
         self._identity = experiment_identity(config, self.backend.describe())
-        self._first = not self.resume or not (run_dir / STORE_FILE).is_file()
+        self._first = not self.resume or not has_store(run_dir)
         if not self._first:
             with RunStore.open_existing(run_dir) as stored:
                 check_identity(stored.meta(), self._identity, digest, str(run_dir / CONFIG_FILE))
@@ -128,22 +136,30 @@ class Session:
         self, ordered: list[WorkItem], meta: Mapping[str, Any] | None = None, *, described: str
     ) -> RunStore:
         """Write the config and the planned rows in ``ordered`` order (``described`` in the run's
-        metadata), then reserve the engine."""
+        metadata), then reserve the engine. A new store is written whole before it appears
+        (``run_folder.create_store``)."""
         config, run_dir = self.config, self.run_dir
         run_dir.mkdir(parents=True, exist_ok=True)
-        (run_dir / CONFIG_FILE).write_text(dump_config(config), encoding="utf-8")
         self.ordered = ordered
-        self.store = store = RunStore(run_dir / STORE_FILE)
-        store_plan(store, self.plan, ordered, config, run_dir, config_digest(config), described)
-        if self._first or "identity" not in store.meta():
-            store.set_meta({"identity": self._identity})  # kept as it began, never rewritten
-        store.set_meta({"manifest": self._manifest, "manifest_digest": manifest_digest(self._manifest)})
-        if self._plan_meta is not None:
-            store.set_meta({"plan": self._plan_meta})
-        if self._generation is not None:
-            store.set_meta({"session_generation": self._generation})
-        if meta:
-            store.set_meta(meta)
+
+        def fill(store: RunStore) -> None:
+            store_plan(store, self.plan, ordered, config, run_dir, config_digest(config), described)
+            if self._first or "identity" not in store.meta():
+                store.set_meta({"identity": self._identity})  # kept as it began, never rewritten
+            store.set_meta({"manifest": self._manifest, "manifest_digest": manifest_digest(self._manifest)})
+            if self._plan_meta is not None:
+                store.set_meta({"plan": self._plan_meta})
+            if self._generation is not None:
+                store.set_meta({"session_generation": self._generation})
+            if meta:
+                store.set_meta(meta)
+
+        if has_store(run_dir):
+            write_config(run_dir, dump_config(config))
+            self.store = store = RunStore(run_dir / STORE_FILE)
+            fill(store)
+        else:
+            self.store = store = create_store(run_dir, fill, dump_config(config))
         if isinstance(self.backend, WorkerBackend):
             _notice(self.reporter, "starting the engine in a worker process (a crash there is an error row)")
         self.backend.reserve(self.plan.max_prompt_tokens, config.generation.max_tokens)
@@ -263,7 +279,7 @@ def _same_items(run_dir: Path, plan: Plan) -> None:
     """On ``--resume``, the re-planned work items must be the run's own: an item id hashes the
     exact prompt ids, so a tokenizer, template or prompt builder that changed since the run began
     would otherwise add a second experiment's items to the folder."""
-    if not (run_dir / STORE_FILE).exists():
+    if not has_store(run_dir):
         return
     with RunStore.open_existing(run_dir) as store:
         stored = store.calls()
@@ -282,7 +298,7 @@ def _same_corpus(run_dir: Path, corpus: Mapping[str, Any]) -> None:
     """On ``--resume``, the re-planned filler corpus must be the one the run's rows were made from
     (its digest in the run's metadata): a corpus that changed (files edited, or a path that now
     names other files) is refused before anything runs, never mixed into the run."""
-    if not (run_dir / STORE_FILE).exists():
+    if not has_store(run_dir):
         return
     with RunStore.open_existing(run_dir) as store:
         stored = store.meta().get("corpus") or {}

@@ -25,6 +25,7 @@ from pydantic import (
     field_validator,
 )
 
+from rotscope._util.jsonl import jsonl_lines
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.position import Position
@@ -219,7 +220,7 @@ def parse_case_line(line: str, where: str) -> CaseRecord:
 def read_case_file(path: Path) -> list[CaseRecord]:
     """Every case of a JSON Lines file (blank lines skipped), validated; ids must be unique."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise BadInput(f"cases: file {path} not found") from None
     except UnicodeDecodeError:
@@ -228,9 +229,7 @@ def read_case_file(path: Path) -> list[CaseRecord]:
         raise BadInput(f"cases: cannot read {path}: {error.strerror or error}") from None
     records: list[CaseRecord] = []
     seen: dict[str, int] = {}
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(text):
         record = parse_case_line(line, f"{path}:{number}")
         first = seen.get(record.case_id)
         if first is not None:

@@ -20,6 +20,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from rotscope._util.jsonl import jsonl_lines
 from rotscope.errors import BadInput
 from rotscope.tasks.cases import Identifier, Text, case_from_record, parse_case_line
 from rotscope.types import Case
@@ -213,16 +214,14 @@ def _case(record: ReplayRecord, pieces: list[tuple[str, str]], where: str) -> Ca
 def read_replay_file(path: Path) -> list[Recording]:
     """Every recording of a replay file, in file order (blank lines skipped), ids unique."""
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
+        text = path.read_bytes().decode("utf-8")
     except FileNotFoundError:
         raise BadInput(f"replay: file {path} not found") from None
     except (UnicodeDecodeError, OSError) as error:
         raise BadInput(f"replay: cannot read {path} ({error})") from None
     recordings: list[Recording] = []
     seen: set[str] = set()
-    for number, line in enumerate(lines, start=1):
-        if not line.strip():
-            continue
+    for number, line in jsonl_lines(text):
         where = f"{path}:{number}"
         record = _parse(line, where)
         if record.case_id in seen:

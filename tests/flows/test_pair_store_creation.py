@@ -1,0 +1,81 @@
+"""A paired session's subject stores are created whole too: SIGKILLed inside either subject's
+store creation, each subject folder holds a whole store (every planned row, its metadata) or none,
+and a folder with none is one a run takes back. (Resuming the session as a whole after such a
+kill, before ``pair.json`` exists, is the paired session's own resume.)"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from rotscope.config import ExperimentConfig, build_config
+from rotscope.execution.identity import config_digest
+from rotscope.execution.pair import SUBJECTS, parse_pair, run_pair
+from rotscope.execution.run_folder import CREATING, check_run_dir, has_store
+from rotscope.store import RunStore
+
+MODELS = "fake/lexical,fake/lexical-recent"
+
+
+@pytest.fixture(scope="module")
+def config(tmp_path_factory: pytest.TempPathFactory, prose: Callable[..., str]) -> ExperimentConfig:
+    corpus = tmp_path_factory.mktemp("corpus")
+    for number in range(3):
+        (corpus / f"doc{number}.txt").write_text(prose(60, seed=number), encoding="utf-8")
+    return build_config(
+        {
+            "name": "pair-creation",
+            "model": "fake/lexical",
+            "tasks": ["niah"],
+            "limit": 2,
+            "lengths": [200, 300],
+            "depths": [0.0, 1.0],
+            "filler": {"kind": "text", "glob": str(corpus / "*.txt")},
+        }
+    )
+
+
+def _creating(out: Path) -> bool:
+    return any((out / role / name).exists() for role in SUBJECTS for name in (CREATING, "run.db"))
+
+
+def test_a_kill_inside_a_subjects_store_creation_leaves_it_whole_or_absent(
+    config: ExperimentConfig, tmp_path: Path
+) -> None:
+    run_pair(config, parse_pair(MODELS), tmp_path / "whole")
+    with RunStore.read(tmp_path / "whole" / "baseline") as store:
+        planned = len(store.rows())
+    rng = random.Random(5)
+    absent = 0
+    for number in range(4):
+        out = tmp_path / f"killed-{number}"
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - the child is killed
+            try:
+                run_pair(config, parse_pair(MODELS), out)
+            finally:
+                os._exit(0)
+        deadline = time.monotonic() + 60
+        while not _creating(out):
+            assert os.waitpid(pid, os.WNOHANG) == (0, 0) and time.monotonic() < deadline
+            time.sleep(0.0002)
+        time.sleep(0.0 if number == 0 else rng.uniform(0, 0.04))  # the first at once: inside it
+        os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        for role in SUBJECTS:
+            folder = out / role
+            if has_store(folder):
+                with RunStore.read(folder) as store:
+                    assert len(store.rows()) == planned and "config_digest" in store.meta()
+                    assert store.meta()["pair"]["role"] == role
+            else:
+                absent += 1
+                assert not (folder / "run.db").exists()
+                check_run_dir(folder, config_digest(config), resume=False)  # a run takes it back
+    assert absent  # some kill landed before a subject's store was in place
