@@ -16,7 +16,9 @@ chance at that length. The search runs over [1000, 128000] at ``--resolution`` a
 - calls: the median of the search's calls over those of a fixed log grid of the same resolution
   over the same range with, at every length and the base, the most instances the search spent at
   a length it decided (what a grid needs to decide every length the search decided; this is the
-  comparison ``search.json`` records) and, second, the mean number it spent at those lengths.
+  comparison ``search.json`` records as ``fixed_grid_hindsight``) and, second, the mean number it
+  spent at those lengths. ``search.json``'s ``fixed_grid`` is the grid a user would have run, every
+  one of the cap's cases at every length: ``benchmarks/search_families.py`` compares with that one.
 """
 
 from __future__ import annotations

@@ -82,6 +82,13 @@ EXIT_ENGINE_CRASHED = 5
 EXIT_INTERRUPTED = 130
 
 
+def _warn(message: str) -> None:
+    """A warning on stderr, ``rotscope: warning: ...``; the command goes on."""
+    errors.print(
+        f"rotscope: warning: {terminal_safe(message)}", markup=False, highlight=False, soft_wrap=True
+    )
+
+
 def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
     # A server's error text is part of some messages: its control characters are shown escaped.
     errors.print(f"rotscope: {terminal_safe(message)}", markup=False, highlight=False, soft_wrap=True)
@@ -248,6 +255,11 @@ def run(
         if resume is not None and is_search_folder(resume):
             if config is not None or plan_file is not None or base_url is not None or api_key_env is not None:
                 raise BadInput("--resume takes the run folder alone; its config.yaml is used")
+            if dry_run or pair is not None or executor is not None:
+                raise BadInput(
+                    "--resume of a search continues it and takes neither --dry-run, --pair nor --executor; "
+                    f"rotscope show {resume} prints what it has done"
+                )
             _print_search(resume_search(resume, reporter=lambda: ProgressBar(console), max_calls=max_calls,
                                         max_tokens=max_tokens, max_cost=max_cost))  # fmt: skip
             return
@@ -288,13 +300,26 @@ def run(
             }
             experiment = _build(config, overrides, sections)
             if search:
+                if pair is not None or plan_file is not None or allow_deviation:
+                    raise BadInput(
+                        "--search takes neither --pair nor --plan: a search plans each step from the "
+                        "last one's results (run --search once per model; --dry-run shows its worst case)"
+                    )
                 if experiment.search is not None and (max_calls or max_tokens):
                     budget = {"max_calls": max_calls, "max_tokens": max_tokens}
                     changed = {**experiment.search.model_dump(), **{k: v for k, v in budget.items() if v}}
-                    experiment = build_config(
-                        {**experiment.model_dump(mode="json"), "search": changed}, str(config)
+                    experiment = build_config(  # unset fields stay unset: the search resolves them
+                        {**experiment.model_dump(mode="json", exclude_unset=True), "search": changed},
+                        str(config),
                     )
-                _print_search(run_search_experiment(experiment, reporter=lambda: ProgressBar(console)))
+                if dry_run:
+                    from rotscope.execution.search_setup import search_dry_run
+                    from rotscope.report.search import print_search_dry_run
+
+                    print_search_dry_run(search_dry_run(experiment), console, _warn)
+                    return
+                folder = run_search_experiment(experiment, reporter=lambda: ProgressBar(console), warn=_warn)
+                _print_search(folder)
                 return
             frozen = read_manifest(plan_file) if plan_file is not None else None
             if pair is not None:

@@ -75,7 +75,8 @@ class FillerConfig(_Strict):
     results do not speak for one filler text only. 3 by default: the fewest where one unusual text
     is not half of the data; each variant adds about one longest haystack to the prefix-reuse
     bound (examples/quick-v1.yaml: 15,299 tokens with 1, 17,195 with 3). A corpus with fewer
-    documents than asked gives fewer; the summary's ``corpus.variants`` states the number used."""
+    documents than asked gives fewer; the summary's ``corpus.variants`` states the number used. A
+    search (``run --search``) left without ``variants`` gives each instance a haystack of its own."""
     source: str | None = None
     """``session`` filler: ``generated`` (a seeded, invented coding-agent session; the default) or
     the path of a transcript, JSON Lines of OpenAI-style messages (``role``, ``content``, an
@@ -527,9 +528,13 @@ class SearchConfig(_Strict):
     batch: Int = Field(default=8, gt=0)
     """Instances a length gets first; each later step at it doubles them."""
     cap: OptionalInt = Field(default=None, gt=0)
-    """Instances a length may get before it is left undecided; ``None``: every case the task has
-    (within ``limit``). Deciding takes many: on the simulated models 512 decided 98% of searches at
-    resolution 2.0, 256 decided 92%."""
+    """Instances a length may get before it is left undecided; ``None``: 512 or every case the task
+    can make (within ``limit``), whichever is fewer, and a generated family is asked for that many
+    (``cases_per_task``). A default below 128 (a family with few cases, such as nolima's 16) is
+    refused, since so few instances rarely decide a length near the threshold; a cap set here is
+    honoured, with a warning below 128. ``filler.variants`` unset: each instance gets a haystack of
+    its own (instances sharing one would not be independent). How often the defaults decide:
+    ``benchmarks/results/search_families.md``."""
     max_calls: OptionalInt = Field(default=None, gt=0)
     """Budget in model calls (a runtime field: ``--resume DIR --max-calls N`` continues)."""
     max_tokens: OptionalInt = Field(default=None, gt=0)

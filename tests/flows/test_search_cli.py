@@ -58,8 +58,11 @@ def test_the_search_brackets_the_scripted_truth_and_show_prints_it(tmp_path: Pat
     assert shown.exit_code == 0
     assert f"effective length {low:,} tokens: passes at {low:,}" in shown.output
     assert f"fails at {high:,}" in shown.output and "95%" in shown.output
+    assert f"instances shared {found['shared_haystacks']} haystack variants" in shown.output
     decided = [d["instances"] for d in found["decisions"] if d["state"] != "open"]
-    assert found["fixed_grid"]["instances_per_length"] == max(decided)
+    assert found["fixed_grid_hindsight"]["instances_per_length"] == max(decided)
+    assert found["fixed_grid"]["instances_per_length"] == found["cap"] == 64  # every case, every length
+    assert 1 <= found["shared_haystacks"] <= 4  # 64 instances, a corpus of 4 documents: shared haystacks
     report = invoke("report", tmp_path / "out")
     assert report.exit_code == 0, report.output
     html = (tmp_path / "out" / "report.html").read_text(encoding="utf-8")

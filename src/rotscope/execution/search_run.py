@@ -5,7 +5,10 @@ decisions are taken again from those stored results on ``--resume``, so a resume
 larger budget, or after a Ctrl-C) takes the decisions an uninterrupted one takes.
 
 ``DIR/search.json`` holds the outcome: the decisions in order, the bracket and verdict, the calls
-and tokens spent, what the fixed grid of the same resolution would have cost, and the method.
+and tokens spent, what the fixed grid of the same resolution would have cost (``fixed_grid``: the
+grid a user would have run, every one of the cap's cases at every length and the base;
+``fixed_grid_hindsight``: the same lengths with only as many instances as the search needed at the
+length it decided with the most), and the method.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from typing import Any
 
 import yaml
 
-from rotscope.config import ExperimentConfig, SearchConfig, build_config, load_config
+from rotscope.config import ExperimentConfig, build_config, load_config
 from rotscope.errors import BadInput, write_output
 from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, default_run_dir, has_store
 from rotscope.execution.runner import (
@@ -29,14 +32,12 @@ from rotscope.execution.runner import (
     resume_experiment,
     run_experiment,
 )
-from rotscope.execution.self_session import self_written
-from rotscope.plan import select_cases
+from rotscope.execution.search_setup import case_ids, prepare_search, search_settings, settings_of
 from rotscope.plan.search import (
     BudgetSpent,
     SearchResult,
     SearchSettings,
     Step,
-    Threshold,
     fixed_grid_calls,
     log_grid,
     run_search,
@@ -63,53 +64,11 @@ def is_search_folder(run_dir: Path) -> bool:
     )
 
 
-def _settings(config: ExperimentConfig, search: SearchConfig, cap: int) -> SearchSettings:
-    if len(config.tasks) != 1:
-        raise BadInput(f"search: searches one task family at a time, got tasks {config.tasks}")
-    if self_written(config):
-        raise BadInput(
-            "search: filler.assistant: model would write a new session in every step; "
-            "search on generated or transcript session filler"
-        )
-    lo, hi = search.range
-    base = search.base_length if search.base_length is not None else min(config.lengths)
-    per_instance = (
-        len(config.parsed_positions()) * config.trials * (1 + config.controls + config.evidence_only)
-    )
-    return SearchSettings(
-        lengths=tuple(log_grid(lo, hi, search.resolution, 2)),
-        resolution=search.resolution,
-        base_length=base,
-        threshold=Threshold.parse(search.definition),
-        confidence=search.confidence,
-        batch=search.batch,
-        cap=cap,
-        calls_per_instance=per_instance,
-        max_calls=search.max_calls,
-        max_tokens=search.max_tokens,
-    )
-
-
 def _step_config(config: ExperimentConfig, step: Step, max_cost: float | None) -> ExperimentConfig:
     data = config.model_dump(mode="json")
     data.update(lengths=[step.length], case_offset=step.start, limit=step.count, search=None, out=None)
     data["max_cost"] = max_cost
     return build_config(data, "search step")
-
-
-def _check_cases(config: ExperimentConfig, cap: int | None) -> list[str]:
-    """The ids of the first ``cap`` cases (within the experiment's ``limit``; every one when
-    ``cap`` is ``None``), or bad input when the task has fewer."""
-    data = config.model_dump(mode="json")
-    data.update(case_offset=0, search=None, controls=False, evidence_only=False)
-    cases = [case for case in select_cases(build_config(data, "search")) if not case.control]
-    if cap is None:
-        return [case.case_id for case in cases]
-    if len(cases) < cap:
-        raise BadInput(
-            f"search.cap: {cap} instances per length, but task {config.tasks[0]} has {len(cases)} cases"
-        )
-    return [case.case_id for case in cases[:cap]]
 
 
 def _finished(run_dir: Path) -> bool:
@@ -153,6 +112,9 @@ class _Steps:
         self.tokens = 0
         self.cost = 0.0
         self.folders: list[str] = []
+        self.haystacks: int | None = None
+        """The fewest haystack variants a step's instances were spread over, where they were fewer
+        than its instances' indices reach (instances then share a haystack); ``None``: none shared."""
 
     def _remaining(self) -> float | None:
         """What is left of the search's USD budget (``max_cost``) for the next step."""
@@ -179,12 +141,19 @@ class _Steps:
             self._spend(folder, name)
             raise BudgetSpent(name) from None
         rows = self._spend(folder, name)
+        self._count_haystacks(folder, step)
         failed = sum(row["status"] != "ok" for row in rows)
         if failed:  # an error is never a wrong answer: the search waits for --resume to retry them
             done = len(rows) - failed
             reason = f"step {name} has {failed} error rows (model or engine failures), retried on --resume"
             raise EngineStopped(self.run_dir, done, len(rows), reason)
         return _means(rows, self.case_ids[step.start : step.start + step.count], step, folder)
+
+    def _count_haystacks(self, folder: Path, step: Step) -> None:
+        with RunStore.read(folder) as store:
+            built = (store.meta().get("corpus") or {}).get("variants")
+        if isinstance(built, int) and built < step.start + step.count:
+            self.haystacks = built if self.haystacks is None else min(self.haystacks, built)
 
     def _spend(self, folder: Path, name: str) -> list[Row]:
         """Count a step's calls, prompt tokens and cost (finished or stopped by the budget)."""
@@ -198,15 +167,24 @@ class _Steps:
 
 
 def run_search_experiment(
-    config: ExperimentConfig, run_dir: Path | None = None, *, reporter: Reporters = lambda: None
+    config: ExperimentConfig,
+    run_dir: Path | None = None,
+    *,
+    reporter: Reporters = lambda: None,
+    warn: Callable[[str], None] = lambda line: None,
 ) -> Path:
-    """Start a search in a new folder (``config.out`` or a dated one); returns the folder."""
-    if config.search is None:
-        raise BadInput("--search needs a search: section in the experiment file (range: [MIN, MAX] at least)")
+    """Start a search in a new folder (``config.out`` or a dated one); returns the folder. Its
+    defaults are resolved first (``search_setup.prepare_search``) and ``warn`` told of what the
+    search may not be able to decide."""
+    prepared = prepare_search(config)
+    config = prepared.config
+    assert config.search is not None
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
     if (run_dir / CONFIG_FILE).exists():
         raise BadInput(f"{run_dir}: already holds a run; continue it with rotscope run --resume {run_dir}")
-    _settings(config, config.search, len(_check_cases(config, config.search.cap)))  # bad input first
+    settings_of(config)  # bad input first
+    for line in prepared.warnings:
+        warn(line)
     (run_dir / "steps").mkdir(parents=True, exist_ok=True)
     _write_config(run_dir, config)
     record = _search(config, run_dir, reporter)
@@ -306,11 +284,11 @@ def _notice(reporter: Reporters, message: str) -> None:
 def _search(config: ExperimentConfig, run_dir: Path, reporter: Reporters) -> dict[str, Any]:
     """Run (or replay, from the steps' stores) the search; returns its record, not yet written."""
     assert config.search is not None
-    case_ids = _check_cases(config, config.search.cap)
-    settings = _settings(config, config.search, len(case_ids))
-    steps = _Steps(config, run_dir, case_ids, reporter)
-    result = run_search(settings, steps)
-    return search_record(settings, result, steps, config.max_cost)
+    ids = case_ids(config, config.search.cap)
+    resolved = search_settings(config, config.search, len(ids))
+    steps = _Steps(config, run_dir, ids, reporter)
+    result = run_search(resolved, steps)
+    return search_record(resolved, result, steps, config.max_cost)
 
 
 def search_record(
@@ -318,7 +296,6 @@ def search_record(
 ) -> dict[str, Any]:
     """What ``search.json`` holds (see the module docstring)."""
     decided = result.instances_at_decided()
-    per_length = max(decided, default=settings.cap)  # what a grid needs to decide what the search did
     coarse = SearchSettings(
         lengths=tuple(log_grid(settings.lengths[0], settings.lengths[-1], settings.resolution)),
         resolution=settings.resolution,
@@ -326,6 +303,7 @@ def search_record(
         threshold=settings.threshold,
         calls_per_instance=settings.calls_per_instance,
     )
+    hindsight = max(decided, default=settings.cap)  # what a grid needs to decide what the search did
     final = result.final()
     low, high = result.bracket
     return {
@@ -349,10 +327,17 @@ def search_record(
         "budget": {"max_calls": settings.max_calls, "max_tokens": settings.max_tokens, "max_cost": max_cost},
         "stopped_by": list(result.stopped_by),
         "cost": steps.cost,
+        "cap": settings.cap,
+        "shared_haystacks": steps.haystacks,
         "fixed_grid": {
             "lengths": len(coarse.lengths),
-            "instances_per_length": per_length,
-            "calls": fixed_grid_calls(coarse, per_length),
+            "instances_per_length": settings.cap,
+            "calls": fixed_grid_calls(coarse, settings.cap),
+        },
+        "fixed_grid_hindsight": {
+            "lengths": len(coarse.lengths),
+            "instances_per_length": hindsight,
+            "calls": fixed_grid_calls(coarse, hindsight),
         },
         "method": METHOD,
     }

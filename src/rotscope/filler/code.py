@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import random
 import sysconfig
@@ -54,12 +55,20 @@ def source_files(root: Path) -> list[Path]:
     )
 
 
+@functools.cache
+def _installed_files(root: Path) -> tuple[Path, ...]:
+    """``source_files`` of the standard library or an installed package, listed once a process:
+    each haystack variant reads the source again in its own order, and walking the standard
+    library takes seconds (a search gives each of hundreds of instances a haystack of its own)."""
+    return tuple(source_files(root))
+
+
 @register_filler("code", describe=lambda config: f"code:{config.package or config.path or 'stdlib'}")
 def code_documents(
     config: FillerConfig, seed: int, avoid: frozenset[str] = frozenset()
 ) -> Iterator[Document]:
     root = code_root(config)
-    files = source_files(root)
+    files = source_files(root) if config.path else list(_installed_files(root))  # a folder may change
     if not files:
         raise BadInput(f"filler: no Python source files under {root}")
     random.Random(seed).shuffle(files)

@@ -53,6 +53,10 @@ class TaskEntry:
     analyse: Analysis | None = None
     layout_order: tuple[str, ...] = ()
     region: bool = False
+    most_cases: Callable[[], int] | None = None
+    """The most cases a family that makes as many as asked (``cases_per_task``) can make; ``None``
+    for a family whose cases do not follow ``cases_per_task`` beyond a bound of its own (a case
+    file, a codebase) or that has no such bound below what anyone asks."""
 
 
 TASKS: Registry[TaskEntry] = Registry(
@@ -70,12 +74,17 @@ TASKS: Registry[TaskEntry] = Registry(
 
 
 def register_task(
-    name: str, *, analyse: Analysis | None = None, layout_order: tuple[str, ...] = (), region: bool = False
+    name: str,
+    *,
+    analyse: Analysis | None = None,
+    layout_order: tuple[str, ...] = (),
+    region: bool = False,
+    most_cases: Callable[[], int] | None = None,
 ) -> Callable[[TaskFactory], TaskFactory]:
     """Register a factory that builds the family from the experiment config."""
 
     def add(factory: TaskFactory) -> TaskFactory:
-        TASKS.register(name)(TaskEntry(factory, analyse, layout_order, region))
+        TASKS.register(name)(TaskEntry(factory, analyse, layout_order, region, most_cases))
         return factory
 
     return add
@@ -102,12 +111,17 @@ def register_cases(name: str) -> Callable[[CaseBuilder], CaseBuilder]:
     return add
 
 
-def register_counted_cases(name: str) -> Callable[[CountedBuilder], CountedBuilder]:
+def register_counted_cases(
+    name: str, most: int | Callable[[], int] | None = None
+) -> Callable[[CountedBuilder], CountedBuilder]:
     """Register a function that returns as many cases as it is asked for (the experiment's
-    ``cases_per_task``), or raises ``BadInput`` naming the most it can make."""
+    ``cases_per_task``), up to ``most`` (a number, or a function that counts them; ``None``: no
+    bound a search need know), or raises ``BadInput`` naming the most it can make."""
+    most_cases = most if callable(most) or most is None else lambda: most
 
     def add(build: CountedBuilder) -> CountedBuilder:
-        register_task(name)(lambda config: BuiltCases(name, lambda: build(config.cases_per_task)))
+        factory = register_task(name, most_cases=most_cases)
+        factory(lambda config: BuiltCases(name, lambda: build(config.cases_per_task)))
         return build
 
     return add

@@ -167,6 +167,6 @@ def build_aggregation_cases(count: int, gaps: tuple[int, ...] = GAPS, seed: str 
     ]
 
 
-register_task(TASK, region=True)(
+register_task(TASK, region=True, most_cases=lambda: MAX_CASES)(
     lambda config: BuiltCases(TASK, lambda: build_aggregation_cases(config.cases_per_task))
 )

@@ -64,7 +64,7 @@ def _generated(written: list[Case], count: int) -> list[Case]:
     return cases
 
 
-@register_counted_cases("competitive")
+@register_counted_cases("competitive", MAX_CASES)
 def build_competitive_cases(count: int = DEFAULT_CASES) -> list[Case]:
     check_count("competitive", count, MAX_CASES, "generated names and values stay unique")
     written = [

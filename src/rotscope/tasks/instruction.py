@@ -67,7 +67,7 @@ def _case(index: int, inventor: Inventor) -> Case:
     )
 
 
-@register_counted_cases("instruction")
+@register_counted_cases("instruction", MAX_INSTRUCTION_CASES)
 def build_instruction_cases(count: int = DEFAULT_CASES) -> list[Case]:
     check_count("instruction", count, MAX_INSTRUCTION_CASES, "invented names and ids stay unique")
     inventor = Inventor("instruction")

@@ -78,7 +78,7 @@ def _draw(index: int, rng: random.Random, used: set[str]) -> Case:
     )
 
 
-@register_counted_cases("join")
+@register_counted_cases("join", MAX_CASES)
 def build_join_cases(count: int = DEFAULT_CASES) -> list[Case]:
     check_count("join", count, MAX_CASES, "service names must stay unique")
     rng = random.Random(_GENERATOR_SEED)

@@ -107,7 +107,7 @@ def build_latent_cases() -> list[Case]:
     return [latent_case(record) for record in load_records("latent")]
 
 
-@register_counted_cases("latent")
+@register_counted_cases("latent", MAX_CASES)
 def latent_cases(count: int = DEFAULT_CASES) -> list[Case]:
     """The written cases, then drawn ones (``latent_draws``) checked the same way."""
     check_count("latent", count, MAX_CASES, "generated names stay unique")

@@ -72,7 +72,7 @@ def _generated(written: list[Case], count: int) -> list[Case]:
     return cases
 
 
-@register_counted_cases("multihop")
+@register_counted_cases("multihop", MAX_CASES)
 def build_multihop_cases(count: int = DEFAULT_CASES) -> list[Case]:
     check_count("multihop", count, MAX_CASES, "generated names and values stay unique")
     written = [

@@ -49,7 +49,7 @@ def generated_needles(written: list[Case], count: int) -> list[Case]:
     return cases
 
 
-@register_counted_cases("niah")
+@register_counted_cases("niah", MAX_CASES)
 def build_niah_cases(count: int = DEFAULT_CASES) -> list[Case]:
     check_count("niah", count, MAX_CASES, "generated names and values stay unique")
     written = load_needle_cases("niah")

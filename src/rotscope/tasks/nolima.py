@@ -21,7 +21,7 @@ def build_nolima_cases() -> list[Case]:
     return cases
 
 
-@register_counted_cases("nolima")
+@register_counted_cases("nolima", lambda: len(build_nolima_cases()))
 def nolima_cases(count: int = DEFAULT_CASES) -> list[Case]:
     """The first ``count`` written cases: a hop through world knowledge is not invented."""
     cases = build_nolima_cases()

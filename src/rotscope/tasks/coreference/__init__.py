@@ -96,6 +96,6 @@ class CoreferenceFamily:
         )
 
 
-@register_task(TASK)
+@register_task(TASK, most_cases=lambda: MAX_CASES)
 def coreference_family(config: ExperimentConfig) -> CoreferenceFamily:
     return CoreferenceFamily(config)
