@@ -214,7 +214,8 @@ def run(
         str | None,
         typer.Option(
             "--pair",
-            help="BASELINE,CANDIDATE: both in one interleaved session, into OUT/baseline and OUT/candidate.",
+            help="BASELINE,CANDIDATE (subject names from the config's subjects:, or models): both in one "
+            "interleaved session, into OUT/baseline and OUT/candidate.",
         ),
     ] = None,
     search: Annotated[
@@ -559,12 +560,16 @@ def cases_command(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Case file (JSONL); default stdout.")
     ] = None,
+    since: Annotated[
+        Path | None,
+        typer.Option("--since", help="With --failing: only layouts that did not fail in this baseline run."),
+    ] = None,
 ) -> None:
     """Write a run's cases as case-file lines; --failing turns its failures into permanent cases."""
     from rotscope.execution.case_export import export_cases
 
     def body() -> None:
-        export = export_cases(run_dir, failing=failing, pin=pin)
+        export = export_cases(run_dir, failing=failing, pin=pin, since=since)
         text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in export.lines)
         for reason in export.skipped:
             errors.print(f"left out: {reason}", markup=False, highlight=False, soft_wrap=True)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from rotscope.execution.session import Session, open_session
 from rotscope.plan.manifest import Deviation
 from rotscope.plan.schedule import paired_rounds, trie_runs
 from rotscope.store import RunStore
+from rotscope.subjects import find_subject, resolve_subject
 from rotscope.types import Backend, WorkItem
 
 PAIR_FILE = "pair.json"
@@ -40,18 +41,35 @@ SHARED_SEEDS = "generation.seed + trial, the same for both subjects in every (ca
 
 
 def parse_pair(value: str) -> tuple[str, str]:
-    """``BASELINE,CANDIDATE`` as two model names."""
+    """``BASELINE,CANDIDATE`` as two subject names or model names (``rotscope.subjects``)."""
     parts = [part.strip() for part in value.split(",")]
     if len(parts) != 2 or not all(parts):
-        raise BadInput(f"--pair: {value!r} is not BASELINE_MODEL,CANDIDATE_MODEL")
+        raise BadInput(f"--pair: {value!r} is not BASELINE,CANDIDATE (subject names or models)")
     if parts[0] == parts[1]:
-        raise BadInput(f"--pair: baseline and candidate are the same model {parts[0]!r}")
+        raise BadInput(f"--pair: baseline and candidate are the same subject {parts[0]!r}")
     return parts[0], parts[1]
 
 
-def _intended(deviation: Deviation) -> bool:
-    """What the pair itself changes from the plan in the candidate: the subject and its model."""
-    return deviation.field.startswith("subject.") or deviation.field == "config.model"
+def intended_by(
+    config: ExperimentConfig, plan: Mapping[str, Any] | None, role: str
+) -> Callable[[Deviation], bool]:
+    """What a subject itself changes from the plan: for the candidate its model, its subject group
+    and the fields its overrides set (the point of the pair); for the baseline the same only when
+    the plan pre-registered its subject's definition, else nothing but which subject it is."""
+    subject = find_subject(config, config.subject) if config.subject else None
+    planned = ((plan or {}).get("config") or {}).get("subjects") or []
+    registered = subject is not None and subject.model_dump(mode="json") in planned
+    fields = {"config.subject", "config.subjects"}
+    if role == "candidate" or registered:
+        fields.add("config.model")
+        if subject is not None:
+            fields |= {f"config.{name}" for name in subject.override_fields()}
+
+    def intended(deviation: Deviation) -> bool:
+        own = deviation.field.startswith("subject.") and (role == "candidate" or registered)
+        return own or deviation.field in fields
+
+    return intended
 
 
 def run_pair(
@@ -74,11 +92,10 @@ def run_pair(
         )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BadInput(f"out: {out} is not empty and holds no paired session; choose another --out")
-    data = config.model_dump()
-    configs = {
-        role: build_config({**data, "model": model, "out": str(out / role)}, f"--pair {role}")
-        for role, model in zip(SUBJECTS, models, strict=True)
-    }
+    configs = {}
+    for role, spec in zip(SUBJECTS, models, strict=True):
+        resolved = resolve_subject(config, spec, f"--pair {role}")
+        configs[role] = build_config({**resolved.model_dump(), "out": str(out / role)}, f"--pair {role}")
     created = not out.exists()
     try:
         return _run(configs, out, False, reporter, frozen_plan, allow_deviation, backends)
@@ -129,13 +146,12 @@ def _run(
                     backend=(backends or {}).get(role),
                 )
                 sessions[role].prepare(
-                    frozen_plan,
-                    allow_deviation,
-                    _intended if role == "candidate" else lambda deviation: False,
+                    frozen_plan, allow_deviation, intended_by(configs[role], frozen_plan, role)
                 )
             order = joint_order(sessions, configs["baseline"].seed)
             meta = {
                 "subjects": {role: configs[role].model for role in SUBJECTS},
+                "names": {role: configs[role].subject for role in SUBJECTS},
                 "folder": str(out.resolve()),
                 "seed": configs["baseline"].seed,
                 "seeds": SHARED_SEEDS,
@@ -150,7 +166,8 @@ def _run(
                     f"(seed {meta['seed']})",
                 )
             (out / PAIR_FILE).write_text(
-                json.dumps({key: meta[key] for key in ("subjects", "seed", "seeds")}, indent=2) + "\n",
+                json.dumps({key: meta[key] for key in ("subjects", "names", "seed", "seeds")}, indent=2)
+                + "\n",
                 encoding="utf-8",
             )
             with stops(out, list(sessions.values())):

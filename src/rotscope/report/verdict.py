@@ -83,10 +83,31 @@ def print_record(record: dict[str, Any], console: Console) -> None:
             )
     if "power" in record:  # a record written before the gate stated its power has none
         console.print(power_line(record["power"]), markup=False)
+    for line in layout_lines(record.get("layouts")):
+        console.print(line, markup=False)
     verdict = record["verdict"]
     console.print(f"[{_STYLE[verdict]}]{verdict}[/] (exit {record['exit_code']})")
     for reason in record["reasons"]:
         console.print(f"  {reason}", markup=False)
+    if record.get("rollback"):
+        console.print("rollback:", markup=False)
+        for step in record["rollback"]["steps"]:
+            console.print(f"  - {step}", markup=False)
+
+
+def layout_lines(layouts: dict[str, Any] | None) -> list[str]:
+    """The layouts that moved under the candidate's tokenizer or template, apart from the answers
+    that changed; nothing for a record written before it said so."""
+    if not layouts:
+        return []
+    same = "same tokenizer" if layouts["same_tokenizer"] else "another tokenizer"
+    template = "same template" if layouts["same_template"] else "another template"
+    moved_answers = sum(1 for entry in layouts["changed"] if entry["layout_moved"])
+    return [
+        f"layouts ({same}, {template}): token spans moved in {layouts['spans_moved']} of "
+        f"{layouts['paired_layouts']} paired layouts; answers changed in {layouts['answers_changed']} "
+        f"({moved_answers} of them where the layout moved)"
+    ]
 
 
 def power_line(power: dict[str, float | int | None]) -> str:
