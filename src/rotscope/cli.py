@@ -218,6 +218,12 @@ def run(
             "interleaved session, into OUT/baseline and OUT/candidate.",
         ),
     ] = None,
+    subjects_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--subjects", help="YAML file of subjects: (name, model, overrides), added to the config's."
+        ),
+    ] = None,
     search: Annotated[
         bool, typer.Option("--search", help="Search for the effective length (the config's search: section).")
     ] = False,
@@ -241,6 +247,7 @@ def run(
     from rotscope.report.dry_run import print_dry_run
     from rotscope.report.progress import ProgressBar
     from rotscope.report.terminal import print_summary
+    from rotscope.subjects import read_subjects_file, with_subjects
 
     def body() -> None:
         from rotscope.execution.search_run import is_search_folder, resume_search, run_search_experiment
@@ -258,6 +265,8 @@ def run(
         if resume is not None:
             if config is not None or plan_file is not None or base_url is not None or api_key_env is not None:
                 raise BadInput("--resume takes the run folder alone; its config.yaml is used")
+            if subjects_file is not None:
+                raise BadInput("--resume takes the run folder alone; its subjects are in its config.yaml")
             if executor is not None:
                 raise BadInput("--resume runs on the executor in the folder's config.yaml; drop --executor")
             if pair is not None:
@@ -287,6 +296,8 @@ def run(
                 "executor": {"kind": executor},
             }
             experiment = _build(config, overrides, sections)
+            if subjects_file is not None:
+                experiment = with_subjects(experiment, read_subjects_file(subjects_file), str(subjects_file))
             if search:
                 if experiment.search is not None and (max_calls or max_tokens):
                     budget = {"max_calls": max_calls, "max_tokens": max_tokens}

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from rotscope.config import BUNDLED_MODEL, ExperimentConfig, SubjectConfig, build_config
+from rotscope.config import BUNDLED_MODEL, ExperimentConfig, SubjectConfig, build_config, read_config_file
 from rotscope.errors import BadInput
 
 
@@ -64,3 +64,19 @@ def resolve_subject(config: ExperimentConfig, spec: str, where: str) -> Experime
 def subject_label(config: ExperimentConfig) -> str:
     """How a run's subject is shown: ``name (model)``, or the model alone."""
     return f"{config.subject} ({config.model})" if config.subject else config.model
+
+
+def read_subjects_file(path: Path) -> list[dict[str, Any]]:
+    """The subjects of a file holding ``subjects:`` alone (``run --subjects FILE``), their paths
+    resolved against the file's folder; bad input naming the file for anything else."""
+    data = read_config_file(path)
+    if set(data) != {"subjects"} or not isinstance(data["subjects"], list):
+        raise BadInput(f"{path}: a subjects file holds one key, subjects: a list of subjects")
+    return list(data["subjects"])
+
+
+def with_subjects(config: ExperimentConfig, subjects: list[dict[str, Any]], where: str) -> ExperimentConfig:
+    """``config`` with ``subjects`` defined after its own (a name defined twice is bad input)."""
+    data = config.model_dump(mode="json")
+    data["subjects"] = [*data["subjects"], *subjects]
+    return build_config(data, where)

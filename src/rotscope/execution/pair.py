@@ -46,7 +46,7 @@ def parse_pair(value: str) -> tuple[str, str]:
     if len(parts) != 2 or not all(parts):
         raise BadInput(f"--pair: {value!r} is not BASELINE,CANDIDATE (subject names or models)")
     if parts[0] == parts[1]:
-        raise BadInput(f"--pair: baseline and candidate are the same subject {parts[0]!r}")
+        raise BadInput(f"--pair: baseline and candidate are the same model or subject {parts[0]!r}")
     return parts[0], parts[1]
 
 

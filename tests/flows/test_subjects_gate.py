@@ -1,0 +1,185 @@
+"""Subjects end to end on scripted models: a subject carrying a system prompt or a chat template pairs
+with the baseline and gates, the record lists the layouts that moved apart from the answers that
+changed, a plain model name still pairs, an unknown subject is one line of bad input, and a FAILed
+gate's record carries the rollback: the baseline's digests to restore and the command that turns
+the newly failing layouts into permanent cases, which yields cases (replayed layouts too)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from cli_helpers import assert_bad_input, invoke
+from rotscope.execution.run_folder import CONFIG_FILE
+from rotscope.gate.rollback import cases_command
+from rotscope.store import RunStore
+from rotscope.tasks.cases import read_case_file
+
+RECORDED = Path(__file__).parents[2] / "examples" / "replay" / "recorded.jsonl"
+TEMPLATE = "{% for m in messages %}[{{ m.role }}]\n{{ m.content }}\n{% endfor %}[assistant]\n"
+SUBJECTS: list[dict[str, Any]] = [
+    {"name": "current", "model": "fake/lexical"},
+    {"name": "prompted", "model": "fake/lexical", "system_prompt": "Answer with the words of the context."},
+    {"name": "templated", "model": "fake/lexical", "chat_template": "chat.jinja"},
+    {"name": "recent", "model": "fake/lexical-recent"},
+]
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("subjects")
+    (root / "chat.jinja").write_text(TEMPLATE, encoding="utf-8")
+    data: dict[str, Any] = {
+        "name": "subjects",
+        "model": "fake/lexical",
+        "tasks": ["niah"],
+        "lengths": [256, 512],
+        "depths": ["beginning", "midpoint", "end"],
+        "limit": 8,
+        "controls": False,
+        "gate": {"min_instances": 5},
+        "subjects": SUBJECTS,
+    }
+    (root / "exp.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    replay = {**data, "tasks": ["replay"], "replay": str(RECORDED), "lengths": [256]}
+    (root / "replay.yaml").write_text(yaml.safe_dump(replay), encoding="utf-8")
+    return root
+
+
+def _pair(folder: Path, pair: str, out: str, experiment: str = "exp.yaml") -> Path:
+    result = invoke("run", folder / experiment, "--pair", pair, "--out", folder / out)
+    assert result.exit_code == 0, result.output
+    return folder / out
+
+
+def _gate(pair: Path) -> tuple[int, dict[str, Any], str]:
+    record = pair / "record.json"
+    result = invoke(
+        "gate", "--baseline", pair / "baseline", "--candidate", pair / "candidate", "-o", record, "--markdown"
+    )
+    return result.exit_code, json.loads(record.read_text(encoding="utf-8")), result.stdout
+
+
+def _config(run_dir: Path) -> dict[str, Any]:
+    loaded: dict[str, Any] = yaml.safe_load((run_dir / CONFIG_FILE).read_text(encoding="utf-8"))
+    return loaded
+
+
+def _cases(command: str, at: Path) -> list[Any]:
+    """Run a record's ``rotscope cases`` command (its output file put under ``at``)."""
+    words = shlex.split(command)
+    assert words[:2] == ["rotscope", "cases"]
+    output = at / words[words.index("-o") + 1]
+    words[words.index("-o") + 1] = str(output)
+    result = invoke(*words[1:])
+    assert result.exit_code == 0, result.output
+    return read_case_file(output)
+
+
+@pytest.fixture(scope="module")
+def prompted(folder: Path) -> Path:
+    return _pair(folder, "current,prompted", "prompted")
+
+
+@pytest.fixture(scope="module")
+def failing(folder: Path) -> Path:
+    return _pair(folder, "current,recent", "failing")
+
+
+def test_a_system_prompt_subject_pairs_and_gates_with_its_prompt_in_its_run_alone(prompted: Path) -> None:
+    baseline, candidate = _config(prompted / "baseline"), _config(prompted / "candidate")
+    assert candidate["system_prompt"] == SUBJECTS[1]["system_prompt"]
+    assert candidate["subject"] == "prompted" and [s["name"] for s in candidate["subjects"]] == ["prompted"]
+    assert baseline["system_prompt"] is None and baseline["subject"] == "current"
+    with RunStore.read(prompted / "candidate") as store:
+        identity = store.meta()["identity"]
+    assert identity["subjects"][0]["system_prompt"] == SUBJECTS[1]["system_prompt"]
+    code, record, markdown = _gate(prompted)
+    assert code in (0, 3) and record["verdict"] != "FAIL"  # the scripted model answers alike
+    assert record["candidate"]["subject"] == "prompted"
+    assert record["candidate"]["system_prompt_digest"] and record["baseline"]["system_prompt_digest"] is None
+    layouts = record["layouts"]
+    assert layouts["same_tokenizer"] and layouts["paired_layouts"] == 8 * 2 * 3
+    assert layouts["spans_moved"] > 0  # the system message shifts the evidence's tokens
+    assert layouts["answers_changed"] == 0 and record["rollback"] is None
+    assert "### Layouts" in markdown and "### Rollback" not in markdown
+
+
+def test_a_chat_template_subject_renders_its_prompts_with_its_template(folder: Path) -> None:
+    pair = _pair(folder, "current,templated", "templated")
+    code, record, _ = _gate(pair)
+    assert code in (0, 3)
+    assert record["candidate"]["template_digest"] != record["baseline"]["template_digest"]
+    assert not record["layouts"]["same_template"] and record["layouts"]["spans_moved"] > 0
+    with RunStore.read(pair / "candidate") as store:
+        assert store.meta()["backend"]["chat_template"] == str(folder / "chat.jinja")
+
+
+def test_a_plain_model_name_still_pairs_beside_a_subject(folder: Path) -> None:
+    pair = _pair(folder, "fake/lexical,prompted", "plain")
+    baseline = _config(pair / "baseline")
+    assert baseline["model"] == "fake/lexical" and baseline["subject"] is None and baseline["subjects"] == []
+    assert _config(pair / "candidate")["subject"] == "prompted"
+
+
+def test_an_unknown_subject_is_one_line_naming_it_and_the_defined_ones(folder: Path) -> None:
+    result = invoke("run", folder / "exp.yaml", "--pair", "current,nope", "--out", folder / "nope")
+    assert_bad_input(result, "unknown subject 'nope'", "current, prompted, templated, recent")
+    assert not (folder / "nope").exists()
+
+
+def test_a_failed_gate_carries_the_rollback_and_its_cases_command_yields_cases(
+    folder: Path, failing: Path
+) -> None:
+    code, record, markdown = _gate(failing)
+    assert code == 1 and record["verdict"] == "FAIL"
+    guidance = record["rollback"]
+    for key in ("model", "model_digest", "tokenizer_digest", "template_digest", "assembler_digest"):
+        assert guidance["restore"][key] == record["baseline"][key]
+    assert guidance["restore"]["subject"] == "current" and guidance["restore"]["model"] == "fake/lexical"
+    assert guidance["changed"] == ["model"]
+    failed_lengths = sorted({s["length"] for s in record["slices"] if s["verdict"] == "FAIL"})
+    assert guidance["unsupported_lengths"]["niah"][0] == failed_lengths[0]
+    assert "prefixes" in guidance["caches"]["drop"]
+    assert "### Rollback" in markdown and guidance["cases_command"] in markdown
+    cases = _cases(guidance["cases_command"], failing)
+    assert cases and all(case.pin and case.origin for case in cases)
+    newly = {
+        (row["case_id"], row["length_target"], row["position"])
+        for row in _rows(failing / "candidate")
+        if row["outcome"] != "correct"
+    }
+    pinned = {(case.case_id, pin.length, pin.position) for case in cases for pin in case.pin}
+    assert pinned <= newly  # pinned where the candidate failed
+
+
+def _rows(run_dir: Path) -> list[dict[str, Any]]:
+    with RunStore.read(run_dir) as store:
+        return [dict(row) for row in store.rows()]
+
+
+def test_the_cases_command_keeps_newly_failing_replayed_layouts(folder: Path) -> None:
+    pair = _pair(folder, "current,recent", "replay", "replay.yaml")
+    failed = [row for row in _rows(pair / "candidate") if row["outcome"] in ("incorrect", "abstained")]
+    assert failed, "the scripted candidate fails some replayed layouts"
+    cases = _cases(cases_command(str(pair / "candidate"), str(pair / "baseline")), pair)
+    assert len(cases) >= 1
+    assert {case.case_id for case in cases} <= {row["case_id"] for row in failed}
+    assert all(origin.task == "replay" for case in cases for origin in case.origin)
+
+
+def test_a_subjects_override_is_part_of_its_runs_identity(folder: Path, prompted: Path) -> None:
+    config_file = prompted / "candidate" / CONFIG_FILE
+    original = config_file.read_text(encoding="utf-8")
+    data = yaml.safe_load(original)
+    data["subjects"][0]["llamacpp"] = {"n_threads": 1}  # a runtime option, yet the subject's
+    config_file.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    try:
+        assert_bad_input(invoke("run", "--resume", prompted), "subjects")
+    finally:
+        config_file.write_text(original, encoding="utf-8")
