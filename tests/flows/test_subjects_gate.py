@@ -8,19 +8,22 @@ from __future__ import annotations
 
 import json
 import shlex
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
-from cli_helpers import assert_bad_input, invoke
+import rotscope
+from cli_helpers import assert_bad_input, bpe_tokenizer_folder, invoke, nonsense_corpus
 from rotscope.execution.run_folder import CONFIG_FILE
 from rotscope.gate.rollback import cases_command
 from rotscope.store import RunStore
 from rotscope.tasks.cases import read_case_file
 
 RECORDED = Path(__file__).parents[2] / "examples" / "replay" / "recorded.jsonl"
+FAKE_AGENT = Path(__file__).parents[1] / "fake_agent.py"
 TEMPLATE = "{% for m in messages %}[{{ m.role }}]\n{{ m.content }}\n{% endfor %}[assistant]\n"
 SUBJECTS: list[dict[str, Any]] = [
     {"name": "current", "model": "fake/lexical"},
@@ -183,3 +186,58 @@ def test_a_subjects_override_is_part_of_its_runs_identity(folder: Path, prompted
         assert_bad_input(invoke("run", "--resume", prompted), "subjects")
     finally:
         config_file.write_text(original, encoding="utf-8")
+
+
+def test_under_a_frozen_plan_only_the_candidate_or_a_registered_subject_may_deviate(folder: Path) -> None:
+    """A subject the plan pre-registered may be the baseline; one it did not, only the candidate."""
+    assert invoke("plan", folder / "exp.yaml", "-o", folder / "plan.json").exit_code == 0
+    registered = invoke(
+        "run", folder / "exp.yaml", "--plan", folder / "plan.json", "--pair", "prompted,current",
+        "--out", folder / "registered",
+    )  # fmt: skip
+    assert registered.exit_code == 0, registered.output
+    bare = yaml.safe_load((folder / "exp.yaml").read_text(encoding="utf-8"))
+    (folder / "subjects.yaml").write_text(
+        yaml.safe_dump({"subjects": bare.pop("subjects")}), encoding="utf-8"
+    )
+    (folder / "bare.yaml").write_text(yaml.safe_dump(bare), encoding="utf-8")
+    assert invoke("plan", folder / "bare.yaml", "-o", folder / "bare.plan.json").exit_code == 0
+    unregistered = ["run", folder / "bare.yaml", "--plan", folder / "bare.plan.json"]
+    unregistered += ["--subjects", folder / "subjects.yaml"]
+    assert_bad_input(
+        invoke(*unregistered, "--pair", "prompted,current", "--out", folder / "unregistered"), "deviates"
+    )
+    assert not (folder / "unregistered").exists()
+
+
+def test_a_candidate_with_another_tokenizer_gets_the_same_layouts_rerendered(folder: Path) -> None:
+    """A subject counting in another tokenizer (a command's BPE ``tokenizer.json``): every layout of
+    the baseline is rendered and verified again under it, pairs, and the record lists which
+    layouts' spans moved apart from which answers changed."""
+    corpus = nonsense_corpus(folder / "bpe-corpus")
+    tokenizer = bpe_tokenizer_folder(folder / "bpe", corpus) / "tokenizer.json"
+    script = folder / "agent.sh"
+    source = Path(rotscope.__file__).resolve().parents[1]
+    script.write_text(f'#!/bin/sh\nPYTHONPATH="{source}" exec "{sys.executable}" "{FAKE_AGENT}" "$@"\n')
+    script.chmod(0o755)
+    data = yaml.safe_load((folder / "exp.yaml").read_text(encoding="utf-8"))
+    data |= {"lengths": [700], "depths": ["beginning", "end"], "limit": 3}
+    data["filler"] = {"kind": "text", "glob": str(corpus / "*.txt")}
+    data["subjects"] = [
+        {"name": "current", "model": "fake/lexical"},
+        {"name": "agent", "model": f"cmd/{script}", "cmd": {"tokenizer": str(tokenizer)}},
+    ]
+    (folder / "tokenizers.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
+    pair = _pair(folder, "current,agent", "tokenizers", "tokenizers.yaml")
+    code, record, markdown = _gate(pair)
+    assert code in (0, 1, 3), markdown  # paired: never refused as not comparable
+    layouts = record["layouts"]
+    baseline, candidate = _rows(pair / "baseline"), _rows(pair / "candidate")
+    assert not layouts["same_tokenizer"] and layouts["paired_layouts"] == len(baseline) == len(candidate) == 6
+    assert all(row["status"] == "ok" for row in candidate)
+    spans = {(r["case_id"], r["position"]): r["spans"] for r in baseline}
+    moved = sum(json.loads(spans[(r["case_id"], r["position"])]) != json.loads(r["spans"]) for r in candidate)
+    assert layouts["spans_moved"] >= moved > 0
+    outcome = {(r["case_id"], r["position"]): r["outcome"] for r in baseline}
+    changed = sum(outcome[(r["case_id"], r["position"])] != r["outcome"] for r in candidate)
+    assert layouts["answers_changed"] == changed
