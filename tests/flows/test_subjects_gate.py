@@ -202,6 +202,8 @@ def test_under_a_frozen_plan_only_the_candidate_or_a_registered_subject_may_devi
     )
     (folder / "bare.yaml").write_text(yaml.safe_dump(bare), encoding="utf-8")
     assert invoke("plan", folder / "bare.yaml", "-o", folder / "bare.plan.json").exit_code == 0
+    frozen = json.loads((folder / "bare.plan.json").read_text(encoding="utf-8"))["config"]
+    assert not {"subjects", "subject", "chat_template"} & set(frozen)  # as a plan frozen before subjects
     unregistered = ["run", folder / "bare.yaml", "--plan", folder / "bare.plan.json"]
     unregistered += ["--subjects", folder / "subjects.yaml"]
     assert_bad_input(
