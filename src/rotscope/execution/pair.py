@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -24,15 +24,15 @@ from typing import Any
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BadInput
 from rotscope.execution.execute import Reporter
+from rotscope.execution.intended import intended_by
 from rotscope.execution.limits import Limiters
 from rotscope.execution.order import execution_order
 from rotscope.execution.run_folder import writing
 from rotscope.execution.runner import BudgetReached, resumed_config, stops
 from rotscope.execution.session import Session, open_session
-from rotscope.plan.manifest import Deviation
 from rotscope.plan.schedule import paired_rounds, trie_runs
 from rotscope.store import RunStore
-from rotscope.subjects import find_subject, resolve_subject
+from rotscope.subjects import resolve_subject
 from rotscope.types import Backend, WorkItem
 
 PAIR_FILE = "pair.json"
@@ -48,28 +48,6 @@ def parse_pair(value: str) -> tuple[str, str]:
     if parts[0] == parts[1]:
         raise BadInput(f"--pair: baseline and candidate are the same model or subject {parts[0]!r}")
     return parts[0], parts[1]
-
-
-def intended_by(
-    config: ExperimentConfig, plan: Mapping[str, Any] | None, role: str
-) -> Callable[[Deviation], bool]:
-    """What a subject itself changes from the plan: for the candidate its model, its subject group
-    and the fields its overrides set (the point of the pair); for the baseline the same only when
-    the plan pre-registered its subject's definition, else nothing but which subject it is."""
-    subject = find_subject(config, config.subject) if config.subject else None
-    planned = ((plan or {}).get("config") or {}).get("subjects") or []
-    registered = subject is not None and subject.model_dump(mode="json") in planned
-    fields = {"config.subject", "config.subjects"}
-    if role == "candidate" or registered:
-        fields.add("config.model")
-        if subject is not None:
-            fields |= {f"config.{name}" for name in subject.override_fields()}
-
-    def intended(deviation: Deviation) -> bool:
-        own = deviation.field.startswith("subject.") and (role == "candidate" or registered)
-        return own or deviation.field in fields
-
-    return intended
 
 
 def run_pair(
