@@ -150,6 +150,16 @@ def test_a_failed_gate_carries_the_rollback_and_its_cases_command_yields_cases(
     assert guidance["unsupported_lengths"]["niah"][0] == failed_lengths[0]
     assert "prefixes" in guidance["caches"]["drop"]
     assert "### Rollback" in markdown and guidance["cases_command"] in markdown
+    shown = invoke(
+        "gate",
+        "--baseline",
+        failing / "baseline",
+        "--candidate",
+        failing / "candidate",
+        "-o",
+        failing / "r.json",
+    )
+    assert shown.exit_code == 1 and "rollback:" in shown.stdout and "layouts (same tokenizer" in shown.stdout
     cases = _cases(guidance["cases_command"], failing)
     assert cases and all(case.pin and case.origin for case in cases)
     newly = {
