@@ -76,19 +76,19 @@ def test_one_paired_session_takes_the_subjects_as_its_input() -> None:
 
 
 def test_the_workflows_subjects_resolve_against_the_gate_experiment() -> None:
+    """As shipped the candidate is the baseline (an unchanged pull request gates an identical pair);
+    a candidate's override reaches its run's config and nothing of the protocol changes."""
     env = _env()
     experiment = load_config(ROOT / env["EXPERIMENT"])
     subjects = read_subjects_file(ROOT / env["SUBJECTS"])
     config = with_subjects(experiment, subjects, env["SUBJECTS"])
     baseline = resolve_subject(config, "baseline", "baseline")
-    candidate = resolve_subject(config, "candidate", "candidate")
-    assert baseline.model == experiment.model and baseline.system_prompt == experiment.system_prompt
-    changed = {
-        key
-        for key in ("model", "system_prompt", "chat_template")
-        if getattr(candidate, key) != getattr(baseline, key)
-    }
-    assert changed, "the shipped candidate changes something"
+    shipped = resolve_subject(config, "candidate", "candidate")
+    for key in ("model", "system_prompt", "chat_template", "llamacpp"):
+        assert getattr(shipped, key) == getattr(baseline, key) == getattr(experiment, key)
+    edited = [subjects[0], {**subjects[1], "system_prompt": "Be exact.", "llamacpp": {"n_batch": 128}}]
+    candidate = resolve_subject(with_subjects(experiment, edited, "edited"), "candidate", "candidate")
+    assert (candidate.system_prompt, candidate.llamacpp.n_batch) == ("Be exact.", 128)
     assert (
         candidate.cases == baseline.cases and candidate.gate == baseline.gate
     )  # the same items, judged alike
