@@ -57,7 +57,8 @@ MUTATIONS = (
         "store-drops-a-row-on-resume",
         "a resumed run leaves one unfinished call out of what it calls again",
         "store.py",
-        "return {row[0] for row in self._db.execute(\"SELECT DISTINCT call_id FROM items WHERE status != 'ok'\")}",
+        "return {row[0] for row in self._db.execute("
+        "\"SELECT DISTINCT call_id FROM items WHERE status != 'ok'\")}",
         "return set(sorted(row[0] for row in self._db.execute("
         "\"SELECT DISTINCT call_id FROM items WHERE status != 'ok'\"))[1:])",
     ),
@@ -94,7 +95,11 @@ def caught(mutation: Mutation, tiers: list[str]) -> tuple[bool, str, float]:
             cwd=ROOT, env=env, capture_output=True, text=True,
         )  # fmt: skip
         failed = [line for line in result.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
-        return result.returncode == 1, (failed[0] if failed else result.stdout[-300:]), time.monotonic() - start
+        return (
+            result.returncode == 1,
+            (failed[0] if failed else result.stdout[-300:]),
+            time.monotonic() - start,
+        )
 
 
 def main() -> int:

@@ -222,7 +222,14 @@ def run(
         str | None,
         typer.Option(
             "--pair",
-            help="BASELINE,CANDIDATE: both in one interleaved session, into OUT/baseline and OUT/candidate.",
+            help="BASELINE,CANDIDATE (subject names from the config's subjects:, or models): both in one "
+            "interleaved session, into OUT/baseline and OUT/candidate.",
+        ),
+    ] = None,
+    subjects_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--subjects", help="YAML file of subjects: (name, model, overrides), added to the config's."
         ),
     ] = None,
     search: Annotated[
@@ -248,6 +255,7 @@ def run(
     from rotscope.report.dry_run import print_dry_run
     from rotscope.report.progress import ProgressBar
     from rotscope.report.terminal import print_summary
+    from rotscope.subjects import read_subjects_file, with_subjects
 
     def body() -> None:
         from rotscope.execution.search_run import is_search_folder, resume_search, run_search_experiment
@@ -270,6 +278,8 @@ def run(
         if resume is not None:
             if config is not None or plan_file is not None or base_url is not None or api_key_env is not None:
                 raise BadInput("--resume takes the run folder alone; its config.yaml is used")
+            if subjects_file is not None:
+                raise BadInput("--resume takes the run folder alone; its subjects are in its config.yaml")
             if executor is not None:
                 raise BadInput("--resume runs on the executor in the folder's config.yaml; drop --executor")
             if pair is not None:
@@ -299,6 +309,8 @@ def run(
                 "executor": {"kind": executor},
             }
             experiment = _build(config, overrides, sections)
+            if subjects_file is not None:
+                experiment = with_subjects(experiment, read_subjects_file(subjects_file), str(subjects_file))
             if search:
                 if pair is not None or plan_file is not None or allow_deviation:
                     raise BadInput(
@@ -655,12 +667,16 @@ def cases_command(
     output: Annotated[
         Path | None, typer.Option("-o", "--output", help="Case file (JSONL); default stdout.")
     ] = None,
+    since: Annotated[
+        Path | None,
+        typer.Option("--since", help="With --failing: only layouts that did not fail in this baseline run."),
+    ] = None,
 ) -> None:
     """Write a run's cases as case-file lines; --failing turns its failures into permanent cases."""
     from rotscope.execution.case_export import export_cases
 
     def body() -> None:
-        export = export_cases(run_dir, failing=failing, pin=pin)
+        export = export_cases(run_dir, failing=failing, pin=pin, since=since)
         text = "".join(jsonl_line(line) for line in export.lines)
         for reason in export.skipped:
             errors.print(f"left out: {reason}", markup=False, highlight=False, soft_wrap=True)

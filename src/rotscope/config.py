@@ -15,6 +15,7 @@ from pydantic import (
 )
 
 from rotscope._util.strict_yaml import read_yaml
+from rotscope.config_sections import ENGINE_SECTIONS
 from rotscope.config_sections import AnalysisConfig as AnalysisConfig
 from rotscope.config_sections import AnswerText as AnswerText
 from rotscope.config_sections import CacheConfig as CacheConfig
@@ -43,6 +44,7 @@ from rotscope.config_sections import ReasoningLayout as ReasoningLayout
 from rotscope.config_sections import ReasoningSource as ReasoningSource
 from rotscope.config_sections import RemoteOptions as RemoteOptions
 from rotscope.config_sections import SearchConfig as SearchConfig
+from rotscope.config_sections import SubjectConfig as SubjectConfig
 from rotscope.config_sections import VllmOptions as VllmOptions
 from rotscope.config_sections import _Strict as _Strict
 from rotscope.errors import BadInput
@@ -96,6 +98,11 @@ class ExperimentConfig(_Strict):
     vllm: VllmOptions = Field(default_factory=VllmOptions)
     """Options of a ``vllm/PATH`` model (vLLM in this process on a local model folder)."""
     system_prompt: str | None = None
+    """A system message before every prompt (unset: none)."""
+    chat_template: str | None = None
+    """A Jinja chat template file used instead of the model's own (Hugging Face style: ``messages``,
+    ``add_generation_prompt``); relative to the experiment file. Only for engines that take token ids
+    (``llamacpp``, ``hf``, ``vllm``, ``fake``): a remote API applies its server's template."""
     limits: dict[str, ProviderLimits] = Field(default_factory=dict)
     """Per provider (``openai``, ``anthropic``...); a provider not listed gets the defaults."""
     prices: dict[str, Price] = Field(default_factory=dict)
@@ -124,6 +131,13 @@ class ExperimentConfig(_Strict):
     take the instances after those it has."""
     search: SearchConfig | None = None
     """An adaptive search for the effective length instead of the grid (``rotscope run --search``)."""
+    subjects: list[SubjectConfig] = Field(default_factory=list)
+    """The subjects of a release, defined once: each a name, a model and the overrides it carries
+    (system prompt, chat template, engine options). ``rotscope run --pair A,B`` takes their names
+    (or plain model names); a subject's overrides are part of its run's identity."""
+    subject: str | None = None
+    """The subject this run folder is (set by ``--pair``, with ``subjects`` reduced to its own
+    definition and its overrides applied); unset: the experiment's own settings."""
 
     @field_validator("lengths")
     @classmethod
@@ -153,6 +167,37 @@ class ExperimentConfig(_Strict):
         if "replay" in info.data.get("tasks", []) and not replay:
             raise ValueError("the replay task family needs a file of recorded prompts: replay: PATH.jsonl")
         return replay
+
+    @field_validator("subjects")
+    @classmethod
+    def _subjects_valid(cls, subjects: list[SubjectConfig], info: ValidationInfo) -> list[SubjectConfig]:
+        """Names unique; each engine override a key its section knows, with a value it accepts."""
+        seen: set[str] = set()
+        for subject in subjects:
+            if subject.name in seen:
+                raise ValueError(f"subject name {subject.name!r} is defined twice")
+            seen.add(subject.name)
+            for section in ENGINE_SECTIONS:
+                override = getattr(subject, section)
+                base = info.data.get(section)
+                if not override or base is None:
+                    continue
+                try:
+                    type(base).model_validate({**base.model_dump(), **override})
+                except ValidationError as error:
+                    first = error.errors()[0]
+                    key = ".".join(str(part) for part in first["loc"])
+                    problem = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+                    raise ValueError(f"subject {subject.name!r}: {section}.{key}: {problem}") from None
+        return subjects
+
+    @field_validator("subject")
+    @classmethod
+    def _subject_defined(cls, subject: str | None, info: ValidationInfo) -> str | None:
+        names = [item.name for item in info.data.get("subjects", [])]
+        if subject is not None and subject not in names:
+            raise ValueError(f"subject {subject!r} is not among the subjects defined ({', '.join(names)})")
+        return subject
 
     def parsed_positions(self) -> list[Position]:
         """The depths of the grid, each parsed once, in the order given, without repeats."""
@@ -281,7 +326,19 @@ def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     command = _section(data, "cmd")
     if command is not None and "cwd" in command:
         command["cwd"] = _absolute(command["cwd"], base)
+    if "chat_template" in data:
+        data["chat_template"] = _absolute(data["chat_template"], base)
+    if isinstance(data.get("subjects"), list):
+        data["subjects"] = [_subject_paths(item, base) for item in data["subjects"]]
     return data
+
+
+def _subject_paths(subject: object, base: Path) -> object:
+    """A subject's model, chat template and engine paths made absolute, as the experiment's are."""
+    if not isinstance(subject, dict):
+        return subject  # wrong: validation names it
+    resolved = {key: value for key, value in resolve_paths(subject, base).items() if key in subject}
+    return resolved
 
 
 def load_config(

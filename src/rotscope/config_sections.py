@@ -267,6 +267,67 @@ class VllmOptions(_Strict):
     """Skip CUDA graph capture (faster start, slower decoding)."""
 
 
+SUBJECT_NAME = r"^[A-Za-z][A-Za-z0-9_-]*$"
+"""A subject's name: a word (letters, digits, ``_``, ``-``), so it can never be read as a model name
+(``provider/NAME``, a ``.gguf`` path, ``bundled``)."""
+ENGINE_SECTIONS = ("llamacpp", "hf", "vllm", "cmd", "remote")
+"""The engine option sections a subject may override, key by key."""
+
+
+class SubjectConfig(_Strict):
+    """One subject of a release (``subjects:``): a name, a model, and the overrides it carries over
+    the experiment's own settings. ``--pair A,B`` takes subject names (or plain model names); the
+    cases, grid, seeds, decoding and gate stay the experiment's, so both subjects get the same items."""
+
+    name: str = Field(pattern=SUBJECT_NAME, max_length=64)
+    """How ``--pair`` names it; unique among the subjects, never ``bundled``."""
+    model: str
+    """The subject's model, as ``model:`` takes it (a GGUF path, ``bundled``, ``provider/NAME``)."""
+    system_prompt: str | None = None
+    """Replaces the experiment's ``system_prompt`` for this subject (unset: the experiment's)."""
+    chat_template: str | None = None
+    """A Jinja chat template file replacing the model's own for this subject (local engines that take
+    token ids only); relative to the experiment file. Unset: the experiment's ``chat_template``."""
+    llamacpp: dict[str, Any] = Field(default_factory=dict)
+    """Keys of the ``llamacpp`` section this subject sets (``n_batch: 512``), the rest the experiment's."""
+    hf: dict[str, Any] = Field(default_factory=dict)
+    """Keys of the ``hf`` section this subject sets."""
+    vllm: dict[str, Any] = Field(default_factory=dict)
+    """Keys of the ``vllm`` section this subject sets."""
+    cmd: dict[str, Any] = Field(default_factory=dict)
+    """Keys of the ``cmd`` section this subject sets."""
+    remote: dict[str, Any] = Field(default_factory=dict)
+    """Keys of the ``remote`` section this subject sets (``base_url`` of its server...)."""
+
+    @field_validator("name")
+    @classmethod
+    def _not_a_model_name(cls, name: str) -> str:
+        if name == "bundled":
+            raise ValueError("'bundled' names the bundled model; give the subject another name")
+        return name
+
+    def overrides(self) -> dict[str, Any]:
+        """What this subject sets over the experiment: top-level keys, and engine keys by section."""
+        found: dict[str, Any] = {"model": self.model}
+        for key in ("system_prompt", "chat_template"):
+            if getattr(self, key) is not None:
+                found[key] = getattr(self, key)
+        for section in ENGINE_SECTIONS:
+            if getattr(self, section):
+                found[section] = dict(getattr(self, section))
+        return found
+
+    def override_fields(self) -> list[str]:
+        """The dotted config fields this subject sets (``model``, ``llamacpp.n_batch``)."""
+        fields: list[str] = []
+        for key, value in self.overrides().items():
+            if isinstance(value, dict):
+                fields.extend(f"{key}.{inner}" for inner in value)
+            else:
+                fields.append(key)
+        return fields
+
+
 class ExecutorConfig(_Strict):
     """Where calls run. ``auto``: a local engine in a worker process of its own (a native crash is an
     error row and a restart, not the end of the run), remote APIs on the run's event loop;

@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 import yaml
 
-from cli_helpers import invoke, nonsense_corpus
 from rotscope.backends.fake import FakeBackend, echo_responder
 from rotscope.config import ExperimentConfig
 from rotscope.errors import SessionNotWritten
@@ -22,6 +21,7 @@ from rotscope.filler.session import is_note, load_transcript
 from rotscope.store import RunStore
 from rotscope.tasks.cases import read_case_file
 from rotscope.types import GenerateRequest
+from tests.support.cli_helpers import invoke, nonsense_corpus
 
 ODD = "\u2028\u2029\u0085"
 

@@ -12,10 +12,10 @@ from typing import Any
 import pytest
 import yaml
 
-from cli_helpers import assert_bad_input, case_file, invoke, nonsense_corpus
 from rotscope.backends.fake import FakeBackend
 from rotscope.config import ExperimentConfig
 from rotscope.types import Completion, GenerateRequest
+from tests.support.cli_helpers import assert_bad_input, case_file, invoke, nonsense_corpus
 
 PRICE = {"input": 1000.0, "output": 2000.0}  # USD per million tokens: a dry run's cost is visible
 

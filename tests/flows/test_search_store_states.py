@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 import yaml
 
-from cli_helpers import case_file, invoke, nonsense_corpus
 from rotscope.execution.run_folder import CREATING
+from tests.support.cli_helpers import case_file, invoke, nonsense_corpus
 
 
 def _experiment(folder: Path, **changes: Any) -> Path:

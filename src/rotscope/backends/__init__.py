@@ -72,5 +72,8 @@ def split_model(model: str) -> tuple[str, str]:
 
 
 def create_backend(config: ExperimentConfig) -> Backend:
+    """The config's model, rendering with the config's ``chat_template`` when it has one."""
+    from rotscope.backends.template import with_template
+
     provider, name = split_model(config.model)
-    return BACKENDS.get(provider).factory(name, config)
+    return with_template(BACKENDS.get(provider).factory(name, config), config.chat_template)

@@ -3,7 +3,12 @@ failed somewhere, each with where it failed (``origin``) and pinned there (``pin
 becomes a permanent case that re-runs exactly where it happened.
 
 A failure is a scored row that is not correct (wrong or abstained); an error row is no failure
-(the model was never heard). Cases are rebuilt from the run's own config (its families and case
+(the model was never heard). With ``since`` (a baseline run folder of the same experiment) only the
+newly failing layouts count: those that fail here and did not fail in the baseline, the cases a
+release gate's rollback turns into permanent ones. A replayed recording (``replay``) is written as
+the case-file line of its case: its marked evidence as documents and its oracle as recorded,
+pinned where it failed (the recorded padding stays in the replay file; the line runs in the case
+file's filler). Cases are rebuilt from the run's own config (its families and case
 file) and must still ask the question the run asked; a case-file case is written as its own line,
 a generated one as ``tasks.case_lines`` writes it.
 """
@@ -24,6 +29,9 @@ from rotscope.rows import Row
 from rotscope.store import RunStore
 from rotscope.tasks.case_lines import NotACaseLine, case_line, line_id
 from rotscope.tasks.cases import CaseRecord, parse_case_line, read_case_file
+from rotscope.tasks.replay import read_replay_file
+from rotscope.tasks.replay.records import TASK as REPLAY_TASK
+from rotscope.tasks.replay.records import Recording
 from rotscope.types import Case
 
 FAILED = ("incorrect", "abstained")
@@ -40,15 +48,35 @@ class CaseExport:
     failing_rows: int = 0
 
 
-def export_cases(run_dir: Path, *, failing: bool, pin: bool = True) -> CaseExport:
+def _failed(row: Row) -> bool:
+    return row["status"] == "ok" and row["outcome"] in FAILED
+
+
+def _layout_key(row: Row) -> tuple[Any, ...]:
+    return (row["task"], row["case_id"], row["length_target"], _position(row), row["trial"])
+
+
+def _failing_in(run_dir: Path) -> set[tuple[Any, ...]]:
+    """The layouts (task, case, length, position, trial) that failed in another run folder."""
+    if not (run_dir / STORE_FILE).is_file():
+        raise BadInput(f"--since: {run_dir} is not a run folder (no run.db)")
+    with RunStore.read(run_dir) as store:
+        return {_layout_key(row) for row in store.rows() if _failed(row)}
+
+
+def export_cases(run_dir: Path, *, failing: bool, pin: bool = True, since: Path | None = None) -> CaseExport:
     """Case-file lines of the run's cases (``failing``: those with a failing row, with ``origin``
-    and, when ``pin``, ``pin``), in the run's case order, each valid as a case-file line."""
+    and, when ``pin``, ``pin``; with ``since``, only rows failing here and not in that run), in
+    the run's case order, each valid as a case-file line."""
     if not (run_dir / STORE_FILE).is_file():
         raise BadInput(f"{run_dir}: not a run folder (no run.db)")
+    if since is not None and not failing:
+        raise BadInput("--since keeps the newly failing layouts: give it with --failing")
     with RunStore.read(run_dir) as store:
         rows = store.rows()
         run_id = str(store.meta().get("run_id") or run_dir.name)
     config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
+    before = _failing_in(since) if since is not None else set()
     by_case: dict[tuple[str, str], list[Row]] = defaultdict(list)
     for row in rows:
         by_case[(row["task"], row["case_id"])].append(row)
@@ -57,7 +85,7 @@ def export_cases(run_dir: Path, *, failing: bool, pin: bool = True) -> CaseExpor
     seen_ids: set[str] = set()
     for case in _scored_cases(config):
         case_rows = by_case.pop((case.task, case.case_id), [])
-        failed = [row for row in case_rows if row["status"] == "ok" and row["outcome"] in FAILED]
+        failed = [row for row in case_rows if _failed(row) and _layout_key(row) not in before]
         if not case_rows or (failing and not failed):
             continue
         export.failing_rows += len(failed)
@@ -82,7 +110,7 @@ def export_cases(run_dir: Path, *, failing: bool, pin: bool = True) -> CaseExpor
         seen_ids.add(line["case_id"])
         export.lines.append(line)
     for (task, case_id), left in by_case.items():
-        if not failing or any(row["status"] == "ok" and row["outcome"] in FAILED for row in left):
+        if not failing or any(_failed(row) and _layout_key(row) not in before for row in left):
             export.skipped.append(
                 f"case {case_id} of {task}: not among the cases the run's config builds now (a family "
                 "that plans its own prompts, or a changed source)"
@@ -91,20 +119,35 @@ def export_cases(run_dir: Path, *, failing: bool, pin: bool = True) -> CaseExpor
 
 
 def _scored_cases(config: ExperimentConfig) -> list[Case]:
-    """Every case that gets rows, in plan order: the questions of a bundle each on their own."""
-    return [part for case in select_cases(config) for _, part in case.scored_parts()]
+    """Every case that gets rows, in plan order: the questions of a bundle each on their own, then
+    the recordings of a replay file (a family that plans its own prompts, its cases its own)."""
+    cases = [part for case in select_cases(config) for _, part in case.scored_parts()]
+    return cases + [recording.case for recording in _recordings(config)]
 
 
-def _case_file_records(config: ExperimentConfig) -> dict[str, CaseRecord]:
-    if "cases" not in config.tasks or not config.cases:
-        return {}
-    return {record.case_id: record for record in read_case_file(Path(config.cases).expanduser())}
+def _recordings(config: ExperimentConfig) -> list[Recording]:
+    if REPLAY_TASK not in config.tasks or not config.replay:
+        return []
+    return read_replay_file(Path(config.replay).expanduser())[: config.limit]
 
 
-def _line(case: Case, records: dict[str, CaseRecord], failing: bool) -> dict[str, Any]:
-    """A case-file case as its own line (with ``failing``, without its earlier origin and pin, which
-    the new ones replace), else a generated one."""
-    record = records.get(case.case_id) if case.task == "cases" and not case.control else None
+def _case_file_records(config: ExperimentConfig) -> dict[tuple[str, str], CaseRecord]:
+    """The case-file records the run's cases came from, by (task, case id): a case file's lines
+    and a replay file's recordings, each as the case-file line it is checked as."""
+    found: dict[tuple[str, str], CaseRecord] = {}
+    if "cases" in config.tasks and config.cases:
+        for record in read_case_file(Path(config.cases).expanduser()):
+            found[("cases", record.case_id)] = record
+    for recording in _recordings(config):
+        where = f"replay {recording.case.case_id}"
+        found[(REPLAY_TASK, recording.case.case_id)] = parse_case_line(json.dumps(recording.line), where)
+    return found
+
+
+def _line(case: Case, records: dict[tuple[str, str], CaseRecord], failing: bool) -> dict[str, Any]:
+    """A case-file case (or a replayed recording) as its own line (with ``failing``, without its
+    earlier origin and pin, which the new ones replace), else a generated one."""
+    record = records.get((case.task, case.case_id)) if not case.control else None
     if record is not None:
         replaced = {"origin", "pin"} if failing else set()
         return record.model_dump(mode="json", exclude=replaced, exclude_defaults=True) | {

@@ -16,6 +16,11 @@ hold them equal); ``extra_buffers``
 changes the engine mode, and the runner already runs again every call answered in another mode.
 The same holds for the hf backend's ``n_threads`` and ``prefix_cache``; its ``device`` and ``dtype``
 change the arithmetic, so they are part of the identity.
+
+A subject's run (``subjects:``, ``rotscope.subjects``) stores its own definition in ``subjects`` and
+its name in ``subject``, both config fields of the identity: every override the subject carries is
+part of that run's identity, a runtime engine option (``n_threads``) too, and the other subject's
+definition is not.
 """
 
 from __future__ import annotations

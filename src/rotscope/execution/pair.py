@@ -24,14 +24,15 @@ from typing import Any
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BadInput
 from rotscope.execution.execute import Reporter
+from rotscope.execution.intended import intended_by
 from rotscope.execution.limits import Limiters
 from rotscope.execution.order import execution_order
 from rotscope.execution.run_folder import writing
 from rotscope.execution.runner import BudgetReached, resumed_config, stops
 from rotscope.execution.session import Session, open_session
-from rotscope.plan.manifest import Deviation
 from rotscope.plan.schedule import paired_rounds, trie_runs
 from rotscope.store import RunStore
+from rotscope.subjects import resolve_subject
 from rotscope.types import Backend, WorkItem
 
 PAIR_FILE = "pair.json"
@@ -40,18 +41,13 @@ SHARED_SEEDS = "generation.seed + trial, the same for both subjects in every (ca
 
 
 def parse_pair(value: str) -> tuple[str, str]:
-    """``BASELINE,CANDIDATE`` as two model names."""
+    """``BASELINE,CANDIDATE`` as two subject names or model names (``rotscope.subjects``)."""
     parts = [part.strip() for part in value.split(",")]
     if len(parts) != 2 or not all(parts):
-        raise BadInput(f"--pair: {value!r} is not BASELINE_MODEL,CANDIDATE_MODEL")
+        raise BadInput(f"--pair: {value!r} is not BASELINE,CANDIDATE (subject names or models)")
     if parts[0] == parts[1]:
-        raise BadInput(f"--pair: baseline and candidate are the same model {parts[0]!r}")
+        raise BadInput(f"--pair: baseline and candidate are the same model or subject {parts[0]!r}")
     return parts[0], parts[1]
-
-
-def _intended(deviation: Deviation) -> bool:
-    """What the pair itself changes from the plan in the candidate: the subject and its model."""
-    return deviation.field.startswith("subject.") or deviation.field == "config.model"
 
 
 def run_pair(
@@ -74,11 +70,10 @@ def run_pair(
         )
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
         raise BadInput(f"out: {out} is not empty and holds no paired session; choose another --out")
-    data = config.model_dump()
-    configs = {
-        role: build_config({**data, "model": model, "out": str(out / role)}, f"--pair {role}")
-        for role, model in zip(SUBJECTS, models, strict=True)
-    }
+    configs = {}
+    for role, spec in zip(SUBJECTS, models, strict=True):
+        resolved = resolve_subject(config, spec, f"--pair {role}")
+        configs[role] = build_config({**resolved.model_dump(), "out": str(out / role)}, f"--pair {role}")
     created = not out.exists()
     try:
         return _run(configs, out, False, reporter, frozen_plan, allow_deviation, backends)
@@ -129,13 +124,12 @@ def _run(
                     backend=(backends or {}).get(role),
                 )
                 sessions[role].prepare(
-                    frozen_plan,
-                    allow_deviation,
-                    _intended if role == "candidate" else lambda deviation: False,
+                    frozen_plan, allow_deviation, intended_by(configs[role], frozen_plan, role)
                 )
             order = joint_order(sessions, configs["baseline"].seed)
             meta = {
                 "subjects": {role: configs[role].model for role in SUBJECTS},
+                "names": {role: configs[role].subject for role in SUBJECTS},
                 "folder": str(out.resolve()),
                 "seed": configs["baseline"].seed,
                 "seeds": SHARED_SEEDS,
@@ -150,7 +144,8 @@ def _run(
                     f"(seed {meta['seed']})",
                 )
             (out / PAIR_FILE).write_text(
-                json.dumps({key: meta[key] for key in ("subjects", "seed", "seeds")}, indent=2) + "\n",
+                json.dumps({key: meta[key] for key in ("subjects", "names", "seed", "seeds")}, indent=2)
+                + "\n",
                 encoding="utf-8",
             )
             with stops(out, list(sessions.values())):

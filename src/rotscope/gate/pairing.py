@@ -68,6 +68,11 @@ def _pair_key(row: Row) -> tuple[Any, ...]:
     return (row["task"], row["case_id"], _length(row), row_position(row), row["trial"], row["control"])
 
 
+def pair_key(row: Row) -> tuple[Any, ...]:
+    """What pairs a candidate's row with the baseline's: (task, case, length, position, trial, control)."""
+    return _pair_key(row)
+
+
 def _describe_key(key: tuple[Any, ...]) -> str:
     values = dict(zip(_PAIR_KEY, key, strict=True))
     return (

@@ -25,6 +25,7 @@ from rotscope._version import __version__
 from rotscope.config import GateConfig
 from rotscope.errors import BadInput
 from rotscope.gate.decision import TESTS_VERSION, Pooled, Rule, decide, pooled_tests
+from rotscope.gate.layouts import layout_changes
 from rotscope.gate.pairing import (
     RunData,
     Slice,
@@ -35,6 +36,8 @@ from rotscope.gate.pairing import (
     row_correct,
     row_position,
 )
+from rotscope.gate.rollback import rollback
+from rotscope.gate.rollback import settings as rollback_settings
 from rotscope.gate.sizing import Design, gate_power
 from rotscope.plan.manifest import SliceKey, manifest_digest
 from rotscope.rows import error_rate
@@ -382,6 +385,7 @@ def binding(run: RunData) -> dict[str, Any]:
         "run": run.name,
         "path": str(run.path),
         "model": run.meta.get("model"),
+        "subject": (run.meta.get("config") or {}).get("subject"),
         "model_digest": subject.get("model_digest", backend.get("model_digest")),
         "tokenizer_digest": subject.get("tokenizer_digest", backend.get("tokenizer_digest")),
         "template_digest": subject.get("template_digest", backend.get("template_digest")),
@@ -437,8 +441,15 @@ def evaluate(
     baseline_dir: Path, candidate_dir: Path, plan: Mapping[str, Any] | None = None
 ) -> dict[str, Any]:
     """The release record of ``candidate_dir`` against ``baseline_dir``: verdict, exit code, slices,
-    worst positions, claim counts, and the digests that bind them."""
-    return compare(load_run(baseline_dir), load_run(candidate_dir), plan)
+    worst positions, claim counts, the digests that bind them, which layouts moved under the
+    candidate's tokenizer (``layouts``) and, on FAIL, the rollback guidance (``rollback``)."""
+    baseline, candidate = load_run(baseline_dir), load_run(candidate_dir)
+    record = compare(baseline, candidate, plan)
+    record["layouts"] = layout_changes(baseline, candidate)
+    record["rollback"] = rollback(
+        record, rollback_settings(baseline.meta.get("config"), baseline.meta.get("manifest"))
+    )
+    return record
 
 
 def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | None = None) -> dict[str, Any]:

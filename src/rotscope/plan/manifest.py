@@ -46,6 +46,9 @@ PACING_FIELDS = {"out", "max_cost", "limits", "prices", "executor", "analysis"}
 """Config fields that decide where results go and how a run is paced and paid, not what it
 measures: left out of the manifest, so a budget or rate limit can change without a deviation
 (``analysis`` only decides how ``show`` summarises; the gate has its own frozen section)."""
+UNSET_LEFT_OUT = ("subjects", "subject", "chat_template")
+"""Config keys added after manifest version 2 that the manifest leaves out while unset, so a plan
+frozen before them reads as the same plan."""
 _TEMPLATE_PROBE = ({"role": "system", "content": "S"}, {"role": "user", "content": "U"})
 
 
@@ -172,6 +175,9 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> di
     tokenizer = backend.tokenizer()
     cases = select_cases(config)
     fields = config.model_dump(mode="json", exclude=PACING_FIELDS)
+    for key in UNSET_LEFT_OUT:  # unset, as absent as in a plan frozen before the key existed
+        if not fields.get(key):
+            fields.pop(key, None)
     return {
         "manifest_version": MANIFEST_VERSION,
         "grid": {

@@ -15,7 +15,7 @@ from rotscope.report.cells import depth_label
 from rotscope.report.names import shareable
 from rotscope.report.numbers import score as _fmt
 from rotscope.report.terminal import effective_text, headline_intro
-from rotscope.report.verdict import pooled_line, support_lines
+from rotscope.report.verdict import layout_lines, pooled_line, support_lines
 
 ROWS_SHOWN = 10
 _MARK = {"PASS": "✅", "FAIL": "❌", "INCONCLUSIVE": "⚠️"}
@@ -122,9 +122,46 @@ def gate_markdown(record: dict[str, Any], baseline: dict[str, Any], candidate: d
             for entry in worst[:ROWS_SHOWN]
         ]
         lines += _more(len(worst))
+    lines += _layouts_markdown(record.get("layouts"))
+    lines += _rollback_markdown(record.get("rollback"))
     for role, summary in (("Candidate", candidate), ("Baseline", baseline)):
         lines += ["", f"### {role}'s effective length", "", *effective_table(summary["effective_lengths"])]
     return "\n".join(lines) + "\n"
+
+
+def _layouts_markdown(layouts: dict[str, Any] | None) -> list[str]:
+    """Which paired layouts' token spans moved, apart from which answers changed."""
+    if not layouts:
+        return []
+    lines = ["", "### Layouts", "", f"- {_text(layout_lines(layouts)[0])}"]
+    for entry in layouts["moved"][:ROWS_SHOWN]:
+        lines.append(
+            f"- moved: {_text(entry['task'])} {_text(entry['case_id'])} @ {entry['length']} "
+            f"{_text(entry['position'])}: {entry['baseline_prompt_tokens']} -> "
+            f"{entry['candidate_prompt_tokens']} tokens, spans {entry['baseline_spans']} -> "
+            f"{entry['candidate_spans']}"
+        )
+    lines += _more(len(layouts["moved"]))
+    for entry in layouts["changed"][:ROWS_SHOWN]:
+        where = "layout moved" if entry["layout_moved"] else "same tokens"
+        lines.append(
+            f"- answer changed: {_text(entry['task'])} {_text(entry['case_id'])} @ {entry['length']} "
+            f"{_text(entry['position'])}: {entry['baseline']} -> {entry['candidate']} ({where})"
+        )
+    lines += _more(len(layouts["changed"]))
+    return lines
+
+
+def _rollback_markdown(guidance: dict[str, Any] | None) -> list[str]:
+    """A FAILed gate's rollback steps, the runtime to restore and the cases command."""
+    if not guidance:
+        return []
+    restore = guidance["restore"]
+    lines = ["", "### Rollback", "", *(f"1. {_text(step)}" for step in guidance["steps"]), ""]
+    lines += ["| restore | value |", "|---|---|"]
+    lines += [f"| {key} | {_text(str(value))} |" for key, value in restore.items() if value is not None]
+    lines += ["", "```bash", guidance["cases_command"], "```"]
+    return lines
 
 
 def run_markdown(summary: dict[str, Any]) -> str:

@@ -127,6 +127,8 @@ def print_record(record: dict[str, Any], console: Console) -> None:
     note = (record.get("tests") or {}).get("note")
     if note:
         console.print(f"note: {note}", markup=False, soft_wrap=True)
+    for line in layout_lines(record.get("layouts")):
+        console.print(line, markup=False, soft_wrap=True)
     verdict = record["verdict"]
     decided = record.get("decided_by")
     console.print(
@@ -135,6 +137,25 @@ def print_record(record: dict[str, Any], console: Console) -> None:
     )
     for reason in record["reasons"]:
         console.print(f"  {reason}", markup=False)
+    if record.get("rollback"):
+        console.print("rollback:", markup=False)
+        for step in record["rollback"]["steps"]:
+            console.print(f"  - {step}", markup=False)
+
+
+def layout_lines(layouts: dict[str, Any] | None) -> list[str]:
+    """The layouts that moved under the candidate's tokenizer or template, apart from the answers
+    that changed; nothing for a record written before it said so."""
+    if not layouts:
+        return []
+    same = "same tokenizer" if layouts["same_tokenizer"] else "another tokenizer"
+    template = "same template" if layouts["same_template"] else "another template"
+    moved_answers = sum(1 for entry in layouts["changed"] if entry["layout_moved"])
+    return [
+        f"layouts ({same}, {template}): token spans moved in {layouts['spans_moved']} of "
+        f"{layouts['paired_layouts']} paired layouts; answers changed in {layouts['answers_changed']} "
+        f"({moved_answers} of them where the layout moved)"
+    ]
 
 
 def power_lines(power: dict[str, Any]) -> list[str]:

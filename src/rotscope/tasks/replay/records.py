@@ -78,6 +78,9 @@ class Recording:
     """(evidence id, text) in recorded order."""
     recorded: str
     """The last message's content as recorded (markers removed)."""
+    line: dict[str, Any]
+    """The recording's case as a case-file line (its pieces the documents, its oracle as recorded):
+    what ``rotscope cases --failing`` writes for a replayed layout that failed."""
 
 
 def _unmark(
@@ -175,7 +178,8 @@ def recording_from_record(record: ReplayRecord, where: str) -> Recording:
         if own_line and content[piece_end : piece_end + 1] == "\n" and piece_end + 1 <= end:
             cursor += 1  # a piece on a line of its own leaves no empty line behind in the padding
     padding.append(content[cursor:end])
-    case = _case(record, pieces, where)
+    line = _case_line(record, pieces)
+    case = replace(case_from_record(parse_case_line(json.dumps(line), where)), task=TASK)
     return Recording(
         case=case,
         earlier=tuple(m.model_dump() for m in record.messages[:-1]),
@@ -185,12 +189,13 @@ def recording_from_record(record: ReplayRecord, where: str) -> Recording:
         padding="".join(padding),
         pieces=tuple(pieces),
         recorded=content,
+        line=line,
     )
 
 
-def _case(record: ReplayRecord, pieces: list[tuple[str, str]], where: str) -> Case:
-    """The case of a recording, checked as a case-file line is: each piece a document supporting
-    the claims it states."""
+def _case_line(record: ReplayRecord, pieces: list[tuple[str, str]]) -> dict[str, Any]:
+    """The case of a recording as a case-file line (checked as one when read): each piece a
+    document supporting the claims it states."""
 
     def states(text: str, claim: str) -> bool:
         return any(surface.casefold() in text.casefold() for surface in record.claims[claim])
@@ -208,7 +213,7 @@ def _case(record: ReplayRecord, pieces: list[tuple[str, str]], where: str) -> Ca
         "abstain": record.abstain,
         "slices": record.slices,
     }
-    return replace(case_from_record(parse_case_line(json.dumps(line), where)), task=TASK)
+    return line
 
 
 def read_replay_file(path: Path) -> list[Recording]:

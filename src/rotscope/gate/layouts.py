@@ -1,0 +1,93 @@
+"""Which paired layouts moved under the candidate's tokenizer, apart from which answers changed.
+
+Both subjects of a pair are planned from the same cases and layouts (length, position), each
+rendered and verified under its own tokenizer and template: with the same tokenizer and template
+every span sits at the same tokens, with another the same evidence lands at other token offsets
+and the prompt has another token count. The release record lists both kinds of change per paired
+layout, so a reader can tell an answer that changed where the prompt's tokens did not move (the
+model changed) from one whose layout moved too.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from rotscope.gate.pairing import RunData, pair_key, row_position
+from rotscope.rows import Row
+
+
+def _spans(row: Row) -> list[tuple[str, int, int]]:
+    return sorted(
+        (str(span.get("evidence_id", "")), int(span["token_start"]), int(span["token_end"]))
+        for span in json.loads(row["spans"] or "[]")
+    )
+
+
+def _where(row: Row) -> dict[str, Any]:
+    return {
+        "task": row["task"],
+        "case_id": row["case_id"],
+        "length": row["length_target"],
+        "position": row_position(row),
+        "trial": row["trial"],
+    }
+
+
+def _digest(run: RunData, key: str) -> Any:
+    subject = (run.meta.get("manifest") or {}).get("subject") or {}
+    return subject.get(key, (run.meta.get("backend") or {}).get(key))
+
+
+def layout_changes(baseline: RunData, candidate: RunData) -> dict[str, Any]:
+    """Per paired layout: whether its spans or prompt length moved (``moved``), and, listed apart,
+    whether its scored answer changed (``answers_changed``, each saying whether its layout moved)."""
+    cand = {pair_key(row): row for row in candidate.rows}
+    moved: list[dict[str, Any]] = []
+    changed: list[dict[str, Any]] = []
+    paired = 0
+    for row in baseline.rows:
+        other = cand.get(pair_key(row))
+        if other is None:
+            continue
+        paired += 1
+        spans_moved = _spans(row) != _spans(other) or row["prompt_tokens"] != other["prompt_tokens"]
+        if spans_moved:
+            moved.append(
+                {
+                    **_where(row),
+                    "baseline_prompt_tokens": row["prompt_tokens"],
+                    "candidate_prompt_tokens": other["prompt_tokens"],
+                    "baseline_spans": [[start, end] for _, start, end in _spans(row)],
+                    "candidate_spans": [[start, end] for _, start, end in _spans(other)],
+                }
+            )
+        scored = row["status"] == "ok" and other["status"] == "ok"
+        if scored and row["outcome"] != other["outcome"]:
+            changed.append(
+                {
+                    **_where(row),
+                    "baseline": row["outcome"],
+                    "candidate": other["outcome"],
+                    "layout_moved": spans_moved,
+                }
+            )
+    tokenizers = {
+        role: _digest(run, "tokenizer_digest")
+        for role, run in (("baseline", baseline), ("candidate", candidate))
+    }
+    templates = {
+        role: _digest(run, "template_digest")
+        for role, run in (("baseline", baseline), ("candidate", candidate))
+    }
+    return {
+        "same_tokenizer": tokenizers["baseline"] == tokenizers["candidate"],
+        "same_template": templates["baseline"] == templates["candidate"],
+        "tokenizer_digests": tokenizers,
+        "template_digests": templates,
+        "paired_layouts": paired,
+        "spans_moved": len(moved),
+        "answers_changed": len(changed),
+        "moved": moved,
+        "changed": changed,
+    }
