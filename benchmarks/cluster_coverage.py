@@ -23,6 +23,24 @@ haystack variant where variants are fewer than instances: what rotscope now prin
 (rho, items, variants, n) the lowest coverage over the accuracies, the mean width and the share of
 zero-width intervals; the Monte Carlo standard error of a coverage near 0.95 at 2,000 datasets is
 about 0.005.
+
+Measured (full grid: rho 0/0.5/0.9 x 1/3 items x 3/16 variants x n 5-60 x 10 accuracies from 0.01
+to 0.999, 2,000 datasets each, seed 31, 367 s on 2 shared cores; tables in
+``benchmarks/results/cluster_coverage.md``). Lowest coverage over all settings:
+
+- cell: wilson 0.707 (3 variants, n 60) and 0.842 with none shared; clopper-pearson 0.753;
+  kish-cp 0.798; t-instance 0.617; t-variant 0.933 (0.940 with 3 variants).
+- per-length line (3 depths pooled): wilson 0.761; t-instance 0.575; t-variant 0.945.
+- paired gap: t-instance (the gap before) 0.583; t-variant 0.953.
+- no interval of t-variant has zero width; at accuracies 0.01 and 0.99-0.999 its coverage is
+  0.99-1.00 (forced by the bounds: the interval reaches 0 or 1), mean widths 0.28-0.30 for cells.
+
+So intervals cluster on the variant (not an effective n: kish-cp, fed a variance estimated from
+3 clusters, under-covers) with one pseudo-instance at each bound for cells (exact binomial
+coverage at half a pseudo-instance: 0.85-0.91 lowest; at one: 0.934-0.946, table
+``exact_binomial``). Pooling depths, t-variant covers 0.952-0.963 at n 60 and 0.968-0.983 at 16
+(16 variants, accuracies 0.3-0.85) where Wilson gave 0.96-0.998; at n 5-10 both still over-cover
+(t-variant 0.98-0.998): few instances, t quantiles and the pseudo-instances.
 """
 
 from __future__ import annotations
@@ -222,6 +240,28 @@ def by_accuracy(results: Result, name: str, method: str) -> list[str]:
     return lines
 
 
+def exact_binomial(weights: tuple[float, ...] = (0.5, CELL_PSEUDO_WEIGHT)) -> list[str]:
+    """Exact coverage of the cell interval on binary instances (one item each, no shared cause:
+    the count is binomial), over true accuracies 0.5-0.9995 (the floor mirrors it), for the
+    pseudo-instance weights considered: the lowest coverage and where, and the interval at n of n."""
+    accuracies = np.linspace(0.5, 0.9995, 400)
+    lines = ["### cell, binary instances: exact binomial coverage", "",
+             "| weight | n | min cover | at accuracy | interval at n/n |", "|---|---|---|---|---|"]  # fmt: skip
+    for weight in weights:
+        for n in INSTANCES:
+            k = np.arange(n + 1)
+            values = (np.arange(n)[None, :] < k[:, None]).astype(float)
+            low, high = cluster_t_interval(values, np.arange(n), bounds=(0.0, 1.0), weight=weight)
+            pmf = scipy_stats.binom.pmf(k[:, None], n, accuracies[None, :])
+            cover = (pmf * ((low[:, None] <= accuracies) & (accuracies <= high[:, None]))).sum(axis=0)
+            worst = int(cover.argmin())
+            lines.append(
+                f"| {weight} | {n} | {cover[worst]:.3f} | {accuracies[worst]:.3f} | "
+                f"[{low[-1]:.3f}, {high[-1]:.3f}] |"
+            )
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--datasets", type=int, default=2000)
@@ -253,6 +293,8 @@ def main() -> None:
         *by_accuracy(results, "per-length", "t-variant"),
         "",
         *by_accuracy(results, "gap", "t-variant"),
+        "",
+        *exact_binomial(),
         "",
         f"({time.monotonic() - started:.0f} s)",
     ]

@@ -241,11 +241,9 @@ def adjusted_t_interval(differences: np.ndarray, confidence: float = 0.95) -> tu
 
 CELL_PSEUDO_WEIGHT = 1.0
 """Weight of each of the two pseudo-instances (one all wrong, one all right) a cell's interval adds
-to its instance means (``cluster_t_interval``): twice the paired gap's ``PSEUDO_PAIR_WEIGHT``. At
-half a pseudo-instance each the interval of binary instances covers only 0.85-0.88 just under the
-ceiling (true 0.88-0.97 at 16-60 instances, exact binomial coverage); at one each its lowest exact
-coverage over true accuracies 0.5-0.9995 is 0.934-0.946 at 5-60 instances
-(``benchmarks/cluster_coverage.py``)."""
+to its instance means (``cluster_t_interval``): twice the paired gap's ``PSEUDO_PAIR_WEIGHT``, as
+half a pseudo-instance each leaves binary instances under-covered just below the ceiling
+(``benchmarks/cluster_coverage.py`` chose it, by simulation and exact binomial coverage)."""
 
 
 def cluster_t_interval(
