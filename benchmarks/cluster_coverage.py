@@ -245,8 +245,12 @@ def exact_binomial(weights: tuple[float, ...] = (0.5, CELL_PSEUDO_WEIGHT)) -> li
     the count is binomial), over true accuracies 0.5-0.9995 (the floor mirrors it), for the
     pseudo-instance weights considered: the lowest coverage and where, and the interval at n of n."""
     accuracies = np.linspace(0.5, 0.9995, 400)
-    lines = ["### cell, binary instances: exact binomial coverage", "",
-             "| weight | n | min cover | at accuracy | interval at n/n |", "|---|---|---|---|---|"]  # fmt: skip
+    lines = [
+        "### cell, binary instances: exact binomial coverage",
+        "",
+        "| weight | n | min cover | at accuracy | interval at n/n |",
+        "|---|---|---|---|---|",
+    ]
     for weight in weights:
         for n in INSTANCES:
             k = np.arange(n + 1)
