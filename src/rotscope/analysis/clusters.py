@@ -33,9 +33,10 @@ class Clusters:
 def clusters_of(rows: Iterable[Row], key: str = "instance_id") -> Clusters:
     """The cluster of each ``key`` (an instance, or a case paired across lengths) of the scored
     ``rows``: its haystack variant where more than one and fewer than the instances are used,
-    else its instance (a prompt: the keys of one multikey prompt share it). An instance of unknown
-    variant (a row stored before variants were recorded, of a run with several) or a single shared
-    haystack leaves the instances as clusters, and says so in ``note``."""
+    else its instance (a prompt: the keys of one multikey prompt share it). An instance with no
+    variant recorded (a row stored before variants were, of a run with several; a family that
+    plans its own prompts) or a single shared haystack leaves the instances as clusters, and says
+    so in ``note``."""
     variants: dict[str, Any] = {}
     instances: dict[str, str] = {}
     variant_of: dict[str, Any] = {}
@@ -48,7 +49,7 @@ def clusters_of(rows: Iterable[Row], key: str = "instance_id") -> Clusters:
         variant_of.setdefault(row["instance_id"], variant)
     count = len(set(instances.values()))
     if unknown:
-        return Clusters(instances, "instance", count, "haystack variant unknown")
+        return Clusters(instances, "instance", count, "no haystack variant recorded")
     used = len(set(variant_of.values()))
     if 1 < used < len(variant_of):
         return Clusters({k: f"variant {v}" for k, v in variants.items()}, "variant", used)

@@ -112,7 +112,7 @@ def effective_lengths(
     }
 
 
-NO_CURVE = "each instance at its own length (replayed recordings): no length curve"
+NO_CURVE = "each case at its own length (replayed recordings, pinned cases): no length curve"
 """Why a task whose instances were each planned at one length only, at different lengths, has no
 effective length and no gaps: its lengths are different recordings, not one prompt stretched."""
 

@@ -80,7 +80,7 @@ def test_the_per_length_line_and_the_gap_use_the_same_clusters(data: np.ndarray)
     ("variants", "note"),
     [
         (list(range(12)), None),
-        ([None] * 12, "haystack variant unknown"),
+        ([None] * 12, "no haystack variant recorded"),
         ([0] * 12, "one haystack: conditional on it"),
     ],
 )
