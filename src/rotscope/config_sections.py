@@ -75,8 +75,10 @@ class FillerConfig(_Strict):
     results do not speak for one filler text only. 3 by default: the fewest where one unusual text
     is not half of the data; each variant adds about one longest haystack to the prefix-reuse
     bound (examples/quick-v1.yaml: 15,299 tokens with 1, 17,195 with 3). A corpus with fewer
-    documents than asked gives fewer; the summary's ``corpus.variants`` states the number used. A
-    search (``run --search``) left without ``variants`` gives each instance a haystack of its own."""
+    documents than asked gives fewer; the summary's ``corpus.variants`` states the number used.
+    Cases in one variant share its text, so where variants are fewer than cases the intervals
+    cluster on the variant (few variants: wide intervals; one per case: the cases alone). A search
+    (``run --search``) left without ``variants`` gives each instance a haystack of its own."""
     source: str | None = None
     """``session`` filler: ``generated`` (a seeded, invented coding-agent session; the default) or
     the path of a transcript, JSON Lines of OpenAI-style messages (``role``, ``content``, an

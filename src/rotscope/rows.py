@@ -36,6 +36,7 @@ class Row(TypedDict):
     expected: str
     slices: str
     filler: str | None
+    haystack_variant: int | None
     status: str
     response: str | None
     outcome: str | None

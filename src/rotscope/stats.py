@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 from scipy import special
@@ -151,7 +151,9 @@ width."""
 class Gap:
     """Mean paired difference (long minus short) over instances present in both, with its interval.
 
-    ``too_few`` is set, with no interval, when fewer than ``MIN_PAIRS`` instances are shared."""
+    ``too_few`` is set, with no interval, when fewer than ``MIN_PAIRS`` instances are shared.
+    ``clusters`` is how many clusters the interval's standard error counts (the pairs, unless
+    ``paired_gap`` was given coarser clusters)."""
 
     estimate: float | None
     low: float | None
@@ -159,6 +161,7 @@ class Gap:
     pairs: int
     method: str
     too_few: bool = False
+    clusters: int | None = None
 
 
 def paired_gap(
@@ -167,9 +170,13 @@ def paired_gap(
     *,
     confidence: float = 0.95,
     min_pairs: int = MIN_PAIRS,
+    clusters: Mapping[str, Any] | None = None,
 ) -> Gap:
     """Paired gap of per-instance means keyed by instance (whole instances are the unit, so items
-    of one instance are never treated as independent).
+    of one instance are never treated as independent). ``clusters`` maps each key to a coarser
+    cluster its instance shares a cause with (a haystack variant): the interval is then
+    ``cluster_t_interval`` on those clusters, which is the adjusted t below when every key is its
+    own cluster.
 
     The estimate is the mean of the paired differences. The interval is an adjusted t interval:
     the differences plus the pseudo-differences +1 and -1 weighted ``PSEUDO_PAIR_WEIGHT`` each
@@ -185,8 +192,34 @@ def paired_gap(
     estimate = float(differences.mean())
     if len(keys) < min_pairs:
         return Gap(estimate, None, None, len(keys), "too few pairs", too_few=True)
+    labels = [key if clusters is None else clusters.get(key, key) for key in keys]
+    if len(set(labels)) < len(keys):
+        low, high = cluster_t_interval(differences, labels, bounds=(-1.0, 1.0), confidence=confidence)
+        return Gap(
+            estimate, float(low), float(high), len(keys), "cluster adjusted t", clusters=len(set(labels))
+        )
     low, high = adjusted_t_interval(differences, confidence)
-    return Gap(estimate, float(low), float(high), len(keys), "adjusted t")
+    return Gap(estimate, float(low), float(high), len(keys), "adjusted t", clusters=len(keys))
+
+
+def mean_interval(
+    means: Mapping[str, float], clusters: Mapping[str, Any] | None = None, confidence: float = 0.95
+) -> tuple[float, float]:
+    """The interval of a cell: ``cluster_t_interval`` of the instance means (in [0, 1]) with one
+    pseudo-instance at each bound (``CELL_PSEUDO_WEIGHT``), clustered on ``clusters`` (each
+    instance its own where ``None``); (0, 1) without instances. Wilson on the instance means,
+    the interval before, under-covers just below the ceiling and over-covers means pooled over
+    depths (``benchmarks/cluster_coverage.py``)."""
+    keys = sorted(means)
+    if not keys:
+        return (0.0, 1.0)
+    values = np.array([means[key] for key in keys], dtype=float)
+    labels = [key if clusters is None else clusters.get(key, key) for key in keys]
+    low, high = cluster_t_interval(
+        values, labels, bounds=(0.0, 1.0), confidence=confidence, weight=CELL_PSEUDO_WEIGHT
+    )
+    # Floating point leaves 0.9999999999999999 where the bound is exactly 1.
+    return (float(np.clip(round(float(low), 12), 0.0, 1.0)), float(np.clip(round(float(high), 12), 0.0, 1.0)))
 
 
 def adjusted_t_interval(differences: np.ndarray, confidence: float = 0.95) -> tuple[np.ndarray, np.ndarray]:
@@ -195,6 +228,56 @@ def adjusted_t_interval(differences: np.ndarray, confidence: float = 0.95) -> tu
     parts = adjusted_t_parts(differences)
     level = (1 - confidence) / 2
     return parts.bound(level, "lower"), parts.bound(level, "upper")
+
+
+CELL_PSEUDO_WEIGHT = 1.0
+"""Weight of each of the two pseudo-instances (one all wrong, one all right) a cell's interval adds
+to its instance means (``cluster_t_interval``): twice the paired gap's ``PSEUDO_PAIR_WEIGHT``, as
+half a pseudo-instance each leaves binary instances under-covered just below the ceiling
+(``benchmarks/cluster_coverage.py`` chose it, by simulation and exact binomial coverage)."""
+
+
+def cluster_t_interval(
+    values: np.ndarray,
+    clusters: Sequence[Any] | np.ndarray,
+    *,
+    bounds: tuple[float, float],
+    confidence: float = 0.95,
+    weight: float = PSEUDO_PAIR_WEIGHT,
+) -> tuple[np.ndarray, np.ndarray]:
+    """A cluster-robust adjusted t interval for the mean of per-instance ``values`` within
+    ``bounds`` (instance means in [0, 1], paired differences in [-1, 1]) whose instances share a
+    cause within a cluster (a haystack variant, a prompt); vectorised over the leading axes of
+    ``values`` (``clusters`` labels the last axis), so ``benchmarks/cluster_coverage.py`` runs the
+    very same code on many datasets.
+
+    Two pseudo-instances at the two bounds, each of weight ``weight``, join the data (a sample
+    whose values are all equal still has a spread: the interval never has zero width). The centre
+    is the pooled mean; the standard error is cluster-robust (the squared residual totals of the
+    clusters, the pseudo-instances' weighted, times G'/(G' - 1), where G' = G + 2 x weight /
+    (instances per cluster) counts the pseudo-instances as the share of a cluster they are); the
+    quantile is Student's t with G' - 1 degrees of freedom, so three clusters give a wide
+    interval, as they should. With every instance its own cluster this is the adjusted t interval
+    of ``paired_gap`` (``adjusted_t_interval``). Always contains the mean of ``values``.
+    """
+    data = np.asarray(values, dtype=float)
+    labels = np.unique(np.asarray(clusters), return_inverse=True)[1].reshape(-1)
+    count = data.shape[-1]
+    groups = int(labels.max()) + 1
+    membership = np.zeros((count, groups))
+    membership[np.arange(count), labels] = 1.0
+    sizes = membership.sum(axis=0)
+    totals = data @ membership
+    lowest, highest = bounds
+    total = count + 2 * weight
+    centre = (totals.sum(axis=-1) + weight * (lowest + highest)) / total
+    squares = ((totals - sizes * centre[..., None]) ** 2).sum(axis=-1) + weight * (
+        (lowest - centre) ** 2 + (highest - centre) ** 2
+    )
+    effective = groups + 2 * weight * groups / count
+    standard_error = np.sqrt(squares / total**2 * effective / (effective - 1))
+    half = scipy_stats.t.ppf(0.5 + confidence / 2, effective - 1) * standard_error
+    return np.clip(centre - half, lowest, highest), np.clip(centre + half, lowest, highest)
 
 
 def sign_test(differences: Sequence[float]) -> float:

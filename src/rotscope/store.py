@@ -24,7 +24,7 @@ from rotscope.rows import Row
 PLANNED_COLUMNS = (
     "item_id", "call_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model",
     "backend", "length_target", "prompt_tokens", "haystack_tokens", "depth", "position", "spans", "trial",
-    "seed", "prompt_digest", "question", "expected", "slices", "filler",
+    "seed", "prompt_digest", "question", "expected", "slices", "filler", "haystack_variant",
 )  # fmt: skip
 RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
@@ -95,6 +95,9 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("engine_mode", "ALTER TABLE items ADD COLUMN engine_mode TEXT"),
     # Where a row's cached tokens came from (``reported``, ``server_log``); NULL when unknown.
     ("cached_source", "ALTER TABLE items ADD COLUMN cached_source TEXT"),
+    # The haystack variant of the row's prompt (case i in variant i mod variants), so intervals can
+    # cluster on the cases that share one; NULL for rows stored before it (see ``rows``).
+    ("haystack_variant", "ALTER TABLE items ADD COLUMN haystack_variant INTEGER"),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -103,6 +106,18 @@ def session_usd(meta: Mapping[str, Any]) -> float:
     """USD the model-written session of a run cost (0 without one, or before sessions were priced)."""
     generation = meta.get("session_generation") or {}
     return float(generation.get("usd") or 0.0)
+
+
+def recovered_variant(meta: Mapping[str, Any]) -> int | None:
+    """The haystack variant of a row stored without one, from the run's stored config: 0 where the
+    run had one haystack (a config from before ``filler.variants`` existed, or one variant asked or
+    used), else ``None`` (unknown: intervals then cluster on the instance alone)."""
+    config = meta.get("config") or {}
+    filler = config.get("filler") or {}
+    corpus = meta.get("corpus") or {}
+    if "variants" not in filler or filler.get("variants") == 1 or corpus.get("variants") == 1:
+        return 0
+    return None
 
 
 def _now() -> str:
@@ -348,7 +363,14 @@ class RunStore:
             name if name in self._columns else f"{_COLUMN_DEFAULTS[name]} AS {name}" for name in ITEM_COLUMNS
         )
         cursor = self._db.execute(f"SELECT {selected} FROM items ORDER BY plan_order")
-        return [cast(Row, dict(row)) for row in cursor]
+        rows = [cast(Row, dict(row)) for row in cursor]
+        if any(row["haystack_variant"] is None for row in rows):
+            recovered = recovered_variant(self.meta())
+            if recovered is not None:
+                for row in rows:
+                    if row["haystack_variant"] is None:
+                        row["haystack_variant"] = recovered
+        return rows
 
     def record_cache_check(self, check: Mapping[str, Any]) -> None:
         """Store one warm/cold comparison (see ``rotscope.execution.cachecheck``)."""

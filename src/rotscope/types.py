@@ -332,6 +332,9 @@ class WorkItem:
     prompt: RenderedPrompt
     params: GenerationParams
     instance_id: str = field(default="")
+    haystack_variant: int | None = None
+    """The haystack variant the prompt's filler comes from (case ``i`` of a family in variant
+    ``i mod variants``); ``None`` for a family that plans its own prompts. Not part of ``item_id``."""
     prefix_group: PrefixGroup | None = None
     """Set by the execution order of a remote run; not part of ``item_id``."""
 

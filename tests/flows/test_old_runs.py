@@ -84,6 +84,13 @@ def test_show_json_gives_the_cells_the_old_code_gave(runs: dict[str, Path], key:
     ]
     assert cells == OLD_CELLS[key]
     assert summary["items"]["total"] == summary["items"]["done"] == ITEMS
+    # Intervals are recomputed and say how: these runs predate haystack variants, so every row is
+    # in the one haystack (recovered from the stored config) and the instances are the clusters.
+    for found in summary["cells"]:
+        assert found["ci_method"] == "adjusted t on instance means (one haystack: conditional on it)"
+        assert (found["clusters"], found["cluster_on"]) == (3, "instance")
+        assert found["ci_low"] <= found["instance_accuracy"] <= found["ci_high"]
+        assert found["ci_high"] - found["ci_low"] > 0.3  # 3 instances: never a point
 
 
 @pytest.mark.parametrize("key", sorted(RUNS))

@@ -23,7 +23,7 @@ from rotscope.tasks.needles import load_needle_cases
 from rotscope.types import Case, GenerateRequest
 from tests.support.cli_helpers import valve_corpus
 
-Z95 = 1.959963984540054  # two-sided 95% normal quantile
+PAIRED = "adjusted t on paired instance differences (one haystack: conditional on it)"
 NEEDLES: dict[str, Case] = {case.evidence[0].text: case for case in load_needle_cases("niah")}
 FILLER_LINE = re.compile(r"valve \d+ checked\.")
 WRONG = "Zorblat Quimby"  # names nothing in any prompt
@@ -62,7 +62,9 @@ def _run(tmp_path: Path, reply: Replier, **fields: Any) -> dict[str, Any]:
         "lengths": [200, 400],
         "depths": [0.0, 0.5, 1.0],
         "limit": 16,
-        "filler": {"kind": "text", "glob": str(valve_corpus(tmp_path / "corpus") / "*.txt")},
+        # one haystack, so the instances are the clusters and the hand-worked intervals hold
+        # (clustering on shared variants: tests/unit/analysis/test_cluster_intervals.py)
+        "filler": {"kind": "text", "glob": str(valve_corpus(tmp_path / "corpus") / "*.txt"), "variants": 1},
     }
     data.update(fields)
     run_dir = run_experiment(
@@ -123,14 +125,19 @@ def test_degradation_calibration_and_effective_length(tmp_path: Path) -> None:
     centre, se = -16 / 17, (33 / 17 / 16 / 17) ** 0.5
     assert gap == {"length": 400, "gap": -1.0, "ci_low": -1.0,
                    "ci_high": pytest.approx(centre + scipy_stats.t.ppf(0.975, 16) * se),
-                   "pairs": 16, "method": "adjusted t", "too_few": False, "unmatched": 0}  # fmt: skip
+                   "pairs": 16, "method": PAIRED, "too_few": False, "unmatched": 0, "clusters": 16,
+                   "cluster_on": "instance"}  # fmt: skip
 
-    # Control length 200: 48 of 48 items, 16 of 16 instances -> Wilson low 16 / (16 + z^2)
-    # = 16 / 19.8415 = 0.8064, shown beside the verdict: point 1.0 > 0.95 -> saturated.
+    # Control length 200: 48 of 48 items, 16 of 16 instances -> the adjusted t of a cell adds one
+    # pseudo-instance at 0 and one at 1 (18 values): centre 17 / 18, squares 16 (1/18)^2 +
+    # (17/18)^2 + (1/18)^2 = 306 / 324, SE sqrt(306 / 324 / 18 / 17), 17 degrees of freedom;
+    # shown beside the verdict: point 1.0 > 0.95 -> saturated.
     calibration = task["calibration"]
     assert calibration["length"] == 200
     assert calibration["accuracy"] == 1.0
-    assert calibration["ci_low"] == pytest.approx(16 / (16 + Z95**2), abs=1e-9)
+    low = 17 / 18 - scipy_stats.t.ppf(0.975, 17) * (306 / 324 / 18 / 17) ** 0.5
+    assert calibration["ci_low"] == pytest.approx(low, abs=1e-9)
+    assert calibration["ci_method"] == "adjusted t on instance means (one haystack: conditional on it)"
     assert calibration["ci_high"] == 1.0
     assert calibration["verdict"] == "saturated"
 
@@ -168,7 +175,7 @@ def test_degradation_with_an_adjusted_t_interval(tmp_path: Path) -> None:
     # 8 of 16 cases (the even ids) drop 1 -> 0 at 400, the rest stay 1: mean -8 / 16 = -0.5.
     assert gap["gap"] == pytest.approx(-0.5)
     assert gap["pairs"] == 16
-    assert gap["method"] == "adjusted t"
+    assert gap["method"] == PAIRED
     assert gap["too_few"] is False
     assert -1.0 <= gap["ci_low"] < -0.5 < gap["ci_high"] <= 0.0
     # 400: 8 of 16 right -> 0.5 >= threshold? base = (1.0 + 0.5) / 2 = 0.75, threshold 0.6375: no.

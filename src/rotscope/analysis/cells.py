@@ -6,8 +6,12 @@ import json
 from collections import Counter
 from typing import Any
 
-from rotscope.rows import Row, error_rate, instance_means, scored
-from rotscope.stats import proportion_interval
+from rotscope.analysis.clusters import clusters_of
+from rotscope.rows import Row, error_rate, group_by, instance_means, scored
+from rotscope.stats import mean_interval
+
+CELL_METHOD = "adjusted t on instance means"
+"""What a cell's interval is (``stats.mean_interval``), named in the summary's ``ci_method``."""
 
 JUDGED = ("correct", "incorrect", "abstained")
 
@@ -43,16 +47,37 @@ def mean_recall(rows: list[Row]) -> float | None:
     return mean_partial(rows, "recall")
 
 
+def by_variant(rows: list[Row]) -> dict[str, Any]:
+    """``by_variant``: the cell split by haystack variant (its counts and instance accuracy in each),
+    where its scored rows come from more than one known variant; else nothing."""
+    done = scored(rows)
+    variants = {row.get("haystack_variant") for row in done}
+    if len(variants) < 2 or None in variants:
+        return {}
+    parts = []
+    for (variant,), group in group_by(done, "haystack_variant").items():
+        means = instance_means(group)
+        parts.append(
+            {"variant": variant, "n": len(group), "instances": len(means),
+             "correct": sum(row["outcome"] == "correct" for row in group),
+             "instance_accuracy": sum(means.values()) / len(means)}
+        )  # fmt: skip
+    return {"by_variant": parts}
+
+
 def cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
     """A cell of ``rows``: ``accuracy`` = correct / (n - errors) counts items; the interval is on
-    instance means and centres on ``instance_accuracy``, the mean of the instance means (the two
-    differ when instances have unequal numbers of scored items). A cell of set answers adds
+    instance means and centres near ``instance_accuracy``, the mean of the instance means (the two
+    differ when instances have unequal numbers of scored items), clustered on the haystack variant
+    where the instances share fewer variants than there are instances (``analysis/clusters.py``);
+    ``ci_method`` names it, ``clusters`` counts its clusters. A cell of set answers adds
     ``mean_recall``, their partial credit (RULER's ``string_match_all`` averaged); one of reply
     answers (``coreference``) ``mean_similarity``, MRCR's similarity ratio averaged."""
     found = counts(rows)
     judged = found["n"] - found["errors"] - found["pending"]
     means = instance_means(rows)
-    low, high = proportion_interval(sum(means.values()), len(means))
+    clusters = clusters_of(rows)
+    low, high = mean_interval(means, clusters.of)
     categories = Counter(row["category"] for row in scored(rows) if row["category"])
     partial = mean_recall(rows)
     similarity = mean_partial(rows, "similarity")
@@ -64,6 +89,10 @@ def cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
         "instance_correct": sum(means.values()),
         "ci_low": low if means else None,
         "ci_high": high if means else None,
+        "ci_method": clusters.label(CELL_METHOD) if means else None,
+        "clusters": clusters.count,
+        "cluster_on": clusters.unit,
+        **by_variant(rows),
         "error_rate": error_rate(rows),
         "categories": dict(sorted(categories.items())),
         **({} if partial is None else {"mean_recall": partial}),

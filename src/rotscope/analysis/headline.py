@@ -18,7 +18,7 @@ LEAD_RULE = (
 )
 _KEPT = (
     "definition", "value", "state", "conservative", "conservative_state", "base_score", "base_ci",
-    "unbalanced_lengths",
+    "unbalanced_lengths", "no_curve",
 )  # fmt: skip
 
 

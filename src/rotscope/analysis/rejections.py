@@ -71,14 +71,16 @@ def _questions(rows: Iterable[Row]) -> dict[tuple[str, Any], list[Row]]:
 def matched_means(
     short: Iterable[Row], long: Iterable[Row]
 ) -> tuple[dict[str, float], dict[str, float], int]:
-    """Per case, its mean at each of two lengths over the positions scored at both, and how many
-    (case, position) pairs only one length holds (left out of the comparison)."""
+    """Per instance (a prompt: the keys of one multikey prompt are one instance, so a gap is
+    clustered on the prompt), its mean at each of two lengths over the (case, position) pairs
+    scored at both, and how many (case, position) pairs only one length holds (left out of the
+    comparison)."""
     short_questions, long_questions = _questions(short), _questions(long)
     matched = short_questions.keys() & long_questions.keys()
     unmatched = len(short_questions.keys() ^ long_questions.keys())
     short_rows = [row for key in sorted(matched, key=str) for row in short_questions[key]]
     long_rows = [row for key in sorted(matched, key=str) for row in long_questions[key]]
-    return instance_means(short_rows, "case_id"), instance_means(long_rows, "case_id"), unmatched
+    return instance_means(short_rows), instance_means(long_rows), unmatched
 
 
 def unbalanced_lengths(rows: Iterable[Row]) -> list[dict[str, Any]]:

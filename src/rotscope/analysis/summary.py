@@ -15,7 +15,7 @@ from rotscope.analysis.cells import cell, cell_key, counts
 from rotscope.analysis.fillers import SESSION, filler_gaps
 from rotscope.analysis.headline import effective_lengths_by_task
 from rotscope.analysis.rejections import with_rejections
-from rotscope.analysis.tasks import effective_lengths, task_analysis
+from rotscope.analysis.tasks import curve_effective_lengths, task_analysis
 from rotscope.position import Position
 from rotscope.rows import Row, error_rate, group_by, scored
 from rotscope.stats import BASE_LENGTHS
@@ -214,7 +214,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         ),
         "cells": cells,
         "lengths": list(per_length.values()),
-        "effective_length": effective_lengths(per_length, probes, base_lengths),
+        "effective_length": curve_effective_lengths(per_length, probes, base_lengths),
         # Each task's own effective length, led by the hardest probe in band (analysis/headline.py).
         "effective_lengths": effective_lengths_by_task(analyses),
         "tasks": analyses,

@@ -3,10 +3,12 @@ length, degradation as the paired gap to it, and the position effect (or a famil
 
 from __future__ import annotations
 
+from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
 from rotscope.analysis.cells import cell
+from rotscope.analysis.clusters import clusters_of
 from rotscope.analysis.rejections import matched_means, unbalanced_lengths
 from rotscope.rows import Row, group_by, instance_means
 from rotscope.stats import (
@@ -36,6 +38,8 @@ SCORE = "instance_accuracy"
 CONSERVATIVE = (
     f"one-sided {CONSERVATIVE_CONFIDENCE:.0%} Wilson lower bound of instance_accuracy at each length"
 )
+PAIRED_METHOD = "adjusted t on paired instance differences"
+"""What a gap's interval is (``stats.paired_gap``), named in its ``method``."""
 NO_SIGNAL = f"base score 0 or its 95% upper bound below {NO_SIGNAL_CEILING}"
 
 
@@ -108,6 +112,32 @@ def effective_lengths(
     }
 
 
+NO_CURVE = "each case at its own length (replayed recordings, pinned cases): no length curve"
+"""Why a task whose instances were each planned at one length only, at different lengths, has no
+effective length and no gaps: its lengths are different recordings, not one prompt stretched."""
+
+
+def has_length_curve(rows: list[Row]) -> bool:
+    """Whether the rows form a length curve: some case planned at two or more lengths, or one
+    length in all (a single length is a curve of one point). Replayed recordings keep their own
+    lengths, so three recordings are three instances at three lengths, not a curve."""
+    lengths: dict[str, set[int]] = defaultdict(set)
+    for row in rows:
+        lengths[row["case_id"]].add(row["length_target"])
+    every = set().union(*lengths.values()) if lengths else set()
+    return len(every) <= 1 or any(len(held) > 1 for held in lengths.values())
+
+
+def curve_effective_lengths(
+    per_length: dict[int, dict[str, Any]], rows: list[Row], base_lengths: Sequence[int] = BASE_LENGTHS
+) -> dict[str, Any]:
+    """``effective_lengths`` where the rows form a length curve; else its no-data answer with
+    ``no_curve`` saying why (``NO_CURVE``)."""
+    if has_length_curve(rows):
+        return effective_lengths(per_length, rows, base_lengths)
+    return {**effective_lengths({}, rows, base_lengths), "no_curve": NO_CURVE}
+
+
 def position_effect(task_rows: list[Row], depths: list[float]) -> list[dict[str, Any]]:
     """Per length: worst position, range, middle-vs-ends sign test, cells below the row's best.
     Benjamini-Hochberg runs over the lengths (middle vs ends) and over all cell comparisons."""
@@ -173,23 +203,30 @@ def task_analysis(task: str, rows: list[Row], base_lengths: Sequence[int] = BASE
     control_cell = per_length[control_length]
     by_length = group_by(rows, "length_target")
     degradation = []
+    curve = has_length_curve(rows)
     for length in sorted(per_length):
-        if length == control_length:
+        if length == control_length or not curve:
             continue
         # Paired on case and position: a (case, position) one length lacks (rejected, failed or
         # pending) is left out at both, so the gap never mixes in a different set of depths.
+        # Paired per instance (a prompt: multikey's keys of one prompt are one), clustered on the
+        # haystack variant where the instances share fewer variants than there are instances.
+        pair = [*by_length[(control_length,)], *by_length[(length,)]]
         short, long, unmatched = matched_means(by_length[(control_length,)], by_length[(length,)])
-        gap = paired_gap(short, long)
+        clusters = clusters_of(pair)
+        gap = paired_gap(short, long, clusters=clusters.of)
+        method = gap.method if gap.low is None else clusters.label(PAIRED_METHOD)
         degradation.append(
             {"length": length, "gap": gap.estimate, "ci_low": gap.low, "ci_high": gap.high,
-             "pairs": gap.pairs, "method": gap.method, "too_few": gap.too_few, "unmatched": unmatched}
+             "pairs": gap.pairs, "method": method, "too_few": gap.too_few, "unmatched": unmatched,
+             "clusters": gap.clusters, "cluster_on": clusters.unit}
         )  # fmt: skip
     family = TASKS.find(task)
     own_analysis = family.analyse if family is not None else None
     return {
         "task": task,
         "lengths": list(per_length.values()),
-        "effective_length": effective_lengths(per_length, rows, base_lengths),
+        "effective_length": curve_effective_lengths(per_length, rows, base_lengths),
         # The verdict is on instance_accuracy, the centre of the interval shown beside it.
         "calibration": {
             "length": control_length,
@@ -197,6 +234,7 @@ def task_analysis(task: str, rows: list[Row], base_lengths: Sequence[int] = BASE
             "instance_accuracy": control_cell["instance_accuracy"],
             "ci_low": control_cell["ci_low"],
             "ci_high": control_cell["ci_high"],
+            "ci_method": control_cell["ci_method"],
             "band": [TOO_HARD_POINT, SATURATED_POINT],
             "verdict": calibration(control_cell["instance_accuracy"]),
         },

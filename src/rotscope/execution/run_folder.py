@@ -233,6 +233,7 @@ def planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list[
                 "task": part.task,
                 "case_id": part.case_id,
                 "instance_id": item.instance_id,
+                "haystack_variant": item.haystack_variant,
                 "control": int(part.control),
                 "model": item.model,
                 "backend": backend,

@@ -338,12 +338,20 @@ def _notice(reporter: Reporter | None, message: str) -> None:
         reporter.notice(message)
 
 
+OWN_LENGTH_TASKS = ("replay",)
+"""Families whose prompts keep their recorded length: the grid's ``lengths`` do not apply to them."""
+
+
 def _grid_line(config: ExperimentConfig) -> str:
+    """What the run will do: its tasks, lengths, depths and trials. Replayed recordings run each at
+    its own length, so the grid's lengths are named only for the tasks that use them."""
     depths = ", ".join(str(depth) for depth in config.depths)
-    return (
-        f"tasks {', '.join(config.tasks)}; lengths {', '.join(f'{n:,}' for n in config.lengths)} tokens; "
-        f"depths {depths}; {config.trials} trial(s)"
-    )
+    own = [task for task in config.tasks if task in OWN_LENGTH_TASKS]
+    lengths = f"lengths {', '.join(f'{n:,}' for n in config.lengths)} tokens"
+    if own:
+        recorded = f"{', '.join(own)}: each recording at its own length"
+        lengths = recorded if len(own) == len(config.tasks) else f"{lengths} ({recorded})"
+    return f"tasks {', '.join(config.tasks)}; {lengths}; depths {depths}; {config.trials} trial(s)"
 
 
 def planned_line(plan: Plan) -> str:

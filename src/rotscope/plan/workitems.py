@@ -20,6 +20,7 @@ from rotscope.plan.schedule import prefill_bounds
 from rotscope.plan.session_prompts import SessionWriter, session_prompts
 from rotscope.position import OFFSET_PREFIX, Position
 from rotscope.prompt.builder import PlacementError, PromptBuilder
+from rotscope.prompt.session_render import SESSION_FILLER
 from rotscope.prompt.variants import keep_consistent
 from rotscope.tasks import get_task
 from rotscope.tasks.bundles import bundle_all
@@ -263,10 +264,17 @@ def _build_plan(
 
     rendered: list[tuple[Case, Layout, RenderedPrompt]] = []
     rejected: list[Rejection] = []
+    # Each case's haystack variant (``i mod variants``, in static filler and in the session apart):
+    # stored on its rows, so intervals can cluster on what the cases share.
+    static_variants: dict[tuple[str, str], int] = {}
+    session_variants: dict[tuple[str, str], int] = {}
     if session is not None:
         in_session, session_rejected, session_info = session_prompts(
             session, numbered, tokenizer, guarded, (CONTROL_POSITION, OWN_DEPTHS_POSITION), writer
         )
+        session_variants = {
+            (case.task, case.case_id): index % session_info["variants"] for case, index in numbered
+        }
     if cases and static is not None:
         anchors = anchor_documents(config, sources, tokenizer, guarded, longest)
         builders = [
@@ -284,6 +292,7 @@ def _build_plan(
         ]
         for case, index in numbered:
             builder = builders[index % len(builders)]
+            static_variants[(case.task, case.case_id)] = index % len(builders)
             layouts, skipped = layouts_for(case, config, builder)
             rejected.extend(skipped)
             for layout in layouts:
@@ -307,6 +316,7 @@ def _build_plan(
     }
     items: list[WorkItem] = []
     for case, layout, prompt in rendered:
+        variants = session_variants if layout.filler == SESSION_FILLER else static_variants
         for trial in range(config.trials):
             params = GenerationParams(
                 temperature=config.generation.temperature,
@@ -323,6 +333,7 @@ def _build_plan(
                     prompt=prompt,
                     params=params,
                     instance_id=case.case_id,
+                    haystack_variant=variants.get((case.task, case.case_id)),
                 )
             )
     items, disagreeing = keep_consistent(items, tokenizer)

@@ -81,7 +81,8 @@ def one_sentence(summary: dict[str, Any]) -> str | None:
     state, value = entry["state"], entry["value"]
     if not _measured(entry) or control not in lines:
         reason = (
-            "no data" if state == "no-data"
+            entry["no_curve"] if entry.get("no_curve")
+            else "no data" if state == "no-data"
             else "the base score is too low to measure a loss" if state == "no-signal"
             else f"no scored calls at the control length, {control:,} tokens"
         )  # fmt: skip

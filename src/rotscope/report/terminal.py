@@ -106,6 +106,8 @@ def effective_text(value: int | None, state: str | None) -> str:
 
 def effective_phrase(effective: dict[str, Any]) -> str:
     """``2,048 tokens (nolima-0.85); conservative: 1,024 tokens; base score 0.93 [0.80, 0.98]``."""
+    if effective.get("no_curve"):
+        return f"not measured ({effective['no_curve']})"
     shown = effective_text(effective["value"], effective.get("state"))
     interval = ""
     if effective.get("base_ci"):

@@ -9,7 +9,7 @@ import pytest
 
 from rotscope.analysis.cells import cell
 from rotscope.analysis.tasks import effective_lengths, task_analysis
-from rotscope.stats import choose_base_lengths, proportion_interval
+from rotscope.stats import choose_base_lengths, mean_interval
 
 GRID = (256, 512, 1024, 2048)
 
@@ -98,7 +98,7 @@ def test_instance_accuracy_on_an_unbalanced_cell() -> None:
     found = cell({"length": 256}, rows)
     assert found["accuracy"] == 3 / 4  # items: correct / (n - errors)
     assert found["instance_accuracy"] == 1 / 2  # the mean of the instance means 1.0 and 0.0
-    assert (found["ci_low"], found["ci_high"]) == proportion_interval(found["instance_accuracy"] * 2, 2)
+    assert (found["ci_low"], found["ci_high"]) == mean_interval({"0": 1.0, "1": 0.0})
 
 
 @pytest.mark.parametrize(
@@ -110,4 +110,5 @@ def test_calibration_verdicts(right: int, cases: int, verdict: str) -> None:
     calibration = task_analysis("niah", rows)["calibration"]
     assert calibration["verdict"] == verdict
     assert calibration["instance_accuracy"] == right / cases
-    assert (calibration["ci_low"], calibration["ci_high"]) == proportion_interval(right, cases)
+    means = {f"{i}": float(i < right) for i in range(cases)}
+    assert (calibration["ci_low"], calibration["ci_high"]) == mean_interval(means)
