@@ -32,8 +32,8 @@ def _invoke(*args: str | Path) -> Result:
 
 @pytest.fixture(scope="module")
 def example(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The example copied with ``model: fake/lexical``, its plan, two runs of that model under it
-    and a paired session against ``fake/lexical-recent``."""
+    """The example copied with ``model: fake/lexical``, its plan, an A/A paired session of that model
+    with itself and a paired session against ``fake/lexical-recent``."""
     root = tmp_path_factory.mktemp("gate-example")
     shutil.copy(EXAMPLE / "cases.jsonl", root / "cases.jsonl")
     data = yaml.safe_load((EXAMPLE / "experiment.yaml").read_text(encoding="utf-8"))
@@ -43,10 +43,13 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     result = _invoke("plan", made["experiment"], "-o", made["plan"])
     assert result.exit_code == 0, result.output
     (root / "plan.txt").write_text(result.output, encoding="utf-8")
-    for name in ("baseline", "same"):
-        result = _invoke("run", made["experiment"], "--plan", made["plan"], "--out", root / name)
-        assert result.exit_code == 0, result.output
-        made[name] = root / name
+    # An A/A session: the model paired with itself, as an unchanged release is gated.
+    result = _invoke(
+        "run", made["experiment"], "--plan", made["plan"], "--pair", "fake/lexical,fake/lexical",
+        "--out", root / "aa",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.output
+    made["baseline"], made["same"] = root / "aa" / "baseline", root / "aa" / "candidate"
     result = _invoke(
         "run", made["experiment"], "--plan", made["plan"], "--pair", "fake/lexical,fake/lexical-recent",
         "--out", root / "pair",

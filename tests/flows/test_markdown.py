@@ -153,11 +153,12 @@ def test_the_ci_example_calls_only_commands_and_options_that_exist() -> None:
         for line in script.replace("\\\n", " ").splitlines()
         if line.strip().startswith("rotscope ")
     ]
-    assert [words[0] for words in calls] == ["run", "run", "gate"]
+    # one paired session, its gate (its Markdown the comment), the newly failing cases on FAIL
+    assert [words[0] for words in calls] == ["run", "gate", "cases"]
     for words in calls:
         command = commands[words[0]]
         known = {option for param in command.params for option in getattr(param, "opts", [])}
         used = {word for word in words if word.startswith("-")}
         assert used <= known, (words[0], used - known)
-    assert "--markdown" in calls[-1]
+    assert "--markdown" in calls[1] and "--failing" in calls[2]
     assert scripts[-1] == "exit ${{ steps.gate.outputs.code }}"  # the gate's exit code is the check's

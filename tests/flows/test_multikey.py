@@ -139,7 +139,7 @@ def test_the_plan_counts_a_gate_slice_per_key_depth(tmp_path: Path) -> None:
     power statement must count 3 slices of 6 prompts at one length, not one slice per layout."""
     config = _config(tmp_path, controls=False)
     plan = build_plan(config, FakeBackend("lexical", lambda request: ""))
-    assert slice_shape(plan) == {"slices": 3, "instances_per_slice": 6}
+    assert slice_shape(plan) == {"slices": 3, "instances_per_slice": 6, "clusters": 6}
 
 
 def test_more_keys_than_depths_is_a_one_line_error(tmp_path: Path) -> None:

@@ -18,7 +18,7 @@ from rotscope.rows import instance_means
 from rotscope.stats import paired_gap
 from rotscope.store import RunStore
 from rotscope.types import GenerateRequest
-from tests.cli_helpers import nonsense_corpus
+from tests.support.cli_helpers import nonsense_corpus
 
 SHORT, LONG = 600, 1200
 PROMPTS, KEYS = 10, 5

@@ -12,7 +12,7 @@ import yaml
 
 from rotscope.analysis.summary import load_summary
 from rotscope.analysis.tasks import NO_CURVE
-from tests.cli_helpers import invoke
+from tests.support.cli_helpers import invoke
 
 RECORDED = Path(__file__).resolve().parents[2] / "examples" / "replay" / "recorded.jsonl"
 POSITIONS = ["beginning", "early-middle", "midpoint", "late-middle", "end"]
