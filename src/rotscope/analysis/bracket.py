@@ -176,3 +176,17 @@ def empty_bracket(state: str, confidence: float = BRACKET_CONFIDENCE) -> dict[st
         "point_near_threshold": False,
         "near_lengths": [],
     }
+
+
+def contradicts(point: int | None, bracket: dict[str, Any]) -> bool:
+    """Whether a bracket says what its point estimate denies: a lower end above the point (or any
+    lower end where the point is below the shortest length) or an upper end at or below it. On
+    balanced lengths it cannot (a pass's mean margin is at least its lower bound, a fail's at most
+    its upper bound, and the point scans those means); lengths holding different (case, position)
+    pairs can, and a view then states no bound."""
+    if bracket["state"] in ("no-data", "no-signal"):
+        return False
+    low, high = bracket["low"]["length"], bracket["high"]["length"]
+    if point is None:
+        return low is not None
+    return (low is not None and low > point) or (high is not None and high <= point)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from rotscope.analysis.bracket import contradicts
 from rotscope.report.effective import (
     BAND,
     band_numbers,
@@ -37,6 +38,8 @@ def _hedge(entry: dict[str, Any], shortest: int) -> str:
     """The bracket (``; 95% bracket: 256 to beyond 1,024 tokens: the data cannot place it``); for an
     older summary without one, its deprecated conservative value."""
     bracket = entry.get("bracket")
+    if bracket and contradicts(entry["value"], bracket):
+        return "; no bracket stated: its lengths hold different (case, position) pairs than the point's"
     if bracket:
         wide = ": the data cannot place it" if is_wide(bracket) else ""
         return f"; {bracket_text(bracket)}{wide}{near_text(entry)}"
