@@ -12,7 +12,7 @@ from typing import Any
 
 from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.cells import depth_label
-from rotscope.report.effective import band_text, base_lengths_text, bracket_text, effective_text, near_text
+from rotscope.report.effective import base_lengths_text, bracket_text, effective_text, near_text
 from rotscope.report.names import shareable
 from rotscope.report.numbers import score as _fmt
 from rotscope.report.terminal import headline_intro
@@ -31,6 +31,16 @@ def _text(value: Any) -> str:
 
 def _more(total: int) -> list[str]:
     return ["", f"… and {total - ROWS_SHOWN} more"] if total > ROWS_SHOWN else []
+
+
+def _calibration(calibration: dict[str, Any]) -> str:
+    """``overlaps the band at 256 (point saturated)``: the interval's verdict, the point's beside it
+    where the interval cannot say (an older summary: the point's verdict alone)."""
+    verdict = calibration.get("band_verdict")
+    at = f" at {calibration['length']:,}"
+    if verdict is None:
+        return f"{calibration['verdict']}{at}"
+    return f"{verdict}{at}" + (f" (point {calibration['verdict']})" if verdict == "overlaps the band" else "")
 
 
 def effective_table(per_task: dict[str, Any]) -> list[str]:
@@ -58,7 +68,7 @@ def effective_table(per_task: dict[str, Any]) -> list[str]:
         lines.append(
             f"| {_text(entry['task'])}{lead} | {_text(shown)} "
             f"({_text(entry['definition'])}) | {_text(hedge)} | "
-            f"{base} | {_text(band_text(calibration))} at {calibration['length']:,} |"
+            f"{base} | {_text(_calibration(calibration))} |"
         )
     return lines
 
