@@ -410,8 +410,8 @@ class AnalysisConfig(_Strict):
 
     base_lengths: list[Int] = Field(default_factory=lambda: [250, 500, 1000], min_length=1)
     """Lengths whose mean score is the base of the relative effective length (``nolima-0.85``):
-    those that were tested; with none tested, every tested length up to 1.25 x the longest of them
-    (the 1,024 of a 256/512/1,024 grid is in); else the shortest tested length."""
+    those that were tested (NoLiMa's rule); with none tested, the shortest tested length (never a
+    pool of the lengths being judged). Every view says which lengths formed the base."""
 
     @field_validator("base_lengths")
     @classmethod

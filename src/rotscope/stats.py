@@ -29,9 +29,7 @@ SATURATED_POINT = 0.95
 TOO_HARD_POINT = 0.90
 """Below this control-length accuracy a probe is too hard for the reference band."""
 BASE_LENGTHS = (250, 500, 1000)
-BASE_REACH = 1.25
-"""Without any of ``base_lengths`` tested, the base takes the tested lengths up to this multiple of
-the longest base length: 1,250 for the default, so the 1,024 of a 256/512/1,024 grid is in."""
+"""NoLiMa's base: the mean score at these lengths, those of them that were tested."""
 
 
 def proportion_interval(
@@ -55,13 +53,12 @@ def wilson(k: float, n: float, confidence: float = 0.95) -> tuple[float, float]:
 
 
 def choose_base_lengths(tested: Sequence[int], base_lengths: Sequence[int] = BASE_LENGTHS) -> list[int]:
-    """The ``base_lengths`` that were tested; else every tested length up to ``BASE_REACH`` times the
-    longest base length (1,250 for the default: a grid's ~1K length such as 1,024 is in); else the
-    shortest."""
+    """The ``base_lengths`` that were tested (NoLiMa's rule); else the shortest tested length.
+
+    The base is never a pool of the lengths being judged: a 256/512/1,024 grid has base [256], not
+    the three lengths whose loss the effective length measures."""
     lengths = sorted(tested)
-    chosen = [length for length in base_lengths if length in lengths]
-    reach = BASE_REACH * max(base_lengths, default=1000)
-    return chosen or [length for length in lengths if length <= reach] or lengths[:1]
+    return [length for length in base_lengths if length in lengths] or lengths[:1]
 
 
 def base_score(scores: Mapping[int, float], base_lengths: Sequence[int] = BASE_LENGTHS) -> float:
@@ -89,8 +86,8 @@ def effective_length(
     """NoLiMa's effective length: scanning up from the shortest tested length, the longest length
     before the first whose score falls below ``ratio * base``; ``None`` when the shortest already does.
 
-    ``base`` defaults to the mean score at ``base_lengths`` (those that were tested; else every
-    length up to 1.25 x the longest base length; else the shortest length).
+    ``base`` defaults to the mean score at ``base_lengths`` (those that were tested; else the
+    shortest length, see ``choose_base_lengths``).
     """
     if not scores:
         return None
@@ -133,6 +130,25 @@ def calibration(point: float | None) -> str:
     if point < TOO_HARD_POINT:
         return "too hard"
     return "in band"
+
+
+BandVerdict = Literal["in band", "below the band", "above the band", "overlaps the band", "no data"]
+
+
+def band_verdict(low: float | None, high: float | None) -> BandVerdict:
+    """Where the control length's accuracy stands against the reference band, read from its
+    interval: ``in band`` when the interval lies inside 0.90-0.95, ``below``/``above the band``
+    when it lies wholly outside, ``overlaps the band`` otherwise (the data cannot say which). The
+    point verdict (``calibration``) is what picks the lead; this is what a view may state."""
+    if low is None or high is None:
+        return "no data"
+    if high < TOO_HARD_POINT:
+        return "below the band"
+    if low > SATURATED_POINT:
+        return "above the band"
+    if low >= TOO_HARD_POINT and high <= SATURATED_POINT:
+        return "in band"
+    return "overlaps the band"
 
 
 MIN_PAIRS = 5
@@ -278,6 +294,78 @@ def cluster_t_interval(
     standard_error = np.sqrt(squares / total**2 * effective / (effective - 1))
     half = scipy_stats.t.ppf(0.5 + confidence / 2, effective - 1) * standard_error
     return np.clip(centre - half, lowest, highest), np.clip(centre + half, lowest, highest)
+
+
+BRACKET_CONFIDENCE = 0.95
+"""The joint confidence of an effective-length bracket: each end holds at one-sided
+``1 - (1 - BRACKET_CONFIDENCE) / 2`` (a union bound over the two ends)."""
+
+BracketState = Literal[
+    "value", "at-least", "at-least-longest", "below", "below-shortest", "cannot-bound", "no-signal", "no-data"
+]
+"""``value``: both ends inside the tested lengths; ``at-least``: a lower end, nothing shown to fail
+above it; ``at-least-longest``: every length passes up to the longest; ``below``: no lower end, an
+upper end above the shortest; ``below-shortest``: the shortest length is shown to fail;
+``cannot-bound``: neither end (no honest bound from these data)."""
+
+
+def end_confidence(confidence: float = BRACKET_CONFIDENCE) -> float:
+    """The one-sided confidence of each end of a bracket of joint ``confidence``."""
+    return 1.0 - (1.0 - confidence) / 2.0
+
+
+def threshold_margins(scores: np.ndarray, base: np.ndarray | float, ratio: float) -> np.ndarray:
+    """Each instance's paired margin over a relative threshold, ``x - ratio * b``, for an instance
+    scoring ``x`` at a length and ``b`` at the base (the statistic the adaptive search tests, there
+    rescaled into [0, 1]); it lies in [-ratio, 1], so ``adjusted_t_interval`` applies."""
+    return np.asarray(scores, dtype=float) - ratio * np.asarray(base, dtype=float)
+
+
+def margin_bounds(margins: np.ndarray, one_sided: float) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided bounds at ``one_sided`` each of the mean paired margin (vectorised over the last
+    axis): the adjusted t interval of ``paired_gap`` at two-sided ``2 * one_sided - 1``."""
+    return adjusted_t_interval(margins, 2.0 * one_sided - 1.0)
+
+
+def score_bounds(k: float, n: float, one_sided: float) -> tuple[float, float]:
+    """One-sided bounds at ``one_sided`` each of an absolute score: the cell interval's method
+    (``proportion_interval``) at two-sided ``2 * one_sided - 1``."""
+    return proportion_interval(k, n, 2.0 * one_sided - 1.0)
+
+
+def bracket_indices(passes: np.ndarray, fails: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ends of an effective-length bracket from per-length decisions (vectorised over all but
+    the last axis, the lengths in ascending order).
+
+    Lower end: a fixed-sequence test up the lengths: the index of the last length before the first
+    one not shown to pass (-1 when the shortest is not). Each length is tested at the end's full
+    level, and the family-wise error stays at that level: a false pass needs every earlier length
+    passed, and the first truly failing length passes with at most that chance.
+    Upper end: the first length above the lower end shown to fail (the number of lengths when none
+    is); the caller tests the fails at a level split over the lengths that can fail (Bonferroni),
+    so no truly passing length is shown to fail with more than the end's chance."""
+    passes = np.asarray(passes, dtype=bool)
+    fails = np.asarray(fails, dtype=bool)
+    count = passes.shape[-1]
+    leading = np.cumprod(passes, axis=-1).sum(axis=-1)
+    low = leading - 1
+    above = np.arange(count) > low[..., None]
+    candidates = fails & above
+    high = np.where(candidates.any(axis=-1), candidates.argmax(axis=-1), count)
+    return low, high
+
+
+def bracket_state(low: int, high: int, count: int) -> BracketState:
+    """What a bracket's ends (``bracket_indices`` of ``count`` lengths) let one say."""
+    if count == 0:
+        return "no-data"
+    if low == count - 1:
+        return "at-least-longest"
+    if high == 0:
+        return "below-shortest"
+    if low >= 0:
+        return "value" if high < count else "at-least"
+    return "below" if high < count else "cannot-bound"
 
 
 def sign_test(differences: Sequence[float]) -> float:

@@ -131,3 +131,45 @@ def test_gate_of_recent_against_lexical_exits_as_the_old_code_did(
     assert result.exit_code == OLD_GATE_EXIT, result.output
     verdict = json.loads(record.read_text(encoding="utf-8"))
     assert verdict["verdict"] == "INCONCLUSIVE" and verdict["exit_code"] == OLD_GATE_EXIT
+
+
+# (task, definition) -> (value, state) of each task's effective lengths, as the code before issue 31
+# (main at 4173bdd) computed them on these folders: the new base rule and the bracket leave the points.
+OLD_POINTS = {
+    "v1-lexical": {
+        ("niah", "nolima-0.85"): (512, "at-least-longest"),
+        ("niah", "absolute-0.856"): (512, "at-least-longest"),
+        ("nolima", "nolima-0.85"): (None, "no-signal"),
+        ("nolima", "absolute-0.856"): (None, "below-shortest"),
+    },
+    "v1-lexical-recent": {
+        ("niah", "nolima-0.85"): (512, "at-least-longest"),
+        ("niah", "absolute-0.856"): (None, "below-shortest"),
+        ("nolima", "nolima-0.85"): (None, "no-signal"),
+        ("nolima", "absolute-0.856"): (None, "below-shortest"),
+    },
+    "v1-quick-bundled": {
+        ("niah", "nolima-0.85"): (1024, "at-least-longest"),
+        ("niah", "absolute-0.856"): (1024, "at-least-longest"),
+        ("nolima", "nolima-0.85"): (256, "value"),
+        ("nolima", "absolute-0.856"): (None, "below-shortest"),
+    },
+}
+
+
+@pytest.mark.parametrize("name", sorted(OLD_POINTS))
+def test_old_folders_keep_their_point_effective_lengths(name: str, tmp_path: Path) -> None:
+    copy = Path(shutil.copytree(FIXTURES / name, tmp_path / name))
+    result = CliRunner().invoke(app, ["show", str(copy), "--json"])
+    assert result.exit_code == 0, result.output
+    summary = json.loads(result.stdout)
+    found = {
+        (analysis["task"], definition["definition"]): (definition["value"], definition["state"])
+        for analysis in summary["tasks"]
+        for definition in analysis["effective_length"]["definitions"]
+    }
+    assert found == OLD_POINTS[name]
+    # Each now says which lengths formed its base and carries a bracket beside the point.
+    for analysis in summary["tasks"]:
+        assert analysis["effective_length"]["base_lengths"] == [256]
+        assert all("bracket" in definition for definition in analysis["effective_length"]["definitions"])

@@ -72,7 +72,7 @@ def test_report_headline_names_the_definition(run_dir: Path) -> None:
     html = render_report(run_dir)
     headline = html.split('id="headline">', 1)[1].split("</div>", 1)[0]
     assert "Effective length per task" in headline
-    assert "(nolima-0.85)" in headline
+    assert "(nolima-0.85; 95% bracket: " in headline  # the bracket beside the definition (issue 31)
     assert "base score" in headline
 
 

@@ -145,15 +145,19 @@ def test_degradation_calibration_and_effective_length(tmp_path: Path) -> None:
     assert (lengths[200]["n"], lengths[200]["instances"], lengths[200]["correct"]) == (48, 16, 48)
     assert (lengths[400]["n"], lengths[400]["instances"], lengths[400]["incorrect"]) == (48, 16, 48)
 
-    # No base length (250/500/1000) was tested, so the base is the mean of lengths <= 1K:
-    # (1.0 + 0.0) / 2 = 0.5; threshold 0.85 x 0.5 = 0.425: 200 passes, 400 fails -> 200.
+    # No base length (250/500/1000) was tested, so the base is the shortest length (issue 31: never
+    # a pool of the lengths being judged): 1.0; threshold 0.85: 200 passes, 400 fails -> 200.
     effective = task["effective_length"]
-    assert effective["base_score"] == pytest.approx(0.5)
+    assert effective["base_score"] == pytest.approx(1.0)
+    assert effective["base_lengths"] == [200]
     assert effective["value"] == 200
+    # The bracket: 200 passes by definition (the sole base), 400 (margins all -0.85) is shown to fail.
+    bracket = effective["bracket"]
+    assert (bracket["state"], bracket["low"]["length"], bracket["high"]["length"]) == ("value", 200, 400)
     definitions = _definitions(effective)
     assert set(definitions) == {"nolima-0.85", "absolute-0.856"}
     # One-sided 95% lower bounds: 200 -> 16 / (16 + 1.645^2) = 0.8553, 400 -> 0. NoLiMa on them:
-    # 0.8553 >= 0.425 -> 200.
+    # 0.8553 >= 0.85 -> 200.
     assert (definitions["nolima-0.85"]["value"], definitions["nolima-0.85"]["conservative"]) == (200, 200)
     assert (effective["state"], effective["conservative_state"]) == ("value", "value")
     # RULER 0.856 on points: 1.0 passes, 0.0 fails -> 200; on lower bounds 0.8553 < 0.856 -> None.

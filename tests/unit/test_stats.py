@@ -120,8 +120,10 @@ def test_base_uses_only_the_base_lengths_that_were_tested() -> None:
     assert base_score({500: 0.9, 1000: 0.7, 8000: 0.1}) == pytest.approx(0.8)
 
 
-def test_base_without_base_lengths_falls_back_to_lengths_up_to_1k() -> None:
-    assert base_score({256: 1.0, 512: 0.6, 2048: 0.2}) == pytest.approx(0.8)
+def test_base_without_base_lengths_is_the_shortest_length_not_a_pool() -> None:
+    # Issue 31: never the mean of every length up to 1,250 (0.8 here), which pools the lengths
+    # being judged; the shortest tested length alone.
+    assert base_score({256: 1.0, 512: 0.6, 2048: 0.2}) == pytest.approx(1.0)
 
 
 def test_base_without_short_lengths_is_the_shortest() -> None:

@@ -17,8 +17,8 @@ LEAD_RULE = (
     f"'{IN_BAND}', the lowest instance_accuracy at the control length (ties: the first in the run's order)"
 )
 _KEPT = (
-    "definition", "value", "state", "conservative", "conservative_state", "base_score", "base_ci",
-    "unbalanced_lengths", "no_curve",
+    "definition", "value", "state", "bracket", "point_near_threshold", "conservative", "conservative_state",
+    "conservative_deprecated", "base_score", "base_lengths", "base_ci", "unbalanced_lengths", "no_curve",
 )  # fmt: skip
 
 
@@ -47,11 +47,15 @@ def effective_lengths_by_task(analyses: list[dict[str, Any]]) -> dict[str, Any]:
         "tasks": [
             {
                 "task": analysis["task"],
+                "data": analysis.get("data", "scored"),
                 **{key: analysis["effective_length"].get(key) for key in _KEPT},
                 "calibration": {
                     "length": analysis["calibration"]["length"],
                     "verdict": analysis["calibration"]["verdict"],
                     "instance_accuracy": analysis["calibration"].get("instance_accuracy"),
+                    "ci_low": analysis["calibration"].get("ci_low"),
+                    "ci_high": analysis["calibration"].get("ci_high"),
+                    "band_verdict": analysis["calibration"].get("band_verdict"),
                 },
             }
             for analysis in ordered

@@ -15,7 +15,7 @@ from rotscope.analysis.cells import cell, cell_key, counts
 from rotscope.analysis.fillers import SESSION, filler_gaps
 from rotscope.analysis.headline import effective_lengths_by_task
 from rotscope.analysis.rejections import with_rejections
-from rotscope.analysis.tasks import curve_effective_lengths, task_analysis
+from rotscope.analysis.tasks import curve_effective_lengths, empty_task_analysis, task_analysis
 from rotscope.position import Position
 from rotscope.rows import Row, error_rate, group_by, scored
 from rotscope.stats import BASE_LENGTHS
@@ -168,6 +168,25 @@ def _split_session(rows: list[Row]) -> list[tuple[bool, list[Row]]]:
     return [(session, part) for session, part in parts if part]
 
 
+def _rowless_tasks(
+    task_order: list[str], analysed: set[str], config: dict[str, Any], meta: Mapping[str, Any]
+) -> list[dict[str, Any]]:
+    """An analysis for each task the experiment named that has no probe row: ``all-rejected`` where
+    the verifier rejected its prompts, else ``empty``; shown as such in every view, not dropped."""
+    rejected: dict[str, list[int]] = defaultdict(list)
+    for rejection in meta.get("rejections", []):
+        if not rejection.get("control"):
+            rejected[rejection["task"]].append(rejection["length"])
+    asked = min(config.get("lengths") or [256])
+    return [
+        empty_task_analysis(task, "all-rejected", min(rejected[task]))
+        if rejected.get(task)
+        else empty_task_analysis(task, "empty", asked)
+        for task in task_order
+        if task not in analysed
+    ]
+
+
 def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
     meta = store.meta()
     config = meta.get("config") or {}
@@ -206,6 +225,8 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         key=lambda item: task_order.index(item[0][0]) if item[0][0] in task_order else len(task_order),
     )
     analyses = [task_analysis(task, group, base_lengths) for (task,), group in by_task]
+    analyses += _rowless_tasks(task_order, {analysis["task"] for analysis in analyses}, config, meta)
+    analyses.sort(key=lambda a: task_order.index(a["task"]) if a["task"] in task_order else len(task_order))
     return {
         "run": run_dir.name,
         "model": meta.get("model"),

@@ -5,16 +5,18 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
+from rotscope.analysis.bracket import effective_bracket, empty_bracket
 from rotscope.analysis.cells import cell
 from rotscope.analysis.clusters import clusters_of
 from rotscope.analysis.rejections import matched_means, unbalanced_lengths
-from rotscope.rows import Row, group_by, instance_means
+from rotscope.rows import Row, group_by, instance_means, scored
 from rotscope.stats import (
     BASE_LENGTHS,
     SATURATED_POINT,
     TOO_HARD_POINT,
+    band_verdict,
     base_score,
     benjamini_hochberg,
     calibration,
@@ -41,6 +43,10 @@ CONSERVATIVE = (
 PAIRED_METHOD = "adjusted t on paired instance differences"
 """What a gap's interval is (``stats.paired_gap``), named in its ``method``."""
 NO_SIGNAL = f"base score 0 or its 95% upper bound below {NO_SIGNAL_CEILING}"
+CONSERVATIVE_DEPRECATED = (
+    "deprecated: 'conservative' compares each length's lower bound with the base's own point (at the base "
+    "it reports the base's noise against itself); read 'bracket' instead; removed in the next version"
+)
 
 
 def _lower_bounds(rows: list[Row]) -> dict[int, float]:
@@ -54,18 +60,31 @@ def _lower_bounds(rows: list[Row]) -> dict[int, float]:
     return lows
 
 
+def _no_data() -> dict[str, Any]:
+    """The effective length of rows with no score (empty, all errors, all rejected): every key a
+    view reads, each saying so."""
+    definitions = [
+        {"definition": definition, "value": None, "state": "no-data", "conservative": None,
+         "conservative_state": "no-data", "bracket": empty_bracket("no-data"), "point_near_threshold": False}
+        for definition in (f"nolima-{NOLIMA_RATIO}", f"absolute-{RULER_THRESHOLD}")
+    ]  # fmt: skip
+    return {**definitions[0], "score": SCORE, "no_signal": NO_SIGNAL, "base_score": None,
+            "base_lengths": [], "base_ci": None, "unbalanced_lengths": [],
+            "conservative_deprecated": CONSERVATIVE_DEPRECATED, "definitions": definitions}  # fmt: skip
+
+
 def effective_lengths(
     per_length: dict[int, dict[str, Any]], rows: list[Row], base_lengths: Sequence[int] = BASE_LENGTHS
 ) -> dict[str, Any]:
-    """Effective length by both definitions, on ``instance_accuracy`` (the centre of each length's
-    interval) and conservatively on one-sided lower bounds; each value with its ``state``. The
-    base interval counts each case once over the base lengths; a base without signal
-    (``NO_SIGNAL``) gives the relative definition no value."""
+    """Effective length by both definitions on ``instance_accuracy`` (the centre of each length's
+    interval), each value with its ``state`` and its ``bracket`` (``analysis.bracket``: the lengths
+    it is shown to reach and to fall before); the deprecated ``conservative`` scan of one-sided
+    lower bounds is kept beside them for one version. The base interval counts each case once over
+    the base lengths; a base without signal (``NO_SIGNAL``) gives the relative definition no value."""
     points = {length: cell[SCORE] for length, cell in per_length.items() if cell[SCORE] is not None}
     lows = {length: low for length, low in _lower_bounds(rows).items() if length in points}
     if not points:
-        return {"definition": f"nolima-{NOLIMA_RATIO}", "value": None, "state": "no-data",
-                "base_score": None, "score": SCORE, "definitions": []}  # fmt: skip
+        return _no_data()
     base = base_score(points, base_lengths)
     chosen = choose_base_lengths(list(points), base_lengths)
     per_case = instance_means((row for row in rows if row["length_target"] in chosen), "case_id")
@@ -77,13 +96,27 @@ def effective_lengths(
     )
     absolute, absolute_state = scan_effective(points, RULER_THRESHOLD)
     absolute_low, absolute_low_state = scan_effective(lows, RULER_THRESHOLD)
-    return {
+    scored_lengths = sorted(points)
+    relative_bracket = (
+        effective_bracket(rows, scored_lengths, relative, base_lengths=chosen, ratio=NOLIMA_RATIO)
+        if signal
+        else empty_bracket("no-signal")
+    )
+    absolute_bracket = effective_bracket(rows, scored_lengths, absolute, base_lengths=chosen,
+                                         threshold=RULER_THRESHOLD)  # fmt: skip
+    nolima = {
         "definition": f"nolima-{NOLIMA_RATIO}",
         "value": relative,
         "state": state,
+        "bracket": relative_bracket,
+        "point_near_threshold": relative_bracket["point_near_threshold"],
         "conservative": conservative,
         "conservative_state": conservative_state,
         "conservative_definition": f"{CONSERVATIVE} >= {NOLIMA_RATIO} x base score",
+    }
+    return {
+        **nolima,
+        "conservative_deprecated": CONSERVATIVE_DEPRECATED,
         "no_signal": NO_SIGNAL,
         "score": SCORE,
         "base_score": base,
@@ -92,18 +125,13 @@ def effective_lengths(
         # Each length's score is on the (case, position) pairs it holds; these lack some.
         "unbalanced_lengths": unbalanced_lengths(rows),
         "definitions": [
-            {
-                "definition": f"nolima-{NOLIMA_RATIO}",
-                "value": relative,
-                "state": state,
-                "conservative": conservative,
-                "conservative_state": conservative_state,
-                "conservative_definition": f"{CONSERVATIVE} >= {NOLIMA_RATIO} x base score",
-            },
+            nolima,
             {
                 "definition": f"absolute-{RULER_THRESHOLD}",
                 "value": absolute,
                 "state": absolute_state,
+                "bracket": absolute_bracket,
+                "point_near_threshold": absolute_bracket["point_near_threshold"],
                 "conservative": absolute_low,
                 "conservative_state": absolute_low_state,
                 "conservative_definition": f"{CONSERVATIVE} >= {RULER_THRESHOLD}",
@@ -194,6 +222,34 @@ def position_effect(task_rows: list[Row], depths: list[float]) -> list[dict[str,
     return results
 
 
+TaskData = Literal["scored", "all-error", "pending", "all-rejected", "empty"]
+"""What a task's rows hold: some scores; only errors (and pending rows); only pending rows; none,
+every prompt rejected by the verifier; none at all."""
+
+
+def task_data(rows: list[Row]) -> TaskData:
+    """``scored``, ``all-error``, ``pending`` or ``empty`` (see ``TaskData``) for rows that exist."""
+    if scored(rows):
+        return "scored"
+    if any(row["status"] == "error" for row in rows):
+        return "all-error"
+    return "pending" if rows else "empty"
+
+
+def _no_calibration(length: int) -> dict[str, Any]:
+    return {"length": length, "accuracy": None, "instance_accuracy": None, "ci_low": None, "ci_high": None,
+            "band": [TOO_HARD_POINT, SATURATED_POINT], "verdict": calibration(None),
+            "band_verdict": band_verdict(None, None)}  # fmt: skip
+
+
+def empty_task_analysis(task: str, data: TaskData, control_length: int) -> dict[str, Any]:
+    """The analysis of a task with no rows (``all-rejected`` or ``empty``): every key a view reads,
+    each saying there is nothing; ``control_length`` is the shortest length the task was asked."""
+    return {"task": task, "data": data, "lengths": [], "effective_length": _no_data(),
+            "calibration": _no_calibration(control_length), "degradation": [],
+            "position_effect": []}  # fmt: skip
+
+
 def task_analysis(task: str, rows: list[Row], base_lengths: Sequence[int] = BASE_LENGTHS) -> dict[str, Any]:
     per_length = {
         length: cell({"length": length}, group)
@@ -225,6 +281,7 @@ def task_analysis(task: str, rows: list[Row], base_lengths: Sequence[int] = BASE
     own_analysis = family.analyse if family is not None else None
     return {
         "task": task,
+        "data": task_data(rows),
         "lengths": list(per_length.values()),
         "effective_length": curve_effective_lengths(per_length, rows, base_lengths),
         # The verdict is on instance_accuracy, the centre of the interval shown beside it.
@@ -237,6 +294,8 @@ def task_analysis(task: str, rows: list[Row], base_lengths: Sequence[int] = BASE
             "ci_method": control_cell["ci_method"],
             "band": [TOO_HARD_POINT, SATURATED_POINT],
             "verdict": calibration(control_cell["instance_accuracy"]),
+            # What the interval lets one say (the point verdict above picks the lead).
+            "band_verdict": band_verdict(control_cell["ci_low"], control_cell["ci_high"]),
         },
         "degradation": degradation,
         # A family with its own analysis (reasoning: layouts that share depths) replaces the

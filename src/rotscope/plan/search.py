@@ -27,7 +27,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+import numpy as np
+
 from rotscope.plan.confseq import confidence_sequence
+from rotscope.stats import threshold_margins
 
 Verdict = Literal["decided", "undecided", "inconclusive"]
 State = Literal["pass", "fail", "open"]
@@ -71,7 +74,10 @@ class Threshold:
         if not self.relative:
             return list(scores)
         t = self.value
-        return [(x - t * b + t) / (1 + t) for x, b in zip(scores, base, strict=False)]
+        count = min(len(scores), len(base))
+        # The grid analysis's bracket tests the same paired margin (``stats.threshold_margins``).
+        margins = threshold_margins(np.asarray(scores[:count], float), np.asarray(base[:count], float), t)
+        return [float(margin) for margin in (margins + t) / (1 + t)]
 
     def zero(self) -> float:
         """The rescaled margin at which a length sits exactly on the threshold."""

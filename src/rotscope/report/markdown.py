@@ -12,9 +12,10 @@ from typing import Any
 
 from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.cells import depth_label
+from rotscope.report.effective import base_lengths_text, bracket_text, effective_text, near_text
 from rotscope.report.names import shareable
 from rotscope.report.numbers import score as _fmt
-from rotscope.report.terminal import effective_text, headline_intro
+from rotscope.report.terminal import headline_intro
 from rotscope.report.verdict import layout_lines, pooled_line, support_lines
 
 ROWS_SHOWN = 10
@@ -33,25 +34,42 @@ def _more(total: int) -> list[str]:
     return ["", f"… and {total - ROWS_SHOWN} more"] if total > ROWS_SHOWN else []
 
 
+def _calibration(calibration: dict[str, Any]) -> str:
+    """``overlaps the band at 256 (point saturated)``: the interval's verdict, the point's beside it
+    where the interval cannot say (an older summary: the point's verdict alone)."""
+    verdict = calibration.get("band_verdict")
+    at = f" at {calibration['length']:,}"
+    if verdict is None:
+        return f"{calibration['verdict']}{at}"
+    return f"{verdict}{at}" + (f" (point {calibration['verdict']})" if verdict == "overlaps the band" else "")
+
+
 def effective_table(per_task: dict[str, Any]) -> list[str]:
     """The per-task headline: its intro line and a table of each task's effective length."""
     lines = [
         _text(headline_intro(per_task)),
         "",
-        "| task | effective length | conservative | base score | calibration |",
+        "| task | effective length | bracket | base score | calibration |",
         "|---|---|---|---|---|",
     ]
     for entry in per_task["tasks"]:
         base = _fmt(entry["base_score"])
         if entry.get("base_ci"):
             base += f" [{_fmt(entry['base_ci'][0])}, {_fmt(entry['base_ci'][1])}]"
+        base += base_lengths_text(entry.get("base_lengths"))
         calibration = entry["calibration"]
         lead = " (lead)" if entry["task"] == per_task["lead"] else ""
+        # An older summary has no bracket: its deprecated conservative value stands in.
+        hedge = (
+            bracket_text(entry["bracket"]) + near_text(entry)
+            if entry.get("bracket")
+            else "conservative: " + effective_text(entry.get("conservative"), entry.get("conservative_state"))
+        )
+        shown = effective_text(entry["value"], entry["state"], entry.get("data"))
         lines.append(
-            f"| {_text(entry['task'])}{lead} | {_text(effective_text(entry['value'], entry['state']))} "
-            f"({_text(entry['definition'])}) | "
-            f"{_text(effective_text(entry.get('conservative'), entry.get('conservative_state')))} | "
-            f"{base} | {_text(calibration['verdict'])} at {calibration['length']:,} |"
+            f"| {_text(entry['task'])}{lead} | {_text(shown)} "
+            f"({_text(entry['definition'])}) | {_text(hedge)} | "
+            f"{base} | {_text(_calibration(calibration))} |"
         )
     return lines
 

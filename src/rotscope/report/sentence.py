@@ -5,8 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
+from rotscope.analysis.bracket import contradicts
+from rotscope.report.effective import (
+    BAND,
+    band_numbers,
+    base_lengths_text,
+    bracket_text,
+    data_text,
+    is_wide,
+    near_text,
+)
 from rotscope.report.numbers import score as _fmt
-from rotscope.stats import SATURATED_POINT, TOO_HARD_POINT
 
 
 def _accuracy(line: dict[str, Any]) -> str:
@@ -26,7 +35,14 @@ def _gap(gap: dict[str, Any] | None) -> str:
 
 
 def _hedge(entry: dict[str, Any], shortest: int) -> str:
-    """The conservative effective length (scanned on the lower bounds), where there is one."""
+    """The bracket (``; 95% bracket: 256 to beyond 1,024 tokens: the data cannot place it``); for an
+    older summary without one, its deprecated conservative value."""
+    bracket = entry.get("bracket")
+    if bracket and contradicts(entry["value"], bracket):
+        return "; no bracket stated: its lengths hold different (case, position) pairs than the point's"
+    if bracket:
+        wide = ": the data cannot place it" if is_wide(bracket) else ""
+        return f"; {bracket_text(bracket)}{wide}{near_text(entry)}"
     state = entry.get("conservative_state")
     if state in (None, "no-signal", "no-data"):
         return ""
@@ -36,6 +52,15 @@ def _hedge(entry: dict[str, Any], shortest: int) -> str:
     else:
         shown = f"at least {low:,} tokens" if state == "at-least-longest" else f"{low:,} tokens"
     return f"; conservative: {shown}"
+
+
+def _rule(entry: dict[str, Any]) -> str:
+    """``nolima-0.85 of the base at 256 tokens``: the definition and, for a relative one, the
+    lengths that formed its base."""
+    lengths = entry.get("base_lengths")
+    if not entry["definition"].startswith("nolima") or not lengths:
+        return str(entry["definition"])
+    return f"{entry['definition']} of the base{base_lengths_text(lengths)} tokens"
 
 
 def _measured(entry: dict[str, Any]) -> bool:
@@ -55,12 +80,21 @@ def _chosen(per_task: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _unled(entry: dict[str, Any]) -> str:
-    """Why this probe was taken without leading the headline: none is in the reference band."""
+    """Why this probe was taken without leading the headline: none is in the reference band by its
+    point, said as its interval allows (an interval that overlaps the band cannot place it)."""
     calibration = entry["calibration"]
-    return (
-        f"; {entry['task']} is {calibration['verdict']} at {calibration['length']:,} tokens for the "
-        f"reference band ({TOO_HARD_POINT:.2f}-{SATURATED_POINT:.2f}), so no probe leads the headline"
-    )
+    verdict = calibration.get("band_verdict")
+    at = f"at {calibration['length']:,} tokens"
+    if verdict == "overlaps the band":
+        shown = (
+            f"the accuracy of {entry['task']} {at} overlaps the reference band, its point "
+            f"{calibration['verdict']} ({band_numbers(calibration)})"
+        )
+    elif verdict is not None:
+        shown = f"{entry['task']} is {verdict} {at} ({band_numbers(calibration)})"
+    else:
+        shown = f"{entry['task']} is {calibration['verdict']} {at} for the reference band ({BAND})"
+    return f"; {shown}, so no probe leads the headline"
 
 
 def one_sentence(summary: dict[str, Any]) -> str | None:
@@ -77,24 +111,29 @@ def one_sentence(summary: dict[str, Any]) -> str | None:
     gaps = {gap["length"]: gap for gap in analysis["degradation"]}
     control = analysis["calibration"]["length"]
     subject = f"Effective length of {summary['model']} on {task}"
-    rule = entry["definition"]
     state, value = entry["state"], entry["value"]
     if not _measured(entry) or control not in lines:
+        data = data_text(entry.get("data"))
         reason = (
             entry["no_curve"] if entry.get("no_curve")
+            else f"no data: {data}" if state == "no-data" and data
             else "no data" if state == "no-data"
             else "the base score is too low to measure a loss" if state == "no-signal"
             else f"no scored calls at the control length, {control:,} tokens"
         )  # fmt: skip
-        return f"{subject} ({rule}): not measured ({reason})."
+        return f"{subject} ({entry['definition']}): not measured ({reason})."
     unled = _unled(entry) if per_task["lead"] is None else ""
+    rule = _rule(entry)
+    hedge = _hedge(entry, min(lines))
     if value is None:
         shortest = min(lines)
         accuracy = _accuracy(lines[shortest])
+        # An older summary's conservative value can say nothing here the point does not.
+        hedge = hedge if entry.get("bracket") else ""
         return (
-            f"{subject} ({rule}): below {shortest:,} tokens, the shortest tested; accuracy {accuracy}{unled}."
+            f"{subject} ({rule}{hedge}): below {shortest:,} tokens, the shortest tested; accuracy "
+            f"{accuracy}{unled}."
         )
-    hedge = _hedge(entry, min(lines))
     if state == "at-least-longest":
         longest = max(lines)
         after = "" if longest == control else f", {_accuracy(lines[longest])}{_gap(gaps.get(longest))}"
@@ -103,7 +142,8 @@ def one_sentence(summary: dict[str, Any]) -> str | None:
             f"{_accuracy(lines[control])}{after}{unled}."
         )
     fallen = min(length for length in lines if length > value)
+    own = "" if value == control else f", {_accuracy(lines[value])} (its effective length)"
     return (
-        f"{subject}: {value:,} tokens ({rule}{hedge}); accuracy {_accuracy(lines[control])}, then "
-        f"{_accuracy(lines[fallen])}{_gap(gaps.get(fallen))}{unled}."
+        f"{subject}: {value:,} tokens ({rule}{hedge}); accuracy {_accuracy(lines[control])}{own}, "
+        f"falling to {_accuracy(lines[fallen])}{_gap(gaps.get(fallen))}{unled}."
     )

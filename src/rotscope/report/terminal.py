@@ -10,10 +10,17 @@ from rich.text import Text
 
 from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.cells import depth_label, row_key
+from rotscope.report.effective import (
+    band_text,
+    base_lengths_text,
+    bracket_text,
+    data_text,
+    effective_text,
+    near_text,
+)
 from rotscope.report.names import shareable
 from rotscope.report.numbers import score as _fmt
 from rotscope.report.sentence import one_sentence
-from rotscope.stats import SATURATED_POINT, TOO_HARD_POINT
 
 
 def _colour(accuracy: float) -> str:
@@ -91,37 +98,29 @@ def heatmap(summary: dict[str, Any], task: str) -> Table:
     return table
 
 
-def effective_text(value: int | None, state: str | None) -> str:
-    """An effective length as its state says to read it (an older summary has no state)."""
-    if state == "no-data":
-        return "no data"
-    if state == "no-signal":
-        return "no signal (base score too low to measure a loss)"
-    if state == "at-least-longest":
-        return f"at least {value:,} tokens (the longest length tested; nothing tested fell below)"
-    if value is None:
-        return "below the shortest length tested"
-    return f"{value:,} tokens"
-
-
 def effective_phrase(effective: dict[str, Any]) -> str:
-    """``2,048 tokens (nolima-0.85); conservative: 1,024 tokens; base score 0.93 [0.80, 0.98]``."""
+    """``512 tokens (nolima-0.85; 95% bracket: 256 to beyond 1,024 tokens); base score 0.81 [0.57, 0.93]
+    at 256``: the point, its bracket (the deprecated conservative value only for an older summary
+    without one) and the lengths that formed the base."""
     if effective.get("no_curve"):
         return f"not measured ({effective['no_curve']})"
-    shown = effective_text(effective["value"], effective.get("state"))
+    shown = effective_text(effective["value"], effective.get("state"), effective.get("data"))
     interval = ""
     if effective.get("base_ci"):
         interval = f" [{_fmt(effective['base_ci'][0])}, {_fmt(effective['base_ci'][1])}]"
     base = _fmt(effective["base_score"])
-    conservative = ""
-    if effective.get("conservative_state"):
+    hedge = ""
+    if effective.get("bracket"):
+        hedge = f"; {bracket_text(effective['bracket'])}{near_text(effective)}"
+    elif effective.get("conservative_state"):
         shown_low = effective_text(effective["conservative"], effective["conservative_state"])
-        conservative = f"; conservative: {shown_low}"
+        hedge = f"; conservative: {shown_low}"
     unbalanced = "".join(
         f"; length {entry['length']:,} lacks {entry['missing']} (case, position) pairs"
-        for entry in effective.get("unbalanced_lengths", [])
+        for entry in effective.get("unbalanced_lengths") or []
     )
-    return f"{shown} ({effective['definition']}){conservative}; base score {base}{interval}{unbalanced}"
+    where = base_lengths_text(effective.get("base_lengths"))
+    return f"{shown} ({effective['definition']}{hedge}); base score {base}{interval}{where}{unbalanced}"
 
 
 def headline(effective: dict[str, Any]) -> str:
@@ -138,19 +137,28 @@ def headline_intro(per_task: dict[str, Any]) -> str:
             "so none leads:"
         )
     calibration = entries[0]["calibration"]
+    hedged = f"; its interval {calibration['band_verdict']}" if calibration.get("band_verdict") else ""
     return (
         f"Effective length per task, led by {per_task['lead']}, the hardest probe in band at its control "
-        f"length ({calibration['length']:,} tokens: accuracy {_fmt(calibration['instance_accuracy'])}):"
+        f"length ({calibration['length']:,} tokens: accuracy {_fmt(calibration['instance_accuracy'])}"
+        f"{_interval(calibration)}{hedged}):"
     )
 
 
+def _interval(calibration: dict[str, Any]) -> str:
+    if calibration.get("ci_low") is None:
+        return ""
+    return f" [{_fmt(calibration['ci_low'])}, {_fmt(calibration['ci_high'])}]"
+
+
 def headline_entries(per_task: dict[str, Any]) -> list[tuple[str, str]]:
-    """``(task, "its effective length; calibration <verdict> at <length>")``, the lead first."""
+    """``(task, "its effective length; calibration at <length>: <band verdict (numbers)>")``, the lead
+    first."""
     return [
         (
             entry["task"],
-            f"{effective_phrase(entry)}; calibration {entry['calibration']['verdict']} at "
-            f"{entry['calibration']['length']:,}",
+            f"{effective_phrase(entry)}; calibration at {entry['calibration']['length']:,}: "
+            f"{band_text(entry['calibration'])}",
         )
         for entry in per_task["tasks"]
     ]
@@ -166,6 +174,9 @@ def _gap(estimate: float | None, entry: dict[str, Any]) -> str:
 
 
 def _print_task(analysis: dict[str, Any], console: Console) -> None:
+    why = data_text(analysis.get("data"))
+    if why:
+        console.print(f"  {analysis['task']}: no scores: {why}", markup=False)
     gaps = {gap["length"]: gap for gap in analysis["degradation"]}
     for line in analysis["lengths"]:
         gap = gaps.get(line["length"])
@@ -180,17 +191,10 @@ def _print_task(analysis: dict[str, Any], console: Console) -> None:
             f"n={line['n']}, errors={line['errors']}{gap_text}"
         )
     calibration = analysis["calibration"]
-    point = calibration.get("instance_accuracy", calibration["accuracy"])
-    interval = ""
-    if "ci_high" in calibration:
-        interval = f" [{_fmt(calibration['ci_low'])}, {_fmt(calibration['ci_high'])}]"
-    console.print(
-        f"  calibration at {calibration['length']:,}: {calibration['verdict']} "
-        f"(accuracy {_fmt(point)}{interval}; band {TOO_HARD_POINT:.2f}-{SATURATED_POINT:.2f})"
-    )
+    console.print(f"  calibration at {calibration['length']:,}: {band_text(calibration)}")
     if "reasoning" in analysis:
         _print_reasoning(analysis["reasoning"], console)
-    console.print(f"  {headline(analysis['effective_length'])}")
+    console.print(f"  {headline({**analysis['effective_length'], 'data': analysis.get('data')})}")
 
 
 def token_count_line(summary: dict[str, Any]) -> str:

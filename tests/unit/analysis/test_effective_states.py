@@ -9,7 +9,7 @@ import pytest
 
 from rotscope.analysis.cells import cell
 from rotscope.analysis.tasks import effective_lengths, task_analysis
-from rotscope.stats import choose_base_lengths, mean_interval
+from rotscope.stats import BASE_LENGTHS, choose_base_lengths, mean_interval
 
 GRID = (256, 512, 1024, 2048)
 
@@ -35,10 +35,10 @@ def _rows(right: dict[int, int], cases: int = 16) -> list[dict[str, Any]]:
     return [_row(case, length, case < right[length]) for length in right for case in range(cases)]
 
 
-def _effective(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def _effective(rows: list[dict[str, Any]], base_lengths: tuple[int, ...] = BASE_LENGTHS) -> dict[str, Any]:
     lengths = sorted({row["length_target"] for row in rows})
     per_length = {n: cell({"length": n}, [r for r in rows if r["length_target"] == n]) for n in lengths}
-    return effective_lengths(per_length, rows)
+    return effective_lengths(per_length, rows, base_lengths)
 
 
 def test_perfect_model_on_16_cases_has_a_conservative_effective_length() -> None:
@@ -70,8 +70,9 @@ def test_low_base_is_no_signal_not_the_longest_length() -> None:
 
 def test_zero_base_is_no_signal_and_shortest_failure_is_below_shortest() -> None:
     assert _effective(_rows(dict.fromkeys(GRID, 0)))["state"] == "no-signal"
-    # Base lengths 256/512/1,024 at 4, 16, 16 of 16 (base 0.75): 256 at 0.25 < 0.6375 fails first.
-    effective = _effective(_rows({256: 4, 512: 16, 1024: 16, 2048: 16}))
+    # Base lengths 256/512/1,024 (set in analysis.base_lengths) at 4, 16, 16 of 16 (base 0.75): 256 at
+    # 0.25 < 0.6375 fails first. (The default base of this grid is 256 alone, which cannot fail.)
+    effective = _effective(_rows({256: 4, 512: 16, 1024: 16, 2048: 16}), (256, 512, 1024))
     assert (effective["value"], effective["state"]) == (None, "below-shortest")
 
 
@@ -84,11 +85,14 @@ def test_no_rows_is_no_data() -> None:
     assert _effective([])["state"] == "no-data"
 
 
-def test_base_lengths_include_1024_on_the_default_grid() -> None:
-    assert choose_base_lengths([256, 512, 1024]) == [256, 512, 1024]
-    assert choose_base_lengths(list(GRID)) == [256, 512, 1024]
+def test_the_base_of_a_grid_without_nolimas_lengths_is_its_shortest_length() -> None:
+    # Issue 31: never the pool of every length up to 1,250 (lengths being judged).
+    assert choose_base_lengths([256, 512, 1024]) == [256]
+    assert choose_base_lengths(list(GRID)) == [256]
+    assert choose_base_lengths([250, 500, 1000, 2000]) == [250, 500, 1000]
+    assert choose_base_lengths([500, 1000, 2000]) == [500, 1000]
     assert choose_base_lengths([256, 512, 1024, 2048], (256, 512)) == [256, 512]
-    assert _effective(_rows(dict.fromkeys(GRID, 16)))["base_lengths"] == [256, 512, 1024]
+    assert _effective(_rows(dict.fromkeys(GRID, 16)))["base_lengths"] == [256]
 
 
 def test_instance_accuracy_on_an_unbalanced_cell() -> None:

@@ -1,0 +1,192 @@
+"""The effective-length bracket of a task's rows: the lengths the effective length is shown to reach
+(lower end) and to fall before (upper end), at a stated confidence, by either definition.
+
+Relative (``nolima-F``): each instance's paired margin ``x_L - F * x_base`` (the adaptive search's
+statistic, ``stats.threshold_margins``), paired on (case, position) as the gap is, its one-sided
+bounds from the gap's adjusted t interval (``stats.margin_bounds``). Absolute (``absolute-S``): the
+score's one-sided bounds from the cell interval's method (``stats.score_bounds``). A length passes
+when its lower bound is at or above the threshold (a sole base length passes by definition: its
+margin is ``(1 - F) x >= 0``), fails when its upper bound is below it; the ends are
+``stats.bracket_indices`` (a fixed-sequence test up the lengths; the fails Bonferroni-split over the
+lengths that can fail), each at ``stats.end_confidence``, so both hold at ``BRACKET_CONFIDENCE``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rotscope.analysis.rejections import matched_means
+from rotscope.rows import Row, group_by, instance_means
+from rotscope.stats import (
+    BRACKET_CONFIDENCE,
+    bracket_indices,
+    bracket_state,
+    end_confidence,
+    margin_bounds,
+    score_bounds,
+    threshold_margins,
+)
+
+RELATIVE_METHOD = (
+    "paired margin x_L - {ratio} x base per case (adjusted t, one-sided); lower end: fixed-sequence "
+    "test up the lengths; upper end: first length shown to fail, Bonferroni over the lengths that can fail"
+)
+ABSOLUTE_METHOD = (
+    "instance_accuracy at each length (Wilson on instances, one-sided) against {threshold}; lower end: "
+    "fixed-sequence test up the lengths; upper end: first length shown to fail, Bonferroni over the lengths"
+)
+
+
+def _test(
+    estimate: float | None, lower: float | None, upper: float | None, fail_upper: float | None, pairs: int
+) -> dict[str, Any]:
+    return {"estimate": estimate, "lower": lower, "upper": upper, "fail_upper": fail_upper, "pairs": pairs}
+
+
+def _relative_tests(
+    rows: list[Row], lengths: list[int], base_lengths: list[int], ratio: float, one_sided: float, fail: float
+) -> dict[int, dict[str, Any]]:
+    by_length = group_by(rows, "length_target")
+    base_rows = [row for row in rows if row["length_target"] in base_lengths]
+    tests: dict[int, dict[str, Any]] = {}
+    for length in lengths:
+        if base_lengths == [length]:
+            tests[length] = {**_test(None, None, None, None, 0), "by_definition": True}
+            continue
+        base, at_length, _ = matched_means(base_rows, by_length.get((length,), []))
+        keys = sorted(set(base) & set(at_length))
+        if not keys:
+            tests[length] = _test(None, None, None, None, 0)
+            continue
+        margins = threshold_margins(
+            np.array([at_length[key] for key in keys]), np.array([base[key] for key in keys]), ratio
+        )
+        lower, upper = margin_bounds(margins, one_sided)
+        _, fail_upper = margin_bounds(margins, fail)
+        tests[length] = _test(float(margins.mean()), float(lower), float(upper), float(fail_upper), len(keys))
+    return tests
+
+
+def _absolute_tests(
+    rows: list[Row], lengths: list[int], threshold: float, one_sided: float, fail: float
+) -> dict[int, dict[str, Any]]:
+    by_length = group_by(rows, "length_target")
+    tests: dict[int, dict[str, Any]] = {}
+    for length in lengths:
+        means = instance_means(by_length.get((length,), []))
+        if not means:
+            tests[length] = _test(None, None, None, None, 0)
+            continue
+        k, n = sum(means.values()), len(means)
+        lower, upper = score_bounds(k, n, one_sided)
+        fail_upper = score_bounds(k, n, fail)[1]
+        tests[length] = _test(k / n - threshold, lower - threshold, upper - threshold,
+                              fail_upper - threshold, n)  # fmt: skip
+    return tests
+
+
+def _near(tests: dict[int, dict[str, Any]], lengths: list[int], point: int | None) -> list[int]:
+    """The lengths that decide the point estimate (the one it calls effective and the next, where
+    it falls) whose margin's interval at the end's confidence holds the threshold: there the point
+    could as well have come out one length apart."""
+    deciding = []
+    if point is not None:
+        deciding.append(point)
+        deciding += [length for length in lengths if length > point][:1]
+    else:
+        deciding += lengths[:1]
+    near = []
+    for length in deciding:
+        test = tests[length]
+        if test.get("by_definition"):
+            continue
+        if test["lower"] is None or test["lower"] < 0.0 <= test["upper"]:
+            near.append(length)
+    return near
+
+
+def effective_bracket(
+    rows: list[Row],
+    lengths: Sequence[int],
+    point: int | None,
+    *,
+    base_lengths: Sequence[int],
+    ratio: float | None = None,
+    threshold: float | None = None,
+    confidence: float = BRACKET_CONFIDENCE,
+) -> dict[str, Any]:
+    """The bracket of one definition: relative when ``ratio`` is given (``base_lengths`` form the
+    base), else absolute at ``threshold``; ``point`` is that definition's point estimate, for the
+    flag ``point_near_threshold``; ``lengths`` are those with a score."""
+    lengths = sorted(lengths)
+    one_sided = end_confidence(confidence)
+    by_definition = ratio is not None and len(base_lengths) == 1 and base_lengths[0] in lengths
+    can_fail = max(1, len(lengths) - int(by_definition))
+    fail = 1.0 - (1.0 - one_sided) / can_fail
+    if ratio is not None:
+        tests = _relative_tests(rows, lengths, list(base_lengths), ratio, one_sided, fail)
+        method = RELATIVE_METHOD.format(ratio=ratio)
+    else:
+        assert threshold is not None
+        tests = _absolute_tests(rows, lengths, threshold, one_sided, fail)
+        method = ABSOLUTE_METHOD.format(threshold=threshold)
+    passes = [bool(t.get("by_definition")) or (t["lower"] is not None and t["lower"] >= 0.0)
+              for t in (tests[n] for n in lengths)]  # fmt: skip
+    fails = [t["fail_upper"] is not None and t["fail_upper"] < 0.0 for t in (tests[n] for n in lengths)]
+    low_index, high_index = (int(end) for end in bracket_indices(np.array(passes), np.array(fails)))
+    state = bracket_state(low_index, high_index, len(lengths))
+    near = _near(tests, lengths, point) if lengths else []
+    return {
+        "state": state,
+        "confidence": confidence,
+        "low": {
+            "length": lengths[low_index] if low_index >= 0 else None,
+            "state": "passes" if low_index >= 0 else "below-shortest",
+            "confidence": one_sided,
+        },
+        "high": {
+            "length": lengths[high_index] if high_index < len(lengths) else None,
+            "state": "fails" if high_index < len(lengths) else "beyond-longest",
+            "confidence": one_sided,
+        },
+        "method": method,
+        "tests": [
+            {"length": length, "passes": p, "fails": f, **tests[length]}
+            for length, p, f in zip(lengths, passes, fails, strict=True)
+        ],
+        "point_near_threshold": bool(near),
+        "near_lengths": near,
+    }
+
+
+def empty_bracket(state: str, confidence: float = BRACKET_CONFIDENCE) -> dict[str, Any]:
+    """The bracket of a definition with nothing to test (``no-data``) or nothing to lose
+    (``no-signal``)."""
+    one_sided = end_confidence(confidence)
+    return {
+        "state": state,
+        "confidence": confidence,
+        "low": {"length": None, "state": state, "confidence": one_sided},
+        "high": {"length": None, "state": state, "confidence": one_sided},
+        "method": "",
+        "tests": [],
+        "point_near_threshold": False,
+        "near_lengths": [],
+    }
+
+
+def contradicts(point: int | None, bracket: dict[str, Any]) -> bool:
+    """Whether a bracket says what its point estimate denies: a lower end above the point (or any
+    lower end where the point is below the shortest length) or an upper end at or below it. On
+    balanced lengths it cannot (a pass's mean margin is at least its lower bound, a fail's at most
+    its upper bound, and the point scans those means); lengths holding different (case, position)
+    pairs can, and a view then states no bound."""
+    if bracket["state"] in ("no-data", "no-signal"):
+        return False
+    low, high = bracket["low"]["length"], bracket["high"]["length"]
+    if point is None:
+        return low is not None
+    return (low is not None and low > point) or (high is not None and high <= point)

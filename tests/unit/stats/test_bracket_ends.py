@@ -1,0 +1,87 @@
+"""The ends of an effective-length bracket from per-length decisions (``stats.bracket_indices``: a
+fixed-sequence lower end, the first fail above it) and what they let one say
+(``stats.bracket_state``); the paired margin and its one-sided bounds (issue 31, item 1)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rotscope.stats import (
+    adjusted_t_interval,
+    band_verdict,
+    bracket_indices,
+    bracket_state,
+    end_confidence,
+    margin_bounds,
+    threshold_margins,
+)
+
+T, F = True, False
+
+
+@pytest.mark.parametrize(
+    ("passes", "fails", "ends", "state"),
+    [
+        ([T, T, F], [F, F, T], (1, 2), "value"),
+        ([T, F, F], [F, F, F], (0, 3), "at-least"),
+        # Fixed sequence: a length after the first that is not shown to pass never counts.
+        ([T, F, T], [F, F, F], (0, 3), "at-least"),
+        ([T, T, T], [F, F, F], (2, 3), "at-least-longest"),
+        ([F, F, F], [T, T, T], (-1, 0), "below-shortest"),
+        ([F, F, F], [F, T, T], (-1, 1), "below"),
+        ([F, F, F], [F, F, F], (-1, 3), "cannot-bound"),
+        # The upper end is the first fail above the lower end.
+        ([T, F, F, F], [F, F, T, T], (0, 2), "value"),
+    ],
+)
+def test_the_ends_and_their_state(
+    passes: list[bool], fails: list[bool], ends: tuple[int, int], state: str
+) -> None:
+    low, high = bracket_indices(np.array(passes), np.array(fails))
+    assert (int(low), int(high)) == ends
+    assert bracket_state(int(low), int(high), len(passes)) == state
+
+
+def test_the_ends_are_vectorised_over_datasets() -> None:
+    passes = np.array([[T, T, F], [T, F, F], [F, F, F]])
+    fails = np.array([[F, F, T], [F, F, F], [T, T, T]])
+    low, high = bracket_indices(passes, fails)
+    assert low.tolist() == [1, 0, -1] and high.tolist() == [2, 3, 0]
+
+
+def test_no_lengths_is_no_data() -> None:
+    assert bracket_state(-1, 0, 0) == "no-data"
+
+
+def test_each_end_holds_at_half_the_joint_error() -> None:
+    assert end_confidence(0.95) == pytest.approx(0.975)
+    assert end_confidence(0.9) == pytest.approx(0.95)
+
+
+def test_the_margin_is_paired_and_its_bounds_are_the_gaps_t_interval_one_sided() -> None:
+    scores = np.array([1.0, 0.0, 1.0, 1.0, 0.5])
+    base = np.array([1.0, 1.0, 0.0, 1.0, 1.0])
+    margins = threshold_margins(scores, base, 0.85)
+    assert margins.tolist() == pytest.approx([0.15, -0.85, 1.0, 0.15, -0.35])
+    lower, upper = margin_bounds(margins, 0.975)
+    expected = adjusted_t_interval(margins, 0.95)
+    assert (float(lower), float(upper)) == pytest.approx((float(expected[0]), float(expected[1])))
+    # A one-sided bound at a higher confidence lies further out.
+    wider_lower, wider_upper = margin_bounds(margins, 0.99)
+    assert wider_lower < lower and wider_upper > upper
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "verdict"),
+    [
+        (0.91, 0.94, "in band"),
+        (0.57, 0.93, "overlaps the band"),
+        (0.80, 0.99, "overlaps the band"),
+        (0.30, 0.85, "below the band"),
+        (0.96, 1.00, "above the band"),
+        (None, None, "no data"),
+    ],
+)
+def test_the_band_verdict_reads_the_interval(low: float | None, high: float | None, verdict: str) -> None:
+    assert band_verdict(low, high) == verdict
