@@ -19,7 +19,7 @@ LENGTHS = (256, 512, 1024)
 
 def _rows(right: dict[int, list[bool]]) -> list[dict[str, Any]]:
     return [
-        {"task": "niah", "case_id": f"c{case:02d}", "instance_id": f"c{case:02d}@{length}", "item": 0,
+        {"task": "niah", "case_id": f"c{case:02d}", "instance_id": f"c{case:02d}", "item": 0,
          "length_target": length, "depth": 0.5, "position": None, "status": "ok",
          "outcome": "correct" if ok else "incorrect", "category": None if ok else "wrong",
          "judge_verdict": None}
