@@ -41,13 +41,27 @@ HEDGED = "hedged"
 """A reply that states the right answer and also abstains: ``incorrect``, never ``correct``."""
 
 
+_CHUNK_CHARS = 1 << 20
+
+
+def _without_combining(text: str) -> str:
+    """``text`` less its combining marks, a chunk at a time (a long reply costs no list of its
+    characters)."""
+    return "".join(
+        "".join(ch for ch in text[start : start + _CHUNK_CHARS] if not unicodedata.combining(ch))
+        for start in range(0, len(text), _CHUNK_CHARS)
+    )
+
+
 def normalise(text: str) -> str:
     """Lower case, accents folded, digit groups joined (4,817 -> 4817), punctuation to spaces."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
-    text = re.sub(r"(?<=\d)[,_](?=\d{3}\b)", "", text)
-    text = re.sub(r"[^\w\s-]|_", " ", text)
-    text = re.sub(r"(?<!\w)-|-(?!\w)", " ", text)
+    if not text.isascii():
+        text = _without_combining(unicodedata.normalize("NFKD", text))
+    text = text.lower()
+    # Each pattern starts with the character it replaces, so a long reply is scanned at C speed.
+    text = re.sub(r"[,_](?<=\d[,_])(?=\d{3}\b)", "", text)
+    text = re.sub(r"[^\w\s-]", " ", text.replace("_", " "))
+    text = re.sub(r"-(?:(?<!\w-)|(?!\w))", " ", text)
     words = [_NUMBER_WORDS.get(word, word) for word in text.split()]
     return " ".join(words)
 

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import re
+import unicodedata
 from typing import Any
 
 import pytest
@@ -44,3 +46,21 @@ def test_the_filler_check_builds_no_pattern_from_the_reply(monkeypatch: pytest.M
     category = deterministic._wrong_answer_category(Oracle(answer="4817"), reply, f"filler {reply} filler")
     assert category == "context_value"
     assert not any("zqzq" in pattern for pattern in patterns)
+
+
+def _normalise_reference(text: str) -> str:
+    """``normalise`` as it was written first (one pattern scan per position, a list of characters)."""
+    text = unicodedata.normalize("NFKD", text)
+    text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
+    text = re.sub(r"(?<=\d)[,_](?=\d{3}\b)", "", text)
+    text = re.sub(r"[^\w\s-]|_", " ", text)
+    text = re.sub(r"(?<!\w)-|-(?!\w)", " ", text)
+    return " ".join(deterministic._NUMBER_WORDS.get(word, word) for word in text.split())
+
+
+def test_the_fast_normalise_equals_the_reference_on_random_text() -> None:
+    rng = random.Random(33)
+    alphabet = [*"ab1234-_,. x9-AZ", "é", "\u0301", "ñ", "Å", "\u2028", "ﬁ", "①", "Ⅻ", "’", "one", "twelve"]
+    for _ in range(1000):
+        text = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 30)))
+        assert deterministic.normalise(text) == _normalise_reference(text), text
