@@ -25,6 +25,7 @@ from rotscope.types import WorkItem
 
 __all__ = [
     "CONFIG_FILE",
+    "PAIR_FILE",
     "RUNTIME_FIELDS",
     "SESSION_DIR",
     "STORE_FILE",
@@ -39,6 +40,8 @@ STORE_FILE = "run.db"
 SESSION_DIR = "session"
 """Where a session the model writes itself is stored (``execution.self_session``); written before
 ``run.db``, so a folder holding only it is a run whose session was still being written."""
+PAIR_FILE = "pair.json"
+"""A paired session's record, in the session folder above its two subjects' run folders."""
 
 
 @contextmanager

@@ -14,7 +14,14 @@ from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.execute import Reporter
 from rotscope.execution.identity import before_variants
 from rotscope.execution.order import execution_order
-from rotscope.execution.run_folder import CONFIG_FILE, SESSION_DIR, STORE_FILE, default_run_dir, writing
+from rotscope.execution.run_folder import (
+    CONFIG_FILE,
+    PAIR_FILE,
+    SESSION_DIR,
+    STORE_FILE,
+    default_run_dir,
+    writing,
+)
 from rotscope.execution.session import Session, check_plan, open_session
 from rotscope.store import RunStore
 from rotscope.types import Backend
@@ -154,6 +161,7 @@ def resume_experiment(
     replaces the stored budget and ``use_cache=False`` turns the response cache off; both are
     written back to the folder's config.yaml (neither changes the experiment's identity)."""
     resumed_config(run_dir, max_cost, use_cache)  # a run folder, checked before anything is written
+    refuse_pair_subject(run_dir)
     with writing(run_dir):  # the lock first: opening the store may migrate it
         RunStore.open_existing(run_dir).close()  # a readable run store, or bad input naming it
         config = resumed_config(run_dir, max_cost, use_cache)
@@ -166,6 +174,21 @@ def resume_experiment(
             judge_backend=None,
             frozen_plan=None,
             allow_deviation=False,
+        )
+
+
+def refuse_pair_subject(run_dir: Path) -> None:
+    """A subject of a paired session resumes only with its session (its calls are interleaved with
+    the other subject's): bad input naming the session folder."""
+    with RunStore.read(run_dir) as store:
+        pair = store.meta().get("pair")
+    session = Path(pair["folder"]) if isinstance(pair, dict) and pair.get("folder") else None
+    if session is None and (run_dir.absolute().parent / PAIR_FILE).is_file():
+        session = run_dir.absolute().parent
+    if session is not None:
+        raise BadInput(
+            f"{run_dir}: one subject of the paired session {session}, which resumes only as a whole: "
+            f"rotscope run --resume {session}"
         )
 
 

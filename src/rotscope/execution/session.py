@@ -17,6 +17,7 @@ from rotscope.config import ExperimentConfig, build_config, dump_config
 from rotscope.config_sections import ProviderLimits
 from rotscope.errors import BadInput
 from rotscope.execution.cachecheck import require_clearable, run_cache_checks
+from rotscope.execution.cost import Budget
 from rotscope.execution.execute import Reporter, execute_items
 from rotscope.execution.identity import check_identity, config_digest, experiment_identity
 from rotscope.execution.limits import Limiters
@@ -164,14 +165,24 @@ class Session:
         """Run ``items`` (already chosen from ``todo``); True when the budget stopped them."""
         return asyncio.run(self.execute_on_loop(items))
 
-    async def execute_on_loop(self, items: Sequence[WorkItem], limiters: Limiters | None = None) -> bool:
-        """``execute`` on the running event loop, with ``limiters`` shared with other batches."""
+    async def execute_on_loop(
+        self, items: Sequence[WorkItem], limiters: Limiters | None = None, budget: Budget | None = None
+    ) -> bool:
+        """``execute`` on the running event loop, with ``limiters`` and ``budget`` shared with other
+        batches (a paired session's subjects spend from one budget)."""
         if isinstance(self.backend, RayPool):
             return await self.backend.execute(
-                self.config, items, self.judge_backend, self.opened(), self.reporter
+                self.config, items, self.judge_backend, self.opened(), self.reporter, budget
             )
         return await execute_items(
-            self.config, items, self.backend, self.judge_backend, self.opened(), self.reporter, limiters
+            self.config,
+            items,
+            self.backend,
+            self.judge_backend,
+            self.opened(),
+            self.reporter,
+            limiters,
+            budget,
         )
 
     def concurrency(self) -> int:
