@@ -141,11 +141,10 @@ def test_relative_model_paths_are_stored_resolved_and_the_pair_resumes(
         assert store.meta()["pair"]["subjects"]["candidate"] == f"cmd/{script}"
 
 
-def test_max_cost_is_one_budget_over_both_subjects(whole: tuple[Path, Path], tmp_path: Path) -> None:
+def test_max_cost_is_one_budget_over_both_subjects(tmp_path: Path) -> None:
     models = ("fake-remote/lexical", "fake-remote/lexical-recent")
     prices = {model: {"input": 1.0, "output": 4.0} for model in models}
     settings = {"prices": prices, "cache": {"enabled": False}, "limits": {"fake-remote": {"concurrency": 1}}}
-    root, _ = whole
     full = tmp_path / "full"
     run_pair(load_config(_experiment(tmp_path, **settings)), models, full)
     one_subject = _spent(full / "baseline")
