@@ -38,7 +38,7 @@ from rotscope.execution.lock import LOCK_FILE
 from rotscope.execution.order import execution_order
 from rotscope.execution.run_folder import PAIR_FILE, writing
 from rotscope.execution.runner import BudgetReached, resumed_config, stops
-from rotscope.execution.session import Session, open_session
+from rotscope.execution.session import Session, open_session, refuse_nothing_to_measure
 from rotscope.plan.manifest import Deviation
 from rotscope.plan.schedule import paired_rounds, trie_runs
 from rotscope.store import RunStore
@@ -194,11 +194,13 @@ def _run(
                     reporter=reporter,
                     backend=(backends or {}).get(role),
                 )
-                sessions[role].prepare(
+                plan = sessions[role].prepare(
                     frozen_plan,
                     allow_deviation,
                     _intended if role == "candidate" else lambda deviation: False,
                 )
+                if not resume:
+                    refuse_nothing_to_measure(plan)
             order = joint_order(sessions, configs["baseline"].seed)
             meta = {
                 "subjects": {role: configs[role].model for role in SUBJECTS},

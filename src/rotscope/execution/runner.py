@@ -22,7 +22,7 @@ from rotscope.execution.run_folder import (
     default_run_dir,
     writing,
 )
-from rotscope.execution.session import Session, check_plan, open_session
+from rotscope.execution.session import Session, check_plan, open_session, refuse_nothing_to_measure
 from rotscope.store import RunStore
 from rotscope.types import Backend
 
@@ -79,8 +79,12 @@ def run_experiment(
     judge_backend: Backend | None = None,
     frozen_plan: Mapping[str, Any] | None = None,
     allow_deviation: bool = False,
+    allow_empty: bool = False,
 ) -> Path:
     """Run (or, with ``resume``, continue) ``config`` in ``run_dir``; returns the run folder.
+
+    A plan whose every prompt was rejected is bad input (``refuse_nothing_to_measure``) unless
+    ``allow_empty`` (a search step, which the search judges itself).
 
     With ``frozen_plan`` (a manifest from ``rotscope plan``) a run that deviates from it is bad
     input, unless ``allow_deviation``, which runs it and records every deviation.
@@ -100,6 +104,7 @@ def run_experiment(
             judge_backend=judge_backend,
             frozen_plan=frozen_plan,
             allow_deviation=allow_deviation,
+            allow_empty=allow_empty,
         )
 
 
@@ -113,6 +118,7 @@ def _run_locked(
     judge_backend: Backend | None,
     frozen_plan: Mapping[str, Any] | None,
     allow_deviation: bool,
+    allow_empty: bool = True,
 ) -> Path:
     """``run_experiment`` once the caller holds the run folder's lock."""
     session = open_session(
@@ -120,6 +126,8 @@ def _run_locked(
     )
     try:
         plan = session.prepare(frozen_plan, allow_deviation)
+        if not resume and not allow_empty:
+            refuse_nothing_to_measure(plan)
         order = execution_order(plan.items, session.local, config.seed, config.order)
         session.open(order.items, described=order.describe())
         with stops(run_dir, [session]):

@@ -152,7 +152,7 @@ class _Steps:
                 if remaining is not None and remaining <= 0:
                     raise BudgetSpent(name)
                 config = _step_config(self.config, step, remaining)
-                run_experiment(config, run_dir=folder, reporter=self.reporter())
+                run_experiment(config, run_dir=folder, reporter=self.reporter(), allow_empty=True)
             elif not _finished(folder):
                 if remaining is not None and remaining <= 0:
                     raise BudgetSpent(name)

@@ -341,6 +341,18 @@ def _grid_line(config: ExperimentConfig) -> str:
     )
 
 
+def refuse_nothing_to_measure(plan: Plan) -> None:
+    """A run whose every prompt was rejected (``depths: ["@5000"]`` at 512 tokens) is bad input in
+    one line, before anything is written or spent: it could measure nothing, and a run folder of
+    zero rows with exit 0 would pass for a finished measurement. (A search step is exempt: the
+    search decides what a length without a placed prompt means.)"""
+    if not plan.items and plan.rejected:
+        raise BadInput(
+            f"nothing to measure: every prompt was rejected ({len(plan.rejected)}; "
+            f"first: {plan.rejected[0]}); change depths or lengths so the evidence fits the filler"
+        )
+
+
 def planned_line(plan: Plan) -> str:
     """What the verifier passed: calls, distinct prompts, rejections and the tokens to evaluate."""
     cases = {(item.case.task, item.case.case_id) for item in plan.items if not item.case.control}
@@ -357,4 +369,11 @@ def planned_line(plan: Plan) -> str:
     return line
 
 
-__all__ = ["Session", "check_plan", "engine_meta", "open_session", "planned_line"]
+__all__ = [
+    "Session",
+    "check_plan",
+    "engine_meta",
+    "open_session",
+    "planned_line",
+    "refuse_nothing_to_measure",
+]
