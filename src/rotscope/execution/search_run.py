@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, SearchConfig, build_config, load_config
 from rotscope.errors import BadInput, write_output
 from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, default_run_dir
@@ -190,7 +191,10 @@ def run_search_experiment(
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
     if (run_dir / CONFIG_FILE).exists():
         raise BadInput(f"{run_dir}: already holds a run; continue it with rotscope run --resume {run_dir}")
-    _settings(config, config.search, len(_check_cases(config, config.search.cap)))  # bad input first
+    settings = _settings(
+        config, config.search, len(_check_cases(config, config.search.cap))
+    )  # bad input first
+    check_window(config, settings)
     (run_dir / "steps").mkdir(parents=True, exist_ok=True)
     write_output(
         run_dir / CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), "search"
@@ -222,7 +226,26 @@ def resume_search(
         write_output(
             run_dir / CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), "search"
         )
+    assert config.search is not None
+    check_window(config, _settings(config, config.search, len(_check_cases(config, config.search.cap))))
     return _search(config, run_dir, reporter)
+
+
+def check_window(config: ExperimentConfig, settings: SearchSettings) -> None:
+    """Every length the search may measure fits the model's window, checked before its first call
+    (a step at a length past it would stop the search there, and every resume with it)."""
+    backend = create_backend(config)
+    try:
+        window, model = backend.context_window, backend.model_id
+    finally:
+        backend.close()
+    longest = max(settings.lengths[-1], settings.base_length)
+    max_tokens = config.generation.max_tokens
+    if longest + max_tokens > window:
+        raise BadInput(
+            f"search.range: {longest} tokens plus max_tokens {max_tokens} exceed the context window of "
+            f"{model} ({window} tokens); end the range at {window - max_tokens} tokens or less"
+        )
 
 
 def _search(config: ExperimentConfig, run_dir: Path, reporter: Reporters) -> Path:
