@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +33,7 @@ from rotscope.execution.runner import (
 from rotscope.execution.self_session import self_written
 from rotscope.plan import select_cases
 from rotscope.plan.search import (
+    BASE,
     BudgetSpent,
     SearchResult,
     SearchSettings,
@@ -42,6 +43,7 @@ from rotscope.plan.search import (
     log_grid,
     run_search,
 )
+from rotscope.plan.workitems import build_plan
 from rotscope.rows import Row
 from rotscope.store import RunStore
 
@@ -191,10 +193,8 @@ def run_search_experiment(
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
     if (run_dir / CONFIG_FILE).exists():
         raise BadInput(f"{run_dir}: already holds a run; continue it with rotscope run --resume {run_dir}")
-    settings = _settings(
-        config, config.search, len(_check_cases(config, config.search.cap))
-    )  # bad input first
-    check_window(config, settings)
+    cases = len(_check_cases(config, config.search.cap))
+    measured_settings(config, _settings(config, config.search, cases))  # bad input first
     (run_dir / "steps").mkdir(parents=True, exist_ok=True)
     write_output(
         run_dir / CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), "search"
@@ -226,32 +226,35 @@ def resume_search(
         write_output(
             run_dir / CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), "search"
         )
-    assert config.search is not None
-    check_window(config, _settings(config, config.search, len(_check_cases(config, config.search.cap))))
     return _search(config, run_dir, reporter)
 
 
-def check_window(config: ExperimentConfig, settings: SearchSettings) -> None:
-    """Every length the search may measure fits the model's window, checked before its first call
-    (a step at a length past it would stop the search there, and every resume with it)."""
+def measured_settings(config: ExperimentConfig, settings: SearchSettings) -> SearchSettings:
+    """``settings`` checked and counted on the model itself, before the search's first call: every
+    length it may measure fits the model's window (a step past it would stop the search there, and
+    every resume with it), and an instance's calls are those a step really plans for it (session
+    filler with ``filler.static`` renders each layout twice), so ``max_calls`` holds."""
     backend = create_backend(config)
     try:
         window, model = backend.context_window, backend.model_id
+        longest = max(settings.lengths[-1], settings.base_length)
+        max_tokens = config.generation.max_tokens
+        if longest + max_tokens > window:
+            raise BadInput(
+                f"search.range: {longest} tokens plus max_tokens {max_tokens} exceed the context window of "
+                f"{model} ({window} tokens); end the range at {window - max_tokens} tokens or less"
+            )
+        one = _step_config(config, Step(BASE, settings.base_length, 0, 1), None)
+        planned = len(build_plan(one, backend).items)
     finally:
         backend.close()
-    longest = max(settings.lengths[-1], settings.base_length)
-    max_tokens = config.generation.max_tokens
-    if longest + max_tokens > window:
-        raise BadInput(
-            f"search.range: {longest} tokens plus max_tokens {max_tokens} exceed the context window of "
-            f"{model} ({window} tokens); end the range at {window - max_tokens} tokens or less"
-        )
+    return replace(settings, calls_per_instance=max(settings.calls_per_instance, planned))
 
 
 def _search(config: ExperimentConfig, run_dir: Path, reporter: Reporters) -> Path:
     assert config.search is not None
     case_ids = _check_cases(config, config.search.cap)
-    settings = _settings(config, config.search, len(case_ids))
+    settings = measured_settings(config, _settings(config, config.search, len(case_ids)))
     steps = _Steps(config, run_dir, case_ids, reporter)
     result = run_search(settings, steps)
     record = search_record(settings, result, steps, config.max_cost)
