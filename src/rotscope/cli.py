@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import sqlite3
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn, TypeVar
 
 import typer
@@ -80,6 +82,26 @@ bad input (2), not a Ctrl-C (130); finished work is kept and --resume with a lar
 EXIT_ENGINE_CRASHED = 5
 """The local engine crashed repeatedly (its worker restarted each time); finished work is kept."""
 EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+"""SIGTERM (128 + 15): handled as Ctrl-C is (finished work kept, every command rotscope started
+ended, its temporary folders removed), and reported with the status a shell expects of it."""
+_terminated = False
+
+
+def _terminate_as_interrupt(signum: int, frame: FrameType | None) -> None:
+    """SIGTERM takes the path of Ctrl-C: the SIGINT handler in force (asyncio's, which cancels the
+    calls in flight so that each one ends its command, or Python's ``KeyboardInterrupt``)."""
+    global _terminated
+    _terminated = True
+    handler = signal.getsignal(signal.SIGINT)
+    if callable(handler):
+        handler(signal.SIGINT, frame)
+    else:  # SIGINT ignored (a background job of a script): SIGTERM still stops the run
+        raise KeyboardInterrupt
+
+
+def _interrupted_code() -> int:
+    return EXIT_TERMINATED if _terminated else EXIT_INTERRUPTED
 
 
 def _warn(message: str) -> None:
@@ -118,7 +140,7 @@ def _guarded(action: Callable[[], T]) -> T:
         _fail(
             f"interrupted: {stop.done} of {stop.total} items done and kept in {stop.run_dir}; "
             f"continue with: rotscope run --resume {stop.run_dir}",
-            EXIT_INTERRUPTED,
+            _interrupted_code(),
         )
     except BudgetReached as stop:
         _fail(
@@ -134,9 +156,9 @@ def _guarded(action: Callable[[], T]) -> T:
             EXIT_ENGINE_CRASHED,
         )
     except SessionStopped as stop:
-        _fail(str(stop), EXIT_BUDGET if stop.budget else EXIT_INTERRUPTED)
+        _fail(str(stop), EXIT_BUDGET if stop.budget else _interrupted_code())
     except KeyboardInterrupt:
-        _fail("interrupted", EXIT_INTERRUPTED)
+        _fail("interrupted", _interrupted_code())
 
 
 def _split(value: str | None) -> list[str] | None:
@@ -752,4 +774,10 @@ def doctor() -> None:
 
 
 def main() -> None:
-    app()
+    from rotscope.backends.process import stop_all
+
+    signal.signal(signal.SIGTERM, _terminate_as_interrupt)
+    try:
+        app()
+    finally:
+        stop_all()  # a command still running (an interrupt outside any call's own clean-up)

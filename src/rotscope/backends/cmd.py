@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -37,6 +38,12 @@ PASSED_ALWAYS = ("PATH", "HOME", "USER", "LOGNAME", "LANG", "LC_ALL", "LC_CTYPE"
 """Variables every command gets (where set): enough to find programs, a home and a locale."""
 RUNTIME_OPTIONS = frozenset({"timeout_s", "max_attempts", "backoff_initial_s", "backoff_max_s"})
 """Options that change how a call is made, not its reply: outside the backend's identity."""
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+"""A reply longer than this (64 MiB of standard output) is an error row, not a reply: the command
+is stopped when it passes it, so a runaway command costs bounded memory."""
+TEMP_PREFIX = "rotscope-cmd-"
+"""Each call's temporary folder is ``TEMP_PREFIX`` + rotscope's pid + ``-`` + a random part, so a
+run killed before it could remove them (SIGKILL) has them removed by the next one (``clean_stale``)."""
 REDACTED = "[redacted]"
 SECRET_MIN_CHARS = 8
 _DETAIL_CHARS = 300
@@ -72,6 +79,7 @@ class CmdBackend:
         self.context_window = int(window or UNKNOWN_CONTEXT_WINDOW)
         self._policy = RetryPolicy(options.max_attempts, options.backoff_initial_s, options.backoff_max_s)
         self._measured = False
+        clean_stale()
 
     def tokenizer(self) -> Tokenizer:
         return self._tokenizer
@@ -105,7 +113,7 @@ class CmdBackend:
         async def attempt() -> Completion:
             nonlocal attempts
             attempts += 1
-            with tempfile.TemporaryDirectory(prefix="rotscope-cmd-") as folder:
+            with tempfile.TemporaryDirectory(prefix=f"{TEMP_PREFIX}{os.getpid()}-") as folder:
                 return await self._run_once(request, env, Path(folder))
 
         try:
@@ -140,6 +148,7 @@ class CmdBackend:
                 cwd=self.options.cwd or str(folder),
                 timeout_s=self.options.timeout_s,
                 pass_fds=() if call.usage_fd is None else (call.usage_fd,),
+                max_output_bytes=MAX_REPLY_BYTES,
             )
         except TimedOut as timed_out:
             raise Transient(str(timed_out)) from None
@@ -148,6 +157,8 @@ class CmdBackend:
         finally:
             if call.usage_fd is not None:
                 os.close(call.usage_fd)
+        if finished.over_limit:
+            raise Permanent(f"reply over {MAX_REPLY_BYTES} bytes: the command was stopped there")
         self._check_exit(finished)
         reply = finished.stdout.decode("utf-8", errors="replace").strip()
         if not reply:
@@ -284,10 +295,46 @@ def _write(path: Path, text: str) -> str:
     return str(path)
 
 
+_PLACEHOLDER = re.compile(r"\{(?:system|prompt_file|system_file|usage_file|usage_fd)\}")
+
+
 def _fill(arg: str, values: Mapping[str, str]) -> str:
-    for placeholder, value in values.items():
-        arg = arg.replace(placeholder, value)
-    return arg
+    """``arg`` with its placeholders replaced in one pass: a value that holds a placeholder's name
+    (a system prompt mentioning ``{usage_file}``) is passed as it is, never filled in turn."""
+    return _PLACEHOLDER.sub(lambda found: values.get(found[0], found[0]), arg)
+
+
+def clean_stale(folder: Path | None = None) -> list[Path]:
+    """Remove the call folders of rotscope processes that are gone (killed before they could remove
+    them); the removed folders. Only this user's, only with a dead pid in the name."""
+    removed: list[Path] = []
+    root = Path(folder or tempfile.gettempdir())
+    try:
+        candidates = list(root.glob(f"{TEMP_PREFIX}*-*"))
+    except OSError:
+        return removed
+    for path in candidates:
+        pid_text = path.name[len(TEMP_PREFIX) :].partition("-")[0]
+        try:
+            if not pid_text.isdigit() or path.lstat().st_uid != os.getuid() or not path.is_dir():
+                continue
+        except OSError:
+            continue
+        if _alive(int(pid_text)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)
+        removed.append(path)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 @register_backend(

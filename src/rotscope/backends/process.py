@@ -1,6 +1,15 @@
-"""One run of an outside command in a process group of its own, so that nothing it started outlives
-the call: a command that overruns its time is stopped with its whole group (SIGTERM, then SIGKILL
-after a grace), and whatever it left running in the background when it exited is killed too."""
+"""One run of an outside command, contained: nothing it started outlives the call.
+
+The command runs under a keeper (``contain.py``, whose docstring says how and why: a child
+subreaper per call), in a process group of its own. The call ends when the command exits; what it
+left running in the background is killed then, double-forked daemons included, so a background
+child holding the standard output open cannot delay the reply. A command that overruns its time
+gets SIGTERM, then SIGKILL after a grace; a cancelled call (Ctrl-C, SIGTERM of rotscope) kills
+everything at once; and if rotscope itself is killed, the keeper kills everything on its own.
+
+The standard output is read up to ``max_output_bytes``; past it the call stops at once and is
+marked ``over_limit`` (the caller makes it an error row), so a runaway reply costs bounded memory.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +17,19 @@ import asyncio
 import contextlib
 import os
 import signal
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 KILL_GRACE_S = 2.0
 """How long a timed-out command has between SIGTERM and SIGKILL to end itself."""
+KEEPER = Path(__file__).with_name("contain.py")
+STDERR_KEPT_BYTES = 64 * 1024
+"""Only the end of the standard error is kept (an error row shows its last few hundred characters)."""
+_READ_BYTES = 1 << 16
+_LIVE: set[int] = set()
+"""The keepers running now (their pids), for ``stop_all``."""
 
 
 @dataclass(frozen=True)
@@ -20,10 +37,19 @@ class Finished:
     returncode: int
     stdout: bytes
     stderr: bytes
+    over_limit: bool = False
+    """The standard output passed ``max_output_bytes``: ``stdout`` is its first bytes only."""
 
 
 class TimedOut(Exception):
-    """The command ran past its time; its process group has been killed."""
+    """The command ran past its time; it and everything it started have been killed."""
+
+
+def stop_all() -> None:
+    """Every running call's keeper told to kill its command at once (the process is ending)."""
+    for keeper in list(_LIVE):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(keeper, signal.SIGHUP)
 
 
 async def run_in_group(
@@ -34,37 +60,130 @@ async def run_in_group(
     cwd: str,
     timeout_s: float,
     pass_fds: Sequence[int] = (),
+    max_output_bytes: int | None = None,
 ) -> Finished:
     """Run ``argv`` to its end or its timeout. ``stdin`` ``None`` gives it an empty input. Raises
-    ``TimedOut``, or ``OSError`` when it cannot be started; a cancelled call (Ctrl-C) kills it."""
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        env=dict(env),
-        cwd=cwd,
-        pass_fds=tuple(pass_fds),
-        start_new_session=True,  # its own session and process group, whose id is its pid
-    )
-    group = process.pid
+    ``TimedOut``, or ``OSError`` when it cannot be started; a cancelled call kills it."""
+    status_read, status_write = os.pipe()
+    try:
+        process = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-I",
+            "-S",
+            str(KEEPER),
+            str(status_write),
+            str(os.getpid()),
+            f"{KILL_GRACE_S:g}",
+            "--",
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            pass_fds=(*pass_fds, status_write),
+            start_new_session=True,  # out of the terminal's group: Ctrl-C is rotscope's to handle
+        )
+    finally:
+        os.close(status_write)
+    _LIVE.add(process.pid)
     try:
         try:
-            stdout, stderr = await asyncio.wait_for(process.communicate(stdin), timeout_s)
+            stdout, over_limit, stderr = await asyncio.wait_for(
+                _communicate(process, stdin, max_output_bytes), timeout_s
+            )
         except TimeoutError:
-            _signal_group(group, signal.SIGTERM)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), KILL_GRACE_S)
-            raise TimedOut(f"timed out after {timeout_s:g} s (its process group was killed)") from None
-        return Finished(process.returncode if process.returncode is not None else -1, stdout, stderr)
+            await _stop(process, signal.SIGTERM, KILL_GRACE_S + 2.0)
+            raise TimedOut(f"timed out after {timeout_s:g} s (it and what it started were killed)") from None
+        if over_limit:
+            await _stop(process, signal.SIGHUP, 2.0)
+        else:
+            await process.wait()
+        return Finished(_returncode(status_read, process.returncode), stdout, stderr, over_limit)
     finally:
-        _signal_group(group, signal.SIGKILL)  # what it left behind, or what ignored SIGTERM
         if process.returncode is None:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            await asyncio.shield(process.wait())
+            await asyncio.shield(_stop(process, signal.SIGHUP, 2.0))
+        _LIVE.discard(process.pid)
+        os.close(status_read)
 
 
-def _signal_group(group: int, signum: signal.Signals) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(group, signum)
+async def _communicate(
+    process: asyncio.subprocess.Process, stdin: bytes | None, max_output_bytes: int | None
+) -> tuple[bytes, bool, bytes]:
+    """The standard output (up to the limit, and whether it passed it) and the end of the standard
+    error, read until both close; the input written meanwhile."""
+
+    async def feed() -> None:
+        if process.stdin is None:
+            return
+        with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+            if stdin:
+                process.stdin.write(stdin)
+                await process.stdin.drain()
+            process.stdin.close()
+
+    async def read_stdout() -> tuple[bytes, bool]:
+        assert process.stdout is not None
+        kept = bytearray()
+        while block := await process.stdout.read(_READ_BYTES):
+            if max_output_bytes is not None and len(kept) + len(block) > max_output_bytes:
+                kept += block[: max_output_bytes - len(kept)]
+                return bytes(kept), True
+            kept += block
+        return bytes(kept), False
+
+    async def read_stderr() -> bytes:
+        assert process.stderr is not None
+        kept = bytearray()
+        while block := await process.stderr.read(_READ_BYTES):
+            kept += block
+            del kept[:-STDERR_KEPT_BYTES]
+        return bytes(kept)
+
+    feeding = asyncio.ensure_future(feed())
+    stderr_task = asyncio.ensure_future(read_stderr())
+    try:
+        stdout, over_limit = await read_stdout()
+        if over_limit:
+            return stdout, True, b""
+        stderr = await stderr_task
+        await feeding
+        return stdout, False, stderr
+    finally:
+        for task in (feeding, stderr_task):
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await task
+
+
+async def _stop(process: asyncio.subprocess.Process, signum: signal.Signals, wait_s: float) -> None:
+    """Tell the keeper to stop its command (SIGTERM: with a grace; SIGHUP: at once) and wait for
+    it; a keeper that does not end in ``wait_s`` is killed with its group."""
+    with contextlib.suppress(ProcessLookupError):
+        process.send_signal(signum)
+    try:
+        await asyncio.wait_for(process.wait(), wait_s)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        await process.wait()
+
+
+def _returncode(status_read: int, keeper_returncode: int | None) -> int:
+    """The command's exit status as ``subprocess`` gives it (negative: killed by that signal), from
+    the keeper's report; ``OSError`` when the command could not be started."""
+    os.set_blocking(status_read, False)
+    try:
+        report = os.read(status_read, 4096).decode(errors="replace")
+    except BlockingIOError:
+        report = ""
+    kind, _, rest = report.partition(" ")
+    if kind == "exit":
+        return int(rest)
+    if kind == "signal":
+        return -int(rest)
+    if kind == "cannot-run":
+        number, _, message = rest.partition(" ")
+        raise OSError(int(number), message)
+    return keeper_returncode if keeper_returncode is not None else -1

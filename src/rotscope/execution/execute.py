@@ -333,11 +333,13 @@ async def execute_items(
     store: RunStore,
     reporter: Reporter | None,
     limiters: Limiters | None = None,
+    budget: Budget | None = None,
 ) -> bool:
     """Run ``items``, recording each call as it finishes; True when the budget stopped it early.
-    The budget is made here, and the limiters unless given (a paired session shares one set over
-    its batches, so a provider's limits hold across both subjects), on the event loop that uses them."""
-    budget = Budget(config.max_cost, spent=store.spent())
+    The budget and the limiters are made here unless given (a paired session shares one of each
+    over its batches, so a provider's limits and one ``max_cost`` hold across both subjects), on
+    the event loop that uses them."""
+    budget = budget or Budget(config.max_cost, spent=store.spent())
     limiters = limiters or Limiters(config.limits)
     caller, workers = _caller(backend, config.model, config, budget, limiters)
     if caller.limiter is not None:

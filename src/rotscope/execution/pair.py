@@ -10,32 +10,41 @@ one event loop with one set of provider limits. Provider drift over time then fa
 subjects alike instead of passing for a difference between them. Both folders record the pair and
 the joint order, group by group (meta ``pair.order``: [subject, [call ids]]); ``DIR`` holds
 ``pair.json``, and ``--resume DIR`` continues both in the same order.
+
+The session is one unit from its first byte: ``pair.json`` is written before either subject is
+planned, holding the experiment and the subjects' models as resolved then (a path is made absolute
+once, so a resume from another folder names the same files), with ``planned: false`` until both
+subjects' rows are stored. A session stopped while planning (no call made yet) is planned again by
+``--resume DIR``; a subject folder never resumes on its own (``runner`` refuses it by name).
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
+import shutil
 from collections.abc import Mapping
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config import ExperimentConfig, build_config, resolve_paths
 from rotscope.errors import BadInput
+from rotscope.execution.cost import Budget
 from rotscope.execution.execute import Reporter
 from rotscope.execution.intended import intended_by
 from rotscope.execution.limits import Limiters
+from rotscope.execution.lock import LOCK_FILE
 from rotscope.execution.order import execution_order
-from rotscope.execution.run_folder import writing
+from rotscope.execution.run_folder import PAIR_FILE, writing
 from rotscope.execution.runner import BudgetReached, resumed_config, stops
-from rotscope.execution.session import Session, open_session
+from rotscope.execution.session import Session, open_session, refuse_nothing_to_measure
 from rotscope.plan.schedule import paired_rounds, trie_runs
 from rotscope.store import RunStore
 from rotscope.subjects import resolve_subject
 from rotscope.types import Backend, WorkItem
 
-PAIR_FILE = "pair.json"
 SUBJECTS = ("baseline", "candidate")
 SHARED_SEEDS = "generation.seed + trial, the same for both subjects in every (case, length, position, trial)"
 
@@ -62,22 +71,32 @@ def run_pair(
 
     Against ``frozen_plan`` the candidate may differ in its subject (the point of the pair); any
     other deviation of either is bad input unless ``allow_deviation``."""
-    if (out / PAIR_FILE).is_file():
+    if is_pair(out):
         raise BadInput(
             f"out: {out} holds a paired session already; continue it with rotscope run --resume {out}"
         )
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+    if out.exists() and (not out.is_dir() or any(path.name != LOCK_FILE for path in out.iterdir())):
         raise BadInput(f"out: {out} is not empty and holds no paired session; choose another --out")
-    configs = {}
-    for role, spec in zip(SUBJECTS, models, strict=True):
-        resolved = resolve_subject(config, spec, f"--pair {role}")
-        configs[role] = build_config({**resolved.model_dump(), "out": str(out / role)}, f"--pair {role}")
-    created = not out.exists()
-    try:
-        return _run(configs, out, False, reporter, frozen_plan, allow_deviation, backends)
-    finally:
-        if created and out.is_dir() and not any(out.iterdir()):
-            out.rmdir()  # a refused pair leaves nothing behind, as a refused run does
+    record: dict[str, Any] = {
+        "subjects": {
+            role: resolve_paths({"model": model}, Path.cwd())["model"]
+            for role, model in zip(SUBJECTS, models, strict=True)
+        },
+        "seed": config.seed,
+        "seeds": SHARED_SEEDS,
+        "planned": False,
+        "experiment": config.model_dump(mode="json"),
+        "frozen_plan": frozen_plan,
+        "allow_deviation": allow_deviation,
+    }
+    with writing(out):  # the session's own lock, held over both subjects' folders
+        _write_record(out, record)
+        try:
+            return _run(_configs(record, out), out, False, reporter, frozen_plan, allow_deviation, backends)
+        except BadInput:
+            if not _read_record(out).get("planned", True):
+                (out / PAIR_FILE).unlink()  # a refused pair leaves nothing behind, as a refused run does
+            raise
 
 
 def is_pair(folder: Path) -> bool:
@@ -92,9 +111,57 @@ def resume_pair(
     use_cache: bool = True,
     backends: Mapping[str, Backend] | None = None,
 ) -> Path:
-    """Continue a paired session: both folders, finished calls skipped, in the stored joint order."""
-    configs = {role: resumed_config(out / role, max_cost, use_cache) for role in SUBJECTS}
-    return _run(configs, out, True, reporter, None, False, backends)
+    """Continue a paired session: both folders, finished calls skipped, in the stored joint order;
+    one stopped before both subjects were stored is planned again (no call was made yet)."""
+    with writing(out):
+        record = _read_record(out)
+        if not record.get("planned", True):
+            if max_cost is not None:
+                record["experiment"]["max_cost"] = max_cost
+            if not use_cache:
+                record["experiment"]["cache"] = {**record["experiment"].get("cache", {}), "enabled": False}
+            _write_record(out, record)
+            for role in SUBJECTS:  # what planning left: calls start only once both are stored
+                shutil.rmtree(out / role, ignore_errors=True)
+            frozen = record.get("frozen_plan")
+            allow = bool(record.get("allow_deviation", False))
+            return _run(_configs(record, out), out, False, reporter, frozen, allow, backends)
+        configs = {role: resumed_config(out / role, max_cost, use_cache) for role in SUBJECTS}
+        return _run(configs, out, True, reporter, None, False, backends)
+
+
+def _configs(record: Mapping[str, Any], out: Path) -> dict[str, ExperimentConfig]:
+    """Each subject's experiment: the session's with the subject's overrides (``rotscope.subjects``:
+    a subject name or a model) and its folder."""
+    folder = out.absolute()
+    experiment = build_config(record["experiment"], "--pair")
+    configs = {}
+    for role in SUBJECTS:
+        resolved = resolve_subject(experiment, record["subjects"][role], f"--pair {role}")
+        configs[role] = build_config({**resolved.model_dump(), "out": str(folder / role)}, f"--pair {role}")
+    return configs
+
+
+def _read_record(out: Path) -> dict[str, Any]:
+    try:
+        record = json.loads((out / PAIR_FILE).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise BadInput(f"{out / PAIR_FILE}: not a paired session's record ({error})") from None
+    if not isinstance(record, dict) or not isinstance(record.get("subjects"), dict):
+        raise BadInput(f"{out / PAIR_FILE}: not a paired session's record (no subjects)")
+    if not record.get("planned", True) and not isinstance(record.get("experiment"), dict):
+        raise BadInput(f"{out / PAIR_FILE}: a paired session stopped while planning, without its experiment")
+    return record
+
+
+def _write_record(out: Path, record: Mapping[str, Any]) -> None:
+    """``pair.json`` replaced whole (a temporary file renamed over it), never seen half written."""
+    partial = out / f".{PAIR_FILE}.partial"
+    with partial.open("w", encoding="utf-8") as handle:
+        handle.write(json.dumps(record, indent=2) + "\n")
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(partial, out / PAIR_FILE)
 
 
 def _run(
@@ -121,9 +188,11 @@ def _run(
                     reporter=reporter,
                     backend=(backends or {}).get(role),
                 )
-                sessions[role].prepare(
+                plan = sessions[role].prepare(
                     frozen_plan, allow_deviation, intended_by(configs[role], frozen_plan, role)
                 )
+                if not resume:
+                    refuse_nothing_to_measure(plan)
             order = joint_order(sessions, configs["baseline"].seed)
             meta = {
                 "subjects": {role: configs[role].model for role in SUBJECTS},
@@ -141,11 +210,7 @@ def _run(
                     described=f"paired with the other subject: {_grouping(session)}, rounds in seeded order "
                     f"(seed {meta['seed']})",
                 )
-            (out / PAIR_FILE).write_text(
-                json.dumps({key: meta[key] for key in ("subjects", "names", "seed", "seeds")}, indent=2)
-                + "\n",
-                encoding="utf-8",
-            )
+            _write_record(out, {**_read_record(out), "planned": True, "names": meta["names"]})
             with stops(out, list(sessions.values())):
                 stopped = _execute(sessions, order, reporter)
                 for role, session in sessions.items():
@@ -156,7 +221,7 @@ def _run(
                         session.cache_checks()
             if stopped is not None and configs[stopped].max_cost is not None:
                 counts = [session.progress() for session in sessions.values()]
-                spent = sessions[stopped].opened().spent()
+                spent = sum(session.opened().spent() for session in sessions.values())  # one budget
                 max_cost = configs[stopped].max_cost or 0.0
                 raise BudgetReached(
                     out, sum(c[0] for c in counts), sum(c[1] for c in counts), spent, max_cost
@@ -204,8 +269,11 @@ def _execute(
 
     async def run() -> str | None:
         limiters = Limiters(sessions[SUBJECTS[0]].config.limits)  # one provider's limits hold for both
+        # One --max-cost for the session, counted where each call is made, whichever subject's.
+        spent = sum(session.opened().spent() for session in sessions.values())
+        budget = Budget(sessions[SUBJECTS[0]].config.max_cost, spent=spent)
         for role, batch in batches:
-            if await sessions[role].execute_on_loop(batch, limiters):
+            if await sessions[role].execute_on_loop(batch, limiters, budget):
                 return role
         return None
 

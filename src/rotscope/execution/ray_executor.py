@@ -277,13 +277,14 @@ class RayPool:
         judge_backend: Backend | None,
         store: RunStore,
         reporter: Reporter | None,
+        budget: Budget | None = None,
     ) -> bool:
         """Run ``items`` sharded over the workers, recording each call here as it comes back; True
-        when the budget stopped it (a judge's spend)."""
+        when the budget (``budget``, shared with other batches, or the run's own) stopped it."""
         shards = shard(items, self.executor.workers)
         if not shards:
             return False
-        budget = Budget(config.max_cost, spent=store.spent())
+        budget = budget or Budget(config.max_cost, spent=store.spent())
         lanes = [
             (local_caller(replica, config, budget), part.items)
             for replica, part in zip(self.replicas(len(shards)), shards, strict=True)

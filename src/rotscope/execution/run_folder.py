@@ -35,6 +35,7 @@ from rotscope.types import WorkItem
 __all__ = [
     "CONFIG_FILE",
     "CREATING",
+    "PAIR_FILE",
     "RUNTIME_FIELDS",
     "SESSION_DIR",
     "STORE_FILE",
@@ -57,6 +58,8 @@ SQLITE_READONLY_ROLLBACK = 776
 SESSION_DIR = "session"
 """Where a session the model writes itself is stored (``execution.self_session``); written before
 ``run.db``, so a folder holding only it is a run whose session was still being written."""
+PAIR_FILE = "pair.json"
+"""A paired session's record, in the session folder above its two subjects' run folders."""
 
 
 @contextmanager

@@ -16,6 +16,7 @@ from rotscope.execution.identity import before_variants
 from rotscope.execution.order import execution_order
 from rotscope.execution.run_folder import (
     CONFIG_FILE,
+    PAIR_FILE,
     SESSION_DIR,
     STORE_FILE,
     creation_cut,
@@ -23,7 +24,7 @@ from rotscope.execution.run_folder import (
     has_store,
     writing,
 )
-from rotscope.execution.session import Session, check_plan, open_session
+from rotscope.execution.session import Session, check_plan, open_session, refuse_nothing_to_measure
 from rotscope.store import RunStore
 from rotscope.types import Backend
 
@@ -80,8 +81,12 @@ def run_experiment(
     judge_backend: Backend | None = None,
     frozen_plan: Mapping[str, Any] | None = None,
     allow_deviation: bool = False,
+    allow_empty: bool = False,
 ) -> Path:
     """Run (or, with ``resume``, continue) ``config`` in ``run_dir``; returns the run folder.
+
+    A plan whose every prompt was rejected is bad input (``refuse_nothing_to_measure``) unless
+    ``allow_empty`` (a search step, which the search judges itself).
 
     With ``frozen_plan`` (a manifest from ``rotscope plan``) a run that deviates from it is bad
     input, unless ``allow_deviation``, which runs it and records every deviation.
@@ -101,6 +106,7 @@ def run_experiment(
             judge_backend=judge_backend,
             frozen_plan=frozen_plan,
             allow_deviation=allow_deviation,
+            allow_empty=allow_empty,
         )
 
 
@@ -114,6 +120,7 @@ def _run_locked(
     judge_backend: Backend | None,
     frozen_plan: Mapping[str, Any] | None,
     allow_deviation: bool,
+    allow_empty: bool = True,
 ) -> Path:
     """``run_experiment`` once the caller holds the run folder's lock."""
     session = open_session(
@@ -121,6 +128,8 @@ def _run_locked(
     )
     try:
         plan = session.prepare(frozen_plan, allow_deviation)
+        if not resume and not allow_empty:
+            refuse_nothing_to_measure(plan)
         order = execution_order(plan.items, session.local, config.seed, config.order)
         session.open(order.items, described=order.describe())
         with stops(run_dir, [session]):
@@ -162,6 +171,7 @@ def resume_experiment(
     replaces the stored budget and ``use_cache=False`` turns the response cache off; both are
     written back to the folder's config.yaml (neither changes the experiment's identity)."""
     resumed_config(run_dir, max_cost, use_cache)  # a run folder, checked before anything is written
+    refuse_pair_subject(run_dir)
     with writing(run_dir):  # the lock first: opening the store may migrate it
         if has_store(run_dir):  # else its creation was cut short: the run starts again
             RunStore.open_existing(run_dir).close()  # a readable run store, or bad input naming it
@@ -175,6 +185,21 @@ def resume_experiment(
             judge_backend=None,
             frozen_plan=None,
             allow_deviation=False,
+        )
+
+
+def refuse_pair_subject(run_dir: Path) -> None:
+    """A subject of a paired session resumes only with its session (its calls are interleaved with
+    the other subject's): bad input naming the session folder."""
+    with RunStore.read(run_dir) as store:
+        pair = store.meta().get("pair")
+    session = Path(pair["folder"]) if isinstance(pair, dict) and pair.get("folder") else None
+    if session is None and (run_dir.absolute().parent / PAIR_FILE).is_file():
+        session = run_dir.absolute().parent
+    if session is not None:
+        raise BadInput(
+            f"{run_dir}: one subject of the paired session {session}, which resumes only as a whole: "
+            f"rotscope run --resume {session}"
         )
 
 

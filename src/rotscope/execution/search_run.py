@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, build_config, load_config
 from rotscope.errors import BadInput, write_output
 from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, default_run_dir, has_store
@@ -34,6 +35,7 @@ from rotscope.execution.runner import (
 )
 from rotscope.execution.search_setup import case_ids, prepare_search, search_settings, settings_of
 from rotscope.plan.search import (
+    BASE,
     BudgetSpent,
     SearchResult,
     SearchSettings,
@@ -42,6 +44,7 @@ from rotscope.plan.search import (
     log_grid,
     run_search,
 )
+from rotscope.plan.workitems import build_plan
 from rotscope.rows import Row
 from rotscope.store import RunStore
 
@@ -130,7 +133,7 @@ class _Steps:
                 if remaining is not None and remaining <= 0:
                     raise BudgetSpent(name)
                 config = _step_config(self.config, step, remaining)
-                run_experiment(config, run_dir=folder, reporter=self.reporter())
+                run_experiment(config, run_dir=folder, reporter=self.reporter(), allow_empty=True)
             elif not _finished(folder):
                 if remaining is not None and remaining <= 0:
                     raise BudgetSpent(name)
@@ -182,7 +185,7 @@ def run_search_experiment(
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
     if (run_dir / CONFIG_FILE).exists():
         raise BadInput(f"{run_dir}: already holds a run; continue it with rotscope run --resume {run_dir}")
-    settings_of(config)  # bad input first
+    measured_settings(config, settings_of(config))  # bad input first, the model's window too
     for line in prepared.warnings:
         warn(line)
     (run_dir / "steps").mkdir(parents=True, exist_ok=True)
@@ -249,6 +252,28 @@ def resume_search(
     return run_dir
 
 
+def measured_settings(config: ExperimentConfig, settings: SearchSettings) -> SearchSettings:
+    """``settings`` checked and counted on the model itself, before the search's first call: every
+    length it may measure fits the model's window (a step past it would stop the search there, and
+    every resume with it), and an instance's calls are those a step really plans for it (session
+    filler with ``filler.static`` renders each layout twice), so ``max_calls`` holds."""
+    backend = create_backend(config)
+    try:
+        window, model = backend.context_window, backend.model_id
+        longest = max(settings.lengths[-1], settings.base_length)
+        max_tokens = config.generation.max_tokens
+        if longest + max_tokens > window:
+            raise BadInput(
+                f"search.range: {longest} tokens plus max_tokens {max_tokens} exceed the context window of "
+                f"{model} ({window} tokens); end the range at {window - max_tokens} tokens or less"
+            )
+        one = _step_config(config, Step(BASE, settings.base_length, 0, 1), None)
+        planned = len(build_plan(one, backend).items)
+    finally:
+        backend.close()
+    return replace(settings, calls_per_instance=max(settings.calls_per_instance, planned))
+
+
 FINISHED = ("decided", "undecided")
 """Verdicts of a search that ended on its own (not stopped by a budget)."""
 
@@ -285,7 +310,7 @@ def _search(config: ExperimentConfig, run_dir: Path, reporter: Reporters) -> dic
     """Run (or replay, from the steps' stores) the search; returns its record, not yet written."""
     assert config.search is not None
     ids = case_ids(config, config.search.cap)
-    resolved = search_settings(config, config.search, len(ids))
+    resolved = measured_settings(config, search_settings(config, config.search, len(ids)))
     steps = _Steps(config, run_dir, ids, reporter)
     result = run_search(resolved, steps)
     return search_record(resolved, result, steps, config.max_cost)

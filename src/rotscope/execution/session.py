@@ -17,6 +17,7 @@ from rotscope.config import ExperimentConfig, build_config, dump_config
 from rotscope.config_sections import ProviderLimits
 from rotscope.errors import BadInput
 from rotscope.execution.cachecheck import require_clearable, run_cache_checks
+from rotscope.execution.cost import Budget
 from rotscope.execution.execute import Reporter, execute_items
 from rotscope.execution.identity import check_identity, config_digest, experiment_identity
 from rotscope.execution.limits import Limiters
@@ -180,14 +181,24 @@ class Session:
         """Run ``items`` (already chosen from ``todo``); True when the budget stopped them."""
         return asyncio.run(self.execute_on_loop(items))
 
-    async def execute_on_loop(self, items: Sequence[WorkItem], limiters: Limiters | None = None) -> bool:
-        """``execute`` on the running event loop, with ``limiters`` shared with other batches."""
+    async def execute_on_loop(
+        self, items: Sequence[WorkItem], limiters: Limiters | None = None, budget: Budget | None = None
+    ) -> bool:
+        """``execute`` on the running event loop, with ``limiters`` and ``budget`` shared with other
+        batches (a paired session's subjects spend from one budget)."""
         if isinstance(self.backend, RayPool):
             return await self.backend.execute(
-                self.config, items, self.judge_backend, self.opened(), self.reporter
+                self.config, items, self.judge_backend, self.opened(), self.reporter, budget
             )
         return await execute_items(
-            self.config, items, self.backend, self.judge_backend, self.opened(), self.reporter, limiters
+            self.config,
+            items,
+            self.backend,
+            self.judge_backend,
+            self.opened(),
+            self.reporter,
+            limiters,
+            budget,
         )
 
     def concurrency(self) -> int:
@@ -354,6 +365,18 @@ def _grid_line(config: ExperimentConfig) -> str:
     return f"tasks {', '.join(config.tasks)}; {lengths}; depths {depths}; {config.trials} trial(s)"
 
 
+def refuse_nothing_to_measure(plan: Plan) -> None:
+    """A run whose every prompt was rejected (``depths: ["@5000"]`` at 512 tokens) is bad input in
+    one line, before anything is written or spent: it could measure nothing, and a run folder of
+    zero rows with exit 0 would pass for a finished measurement. (A search step is exempt: the
+    search decides what a length without a placed prompt means.)"""
+    if not plan.items and plan.rejected:
+        raise BadInput(
+            f"nothing to measure: every prompt was rejected ({len(plan.rejected)}; "
+            f"first: {plan.rejected[0]}); change depths or lengths so the evidence fits the filler"
+        )
+
+
 def planned_line(plan: Plan) -> str:
     """What the verifier passed: calls, distinct prompts, rejections and the tokens to evaluate."""
     cases = {(item.case.task, item.case.case_id) for item in plan.items if not item.case.control}
@@ -370,4 +393,11 @@ def planned_line(plan: Plan) -> str:
     return line
 
 
-__all__ = ["Session", "check_plan", "engine_meta", "open_session", "planned_line"]
+__all__ = [
+    "Session",
+    "check_plan",
+    "engine_meta",
+    "open_session",
+    "planned_line",
+    "refuse_nothing_to_measure",
+]

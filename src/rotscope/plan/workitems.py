@@ -338,6 +338,8 @@ def _build_plan(
             )
     items, disagreeing = keep_consistent(items, tokenizer)
     rejected.extend(disagreeing)
+    if rejected and all(item.case.control for item in items):
+        items = []  # evidence-absent controls of cases none of whose prompts was placed measure nothing
     naive, lower = prefill_bounds([item.prompt.token_ids for item in items])
     corpus_info = _corpus_info(origin, corpora, config.filler.variants)
     if session is not None:

@@ -41,13 +41,27 @@ HEDGED = "hedged"
 """A reply that states the right answer and also abstains: ``incorrect``, never ``correct``."""
 
 
+_CHUNK_CHARS = 1 << 20
+
+
+def _without_combining(text: str) -> str:
+    """``text`` less its combining marks, a chunk at a time (a long reply costs no list of its
+    characters)."""
+    return "".join(
+        "".join(ch for ch in text[start : start + _CHUNK_CHARS] if not unicodedata.combining(ch))
+        for start in range(0, len(text), _CHUNK_CHARS)
+    )
+
+
 def normalise(text: str) -> str:
     """Lower case, accents folded, digit groups joined (4,817 -> 4817), punctuation to spaces."""
-    text = unicodedata.normalize("NFKD", text)
-    text = "".join(ch for ch in text if not unicodedata.combining(ch)).lower()
-    text = re.sub(r"(?<=\d)[,_](?=\d{3}\b)", "", text)
-    text = re.sub(r"[^\w\s-]|_", " ", text)
-    text = re.sub(r"(?<!\w)-|-(?!\w)", " ", text)
+    if not text.isascii():
+        text = _without_combining(unicodedata.normalize("NFKD", text))
+    text = text.lower()
+    # Each pattern starts with the character it replaces, so a long reply is scanned at C speed.
+    text = re.sub(r"[,_](?<=\d[,_])(?=\d{3}\b)", "", text)
+    text = re.sub(r"[^\w\s-]", " ", text.replace("_", " "))
+    text = re.sub(r"-(?:(?<!\w-)|(?!\w))", " ", text)
     words = [_NUMBER_WORDS.get(word, word) for word in text.split()]
     return " ".join(words)
 
@@ -57,6 +71,25 @@ def contains_answer(response: str, answer: str) -> bool:
     if not wanted:
         return False
     return re.search(rf"(?<![\w-]){re.escape(wanted)}(?![\w-])", normalise(response)) is not None
+
+
+def occurs_as_words(text: str, words: str) -> bool:
+    """Whether ``words`` occurs in ``text`` with no word character (``\\w``) either side. A plain
+    substring search: ``words`` is model output, which is never compiled into a pattern (a 50 MB
+    reply would cost gigabytes, and its time would grow with it)."""
+    start = text.find(words)
+    while start >= 0:
+        end = start + len(words)
+        before = text[start - 1] if start else " "
+        after = text[end] if end < len(text) else " "
+        if not _word_char(before) and not _word_char(after):
+            return True
+        start = text.find(words, start + 1)
+    return False
+
+
+def _word_char(char: str) -> bool:
+    return char.isalnum() or char == "_"
 
 
 def is_abstention(response: str) -> bool:
@@ -71,7 +104,7 @@ def _wrong_answer_category(oracle: Oracle, response: str, filler: str | None) ->
         if contains_answer(response, value):
             return category
     reply = normalise(response.strip().splitlines()[0]) if response.strip() else ""
-    if filler and reply and re.search(rf"(?<!\w){re.escape(reply)}(?!\w)", normalise(filler)):
+    if filler and reply and occurs_as_words(normalise(filler), reply):
         return "context_value"
     return "wrong_answer"
 
@@ -108,9 +141,7 @@ def claim_report(claims: Claims, response: str) -> ClaimReport:
 
 def _copies_distractor(claims: Claims, response: str) -> bool:
     reply = normalise(response.strip().splitlines()[0]) if response.strip() else ""
-    return bool(reply) and any(
-        re.search(rf"(?<!\w){re.escape(reply)}(?!\w)", normalise(text)) for _, text in claims.distractors
-    )
+    return bool(reply) and any(occurs_as_words(normalise(text), reply) for _, text in claims.distractors)
 
 
 def score_claims(oracle: Oracle, claims: Claims, response: str, filler: str | None) -> Score:

@@ -200,10 +200,12 @@ def test_a_transcript_too_short_for_a_length_is_bad_input(tmp_path: Path) -> Non
     path = _transcript(tmp_path, TRANSCRIPT[:3])
     with pytest.raises(BadInput, match="allow_repeat"):
         _plan(tmp_path, filler={"kind": "session", "source": str(path)}, lengths=[2048])
-    items = _plan(
-        tmp_path, filler={"kind": "session", "source": str(path), "allow_repeat": True}, lengths=[1024]
-    )
-    assert items
+    config = _config(filler={"kind": "session", "source": str(path), "allow_repeat": True}, lengths=[1024])
+    plan = build_plan(config, FakeBackend("lexical", lexical_responder()))
+    # Repeated, it reaches the length; these three turns hold no tool turn for niah's evidence, so
+    # every layout is rejected for that (and the controls of unplaced cases are not planned).
+    assert plan.rejected and all("holds no tool turn" in reason for reason in plan.rejected)
+    assert plan.items == []
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,159 @@
+"""A paired session is one unit: it resumes only as a whole (never a subject folder alone), its
+paths are stored resolved at the first run, a stop while planning (before any call) resumes, and
+``--max-cost`` is one budget over both subjects, reported as their real total."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+import rotscope
+from rotscope.config import load_config
+from rotscope.execution import session as session_module
+from rotscope.execution.pair import SUBJECTS, run_pair
+from rotscope.execution.runner import BudgetReached
+from rotscope.store import RunStore
+from tests.support.cli_helpers import assert_bad_input, invoke
+
+FAKE_AGENT = Path(__file__).resolve().parents[1] / "fake_agent.py"
+SOURCE = Path(rotscope.__file__).resolve().parents[1]
+PAIR = ("fake/lexical", "fake/lexical-recent")
+GRID: dict[str, Any] = {
+    "name": "exp",
+    "model": "fake/lexical",
+    "tasks": ["niah"],
+    "lengths": [256],
+    "depths": ["beginning", "end"],
+    "limit": 4,
+}
+
+
+def _experiment(folder: Path, **changes: Any) -> Path:
+    path = folder / "exp.yaml"
+    path.write_text(yaml.safe_dump({**GRID, **changes}), encoding="utf-8")
+    return path
+
+
+def _outcomes(run_dir: Path) -> list[tuple[Any, ...]]:
+    with RunStore.read(run_dir) as store:
+        return sorted(
+            (
+                row["case_id"],
+                row["length_target"],
+                row["position"],
+                row["control"],
+                row["status"],
+                row["outcome"],
+            )
+            for row in store.rows()
+        )
+
+
+def _spent(run_dir: Path) -> float:
+    with RunStore.read(run_dir) as store:
+        return store.spent()
+
+
+@pytest.fixture(scope="module")
+def whole(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A pair run through without a stop: the rows every resumed session must equal."""
+    root = tmp_path_factory.mktemp("whole")
+    experiment = _experiment(root)
+    result = invoke("run", experiment, "--pair", ",".join(PAIR), "--out", root / "pair")
+    assert result.exit_code == 0, result.output
+    return root, root / "pair"
+
+
+def test_a_subject_folder_refuses_to_resume_alone_and_names_its_session(whole: tuple[Path, Path]) -> None:
+    _, pair = whole
+    before = _outcomes(pair / "baseline")
+    line = assert_bad_input(invoke("run", "--resume", pair / "baseline"), "paired session", str(pair))
+    assert f"rotscope run --resume {pair}" in line
+    assert _outcomes(pair / "baseline") == before
+
+
+def test_a_pair_stopped_while_planning_resumes_to_the_rows_of_an_unstopped_one(
+    whole: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root, reference = whole
+    out = tmp_path / "pair"
+    opened = session_module.Session.open
+
+    def stop_at_the_candidate(self: session_module.Session, *args: Any, **kwargs: Any) -> Any:
+        if self.run_dir.name == "candidate":
+            raise KeyboardInterrupt  # as a kill between the baseline's store and the candidate's
+        return opened(self, *args, **kwargs)
+
+    monkeypatch.setattr(session_module.Session, "open", stop_at_the_candidate)
+    with pytest.raises(KeyboardInterrupt):
+        run_pair(load_config(root / "exp.yaml"), PAIR, out)
+    monkeypatch.undo()
+    assert (out / "pair.json").is_file() and (out / "baseline" / "run.db").is_file()
+    rerun = invoke("run", root / "exp.yaml", "--pair", ",".join(PAIR), "--out", out)
+    assert_bad_input(rerun, "holds a paired session already", f"--resume {out}")
+    result = invoke("run", "--resume", out)
+    assert result.exit_code == 0, result.output
+    for role in SUBJECTS:
+        assert _outcomes(out / role) == _outcomes(reference / role)
+
+
+def test_a_pair_stopped_before_any_subject_folder_resumes(whole: tuple[Path, Path], tmp_path: Path) -> None:
+    root, reference = whole
+    out = tmp_path / "pair"
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args: Any, **kwargs: Any) -> Any:
+        raise Stop
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("rotscope.execution.pair.open_session", stop)
+        with pytest.raises(Stop):
+            run_pair(load_config(root / "exp.yaml"), PAIR, out)
+    assert sorted(path.name for path in out.iterdir() if not path.name.startswith(".")) == ["pair.json"]
+    result = invoke("run", "--resume", out)
+    assert result.exit_code == 0, result.output
+    for role in SUBJECTS:
+        assert _outcomes(out / role) == _outcomes(reference / role)
+
+
+def test_relative_model_paths_are_stored_resolved_and_the_pair_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    work = tmp_path / "work"
+    (work / "bin").mkdir(parents=True)
+    script = work / "bin" / "lex.sh"
+    script.write_text(f'#!/bin/sh\nPYTHONPATH="{SOURCE}" exec "{sys.executable}" "{FAKE_AGENT}" "$@"\n')
+    script.chmod(0o755)
+    experiment = _experiment(work, depths=["end"], limit=1, controls=False)
+    monkeypatch.chdir(work)
+    result = invoke("run", experiment, "--pair", "fake/lexical,cmd/./bin/lex.sh", "--out", "pair")
+    assert result.exit_code == 0, result.output
+    monkeypatch.chdir(tmp_path)  # resumed from elsewhere: the stored paths still name the same files
+    resumed = invoke("run", "--resume", work / "pair")
+    assert resumed.exit_code == 0, resumed.output
+    with RunStore.read(work / "pair" / "candidate") as store:
+        assert store.meta()["pair"]["subjects"]["candidate"] == f"cmd/{script}"
+
+
+def test_max_cost_is_one_budget_over_both_subjects(tmp_path: Path) -> None:
+    models = ("fake-remote/lexical", "fake-remote/lexical-recent")
+    prices = {model: {"input": 1.0, "output": 4.0} for model in models}
+    settings = {"prices": prices, "cache": {"enabled": False}, "limits": {"fake-remote": {"concurrency": 1}}}
+    full = tmp_path / "full"
+    run_pair(load_config(_experiment(tmp_path, **settings)), models, full)
+    one_subject = _spent(full / "baseline")
+    assert one_subject > 0
+    budget = one_subject  # half of what the two subjects spend together
+    out = tmp_path / "budget"
+    with pytest.raises(BudgetReached) as stopped:
+        run_pair(load_config(_experiment(tmp_path, **settings, max_cost=budget)), models, out)
+    total = sum(_spent(out / role) for role in SUBJECTS)
+    assert total <= budget + 1e-12
+    assert stopped.value.spent == pytest.approx(total)
+    assert all(_spent(out / role) > 0 for role in SUBJECTS)  # both subjects ran, interleaved
