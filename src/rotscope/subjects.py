@@ -77,6 +77,6 @@ def read_subjects_file(path: Path) -> list[dict[str, Any]]:
 
 def with_subjects(config: ExperimentConfig, subjects: list[dict[str, Any]], where: str) -> ExperimentConfig:
     """``config`` with ``subjects`` defined after its own (a name defined twice is bad input)."""
-    data = config.model_dump(mode="json")
-    data["subjects"] = [*data["subjects"], *subjects]
+    data = config.model_dump(mode="json", exclude_unset=True)  # what was left unset stays so
+    data["subjects"] = [*(subject.model_dump(mode="json") for subject in config.subjects), *subjects]
     return build_config(data, where)

@@ -32,7 +32,9 @@ def test_cases_written_with_separators_in_their_text_are_a_case_file_again(tmp_p
             "case_id": f"sep-{number}",
             "question": f"What is the Brant{ODD}gate code {number}?",
             "documents": [
-                {"id": "fact", "text": f"The Brant{ODD}gate code is {4000 + number}.", "claims": ["code"]}
+                # the separators in the question only: the fake's regex tokenizer cannot place evidence
+                # holding them at token boundaries, so such a case would be rejected and measure nothing
+                {"id": "fact", "text": f"The Brantgate code is {4000 + number}.", "claims": ["code"]}
             ],
             "claims": {"code": [str(4000 + number)]},
             "required_claims": ["code"],
@@ -52,7 +54,8 @@ def test_cases_written_with_separators_in_their_text_are_a_case_file_again(tmp_p
     }
     first = tmp_path / "first.yaml"
     first.write_text(yaml.safe_dump(config), encoding="utf-8")
-    assert invoke("run", first, "--out", tmp_path / "run").exit_code == 0
+    ran = invoke("run", first, "--out", tmp_path / "run")
+    assert ran.exit_code == 0, ran.output
     written = tmp_path / "written.jsonl"
     result = invoke("cases", tmp_path / "run", "-o", written)
     assert result.exit_code == 0, result.output
@@ -65,6 +68,9 @@ def test_cases_written_with_separators_in_their_text_are_a_case_file_again(tmp_p
 
 
 def _config() -> ExperimentConfig:
+    """A model-written session; its one prompt is rejected (the needle does not meet token boundaries
+    in the echo fake's notes), which is why the runs below allow an empty plan: the session file is
+    what they read back."""
     return ExperimentConfig.model_validate(
         {
             "name": "notes",
@@ -104,14 +110,14 @@ def _session(run_dir: Path) -> Path:
 def test_a_note_holding_line_separators_is_read_back_by_the_rerun(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     first = Notes()
-    run_experiment(_config(), run_dir=run_dir, backend=first)
+    run_experiment(_config(), run_dir=run_dir, backend=first, allow_empty=True)
     notes = [turn.content for turn in load_transcript(_session(run_dir)) if is_note(turn)]
     assert len(notes) == first.notes > 0
     assert all(ODD in note for note in notes)  # stored as written
     with RunStore.read(run_dir) as store:
         calls = store.calls()
     resumed = Notes()
-    run_experiment(_config(), run_dir=run_dir, backend=resumed, resume=True)
+    run_experiment(_config(), run_dir=run_dir, backend=resumed, resume=True, allow_empty=True)
     assert resumed.notes == 0  # the stored session was read, not written again
     with RunStore.read(run_dir) as store:
         assert store.calls() == calls
@@ -120,14 +126,14 @@ def test_a_note_holding_line_separators_is_read_back_by_the_rerun(tmp_path: Path
 def test_a_partial_session_torn_inside_a_character_is_continued(tmp_path: Path) -> None:
     run_dir = tmp_path / "run"
     with pytest.raises(SessionNotWritten):
-        run_experiment(_config(), run_dir=run_dir, backend=Notes(fail_after=1))
+        run_experiment(_config(), run_dir=run_dir, backend=Notes(fail_after=1), allow_empty=True)
     [partial] = (run_dir / SESSION_DIR).glob("*.partial.jsonl")
     with partial.open("ab") as out:
         out.write('{"role": "assistant", "content": "caf\u00e9 \u20ac'.encode()[:-1])  # a crash mid-character
     again = Notes()
-    run_experiment(_config(), run_dir=run_dir, backend=again)
+    run_experiment(_config(), run_dir=run_dir, backend=again, allow_empty=True)
     whole = Notes()
-    run_experiment(_config(), run_dir=tmp_path / "whole", backend=whole)
+    run_experiment(_config(), run_dir=tmp_path / "whole", backend=whole, allow_empty=True)
     assert again.notes == whole.notes - 1  # the stored note replayed, the torn line dropped
     turns, expected = load_transcript(_session(run_dir)), load_transcript(_session(tmp_path / "whole"))
     assert len(turns) == len(expected)

@@ -191,8 +191,10 @@ def resume_experiment(
 def refuse_pair_subject(run_dir: Path) -> None:
     """A subject of a paired session resumes only with its session (its calls are interleaved with
     the other subject's): bad input naming the session folder."""
-    with RunStore.read(run_dir) as store:
-        pair = store.meta().get("pair")
+    pair = None
+    if has_store(run_dir):  # a store whose creation was cut short holds no session yet
+        with RunStore.read(run_dir) as store:
+            pair = store.meta().get("pair")
     session = Path(pair["folder"]) if isinstance(pair, dict) and pair.get("folder") else None
     if session is None and (run_dir.absolute().parent / PAIR_FILE).is_file():
         session = run_dir.absolute().parent

@@ -19,12 +19,19 @@ from rotscope.config import build_config
 from rotscope.plan.workitems import build_plan
 
 
-def ids_at_256(lengths: list[int], **settings: Any) -> set[str]:
+def ids_at(length: int, lengths: list[int], **settings: Any) -> set[str]:
+    """The ids of the cases (not their controls) planned at ``length`` in a grid of ``lengths``."""
     config = build_config(
         {"model": "fake/lexical", "limit": 3, "depths": [0.0, 0.5, 1.0], "lengths": lengths, **settings}
     )
     plan = build_plan(config, create_backend(config))
-    return {item.item_id for item in plan.items if item.layout.length_tokens == 256}
+    return {
+        item.item_id for item in plan.items if item.layout.length_tokens == length and not item.case.control
+    }
+
+
+def ids_at_256(lengths: list[int], **settings: Any) -> set[str]:
+    return ids_at(256, lengths, **settings)
 
 
 @pytest.mark.parametrize(
@@ -41,8 +48,10 @@ def ids_at_256(lengths: list[int], **settings: Any) -> set[str]:
 def test_adding_a_length_keeps_the_plain_families_items(task: str, filler: Any, corpus: Path) -> None:
     if filler == "text":
         filler = {"kind": "text", "glob": str(corpus / "*.txt"), "allow_repeat": True}
-    alone = ids_at_256([256], tasks=[task], filler=filler)
-    assert alone and ids_at_256([256, 512], tasks=[task], filler=filler) == alone
+    # competitive's cases hold several documents: they fit from 384 tokens (at 256 every one is rejected)
+    short = 384 if task == "competitive" else 256
+    alone = ids_at(short, [short], tasks=[task], filler=filler)
+    assert alone and ids_at(short, [short, 2 * short], tasks=[task], filler=filler) == alone
 
 
 def test_adding_a_length_keeps_the_reasoning_items() -> None:
