@@ -87,7 +87,7 @@ def outcomes(run_dir: Path) -> dict[str, str | None]:
 
 @pytest.fixture(scope="module")
 def fake_corpus(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from conftest import filler_text
+    from tests.conftest import filler_text
 
     folder = tmp_path_factory.mktemp("corpus")
     for number in range(3):

@@ -116,6 +116,10 @@ class Outcome:
     """Seconds from the signal to rotscope's exit."""
 
 
+def _read(folder: Path) -> str:
+    return (folder / "stderr.txt").read_text(encoding="utf-8", errors="replace")
+
+
 def interrupt(folder: Path, signum: signal.Signals) -> Outcome:
     """Run rotscope on the hostile command in ``folder``, send ``signum`` once ``CALLS_IN_FLIGHT``
     calls have started all three of their processes, and look ``SETTLE_S`` after it exited."""
@@ -127,12 +131,16 @@ def interrupt(folder: Path, signum: signal.Signals) -> Outcome:
     experiment = write_experiment(folder, write_command(folder), pids)
     mark = uuid.uuid4().hex
     env = {**os.environ, MARK: mark, "TMPDIR": str(tmpdir)}
+    # stderr to a file, not a pipe: a pipe's end is held by every process rotscope started until it
+    # is gone, so reading it to its end would time rotscope's cleanup, not its exit; what is left
+    # alive is judged from /proc below.
+    errors = (folder / "stderr.txt").open("w", encoding="utf-8")
     process = subprocess.Popen(
         [str(ROTSCOPE), "run", str(experiment), "--out", str(folder / "run")],
         cwd=folder,
         env=env,
         stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stderr=errors,
         text=True,
     )
     try:
@@ -142,15 +150,17 @@ def interrupt(folder: Path, signum: signal.Signals) -> Outcome:
                 break
             time.sleep(0.05)
         if process.poll() is not None:
-            raise AssertionError(f"rotscope ended before the signal: {process.communicate()[1]}")
+            raise AssertionError(f"rotscope ended before the signal: {_read(folder)}")
         process.send_signal(signum)
         sent = time.monotonic()
-        _, stderr = process.communicate(timeout=60)
+        process.wait(timeout=60)
         exit_s = time.monotonic() - sent
     finally:
         if process.poll() is None:
             process.kill()
-            process.communicate()
+            process.wait()
+        errors.close()
+    stderr = _read(folder)
     time.sleep(SETTLE_S)
     recorded = [int(pid) for pid in pids.read_text().split()]
     return Outcome(
