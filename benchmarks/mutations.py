@@ -91,7 +91,7 @@ def caught(mutation: Mutation, tiers: list[str]) -> tuple[bool, str, float]:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(source), str(ROOT)])}
         start = time.monotonic()
         result = subprocess.run(
-            [sys.executable, "-m", "pytest", "-x", "-q", "-n0", "-p", "no:cacheprovider", *tiers],
+            [sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tiers],
             cwd=ROOT, env=env, capture_output=True, text=True,
         )  # fmt: skip
         failed = [line for line in result.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]

@@ -130,7 +130,7 @@ def interrupt(folder: Path, signum: signal.Signals) -> Outcome:
     pids.touch()
     experiment = write_experiment(folder, write_command(folder), pids)
     mark = uuid.uuid4().hex
-    env = {**os.environ, MARK: mark, "TMPDIR": str(tmpdir)}
+    env = {**os.environ, MARK: mark, "TMPDIR": str(tmpdir), "PYTHONFAULTHANDLER": "1"}
     # stderr to a file, not a pipe: a pipe's end is held by every process rotscope started until it
     # is gone, so reading it to its end would time rotscope's cleanup, not its exit; what is left
     # alive is judged from /proc below.
@@ -153,7 +153,13 @@ def interrupt(folder: Path, signum: signal.Signals) -> Outcome:
             raise AssertionError(f"rotscope ended before the signal: {_read(folder)}")
         process.send_signal(signum)
         sent = time.monotonic()
-        process.wait(timeout=60)
+        try:
+            process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            process.send_signal(signal.SIGABRT)  # faulthandler prints where it hangs
+            process.wait(timeout=10)
+            ran = _read(folder)[-4000:]
+            raise AssertionError(f"rotscope still ran 60 s after the signal: {ran}") from None
         exit_s = time.monotonic() - sent
     finally:
         if process.poll() is None:
