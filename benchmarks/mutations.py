@@ -95,11 +95,8 @@ def caught(mutation: Mutation, tiers: list[str]) -> tuple[bool, str, float]:
             cwd=ROOT, env=env, capture_output=True, text=True,
         )  # fmt: skip
         failed = [line for line in result.stdout.splitlines() if line.startswith(("FAILED", "ERROR"))]
-        return (
-            result.returncode == 1,
-            (failed[0] if failed else result.stdout[-300:]),
-            time.monotonic() - start,
-        )
+        # caught: a test failed, whether pytest then exits 1 or 2 (xdist's -x interrupts the session)
+        return bool(failed), (failed[0] if failed else result.stdout[-300:]), time.monotonic() - start
 
 
 def main() -> int:
