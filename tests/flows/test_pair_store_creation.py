@@ -14,31 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config import ExperimentConfig
 from rotscope.execution.identity import config_digest
 from rotscope.execution.pair import SUBJECTS, parse_pair, run_pair
 from rotscope.execution.run_folder import CREATING, check_run_dir, has_store
 from rotscope.store import RunStore
+from tests.support.tiny_runs import tiny_niah_config
 
 MODELS = "fake/lexical,fake/lexical-recent"
 
 
 @pytest.fixture(scope="module")
 def config(tmp_path_factory: pytest.TempPathFactory, prose: Callable[..., str]) -> ExperimentConfig:
-    corpus = tmp_path_factory.mktemp("corpus")
-    for number in range(3):
-        (corpus / f"doc{number}.txt").write_text(prose(60, seed=number), encoding="utf-8")
-    return build_config(
-        {
-            "name": "pair-creation",
-            "model": "fake/lexical",
-            "tasks": ["niah"],
-            "limit": 2,
-            "lengths": [200, 300],
-            "depths": [0.0, 1.0],
-            "filler": {"kind": "text", "glob": str(corpus / "*.txt")},
-        }
-    )
+    return tiny_niah_config(tmp_path_factory.mktemp("pair-creation"), "pair-creation")
 
 
 def _creating(out: Path) -> bool:

@@ -19,32 +19,19 @@ from typing import Any
 
 import pytest
 
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config import ExperimentConfig
 from rotscope.execution import run_folder
 from rotscope.execution.identity import config_digest
 from rotscope.execution.run_folder import CONFIG_FILE, CREATING, check_run_dir, creation_cut, has_store
 from rotscope.execution.runner import resume_experiment, run_experiment
 from rotscope.store import MIGRATIONS
+from tests.support.tiny_runs import tiny_niah_config
 
 KILL_POINTS = 50
 
 
 def _config(folder: Path, prose: Callable[..., str]) -> ExperimentConfig:
-    corpus = folder / "corpus"
-    corpus.mkdir()
-    for number in range(3):
-        (corpus / f"doc{number}.txt").write_text(prose(60, seed=number), encoding="utf-8")
-    return build_config(
-        {
-            "name": "creation",
-            "model": "fake/lexical",
-            "tasks": ["niah"],
-            "limit": 2,
-            "lengths": [200, 300],
-            "depths": [0.0, 1.0],
-            "filler": {"kind": "text", "glob": str(corpus / "*.txt")},
-        }
-    )
+    return tiny_niah_config(folder, "creation")
 
 
 def results(run_dir: Path) -> list[tuple[Any, ...]]:

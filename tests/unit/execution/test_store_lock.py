@@ -12,32 +12,19 @@ from pathlib import Path
 import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config import ExperimentConfig
 from rotscope.execution.lock import LOCK_FILE, RunFolderLocked, RunLock
 from rotscope.execution.runner import resume_experiment, run_experiment
 from rotscope.store import RunStore, StoreMoved
 from rotscope.types import GenerateRequest
+from tests.support.tiny_runs import tiny_niah_config
 
 TOTAL = 12
 
 
 @pytest.fixture()
 def config(tmp_path: Path, prose: Callable[..., str]) -> ExperimentConfig:
-    corpus = tmp_path / "corpus"
-    corpus.mkdir()
-    for number in range(3):
-        (corpus / f"doc{number}.txt").write_text(prose(60, seed=number), encoding="utf-8")
-    return build_config(
-        {
-            "name": "store-lock",
-            "model": "fake/lexical",
-            "tasks": ["niah"],
-            "limit": 2,
-            "lengths": [200, 300],
-            "depths": [0.0, 1.0],
-            "filler": {"kind": "text", "glob": str(corpus / "*.txt")},
-        }
-    )
+    return tiny_niah_config(tmp_path, "store-lock")
 
 
 def _pending(run_dir: Path) -> None:
