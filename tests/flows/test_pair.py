@@ -22,7 +22,7 @@ from rotscope.execution.pair import SUBJECTS, run_pair
 from rotscope.execution.runner import Interrupted
 from rotscope.plan.schedule import paired_rounds, trie_runs
 from rotscope.store import RunStore
-from rotscope.types import GenerateRequest
+from rotscope.types import Completion, GenerateRequest
 from tests.support.cli_helpers import assert_bad_input, invoke, nonsense_corpus
 
 PAIR = "fake/lexical,fake/lexical-recent"
@@ -176,6 +176,25 @@ def test_bad_pairs_are_one_line_of_bad_input(folder: Path) -> None:
     (folder / "busy").mkdir()
     (folder / "busy" / "notes.txt").write_text("mine")
     assert_bad_input(invoke("run", experiment, "--pair", PAIR, "--out", folder / "busy"), "not empty")
+
+
+@pytest.mark.parametrize("planned", [True, False])
+def test_a_paired_dry_run_is_refused_before_any_model_is_called(
+    folder: Path, monkeypatch: pytest.MonkeyPatch, planned: bool
+) -> None:
+    calls: list[str] = []
+    generate = FakeBackend.generate
+
+    async def counted(self: FakeBackend, request: GenerateRequest) -> Completion:
+        calls.append(self.model_id)
+        return await generate(self, request)
+
+    monkeypatch.setattr(FakeBackend, "generate", counted)
+    out = folder / f"dry-pair-{planned}"
+    plan = ("--plan", folder / "plan.json") if planned else ()
+    result = invoke("run", folder / "exp.yaml", *plan, "--pair", PAIR, "--dry-run", "--out", out)
+    assert_bad_input(result, "--pair", "--dry-run")
+    assert calls == [] and not out.exists()
 
 
 def test_paired_rounds_hold_one_group_of_each_subject_in_a_seeded_order() -> None:

@@ -3,14 +3,17 @@ its plan in any group is refused (or, when allowed, runs with each deviation rec
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from rotscope.analysis.summary import load_summary
+from rotscope.backends.fake import FakeBackend
 from rotscope.config import build_config
 from rotscope.errors import BadInput
 from rotscope.execution.dry_run import freeze_plan
@@ -19,6 +22,8 @@ from rotscope.plan.manifest import SHARED_GROUPS, cases_digest, deviations, mani
 from rotscope.report.html import render_report
 from rotscope.store import RunStore
 from rotscope.tasks import get_task
+from rotscope.types import Completion, GenerateRequest
+from tests.support.cli_helpers import assert_bad_input, invoke
 
 SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
 
@@ -199,3 +204,129 @@ def test_the_plan_counts_the_slices_the_gate_will_judge(tmp_path: Path, corpus: 
         (key[0], key[1], key[2], len(clusters)) for key, clusters in expected.items()
     ]
     assert ("niah", 0, "evidence-only", ()) in expected
+
+
+OLD = Path(__file__).resolve().parents[1] / "fixtures" / "plans" / "before-pooled-tests"
+"""A plan frozen by rotscope before the gate's pooled tests (commit 4173bdd) from the experiment
+beside it: its gate interval is the per-slice cluster bootstrap and its ``planned`` group has no
+``clusters``; its ``subject`` holds that version's assembler digest."""
+
+
+def _experiment(tmp_path: Path, **changes: Any) -> Path:
+    data = yaml.safe_load((OLD / "experiment.yaml").read_text(encoding="utf-8"))
+    data.update(changes)
+    path = tmp_path / "experiment.yaml"
+    path.write_text(yaml.safe_dump(data), encoding="utf-8")
+    return path
+
+
+def _today(tmp_path: Path) -> dict[str, Any]:
+    assert invoke("plan", OLD / "experiment.yaml", "-o", tmp_path / "today.json").exit_code == 0
+    return read_manifest(tmp_path / "today.json")
+
+
+def _old_plan_under_todays_code(tmp_path: Path) -> Path:
+    """The old plan with today's ``subject`` group: the assembler digest fingerprints the code that
+    renders prompts, which has changed since (every commit to a prompt-shaping module changes it),
+    so only the protocol, analysis, planned and config groups are the old version's own."""
+    old = read_manifest(OLD / "plan.json")
+    path = tmp_path / "old-plan.json"
+    path.write_text(json.dumps({**old, "subject": _today(tmp_path)["subject"]}, indent=2), encoding="utf-8")
+    return path
+
+
+def test_the_old_plan_has_the_shape_an_earlier_version_wrote() -> None:
+    old = read_manifest(OLD / "plan.json")
+    assert old["analysis"]["interval"] == old["config"]["gate"]["interval"] == "cluster-bootstrap-percentile"
+    assert set(old["planned"]) == {"work_items", "rejected_prompts", "slices", "instances_per_slice"}
+
+
+def test_an_old_plan_deviates_only_in_the_code_under_test(tmp_path: Path) -> None:
+    """Read as today's code reads it, the old plan differs from today's only in the assembler
+    digest (the prompt-shaping code did change); its interval and its missing clusters count, which
+    a plain comparison reports, are no deviation."""
+    old, today = read_manifest(OLD / "plan.json"), _today(tmp_path)
+    assert [found.field for found in deviations(old, today)] == ["subject.assembler_digest"]
+    # what a plain comparison reported: the interval (in the analysis and the config's gate section)
+    # and the clusters count today's version adds
+    assert old["analysis"]["interval"] != today["analysis"]["interval"] == today["config"]["gate"]["interval"]
+    assert "clusters" in today["planned"] and "clusters" not in old["planned"]
+
+
+def test_runs_under_an_old_plan_need_no_allow_deviation_and_an_identical_pair_passes(
+    tmp_path: Path,
+) -> None:
+    plan = _old_plan_under_todays_code(tmp_path)
+    alone = invoke("run", OLD / "experiment.yaml", "--plan", plan, "--out", tmp_path / "alone")
+    assert alone.exit_code == 0, alone.output
+    paired = invoke(
+        "run", OLD / "experiment.yaml", "--plan", plan, "--pair", "fake/lexical,fake/lexical",
+        "--out", tmp_path / "aa",
+    )  # fmt: skip
+    assert paired.exit_code == 0, paired.output
+    for folder in (tmp_path / "alone", tmp_path / "aa" / "baseline", tmp_path / "aa" / "candidate"):
+        with RunStore.read(folder) as store:
+            assert store.meta()["plan"]["deviations"] == []
+    # the gate reads the old plan file itself (it compares the protocol groups, not the subject)
+    gate = invoke(
+        "gate", "--baseline", tmp_path / "aa" / "baseline", "--candidate", tmp_path / "aa" / "candidate",
+        "--plan", OLD / "plan.json", "--json", "-o", tmp_path / "record.json",
+    )  # fmt: skip
+    assert gate.exit_code == 0, gate.output
+    record = json.loads(gate.stdout)
+    assert record["verdict"] == "PASS" and record["decided_by"] == ["pooled non-inferiority"]
+    assert "judged with this version's tests" in record["tests"]["note"]
+
+
+@pytest.mark.parametrize(
+    ("change", "field"),
+    [
+        ({"lengths": [240]}, "grid.lengths"),
+        ({"depths": ["beginning", "end"]}, "grid.positions"),
+        ({"seed": 3}, "seeds.layout"),
+        ({"generation": {"max_tokens": 8}}, "decoding.max_tokens"),
+        ({"gate": {"margin": 0.2, "min_instances": 5}}, "analysis.margin"),
+        ({"limit": 11}, "grid.limit"),
+    ],
+)
+def test_a_genuine_change_under_an_old_plan_still_exits_2_naming_the_field(
+    tmp_path: Path, change: dict[str, Any], field: str
+) -> None:
+    plan = _old_plan_under_todays_code(tmp_path)
+    result = invoke("run", _experiment(tmp_path, **change), "--plan", plan, "--out", tmp_path / "run")
+    assert_bad_input(result, f"at {field}: plan ")
+    assert not (tmp_path / "run").exists()
+
+
+def test_the_gate_refuses_a_run_that_deviates_from_an_old_plan(tmp_path: Path) -> None:
+    run = invoke("run", _experiment(tmp_path, seed=3), "--out", tmp_path / "other")
+    assert run.exit_code == 0, run.output
+    other = tmp_path / "other"
+    gate = invoke("gate", "--baseline", other, "--candidate", other, "--plan", OLD / "plan.json")
+    assert_bad_input(gate, "deviates from the plan at seeds.layout")
+
+
+def test_a_dry_run_under_a_plan_calls_no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = _count_calls(monkeypatch)
+    plan = _old_plan_under_todays_code(tmp_path)
+    result = invoke("run", OLD / "experiment.yaml", "--plan", plan, "--dry-run", "--out", tmp_path / "dry")
+    assert result.exit_code == 0, result.output
+    assert "36 work items" in " ".join(result.output.split())  # it planned 12 cases x 3 positions
+    deviating = invoke("run", _experiment(tmp_path, seed=3), "--plan", plan, "--dry-run")
+    assert_bad_input(deviating, "at seeds.layout: plan ")
+    assert calls == [] and not (tmp_path / "dry").exists()
+    ran = invoke("run", OLD / "experiment.yaml", "--plan", plan, "--out", tmp_path / "ran")
+    assert ran.exit_code == 0 and len(calls) == 36  # the count sees a run's calls
+
+
+def _count_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every call of a fake model from now on, by its model id."""
+    calls: list[str] = []
+    generate = FakeBackend.generate
+
+    async def counted(self: FakeBackend, request: GenerateRequest) -> Completion:
+        calls.append(self.model_id)
+        return await generate(self, request)
+
+    monkeypatch.setattr(FakeBackend, "generate", counted)
+    return calls

@@ -39,7 +39,7 @@ from rotscope.gate.pairing import (
 from rotscope.gate.rollback import rollback
 from rotscope.gate.rollback import settings as rollback_settings
 from rotscope.gate.sizing import Design, gate_power
-from rotscope.plan.manifest import SliceKey, manifest_digest
+from rotscope.plan.manifest import UNREAD_GATE_SETTINGS, SliceKey, manifest_digest
 from rotscope.rows import error_rate
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
@@ -67,8 +67,9 @@ def analysis_settings(baseline: RunData, candidate: RunData, plan: Mapping[str, 
 def _current(settings: GateConfig) -> GateConfig:
     """``settings`` as today's tests read them: a run made before the adjusted-t tests stored the
     bootstrap's interval and draws, which no test uses now, so an old baseline still pairs with a
-    new candidate whose gate settings are otherwise the same."""
-    return settings.model_copy(update={"interval": "adjusted-t", "resamples": 4000, "bootstrap_seed": 0})
+    new candidate whose gate settings are otherwise the same (as a plan's are compared:
+    ``rotscope.plan.manifest.gate_as_today``)."""
+    return settings.model_copy(update=UNREAD_GATE_SETTINGS)
 
 
 def rule_of(settings: GateConfig) -> Rule:

@@ -5,7 +5,8 @@ A manifest is a JSON mapping of groups. The protocol groups (grid, seeds, decodi
 cases, filler) are what a baseline and a candidate must share; ``subject`` identifies what is
 being tested (model, tokenizer, chat template, system prompt, assembler code, engine);
 ``planned`` counts the verified work items; ``config`` closes the list with the whole resolved
-config, so no field escapes the check. Deviations are reported in this order.
+config, so no field escapes the check. Deviations are reported in this order. A plan frozen by an
+earlier version is compared as today's code reads it (``read_as_today``).
 """
 
 from __future__ import annotations
@@ -22,8 +23,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
+
 from rotscope._version import __version__
-from rotscope.config import ExperimentConfig
+from rotscope.config import ExperimentConfig, GateConfig
 from rotscope.errors import BadInput, write_output
 from rotscope.plan.workitems import Plan, select_cases
 from rotscope.position import Position
@@ -49,6 +52,15 @@ measures: left out of the manifest, so a budget or rate limit can change without
 UNSET_LEFT_OUT = ("subjects", "subject", "chat_template")
 """Config keys added after manifest version 2 that the manifest leaves out while unset, so a plan
 frozen before them reads as the same plan."""
+UNREAD_GATE_SETTINGS: dict[str, Any] = {"interval": "adjusted-t", "resamples": 4000, "bootstrap_seed": 0}
+"""Gate settings that no test of today's gate reads: a plan frozen before the adjusted-t tests
+stored the per-slice bootstrap's interval and draws, and the gate judges it with today's tests (its
+record says so), so a stored value of these is read as today's and is no deviation."""
+LATER_COUNTS = ("slices", "instances_per_slice", "clusters")
+"""``planned`` counts that a plan frozen before the pooled tests (it has no ``clusters``) made
+otherwise: its slices did not put evidence-only items at length 0 nor cross the slice fields. They
+are derived from the planned items, which the other groups and ``work_items`` pin, so under such a
+plan they are not compared."""
 _TEMPLATE_PROBE = ({"role": "system", "content": "S"}, {"role": "user", "content": "U"})
 
 
@@ -255,6 +267,36 @@ class Deviation:
         return f"{self.field}: plan {canonical_json(self.planned)}, run {canonical_json(self.actual)}"
 
 
+def gate_as_today(settings: Any) -> Any:
+    """A stored ``gate`` section as today's gate reads it: validated (an unset key at its default)
+    with the settings no test reads (``UNREAD_GATE_SETTINGS``) at today's values; one that does not
+    validate is left as stored, so it is compared as it is."""
+    if not isinstance(settings, Mapping):
+        return settings
+    try:
+        read = GateConfig.model_validate(settings)
+    except ValidationError:
+        return settings
+    return read.model_copy(update=UNREAD_GATE_SETTINGS).model_dump(mode="json")
+
+
+def read_as_today(manifest: Mapping[str, Any], frozen: Mapping[str, Any]) -> dict[str, Any]:
+    """``manifest`` as today's code reads it, for a comparison with the plan ``frozen``: its gate
+    settings as today's tests read them (``gate_as_today``: the ``analysis`` group and the config's
+    ``gate``), and, where ``frozen`` predates today's slice counts, its ``planned`` group without
+    them (``LATER_COUNTS``). A genuine change (grid, seeds, cases, decoding, margin) still differs."""
+    found = dict(manifest)
+    if "analysis" in found:
+        found["analysis"] = gate_as_today(found["analysis"])
+    config = found.get("config")
+    if isinstance(config, Mapping) and "gate" in config:
+        found["config"] = {**config, "gate": gate_as_today(config["gate"])}
+    planned, counted = found.get("planned"), frozen.get("planned")
+    if isinstance(planned, Mapping) and not (isinstance(counted, Mapping) and "clusters" in counted):
+        found["planned"] = {key: value for key, value in planned.items() if key not in LATER_COUNTS}
+    return found
+
+
 def _flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
     if isinstance(value, Mapping) and value:
         for key, inner in value.items():
@@ -266,7 +308,10 @@ def _flatten(value: Any, prefix: str) -> Iterator[tuple[str, Any]]:
 def deviations(
     planned: Mapping[str, Any], actual: Mapping[str, Any], groups: tuple[str, ...] | None = None
 ) -> list[Deviation]:
-    """Fields that differ, in the plan's order (fields only one side has count too)."""
+    """Fields that differ, in the plan's order (fields only one side has count too), both sides read
+    as today's code reads them (``read_as_today``), so a plan frozen by an earlier version deviates
+    only where the run genuinely differs."""
+    planned, actual = read_as_today(planned, planned), read_as_today(actual, planned)
     chosen = groups or tuple(dict.fromkeys([*planned, *actual]))
     found: list[Deviation] = []
     for group in chosen:
