@@ -3,8 +3,9 @@ tiers: every test is marked with the folder it lives in (``unit``, ``flows``, ``
 
 from __future__ import annotations
 
+import os
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,37 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """One pytest-xdist worker per CPU this process may use (its affinity, not the machine's count that
     xdist's own ``auto`` reads through psutil), at most ``MAX_WORKERS``."""
     return max(1, min(MAX_WORKERS, len(usable_cpus())))
+
+
+_MACHINE_CPUS = usable_cpus()
+"""The CPUs this process could use before its xdist worker was pinned (``_pin_worker``)."""
+
+
+def _pin_worker() -> None:
+    """Pin an xdist worker to its share of the usable CPUs (one each on 2 cores), so the engines it
+    starts take one thread per CPU it has (``usable_cpus``: its affinity) instead of every worker's
+    engine spinning a thread per CPU of the machine: llama.cpp's threads busy-wait, and two workers'
+    engines oversubscribing two cores cost several times the CPU time. Subprocesses inherit it."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT")
+    if not worker.startswith("gw") or count is None or int(count) < 2:
+        return
+    cpus, index = sorted(_MACHINE_CPUS), int(worker[2:])
+    share = set(cpus[index :: int(count)]) or {cpus[index % len(cpus)]}
+    os.sched_setaffinity(0, share)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    _pin_worker()
+
+
+@pytest.fixture(scope="module")
+def whole_machine() -> Iterator[None]:
+    """The machine's CPUs for a module that starts its own scheduler over them (Ray), then the
+    worker's share again."""
+    pinned = os.sched_getaffinity(0)
+    os.sched_setaffinity(0, _MACHINE_CPUS)
+    yield
+    os.sched_setaffinity(0, pinned)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

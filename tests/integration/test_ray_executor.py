@@ -32,7 +32,7 @@ ray = pytest.importorskip("ray")
 
 
 @pytest.fixture(scope="module")
-def ray_session() -> Iterator[None]:
+def ray_session(whole_machine: None) -> Iterator[None]:
     """One local Ray for the module, as ``rotscope run --executor ray`` starts it (asked for after
     the in-process runs, which would otherwise share the cores with Ray's start)."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
