@@ -333,6 +333,30 @@ def score_bounds(k: float, n: float, one_sided: float) -> tuple[float, float]:
     return proportion_interval(k, n, 2.0 * one_sided - 1.0)
 
 
+def cluster_margin_bounds(
+    margins: np.ndarray, clusters: Sequence[Any] | np.ndarray, one_sided: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``margin_bounds`` clustered on ``clusters`` (labels of the last axis: the haystack variant
+    each pair's instance shares): ``cluster_t_interval`` on [-1, 1] with the paired gap's
+    pseudo-pair, at two-sided ``2 * one_sided - 1``; with every margin its own cluster it is
+    ``margin_bounds``. Vectorised over the leading axes."""
+    return cluster_t_interval(margins, clusters, bounds=(-1.0, 1.0), confidence=2.0 * one_sided - 1.0)
+
+
+def cluster_score_bounds(
+    means: np.ndarray, clusters: Sequence[Any] | np.ndarray, one_sided: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided bounds at ``one_sided`` each of an absolute score whose instances share clusters
+    (a haystack variant): the cell interval's clustered method (``mean_interval``: instance means
+    in [0, 1], ``CELL_PSEUDO_WEIGHT``) at two-sided ``2 * one_sided - 1``. Vectorised over the
+    leading axes of ``means`` (``clusters`` labels the last)."""
+    low, high = cluster_t_interval(
+        means, clusters, bounds=(0.0, 1.0), confidence=2.0 * one_sided - 1.0, weight=CELL_PSEUDO_WEIGHT
+    )
+    # As mean_interval: floating point leaves 0.9999999999999999 where the bound is exactly 1.
+    return np.clip(np.round(low, 12), 0.0, 1.0), np.clip(np.round(high, 12), 0.0, 1.0)
+
+
 def bracket_indices(passes: np.ndarray, fails: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The ends of an effective-length bracket from per-length decisions (vectorised over all but
     the last axis, the lengths in ascending order).

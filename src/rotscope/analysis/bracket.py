@@ -4,7 +4,11 @@
 Relative (``nolima-F``): each instance's paired margin ``x_L - F * x_base`` (the adaptive search's
 statistic, ``stats.threshold_margins``), paired on (case, position) as the gap is, its one-sided
 bounds from the gap's adjusted t interval (``stats.margin_bounds``). Absolute (``absolute-S``): the
-score's one-sided bounds from the cell interval's method (``stats.score_bounds``). A length passes
+score's one-sided bounds, Wilson on the instances (``stats.score_bounds``). Each length's test
+clusters as the gap and the cell do (``analysis.clusters.clusters_of`` on the rows it uses): where
+the instances share fewer haystack variants than there are instances, the bounds are the cluster
+t's (``stats.cluster_margin_bounds``; ``stats.cluster_score_bounds``, the cell's clustered
+interval), with t on about variants - 1 degrees of freedom; the ``method`` names which. A length passes
 when its lower bound is at or above the threshold (a sole base length passes by definition: its
 margin is ``(1 - F) x >= 0``), fails when its upper bound is below it; the ends are
 ``stats.bracket_indices`` (a fixed-sequence test up the lengths; the fails Bonferroni-split over the
@@ -18,12 +22,15 @@ from typing import Any
 
 import numpy as np
 
+from rotscope.analysis.clusters import clusters_of
 from rotscope.analysis.rejections import matched_means
 from rotscope.rows import Row, group_by, instance_means
 from rotscope.stats import (
     BRACKET_CONFIDENCE,
     bracket_indices,
     bracket_state,
+    cluster_margin_bounds,
+    cluster_score_bounds,
     end_confidence,
     margin_bounds,
     score_bounds,
@@ -31,13 +38,22 @@ from rotscope.stats import (
 )
 
 RELATIVE_METHOD = (
-    "paired margin x_L - {ratio} x base per case (adjusted t, one-sided); lower end: fixed-sequence "
+    "paired margin x_L - {ratio} x base per case ({interval}); lower end: fixed-sequence "
     "test up the lengths; upper end: first length shown to fail, Bonferroni over the lengths that can fail"
 )
 ABSOLUTE_METHOD = (
-    "instance_accuracy at each length (Wilson on instances, one-sided) against {threshold}; lower end: "
+    "instance_accuracy at each length ({interval}) against {threshold}; lower end: "
     "fixed-sequence test up the lengths; upper end: first length shown to fail, Bonferroni over the lengths"
 )
+MARGIN_INTERVAL = "adjusted t, one-sided"
+"""The relative test's interval (``stats.margin_bounds``; ``stats.cluster_margin_bounds`` on variants)."""
+SCORE_INTERVAL = "Wilson on instances, one-sided"
+"""The absolute test's interval on independent instances (``stats.score_bounds``)."""
+CLUSTERED_SCORE_INTERVAL = "adjusted t on instance means, one-sided"
+"""The absolute test's interval on shared variants (``stats.cluster_score_bounds``, the cell's)."""
+
+Labels = dict[int, str]
+"""Each tested length's interval, named with its clusters (``Clusters.label``)."""
 
 
 def _test(
@@ -46,17 +62,31 @@ def _test(
     return {"estimate": estimate, "lower": lower, "upper": upper, "fail_upper": fail_upper, "pairs": pairs}
 
 
+def interval_label(labels: Labels, default: str) -> str:
+    """The interval the bracket's tests used: the one label where every length's is the same (the
+    usual case: a case keeps its variant at every length), else each length's; ``default`` where
+    no length was tested."""
+    distinct = sorted(set(labels.values()))
+    if not distinct:
+        return default
+    if len(distinct) == 1:
+        return distinct[0]
+    return "; ".join(f"{length}: {label}" for length, label in sorted(labels.items()))
+
+
 def _relative_tests(
     rows: list[Row], lengths: list[int], base_lengths: list[int], ratio: float, one_sided: float, fail: float
-) -> dict[int, dict[str, Any]]:
+) -> tuple[dict[int, dict[str, Any]], Labels]:
     by_length = group_by(rows, "length_target")
     base_rows = [row for row in rows if row["length_target"] in base_lengths]
     tests: dict[int, dict[str, Any]] = {}
+    labels: Labels = {}
     for length in lengths:
         if base_lengths == [length]:
             tests[length] = {**_test(None, None, None, None, 0), "by_definition": True}
             continue
-        base, at_length, _ = matched_means(base_rows, by_length.get((length,), []))
+        at_rows = by_length.get((length,), [])
+        base, at_length, _ = matched_means(base_rows, at_rows)
         keys = sorted(set(base) & set(at_length))
         if not keys:
             tests[length] = _test(None, None, None, None, 0)
@@ -64,28 +94,49 @@ def _relative_tests(
         margins = threshold_margins(
             np.array([at_length[key] for key in keys]), np.array([base[key] for key in keys]), ratio
         )
-        lower, upper = margin_bounds(margins, one_sided)
-        _, fail_upper = margin_bounds(margins, fail)
+        # Clustered as the gap is: on the haystack variant the paired instances share, where fewer.
+        held = set(keys)
+        clusters = clusters_of(row for row in [*base_rows, *at_rows] if row["instance_id"] in held)
+        if clusters.unit == "variant":
+            groups = [clusters.of[key] for key in keys]
+            lower, upper = cluster_margin_bounds(margins, groups, one_sided)
+            _, fail_upper = cluster_margin_bounds(margins, groups, fail)
+        else:
+            lower, upper = margin_bounds(margins, one_sided)
+            _, fail_upper = margin_bounds(margins, fail)
+        labels[length] = clusters.label(MARGIN_INTERVAL)
         tests[length] = _test(float(margins.mean()), float(lower), float(upper), float(fail_upper), len(keys))
-    return tests
+    return tests, labels
 
 
 def _absolute_tests(
     rows: list[Row], lengths: list[int], threshold: float, one_sided: float, fail: float
-) -> dict[int, dict[str, Any]]:
+) -> tuple[dict[int, dict[str, Any]], Labels]:
     by_length = group_by(rows, "length_target")
     tests: dict[int, dict[str, Any]] = {}
+    labels: Labels = {}
     for length in lengths:
-        means = instance_means(by_length.get((length,), []))
+        at_rows = by_length.get((length,), [])
+        means = instance_means(at_rows)
         if not means:
             tests[length] = _test(None, None, None, None, 0)
             continue
         k, n = sum(means.values()), len(means)
-        lower, upper = score_bounds(k, n, one_sided)
-        fail_upper = score_bounds(k, n, fail)[1]
-        tests[length] = _test(k / n - threshold, lower - threshold, upper - threshold,
-                              fail_upper - threshold, n)  # fmt: skip
-    return tests
+        clusters = clusters_of(at_rows)
+        if clusters.unit == "variant":
+            keys = sorted(means)
+            values = np.array([means[key] for key in keys])
+            groups = [clusters.of[key] for key in keys]
+            low, high = (float(bound) for bound in cluster_score_bounds(values, groups, one_sided))
+            fail_high = float(cluster_score_bounds(values, groups, fail)[1])
+            labels[length] = clusters.label(CLUSTERED_SCORE_INTERVAL)
+        else:
+            low, high = score_bounds(k, n, one_sided)
+            fail_high = score_bounds(k, n, fail)[1]
+            labels[length] = clusters.label(SCORE_INTERVAL)
+        tests[length] = _test(k / n - threshold, low - threshold, high - threshold,
+                              fail_high - threshold, n)  # fmt: skip
+    return tests, labels
 
 
 def _near(tests: dict[int, dict[str, Any]], lengths: list[int], point: int | None) -> list[int]:
@@ -127,12 +178,12 @@ def effective_bracket(
     can_fail = max(1, len(lengths) - int(by_definition))
     fail = 1.0 - (1.0 - one_sided) / can_fail
     if ratio is not None:
-        tests = _relative_tests(rows, lengths, list(base_lengths), ratio, one_sided, fail)
-        method = RELATIVE_METHOD.format(ratio=ratio)
+        tests, labels = _relative_tests(rows, lengths, list(base_lengths), ratio, one_sided, fail)
+        method = RELATIVE_METHOD.format(ratio=ratio, interval=interval_label(labels, MARGIN_INTERVAL))
     else:
         assert threshold is not None
-        tests = _absolute_tests(rows, lengths, threshold, one_sided, fail)
-        method = ABSOLUTE_METHOD.format(threshold=threshold)
+        tests, labels = _absolute_tests(rows, lengths, threshold, one_sided, fail)
+        method = ABSOLUTE_METHOD.format(threshold=threshold, interval=interval_label(labels, SCORE_INTERVAL))
     passes = [bool(t.get("by_definition")) or (t["lower"] is not None and t["lower"] >= 0.0)
               for t in (tests[n] for n in lengths)]  # fmt: skip
     fails = [t["fail_upper"] is not None and t["fail_upper"] < 0.0 for t in (tests[n] for n in lengths)]

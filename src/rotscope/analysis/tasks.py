@@ -21,6 +21,7 @@ from rotscope.stats import (
     benjamini_hochberg,
     calibration,
     choose_base_lengths,
+    mean_interval,
     paired_gap,
     proportion_interval,
     scan_effective,
@@ -43,6 +44,10 @@ CONSERVATIVE = (
 PAIRED_METHOD = "adjusted t on paired instance differences"
 """What a gap's interval is (``stats.paired_gap``), named in its ``method``."""
 NO_SIGNAL = f"base score 0 or its 95% upper bound below {NO_SIGNAL_CEILING}"
+BASE_WILSON = "Wilson on case means"
+BASE_CLUSTERED = "adjusted t on case means"
+"""What ``base_ci`` is (named with its clusters in ``base_ci_method``): Wilson on the cases, or the
+cell's interval (``stats.mean_interval``) where the cases share fewer haystack variants."""
 CONSERVATIVE_DEPRECATED = (
     "deprecated: 'conservative' compares each length's lower bound with the base's own point (at the base "
     "it reports the base's noise against itself); read 'bracket' instead; removed in the next version"
@@ -60,6 +65,21 @@ def _lower_bounds(rows: list[Row]) -> dict[int, float]:
     return lows
 
 
+def _base_interval(base_rows: list[Row]) -> tuple[list[float], str, dict[str, float]]:
+    """The base's 95% interval (each case once over the base lengths), what it is, and the case
+    means: Wilson on the cases, or, where they share fewer haystack variants than there are cases,
+    the cell's interval clustered on the variant (``stats.mean_interval``)."""
+    per_case = instance_means(base_rows, "case_id")
+    clusters = clusters_of(base_rows, "case_id")
+    if clusters.unit == "variant":
+        return list(mean_interval(per_case, clusters.of)), clusters.label(BASE_CLUSTERED), per_case
+    return (
+        list(proportion_interval(sum(per_case.values()), len(per_case))),
+        clusters.label(BASE_WILSON),
+        per_case,
+    )
+
+
 def _no_data() -> dict[str, Any]:
     """The effective length of rows with no score (empty, all errors, all rejected): every key a
     view reads, each saying so."""
@@ -69,7 +89,7 @@ def _no_data() -> dict[str, Any]:
         for definition in (f"nolima-{NOLIMA_RATIO}", f"absolute-{RULER_THRESHOLD}")
     ]  # fmt: skip
     return {**definitions[0], "score": SCORE, "no_signal": NO_SIGNAL, "base_score": None,
-            "base_lengths": [], "base_ci": None, "unbalanced_lengths": [],
+            "base_lengths": [], "base_ci": None, "base_ci_method": None, "unbalanced_lengths": [],
             "conservative_deprecated": CONSERVATIVE_DEPRECATED, "definitions": definitions}  # fmt: skip
 
 
@@ -87,8 +107,9 @@ def effective_lengths(
         return _no_data()
     base = base_score(points, base_lengths)
     chosen = choose_base_lengths(list(points), base_lengths)
-    per_case = instance_means((row for row in rows if row["length_target"] in chosen), "case_id")
-    base_ci = list(proportion_interval(sum(per_case.values()), len(per_case)))
+    base_ci, base_ci_method, per_case = _base_interval(
+        [row for row in rows if row["length_target"] in chosen]
+    )
     signal = base > 0 and bool(per_case) and base_ci[1] >= NO_SIGNAL_CEILING
     relative, state = scan_effective(points, NOLIMA_RATIO * base) if signal else (None, "no-signal")
     conservative, conservative_state = (
@@ -122,6 +143,7 @@ def effective_lengths(
         "base_score": base,
         "base_lengths": chosen,
         "base_ci": base_ci,
+        "base_ci_method": base_ci_method,
         # Each length's score is on the (case, position) pairs it holds; these lack some.
         "unbalanced_lengths": unbalanced_lengths(rows),
         "definitions": [
