@@ -33,7 +33,7 @@ from rotscope.config import ExperimentConfig, build_config, resolve_paths
 from rotscope.errors import BadInput
 from rotscope.execution.cost import Budget
 from rotscope.execution.execute import Reporter
-from rotscope.execution.intended import intended_by
+from rotscope.execution.intended import intended_by, upgrade_line
 from rotscope.execution.limits import Limiters
 from rotscope.execution.lock import LOCK_FILE
 from rotscope.execution.order import execution_order
@@ -193,6 +193,9 @@ def _run(
                 )
                 if not resume:
                     refuse_nothing_to_measure(plan)
+            upgraded = upgrade_line(frozen_plan)
+            if upgraded is not None and reporter is not None:
+                reporter.notice(upgraded)
             order = joint_order(sessions, configs["baseline"].seed)
             meta = {
                 "subjects": {role: configs[role].model for role in SUBJECTS},
@@ -202,6 +205,7 @@ def _run(
                 "seeds": SHARED_SEEDS,
                 "grouping": {role: _grouping(session) for role, session in sessions.items()},
                 "order": [[role, [item.item_id for item in group]] for role, group in order],
+                **({} if upgraded is None else {"accepted_upgrade": upgraded}),
             }
             for role, session in sessions.items():
                 session.open(

@@ -16,6 +16,7 @@ import hashlib
 import importlib
 import importlib.util
 import json
+import os
 import pkgutil
 from collections import defaultdict
 from collections.abc import Iterable, Iterator, Mapping
@@ -61,6 +62,17 @@ LATER_COUNTS = ("slices", "instances_per_slice", "clusters")
 otherwise: its slices did not put evidence-only items at length 0 nor cross the slice fields. They
 are derived from the planned items, which the other groups and ``work_items`` pin, so under such a
 plan they are not compared."""
+UPGRADE_FIELDS = ("subject.assembler_digest", "subject.rotscope_version")
+"""What a rotscope upgrade changes in a subject, whatever the subject: the prompt-shaping code and
+the version. A paired session assembles both subjects with the same installed code, so there it is
+accepted for the baseline (``rotscope.execution.intended``); a single run under the plan refuses it."""
+UPGRADE_HINT = (
+    "rotscope changed since the plan was frozen: run both subjects under it with --pair "
+    "(one installed assembler for both), or freeze the plan again"
+)
+PATH_PREFIXES = ("llamacpp/", "vllm/", "hf/", "cmd/", "text:", "code:", "session:")
+"""What may stand before a path in a model name (``llamacpp/PATH``) or a filler's description
+(``text:GLOB``), as ``rotscope.config.resolve_paths`` and ``describe_filler`` write them."""
 _TEMPLATE_PROBE = ({"role": "system", "content": "S"}, {"role": "user", "content": "U"})
 
 
@@ -264,7 +276,8 @@ class Deviation:
     actual: Any
 
     def describe(self) -> str:
-        return f"{self.field}: plan {canonical_json(self.planned)}, run {canonical_json(self.actual)}"
+        hint = f" ({UPGRADE_HINT})" if self.field in UPGRADE_FIELDS else ""
+        return f"{self.field}: plan {canonical_json(self.planned)}, run {canonical_json(self.actual)}{hint}"
 
 
 def gate_as_today(settings: Any) -> Any:
@@ -280,12 +293,99 @@ def gate_as_today(settings: Any) -> Any:
     return read.model_copy(update=UNREAD_GATE_SETTINGS).model_dump(mode="json")
 
 
-def read_as_today(manifest: Mapping[str, Any], frozen: Mapping[str, Any]) -> dict[str, Any]:
-    """``manifest`` as today's code reads it, for a comparison with the plan ``frozen``: its gate
-    settings as today's tests read them (``gate_as_today``: the ``analysis`` group and the config's
-    ``gate``), and, where ``frozen`` predates today's slice counts, its ``planned`` group without
-    them (``LATER_COUNTS``). A genuine change (grid, seeds, cases, decoding, margin) still differs."""
+def by_content(value: Any, digest: str) -> Any:
+    """``value`` with the absolute path it names (after a ``PATH_PREFIXES`` prefix, if any) replaced
+    by a placeholder naming the digest field that covers the file's content; anything else as it is."""
+    if not isinstance(value, str):
+        return value
+    prefix = next((p for p in PATH_PREFIXES if value.startswith(p) and os.path.isabs(value[len(p) :])), "")
+    if not prefix and not os.path.isabs(value):
+        return value
+    return f"{prefix}<content: {digest}>"
+
+
+def _digested(manifest: Mapping[str, Any], group: str, key: str) -> bool:
+    section = manifest.get(group)
+    return isinstance(section, Mapping) and bool(section.get(key))
+
+
+def paths_by_content(manifest: Mapping[str, Any]) -> dict[str, Any]:
+    """``manifest`` with every path whose file's content one of its own digests covers read by that
+    digest (``by_content``), so a plan frozen in one folder and a run in another (a checkout, a CI
+    runner) name the same files while a changed file still deviates, at its digest. Covered: the
+    cases file (``cases.digest``); the filler's files, or its static filler's when it has one, and
+    its description (``filler.digest``: the haystack's bytes); the model (``subject.model_digest``,
+    where the backend has one); the chat template (``subject.template_digest``); the subject's
+    tokenizer file (``subject.tokenizer_digest``). Any other path (a replay, a judge's tokenizer, a
+    command's folder, the session transcript beside a static filler) is compared as it is."""
     found = dict(manifest)
+    model = _digested(found, "subject", "model_digest")
+    filler = _digested(found, "filler", "digest")
+    subject = found.get("subject")
+    if isinstance(subject, Mapping):
+        subject = dict(subject)
+        if model and "model" in subject:
+            subject["model"] = by_content(subject["model"], "subject.model_digest")
+        if subject.get("tokenizer_digest") and "tokenizer" in subject:
+            subject["tokenizer"] = by_content(subject["tokenizer"], "subject.tokenizer_digest")
+        found["subject"] = subject
+    if filler and isinstance(found.get("filler"), Mapping):
+        found["filler"] = {
+            **found["filler"],
+            "source": by_content(found["filler"].get("source"), "filler.digest"),
+        }
+    config = found.get("config")
+    if not isinstance(config, Mapping):
+        return found
+    config = dict(config)
+    if _digested(found, "cases", "digest") and "cases" in config:
+        config["cases"] = by_content(config["cases"], "cases.digest")
+    if model and "model" in config:
+        config["model"] = by_content(config["model"], "subject.model_digest")
+    if _digested(found, "subject", "template_digest") and "chat_template" in config:
+        config["chat_template"] = by_content(config["chat_template"], "subject.template_digest")
+    if _digested(found, "subject", "tokenizer_digest"):
+        for name in ("remote", "cmd"):
+            section = config.get(name)
+            if isinstance(section, Mapping) and "tokenizer" in section:
+                config[name] = {
+                    **section,
+                    "tokenizer": by_content(section["tokenizer"], "subject.tokenizer_digest"),
+                }
+    section = config.get("filler")
+    if filler and isinstance(section, Mapping):
+        section = dict(section)
+        static = section.get("static")
+        if isinstance(static, Mapping):  # the digest is the static filler's haystack, not the session's
+            section["static"] = {
+                **static,
+                **{
+                    key: by_content(static[key], "filler.digest")
+                    for key in ("path", "glob", "jsonl")
+                    if key in static
+                },
+            }
+        else:
+            section.update(
+                {
+                    key: by_content(section[key], "filler.digest")
+                    for key in ("path", "glob", "jsonl", "source")
+                    if key in section
+                }
+            )
+        config["filler"] = section
+    found["config"] = config
+    return found
+
+
+def read_as_today(manifest: Mapping[str, Any], frozen: Mapping[str, Any]) -> dict[str, Any]:
+    """``manifest`` as today's code reads it, for a comparison with the plan ``frozen``: a path
+    whose file's content a digest covers by that digest (``paths_by_content``), its gate settings as
+    today's tests read them (``gate_as_today``: the ``analysis`` group and the config's ``gate``),
+    and, where ``frozen`` predates today's slice counts, its ``planned`` group without them
+    (``LATER_COUNTS``). A genuine change (grid, seeds, cases, decoding, margin, a file's content)
+    still differs."""
+    found = paths_by_content(manifest)
     if "analysis" in found:
         found["analysis"] = gate_as_today(found["analysis"])
     config = found.get("config")
