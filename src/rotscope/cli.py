@@ -7,7 +7,6 @@ import os
 import signal
 import sqlite3
 import sys
-import threading
 from collections.abc import Callable
 from pathlib import Path
 from types import FrameType
@@ -89,31 +88,10 @@ ended, its temporary folders removed), and reported with the status a shell expe
 _terminated = False
 
 
-TERMINATE_AGAIN_S = 10.0
-"""After SIGTERM, how long rotscope waits before it delivers the signal to itself again. On a loaded
-machine asyncio can lose the first cancellation (its loop then idles in ``select`` with the calls
-cancelled, seen under CI's two test workers); the second is asyncio's second Ctrl-C, a
-``KeyboardInterrupt`` that unwinds the run through its cleanup."""
-
-
-def _terminate_again() -> None:
-    os.kill(os.getpid(), signal.SIGTERM)
-    _arm_terminate_again()
-
-
-def _arm_terminate_again() -> None:
-    timer = threading.Timer(TERMINATE_AGAIN_S, _terminate_again)
-    timer.daemon = True  # never keeps a finished rotscope alive
-    timer.start()
-
-
 def _terminate_as_interrupt(signum: int, frame: FrameType | None) -> None:
     """SIGTERM takes the path of Ctrl-C: the SIGINT handler in force (asyncio's, which cancels the
-    calls in flight so that each one ends its command, or Python's ``KeyboardInterrupt``), and it is
-    delivered again every ``TERMINATE_AGAIN_S`` until rotscope has exited."""
+    calls in flight so that each one ends its command, or Python's ``KeyboardInterrupt``)."""
     global _terminated
-    if not _terminated:
-        _arm_terminate_again()
     _terminated = True
     handler = signal.getsignal(signal.SIGINT)
     if callable(handler):

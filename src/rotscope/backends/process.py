@@ -21,9 +21,13 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 KILL_GRACE_S = 2.0
 """How long a timed-out command has between SIGTERM and SIGKILL to end itself."""
+KEEPER_END_S = 30.0
+"""How long a keeper told SIGHUP has to kill what its command started and exit (it takes
+milliseconds; only a machine in trouble comes near this). Past it the keeper is killed."""
 KEEPER = Path(__file__).with_name("contain.py")
 STDERR_KEPT_BYTES = 64 * 1024
 """Only the end of the standard error is kept (an error row shows its last few hundred characters)."""
@@ -66,23 +70,13 @@ async def run_in_group(
     ``TimedOut``, or ``OSError`` when it cannot be started; a cancelled call kills it."""
     status_read, status_write = os.pipe()
     try:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-I",
-            "-S",
-            str(KEEPER),
-            str(status_write),
-            str(os.getpid()),
-            f"{KILL_GRACE_S:g}",
-            "--",
-            *argv,
-            stdin=asyncio.subprocess.DEVNULL if stdin is None else asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            env=dict(env),
+        keeper = [sys.executable, "-I", "-S", str(KEEPER), str(status_write), str(os.getpid())]
+        process = await _spawn(
+            [*keeper, f"{KILL_GRACE_S:g}", "--", *argv],
+            stdin=stdin is not None,
+            env=env,
             cwd=cwd,
             pass_fds=(*pass_fds, status_write),
-            start_new_session=True,  # out of the terminal's group: Ctrl-C is rotscope's to handle
         )
     finally:
         os.close(status_write)
@@ -96,13 +90,13 @@ async def run_in_group(
             await _stop(process, signal.SIGTERM, KILL_GRACE_S + 2.0)
             raise TimedOut(f"timed out after {timeout_s:g} s (it and what it started were killed)") from None
         if over_limit:
-            await _stop(process, signal.SIGHUP, 2.0)
+            await _stop(process, signal.SIGHUP, KEEPER_END_S)
         else:
             await process.wait()
         return Finished(_returncode(status_read, process.returncode), stdout, stderr, over_limit)
     finally:
         if process.returncode is None:
-            await asyncio.shield(_stop(process, signal.SIGHUP, 2.0))
+            await _stop_despite_cancel(process)
         _LIVE.discard(process.pid)
         os.close(status_read)
 
@@ -157,17 +151,85 @@ async def _communicate(
                     await task
 
 
+async def _spawn(
+    argv: Sequence[str], *, stdin: bool, env: Mapping[str, str], cwd: str, pass_fds: Sequence[int]
+) -> asyncio.subprocess.Process:
+    """The keeper started, its pipes connected; a cancellation meanwhile lets the start finish,
+    stops the keeper as a cancelled call does, then goes on.
+
+    Not cancellable midway on purpose: a cancellation inside ``create_subprocess_exec`` (Python 3.11:
+    while its pipes connect, which a starved event loop can make last until the command runs) makes
+    asyncio SIGKILL the keeper alone, so it cannot sweep; the command and what it started, in a
+    process group of their own, live on holding the pipes, and asyncio then waits for those pipes
+    to close, for ever (issue 33: SIGTERM of rotscope under CPU contention)."""
+    spawning = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.PIPE if stdin else asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            env=dict(env),
+            cwd=cwd,
+            pass_fds=pass_fds,
+            start_new_session=True,  # out of the terminal's group: Ctrl-C is rotscope's to handle
+        )
+    )
+    try:
+        return await asyncio.shield(spawning)
+    except asyncio.CancelledError:
+        with contextlib.suppress(asyncio.CancelledError):  # cancelled again: this one is raised below
+            await _despite_cancel(spawning)
+        if not spawning.cancelled() and spawning.exception() is None:
+            process = spawning.result()
+            _LIVE.add(process.pid)
+            try:
+                await _stop_despite_cancel(process)
+            finally:
+                _LIVE.discard(process.pid)
+        raise
+
+
+async def _despite_cancel(task: asyncio.Future[Any]) -> None:
+    """Wait for ``task`` to end even if the caller is cancelled meanwhile; a cancellation that came
+    is raised once it has ended (never lost: a lost one would let a stopped call retry)."""
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.wait([task])
+        except asyncio.CancelledError:
+            cancelled = True
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+async def _stop_despite_cancel(process: asyncio.subprocess.Process) -> None:
+    """``_stop`` at once (SIGHUP), waited for to its end even if the call is cancelled again."""
+    await _despite_cancel(asyncio.ensure_future(_stop(process, signal.SIGHUP, KEEPER_END_S)))
+
+
 async def _stop(process: asyncio.subprocess.Process, signum: signal.Signals, wait_s: float) -> None:
-    """Tell the keeper to stop its command (SIGTERM: with a grace; SIGHUP: at once) and wait for
-    it; a keeper that does not end in ``wait_s`` is killed with its group."""
+    """Tell the keeper to stop its command (SIGTERM: with a grace; SIGHUP: at once) and wait for it.
+
+    A keeper past ``wait_s`` after SIGTERM is told SIGHUP; one past ``KEEPER_END_S`` after SIGHUP
+    is killed as a last resort, and not waited for: killed, it can no longer end what its command
+    started, and asyncio would wait for ever on the pipes those processes hold."""
     with contextlib.suppress(ProcessLookupError):
         process.send_signal(signum)
     try:
         await asyncio.wait_for(process.wait(), wait_s)
+        return
     except TimeoutError:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(process.pid, signal.SIGKILL)
-        await process.wait()
+        pass
+    if signum != signal.SIGHUP:
+        with contextlib.suppress(ProcessLookupError):
+            process.send_signal(signal.SIGHUP)
+        try:
+            await asyncio.wait_for(process.wait(), KEEPER_END_S)
+            return
+        except TimeoutError:
+            pass
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(process.pid, signal.SIGKILL)
 
 
 def _returncode(status_read: int, keeper_returncode: int | None) -> int:
