@@ -18,7 +18,8 @@ LEAD_RULE = (
 )
 _KEPT = (
     "definition", "value", "state", "bracket", "point_near_threshold", "conservative", "conservative_state",
-    "conservative_deprecated", "base_score", "base_lengths", "base_ci", "base_ci_method", "unbalanced_lengths", "no_curve",
+    "conservative_deprecated", "base_score", "base_lengths", "base_ci", "base_ci_method",
+    "unbalanced_lengths", "no_curve",
 )  # fmt: skip
 
 
