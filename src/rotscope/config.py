@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -48,6 +47,7 @@ from rotscope.config_sections import SubjectConfig as SubjectConfig
 from rotscope.config_sections import VllmOptions as VllmOptions
 from rotscope.config_sections import _Strict as _Strict
 from rotscope.errors import BadInput
+from rotscope.options import PathOption, RuntimeOption, absolute, resolve_marked_paths
 from rotscope.position import NAMED_POSITIONS as NAMED_POSITIONS
 from rotscope.position import OFFSET_PREFIX as OFFSET_PREFIX
 from rotscope.position import Position
@@ -58,9 +58,24 @@ HF_BUNDLED_MODEL = "hf/bundled"
 DEFAULT_DEPTHS: tuple[float | str, ...] = ("beginning", "midpoint", "end")
 
 
+def _model_path(model: object, base: Path) -> object:
+    """A model given by path (``PATH.gguf``, ``llamacpp/PATH``, ``vllm/PATH``, ``cmd/PATH``) made absolute."""
+    if not isinstance(model, str) or model == BUNDLED_MODEL:
+        return model
+    for provider in ("llamacpp/", "vllm/"):
+        if model.startswith(provider):
+            return f"{provider}{absolute(model.removeprefix(provider), base)}"
+    if model.startswith("hf/") and model != HF_BUNDLED_MODEL:
+        return f"hf/{absolute(model.removeprefix('hf/'), base)}"
+    if model.startswith("cmd/"):  # a path; a bare command name is looked up on $PATH when run
+        command = model.removeprefix("cmd/")
+        return f"cmd/{absolute(command, base)}" if "/" in command else model
+    return absolute(model, base) if model.endswith(".gguf") else model
+
+
 class ExperimentConfig(_Strict):
     name: str = "experiment"
-    model: str = BUNDLED_MODEL
+    model: Annotated[str, PathOption(resolve=_model_path)] = BUNDLED_MODEL
     tasks: list[str] = Field(default_factory=lambda: ["niah"], min_length=1)
     lengths: list[Int] = Field(default_factory=lambda: [256, 512, 1024], min_length=1)
     depths: list[Depth] = Field(default_factory=lambda: list(DEFAULT_DEPTHS), min_length=1)
@@ -71,9 +86,9 @@ class ExperimentConfig(_Strict):
     evidence_only: bool = False
     """Also run each case with its evidence alone, no padding: a case failing there is a capability
     failure, reported apart from positional ones."""
-    cases: str | None = Field(default=None, validate_default=True)
+    cases: Annotated[str | None, PathOption()] = Field(default=None, validate_default=True)
     """The case file (JSON Lines) of the ``cases`` task family; relative to the experiment file."""
-    replay: str | None = Field(default=None, validate_default=True)
+    replay: Annotated[str | None, PathOption()] = Field(default=None, validate_default=True)
     """Recorded prompts (JSON Lines) of the ``replay`` task family, evidence marked; relative to the
     experiment file."""
     questions_per_prompt: Int = Field(default=1, gt=0)
@@ -90,7 +105,7 @@ class ExperimentConfig(_Strict):
     llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
     hf: HfOptions = Field(default_factory=HfOptions)
     """Options of an ``hf/PATH`` model (transformers, in-process or in a worker process)."""
-    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    executor: Annotated[ExecutorConfig, RuntimeOption()] = Field(default_factory=ExecutorConfig)
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
     remote: RemoteOptions = Field(default_factory=RemoteOptions)
     cmd: CmdOptions = Field(default_factory=CmdOptions)
@@ -99,25 +114,25 @@ class ExperimentConfig(_Strict):
     """Options of a ``vllm/PATH`` model (vLLM in this process on a local model folder)."""
     system_prompt: str | None = None
     """A system message before every prompt (unset: none)."""
-    chat_template: str | None = None
+    chat_template: Annotated[str | None, PathOption()] = None
     """A Jinja chat template file used instead of the model's own (Hugging Face style: ``messages``,
     ``add_generation_prompt``); relative to the experiment file. Only for engines that take token ids
     (``llamacpp``, ``hf``, ``vllm``, ``fake``): a remote API applies its server's template."""
-    limits: dict[str, ProviderLimits] = Field(default_factory=dict)
+    limits: Annotated[dict[str, ProviderLimits], RuntimeOption()] = Field(default_factory=dict)
     """Per provider (``openai``, ``anthropic``...); a provider not listed gets the defaults."""
-    prices: dict[str, Price] = Field(default_factory=dict)
+    prices: Annotated[dict[str, Price], RuntimeOption()] = Field(default_factory=dict)
     """Per model (``openai/gpt-4o-mini``), added to and overriding the built-in table."""
-    max_cost: OptionalFloat = Field(default=None, gt=0)
+    max_cost: Annotated[OptionalFloat, RuntimeOption()] = Field(default=None, gt=0)
     """USD for the whole run folder: no call starts that could take the spend above it."""
-    max_error_rate: Float = Field(default=0.05, ge=0.0, le=1.0)
-    cache: CacheConfig = Field(default_factory=CacheConfig)
+    max_error_rate: Annotated[Float, RuntimeOption()] = Field(default=0.05, ge=0.0, le=1.0)
+    cache: Annotated[CacheConfig, RuntimeOption()] = Field(default_factory=CacheConfig)
     judge: JudgeConfig | None = None
     length_tolerance: Float = Field(default=0.05, gt=0.0, lt=1.0)
     depth_tolerance: Float = Field(default=0.1, gt=0.0, le=1.0)
-    out: str | None = None
+    out: Annotated[str | None, PathOption(), RuntimeOption()] = None
     gate: GateConfig = Field(default_factory=GateConfig)
-    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
-    order: Literal["interleaved", "grouped", "prefix"] = "grouped"
+    analysis: Annotated[AnalysisConfig, RuntimeOption()] = Field(default_factory=AnalysisConfig)
+    order: Annotated[Literal["interleaved", "grouped", "prefix"], RuntimeOption()] = "grouped"
     """The order of a remote run's calls (a local engine always runs in prefix-trie order):
     ``interleaved`` shuffles all calls, ``grouped`` shuffles whole prefix groups and keeps each
     group's calls together so a provider's prompt cache warms once per group, ``prefix`` is the
@@ -247,87 +262,13 @@ def read_config_file(path: Path, paths_from: Path | None = None) -> dict[str, An
     return resolve_paths(data, path.parent if paths_from is None else paths_from)
 
 
-def _absolute(value: object, base: Path) -> object:
-    """A relative path (or glob pattern) made absolute against ``base``; anything else unchanged."""
-    if not isinstance(value, str) or not value:
-        return value
-    path = Path(value).expanduser()
-    if path.is_absolute():
-        return str(path)
-    return os.path.normpath(base.resolve() / path)
-
-
-def _model_path(model: object, base: Path) -> object:
-    """A model given by path (``PATH.gguf``, ``llamacpp/PATH``, ``vllm/PATH``, ``cmd/PATH``) made absolute."""
-    if not isinstance(model, str) or model == BUNDLED_MODEL:
-        return model
-    for provider in ("llamacpp/", "vllm/"):
-        if model.startswith(provider):
-            return f"{provider}{_absolute(model.removeprefix(provider), base)}"
-    if model.startswith("hf/") and model != HF_BUNDLED_MODEL:
-        return f"hf/{_absolute(model.removeprefix('hf/'), base)}"
-    if model.startswith("cmd/"):  # a path; a bare command name is looked up on $PATH when run
-        command = model.removeprefix("cmd/")
-        return f"cmd/{_absolute(command, base)}" if "/" in command else model
-    return _absolute(model, base) if model.endswith(".gguf") else model
-
-
-def _tokenizer_path(spec: object, base: Path) -> object:
-    if isinstance(spec, str) and spec.startswith("tiktoken:"):
-        return spec
-    return _absolute(spec, base)
-
-
-_SECTION_PATHS = (
-    ("filler", ("path", "glob", "jsonl")),
-    ("reasoning", ("path",)),
-    ("cache", ("path",)),
-    ("remote", ("server_log",)),
-)
-
-
-def _section(data: dict[str, Any], key: str) -> dict[str, Any] | None:
-    section = data.get(key)
-    if not isinstance(section, dict):
-        return None  # absent, or wrong: validation names it
-    data[key] = section = dict(section)
-    return section
-
-
 def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     """Every path of an experiment mapping made absolute against ``base`` (the experiment file's
     folder; the current folder for command-line flags), so the resolved config stored in the run
-    folder and in plans names the same files wherever it is read from: ``model`` (a GGUF path),
-    ``cases``, ``replay``, ``out``, ``filler.path``/``glob``/``jsonl``, ``reasoning.path``,
-    ``cache.path``, ``remote.server_log``, ``remote.tokenizer``, ``judge.remote.tokenizer`` and
-    ``cmd.tokenizer`` (unless ``tiktoken:NAME``), ``cmd.cwd``."""
-    data = dict(data)
-    if "model" in data:
-        data["model"] = _model_path(data["model"], base)
-    for key in ("cases", "replay", "out"):
-        if key in data:
-            data[key] = _absolute(data[key], base)
-    for name, keys in _SECTION_PATHS:
-        section = _section(data, name)
-        for key in keys:
-            if section is not None and key in section:
-                section[key] = _absolute(section[key], base)
-    filler = _section(data, "filler")
-    if filler is not None and filler.get("source") not in (None, "generated"):
-        filler["source"] = _absolute(filler["source"], base)
-    static = _section(filler, "static") if filler is not None else None
-    for key in ("path", "glob", "jsonl"):
-        if static is not None and key in static:
-            static[key] = _absolute(static[key], base)
-    for owner, name in ((data, "remote"), (_section(data, "judge"), "remote"), (data, "cmd")):
-        section = _section(owner, name) if owner is not None else None
-        if section is not None and "tokenizer" in section:
-            section["tokenizer"] = _tokenizer_path(section["tokenizer"], base)
-    command = _section(data, "cmd")
-    if command is not None and "cwd" in command:
-        command["cwd"] = _absolute(command["cwd"], base)
-    if "chat_template" in data:
-        data["chat_template"] = _absolute(data["chat_template"], base)
+    folder and in plans names the same files wherever it is read from: the fields each section
+    marks ``PathOption`` (``rotscope.options``), in nested sections too, and those of each subject
+    (``subjects``), read as the experiment's own keys."""
+    data = resolve_marked_paths(ExperimentConfig, data, base)
     if isinstance(data.get("subjects"), list):
         data["subjects"] = [_subject_paths(item, base) for item in data["subjects"]]
     return data

@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from rotscope._util.decode import check_encoding
+from rotscope.options import PathOption, RuntimeOption
 
 
 def _not_a_boolean(value: object) -> object:
@@ -58,9 +59,9 @@ class FillerConfig(_Strict):
     """The registered filler source: ``code``, ``text``, ``readinglog``, or one an outside package
     registers (``rotscope.filler.register_filler``)."""
     package: str | None = None
-    path: str | None = None
-    glob: str | None = None
-    jsonl: str | None = None
+    path: Annotated[str | None, PathOption()] = None
+    glob: Annotated[str | None, PathOption()] = None
+    jsonl: Annotated[str | None, PathOption()] = None
     field: str = "text"
     encoding: str = "utf-8"
     """How the filler's files are decoded (``path``, ``glob``, ``jsonl``): any Python codec name
@@ -79,7 +80,7 @@ class FillerConfig(_Strict):
     Cases in one variant share its text, so where variants are fewer than cases the intervals
     cluster on the variant (few variants: wide intervals; one per case: the cases alone). A search
     (``run --search``) left without ``variants`` gives each instance a haystack of its own."""
-    source: str | None = None
+    source: Annotated[str | None, PathOption(keep=("generated",))] = None
     """``session`` filler: ``generated`` (a seeded, invented coding-agent session; the default) or
     the path of a transcript, JSON Lines of OpenAI-style messages (``role``, ``content``, an
     assistant's ``tool_calls``), one message a line."""
@@ -158,7 +159,7 @@ class ReasoningConfig(_Strict):
     """
 
     source: ReasoningSource = "generated"
-    path: str | None = None
+    path: Annotated[str | None, PathOption()] = None
     items: Int = Field(default=20, gt=0)
     fillers: list[ReasoningFiller] = Field(default_factory=lambda: list(_DEFAULT_FILLERS), min_length=1)
     layouts: list[ReasoningLayout] = Field(default_factory=lambda: list(_DEFAULT_LAYOUTS), min_length=1)
@@ -219,7 +220,7 @@ class LlamaCppOptions(_Strict):
     the bundled model (benchmarks/engine_settings.py): 256 prefills 2,000 tokens at 226 tok/s
     against 173 tok/s with 2,048."""
 
-    n_threads: OptionalInt = Field(default=None, gt=0)
+    n_threads: Annotated[OptionalInt, RuntimeOption()] = Field(default=None, gt=0)
     """``None``: the thread count ``rotscope doctor`` measured prefilling fastest on this machine with
     this model file and as many usable CPUs (its affinity) as now, else one thread per usable CPU.
     The run's metadata and engine line say which it used and why."""
@@ -227,14 +228,14 @@ class LlamaCppOptions(_Strict):
     """Prompt tokens per prefill batch (``n_batch`` and ``n_ubatch``). Never tuned behind a run's
     back: it is part of the experiment's identity (it can change the logits in their last bits), so
     ``rotscope doctor`` times 128, 256 and 512 and says when another is faster here."""
-    prefix_cache: bool = True
+    prefix_cache: Annotated[bool, RuntimeOption()] = True
     """Keep the KV cache of the previous prompt and evaluate only what differs; ``false`` runs
     every prompt cold (the correctness guard compares both)."""
-    state_cache_mb: Int = Field(default=0, ge=0)
+    state_cache_mb: Annotated[Int, RuntimeOption()] = Field(default=0, ge=0)
     """Memory for saved engine states (llama.cpp's RAM cache), so a prompt whose prefix was
     evaluated earlier, but not just before, starts from it. Off by default: the trie order already
     evaluates each distinct prefix once; it helps orders that are not prefix-sorted."""
-    extra_buffers: Literal["auto", "on", "off"] = "auto"
+    extra_buffers: Annotated[Literal["auto", "on", "off"], RuntimeOption()] = "auto"
     """llama.cpp's extra weight buffers (CPU repack, AMX): ``auto`` uses them where a probe in a child
     process showed a multi-token prefill runs with them (once per machine and model file; AMX
     crashes there), ``off`` never, ``on`` always."""
@@ -247,9 +248,9 @@ class HfOptions(_Strict):
     """``auto``: the first CUDA device when torch sees one, else the CPU."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """The weights' type in memory (a GGUF file is dequantized to it)."""
-    n_threads: OptionalInt = Field(default=None, gt=0)
+    n_threads: Annotated[OptionalInt, RuntimeOption()] = Field(default=None, gt=0)
     """torch's CPU threads (``torch.set_num_threads``); ``None``: one per usable CPU (its affinity)."""
-    prefix_cache: bool = True
+    prefix_cache: Annotated[bool, RuntimeOption()] = True
     """Keep the KV cache of the previous prompt, cropped to the prefix the next prompt shares, and
     evaluate only the rest; ``false`` runs every prompt cold."""
 
@@ -258,14 +259,14 @@ class VllmOptions(_Strict):
     """Engine settings of the ``vllm/PATH`` backend (an in-process ``vllm.LLM`` on a local model
     folder). Prefix caching is always on; prompts go as token ids, decoding is greedy."""
 
-    batch_size: Int = Field(default=64, gt=0)
+    batch_size: Annotated[Int, RuntimeOption()] = Field(default=64, gt=0)
     """Consecutive work items (in prefix order) handed to the engine at once; it schedules them
     together and reuses their shared prefixes."""
-    gpu_memory_utilization: Float = Field(default=0.9, gt=0.0, le=1.0)
-    tensor_parallel_size: Int = Field(default=1, gt=0)
+    gpu_memory_utilization: Annotated[Float, RuntimeOption()] = Field(default=0.9, gt=0.0, le=1.0)
+    tensor_parallel_size: Annotated[Int, RuntimeOption()] = Field(default=1, gt=0)
     dtype: str = "auto"
     """The weights' and activations' type (``auto``, ``bfloat16``, ``float16``, ``float32``)."""
-    enforce_eager: bool = False
+    enforce_eager: Annotated[bool, RuntimeOption()] = False
     """Skip CUDA graph capture (faster start, slower decoding)."""
 
 
@@ -437,13 +438,13 @@ class RemoteOptions(_Strict):
     max_attempts: Int = Field(default=6, ge=1)
     backoff_initial_s: Float = Field(default=1.0, ge=0.0)
     backoff_max_s: Float = Field(default=60.0, ge=0.0)
-    tokenizer: str | None = None
+    tokenizer: Annotated[str | None, PathOption(keep_prefix="tiktoken:")] = None
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     """OpenAI reasoning models take ``max_completion_tokens``; most compatible servers ``max_tokens``."""
     reasoning_effort: str | None = None
     params: dict[str, Any] = Field(default_factory=dict)
     """Extra request fields passed through unchanged (e.g. ``top_p``, provider-specific options)."""
-    server_log: str | None = None
+    server_log: Annotated[str | None, PathOption(), RuntimeOption()] = None
     """``openai/`` only: the log file of a llama-cpp-python server run verbose (its default), from
     which each row's cached tokens are counted where the server's usage reports none (its
     ``prefix-match hit`` lines, matched to requests in order, so it needs
@@ -496,16 +497,16 @@ class CmdOptions(_Strict):
     """Names of environment variables passed through (an API key, a model choice); only these,
     besides ``PATH``, ``HOME``, the user and the locale, reach the command. Their values never enter
     the run folder, and values of eight characters or more are redacted from replies and errors."""
-    cwd: str | None = None
+    cwd: Annotated[str | None, PathOption()] = None
     """Working folder of the command; unset, each call gets an empty folder of its own, so an agent
     sees no project files it could read."""
-    timeout_s: Float = Field(default=600.0, gt=0.0)
+    timeout_s: Annotated[Float, RuntimeOption()] = Field(default=600.0, gt=0.0)
     """Seconds one attempt may run; then its whole process group is killed (SIGTERM, then SIGKILL)."""
-    max_attempts: Int = Field(default=2, ge=1)
+    max_attempts: Annotated[Int, RuntimeOption()] = Field(default=2, ge=1)
     """Attempts per call for a non-zero exit or a timeout; an empty reply is not retried."""
-    backoff_initial_s: Float = Field(default=1.0, ge=0.0)
-    backoff_max_s: Float = Field(default=30.0, ge=0.0)
-    tokenizer: str | None = None
+    backoff_initial_s: Annotated[Float, RuntimeOption()] = Field(default=1.0, ge=0.0)
+    backoff_max_s: Annotated[Float, RuntimeOption()] = Field(default=30.0, ge=0.0)
+    tokenizer: Annotated[str | None, PathOption(keep_prefix="tiktoken:")] = None
     """Counts lengths, as ``remote.tokenizer`` does: a GGUF file, a ``tokenizer.json`` or
     ``tiktoken:NAME``; with none, lengths are an estimate and the run is marked approximate."""
     context_window: OptionalInt = Field(default=None, gt=0)
@@ -556,7 +557,7 @@ class CacheConfig(_Strict):
     """The on-disk response cache of remote calls (default: the user's cache folder)."""
 
     enabled: bool = True
-    path: str | None = None
+    path: Annotated[str | None, PathOption()] = None
 
 
 class JudgeConfig(_Strict):
