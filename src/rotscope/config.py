@@ -75,14 +75,28 @@ def _model_path(model: object, base: Path) -> object:
 
 class ExperimentConfig(_Strict):
     name: str = "experiment"
+    """The experiment's name, shown in every view and in the run folder's metadata."""
     model: Annotated[str, PathOption(resolve=_model_path)] = BUNDLED_MODEL
+    """The model under test: ``bundled``, a GGUF path, or ``provider/NAME`` (``hf/PATH``,
+    ``openai/gpt-4o-mini``, ``cmd/PATH``...; ``rotscope models`` lists them); a path is relative to
+    the experiment file."""
     tasks: list[str] = Field(default_factory=lambda: ["niah"], min_length=1)
+    """The task families run, by registered name (``niah``, ``nolima``, ``multihop``...)."""
     lengths: list[Int] = Field(default_factory=lambda: [256, 512, 1024], min_length=1)
+    """Prompt lengths in the model's tokens, each a length of the grid (sorted, repeats dropped)."""
     depths: list[Depth] = Field(default_factory=lambda: list(DEFAULT_DEPTHS), min_length=1)
+    """Where the evidence sits in the haystack: a fraction in [0, 1], a position name
+    (``beginning``, ``midpoint``, ``end``...) or ``@N`` (N filler tokens before it)."""
     trials: Int = Field(default=1, gt=0)
+    """Calls per prompt; trial ``t`` decodes with ``generation.seed + t``."""
     seed: Int = 0
+    """The planning's seed: the haystacks' document order, seeded placements, the bundling of
+    questions and the cases that families draw."""
     limit: OptionalInt = Field(default=None, gt=0)
+    """At most this many cases of each task (after ``case_offset``); unset: every case."""
     controls: bool = True
+    """Also run each case's evidence-absent control (its prompt without the evidence), which shows
+    what the model answers without it."""
     evidence_only: bool = False
     """Also run each case with its evidence alone, no padding: a case failing there is a capability
     failure, reported apart from positional ones."""
@@ -92,6 +106,8 @@ class ExperimentConfig(_Strict):
     """Recorded prompts (JSON Lines) of the ``replay`` task family, evidence marked; relative to the
     experiment file."""
     questions_per_prompt: Int = Field(default=1, gt=0)
+    """Cases asked together in one prompt, their evidence in one haystack (1: one question a
+    prompt)."""
     cases_per_task: Int = Field(default=16, gt=0)
     """How many cases each built-in family makes (``limit`` then takes the first of them). The
     first 16 are the families' own (their ids unchanged); ``niah``, ``competitive``, ``multihop``,
@@ -125,11 +141,19 @@ class ExperimentConfig(_Strict):
     max_cost: Annotated[OptionalFloat, RuntimeOption()] = Field(default=None, gt=0)
     """USD for the whole run folder: no call starts that could take the spend above it."""
     max_error_rate: Annotated[Float, RuntimeOption()] = Field(default=0.05, ge=0.0, le=1.0)
+    """The share of error rows above which every view warns that accuracy rests on fewer items than
+    planned (the summary's ``error_cap``)."""
     cache: Annotated[CacheConfig, RuntimeOption()] = Field(default_factory=CacheConfig)
     judge: JudgeConfig | None = None
     length_tolerance: Float = Field(default=0.05, gt=0.0, lt=1.0)
+    """How far a built prompt's length may be from the asked length, as a fraction of it; a
+    prompt outside is refused by verification, never run."""
     depth_tolerance: Float = Field(default=0.1, gt=0.0, le=1.0)
+    """How far the evidence's reached depth may be from the asked depth (a fraction of the
+    haystack); a prompt outside is refused by verification."""
     out: Annotated[str | None, PathOption(), RuntimeOption()] = None
+    """The run folder; unset: ``runs/NAME-TIMESTAMP`` in the current folder. Relative to the
+    experiment file."""
     gate: GateConfig = Field(default_factory=GateConfig)
     analysis: Annotated[AnalysisConfig, RuntimeOption()] = Field(default_factory=AnalysisConfig)
     order: Annotated[Literal["interleaved", "grouped", "prefix"], RuntimeOption()] = "grouped"
@@ -140,6 +164,7 @@ class ExperimentConfig(_Strict):
     cache_control: bool = False
     """After the run, re-run a seeded sample of items with the engine's cache cleared and compare."""
     cache_control_sample: Int = Field(default=8, gt=0)
+    """``cache_control``: how many items are run again with the cache cleared."""
     codebase: CodebaseConfig | None = None
     case_offset: Int = Field(default=0, ge=0)
     """Skip the first N cases of each task (before ``limit``): a search's later steps at a length
