@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import yaml
 from pydantic import (
@@ -48,6 +47,7 @@ from rotscope.config_sections import SubjectConfig as SubjectConfig
 from rotscope.config_sections import VllmOptions as VllmOptions
 from rotscope.config_sections import _Strict as _Strict
 from rotscope.errors import BadInput
+from rotscope.options import PathOption, RuntimeOption, absolute, resolve_marked_paths
 from rotscope.position import NAMED_POSITIONS as NAMED_POSITIONS
 from rotscope.position import OFFSET_PREFIX as OFFSET_PREFIX
 from rotscope.position import Position
@@ -58,25 +58,56 @@ HF_BUNDLED_MODEL = "hf/bundled"
 DEFAULT_DEPTHS: tuple[float | str, ...] = ("beginning", "midpoint", "end")
 
 
+def _model_path(model: object, base: Path) -> object:
+    """A model given by path (``PATH.gguf``, ``llamacpp/PATH``, ``vllm/PATH``, ``cmd/PATH``) made absolute."""
+    if not isinstance(model, str) or model == BUNDLED_MODEL:
+        return model
+    for provider in ("llamacpp/", "vllm/"):
+        if model.startswith(provider):
+            return f"{provider}{absolute(model.removeprefix(provider), base)}"
+    if model.startswith("hf/") and model != HF_BUNDLED_MODEL:
+        return f"hf/{absolute(model.removeprefix('hf/'), base)}"
+    if model.startswith("cmd/"):  # a path; a bare command name is looked up on $PATH when run
+        command = model.removeprefix("cmd/")
+        return f"cmd/{absolute(command, base)}" if "/" in command else model
+    return absolute(model, base) if model.endswith(".gguf") else model
+
+
 class ExperimentConfig(_Strict):
     name: str = "experiment"
-    model: str = BUNDLED_MODEL
+    """The experiment's name, shown in every view and in the run folder's metadata."""
+    model: Annotated[str, PathOption(resolve=_model_path)] = BUNDLED_MODEL
+    """The model under test: ``bundled``, a GGUF path, or ``provider/NAME`` (``hf/PATH``,
+    ``openai/gpt-4o-mini``, ``cmd/PATH``...; ``rotscope models`` lists them); a path is relative to
+    the experiment file."""
     tasks: list[str] = Field(default_factory=lambda: ["niah"], min_length=1)
+    """The task families run, by registered name (``niah``, ``nolima``, ``multihop``...)."""
     lengths: list[Int] = Field(default_factory=lambda: [256, 512, 1024], min_length=1)
+    """Prompt lengths in the model's tokens, each a length of the grid (sorted, repeats dropped)."""
     depths: list[Depth] = Field(default_factory=lambda: list(DEFAULT_DEPTHS), min_length=1)
+    """Where the evidence sits in the haystack: a fraction in [0, 1], a position name
+    (``beginning``, ``midpoint``, ``end``...) or ``@N`` (N filler tokens before it)."""
     trials: Int = Field(default=1, gt=0)
+    """Calls per prompt; trial ``t`` decodes with ``generation.seed + t``."""
     seed: Int = 0
+    """The planning's seed: the haystacks' document order, seeded placements, the bundling of
+    questions and the cases that families draw."""
     limit: OptionalInt = Field(default=None, gt=0)
+    """At most this many cases of each task (after ``case_offset``); unset: every case."""
     controls: bool = True
+    """Also run each case's evidence-absent control (its prompt without the evidence), which shows
+    what the model answers without it."""
     evidence_only: bool = False
     """Also run each case with its evidence alone, no padding: a case failing there is a capability
     failure, reported apart from positional ones."""
-    cases: str | None = Field(default=None, validate_default=True)
+    cases: Annotated[str | None, PathOption()] = Field(default=None, validate_default=True)
     """The case file (JSON Lines) of the ``cases`` task family; relative to the experiment file."""
-    replay: str | None = Field(default=None, validate_default=True)
+    replay: Annotated[str | None, PathOption()] = Field(default=None, validate_default=True)
     """Recorded prompts (JSON Lines) of the ``replay`` task family, evidence marked; relative to the
     experiment file."""
     questions_per_prompt: Int = Field(default=1, gt=0)
+    """Cases asked together in one prompt, their evidence in one haystack (1: one question a
+    prompt)."""
     cases_per_task: Int = Field(default=16, gt=0)
     """How many cases each built-in family makes (``limit`` then takes the first of them). The
     first 16 are the families' own (their ids unchanged); ``niah``, ``competitive``, ``multihop``,
@@ -90,7 +121,7 @@ class ExperimentConfig(_Strict):
     llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
     hf: HfOptions = Field(default_factory=HfOptions)
     """Options of an ``hf/PATH`` model (transformers, in-process or in a worker process)."""
-    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    executor: Annotated[ExecutorConfig, RuntimeOption()] = Field(default_factory=ExecutorConfig)
     reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
     remote: RemoteOptions = Field(default_factory=RemoteOptions)
     cmd: CmdOptions = Field(default_factory=CmdOptions)
@@ -99,25 +130,33 @@ class ExperimentConfig(_Strict):
     """Options of a ``vllm/PATH`` model (vLLM in this process on a local model folder)."""
     system_prompt: str | None = None
     """A system message before every prompt (unset: none)."""
-    chat_template: str | None = None
+    chat_template: Annotated[str | None, PathOption()] = None
     """A Jinja chat template file used instead of the model's own (Hugging Face style: ``messages``,
     ``add_generation_prompt``); relative to the experiment file. Only for engines that take token ids
     (``llamacpp``, ``hf``, ``vllm``, ``fake``): a remote API applies its server's template."""
-    limits: dict[str, ProviderLimits] = Field(default_factory=dict)
+    limits: Annotated[dict[str, ProviderLimits], RuntimeOption()] = Field(default_factory=dict)
     """Per provider (``openai``, ``anthropic``...); a provider not listed gets the defaults."""
-    prices: dict[str, Price] = Field(default_factory=dict)
+    prices: Annotated[dict[str, Price], RuntimeOption()] = Field(default_factory=dict)
     """Per model (``openai/gpt-4o-mini``), added to and overriding the built-in table."""
-    max_cost: OptionalFloat = Field(default=None, gt=0)
+    max_cost: Annotated[OptionalFloat, RuntimeOption()] = Field(default=None, gt=0)
     """USD for the whole run folder: no call starts that could take the spend above it."""
-    max_error_rate: Float = Field(default=0.05, ge=0.0, le=1.0)
-    cache: CacheConfig = Field(default_factory=CacheConfig)
+    max_error_rate: Annotated[Float, RuntimeOption()] = Field(default=0.05, ge=0.0, le=1.0)
+    """The share of error rows above which every view warns that accuracy rests on fewer items than
+    planned (the summary's ``error_cap``)."""
+    cache: Annotated[CacheConfig, RuntimeOption()] = Field(default_factory=CacheConfig)
     judge: JudgeConfig | None = None
     length_tolerance: Float = Field(default=0.05, gt=0.0, lt=1.0)
+    """How far a built prompt's length may be from the asked length, as a fraction of it; a
+    prompt outside is refused by verification, never run."""
     depth_tolerance: Float = Field(default=0.1, gt=0.0, le=1.0)
-    out: str | None = None
+    """How far the evidence's reached depth may be from the asked depth (a fraction of the
+    haystack); a prompt outside is refused by verification."""
+    out: Annotated[str | None, PathOption(), RuntimeOption()] = None
+    """The run folder; unset: ``runs/NAME-TIMESTAMP`` in the current folder. Relative to the
+    experiment file."""
     gate: GateConfig = Field(default_factory=GateConfig)
-    analysis: AnalysisConfig = Field(default_factory=AnalysisConfig)
-    order: Literal["interleaved", "grouped", "prefix"] = "grouped"
+    analysis: Annotated[AnalysisConfig, RuntimeOption()] = Field(default_factory=AnalysisConfig)
+    order: Annotated[Literal["interleaved", "grouped", "prefix"], RuntimeOption()] = "grouped"
     """The order of a remote run's calls (a local engine always runs in prefix-trie order):
     ``interleaved`` shuffles all calls, ``grouped`` shuffles whole prefix groups and keeps each
     group's calls together so a provider's prompt cache warms once per group, ``prefix`` is the
@@ -125,6 +164,7 @@ class ExperimentConfig(_Strict):
     cache_control: bool = False
     """After the run, re-run a seeded sample of items with the engine's cache cleared and compare."""
     cache_control_sample: Int = Field(default=8, gt=0)
+    """``cache_control``: how many items are run again with the cache cleared."""
     codebase: CodebaseConfig | None = None
     case_offset: Int = Field(default=0, ge=0)
     """Skip the first N cases of each task (before ``limit``): a search's later steps at a length
@@ -247,87 +287,13 @@ def read_config_file(path: Path, paths_from: Path | None = None) -> dict[str, An
     return resolve_paths(data, path.parent if paths_from is None else paths_from)
 
 
-def _absolute(value: object, base: Path) -> object:
-    """A relative path (or glob pattern) made absolute against ``base``; anything else unchanged."""
-    if not isinstance(value, str) or not value:
-        return value
-    path = Path(value).expanduser()
-    if path.is_absolute():
-        return str(path)
-    return os.path.normpath(base.resolve() / path)
-
-
-def _model_path(model: object, base: Path) -> object:
-    """A model given by path (``PATH.gguf``, ``llamacpp/PATH``, ``vllm/PATH``, ``cmd/PATH``) made absolute."""
-    if not isinstance(model, str) or model == BUNDLED_MODEL:
-        return model
-    for provider in ("llamacpp/", "vllm/"):
-        if model.startswith(provider):
-            return f"{provider}{_absolute(model.removeprefix(provider), base)}"
-    if model.startswith("hf/") and model != HF_BUNDLED_MODEL:
-        return f"hf/{_absolute(model.removeprefix('hf/'), base)}"
-    if model.startswith("cmd/"):  # a path; a bare command name is looked up on $PATH when run
-        command = model.removeprefix("cmd/")
-        return f"cmd/{_absolute(command, base)}" if "/" in command else model
-    return _absolute(model, base) if model.endswith(".gguf") else model
-
-
-def _tokenizer_path(spec: object, base: Path) -> object:
-    if isinstance(spec, str) and spec.startswith("tiktoken:"):
-        return spec
-    return _absolute(spec, base)
-
-
-_SECTION_PATHS = (
-    ("filler", ("path", "glob", "jsonl")),
-    ("reasoning", ("path",)),
-    ("cache", ("path",)),
-    ("remote", ("server_log",)),
-)
-
-
-def _section(data: dict[str, Any], key: str) -> dict[str, Any] | None:
-    section = data.get(key)
-    if not isinstance(section, dict):
-        return None  # absent, or wrong: validation names it
-    data[key] = section = dict(section)
-    return section
-
-
 def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     """Every path of an experiment mapping made absolute against ``base`` (the experiment file's
     folder; the current folder for command-line flags), so the resolved config stored in the run
-    folder and in plans names the same files wherever it is read from: ``model`` (a GGUF path),
-    ``cases``, ``replay``, ``out``, ``filler.path``/``glob``/``jsonl``, ``reasoning.path``,
-    ``cache.path``, ``remote.server_log``, ``remote.tokenizer``, ``judge.remote.tokenizer`` and
-    ``cmd.tokenizer`` (unless ``tiktoken:NAME``), ``cmd.cwd``."""
-    data = dict(data)
-    if "model" in data:
-        data["model"] = _model_path(data["model"], base)
-    for key in ("cases", "replay", "out"):
-        if key in data:
-            data[key] = _absolute(data[key], base)
-    for name, keys in _SECTION_PATHS:
-        section = _section(data, name)
-        for key in keys:
-            if section is not None and key in section:
-                section[key] = _absolute(section[key], base)
-    filler = _section(data, "filler")
-    if filler is not None and filler.get("source") not in (None, "generated"):
-        filler["source"] = _absolute(filler["source"], base)
-    static = _section(filler, "static") if filler is not None else None
-    for key in ("path", "glob", "jsonl"):
-        if static is not None and key in static:
-            static[key] = _absolute(static[key], base)
-    for owner, name in ((data, "remote"), (_section(data, "judge"), "remote"), (data, "cmd")):
-        section = _section(owner, name) if owner is not None else None
-        if section is not None and "tokenizer" in section:
-            section["tokenizer"] = _tokenizer_path(section["tokenizer"], base)
-    command = _section(data, "cmd")
-    if command is not None and "cwd" in command:
-        command["cwd"] = _absolute(command["cwd"], base)
-    if "chat_template" in data:
-        data["chat_template"] = _absolute(data["chat_template"], base)
+    folder and in plans names the same files wherever it is read from: the fields each section
+    marks ``PathOption`` (``rotscope.options``), in nested sections too, and those of each subject
+    (``subjects``), read as the experiment's own keys."""
+    data = resolve_marked_paths(ExperimentConfig, data, base)
     if isinstance(data.get("subjects"), list):
         data["subjects"] = [_subject_paths(item, base) for item in data["subjects"]]
     return data

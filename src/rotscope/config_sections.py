@@ -17,6 +17,7 @@ from pydantic import (
 )
 
 from rotscope._util.decode import check_encoding
+from rotscope.options import PathOption, RuntimeOption
 
 
 def _not_a_boolean(value: object) -> object:
@@ -58,15 +59,23 @@ class FillerConfig(_Strict):
     """The registered filler source: ``code``, ``text``, ``readinglog``, or one an outside package
     registers (``rotscope.filler.register_filler``)."""
     package: str | None = None
-    path: str | None = None
-    glob: str | None = None
-    jsonl: str | None = None
+    """``code`` filler: the installed Python package whose source files are read."""
+    path: Annotated[str | None, PathOption()] = None
+    """``code`` filler: a directory whose source files are read; relative to the experiment file."""
+    glob: Annotated[str | None, PathOption()] = None
+    """``text`` filler: a glob pattern of text files, read in sorted order; relative to the
+    experiment file."""
+    jsonl: Annotated[str | None, PathOption()] = None
+    """``text`` filler: a JSON Lines file, one document a line; relative to the experiment file."""
     field: str = "text"
+    """``text`` filler from ``jsonl``: the key of each line that holds the document's text."""
     encoding: str = "utf-8"
     """How the filler's files are decoded (``path``, ``glob``, ``jsonl``): any Python codec name
     (``utf-8``, ``latin-1``, ``cp1252``...). Decoding is strict: a byte that is not valid in this
     encoding stops the run naming the file and the byte's offset, never a silent replacement."""
     allow_repeat: bool = False
+    """Read the source again from its first document when it runs out before the longest
+    haystack is filled (by default that is an error naming the shortfall)."""
     variants: Int = Field(default=3, gt=0)
     """How many different haystacks each length draws from: variant 0 reads the source's documents
     in the order of the run's seed (the one haystack of runs before variants), each further one in
@@ -79,7 +88,7 @@ class FillerConfig(_Strict):
     Cases in one variant share its text, so where variants are fewer than cases the intervals
     cluster on the variant (few variants: wide intervals; one per case: the cases alone). A search
     (``run --search``) left without ``variants`` gives each instance a haystack of its own."""
-    source: str | None = None
+    source: Annotated[str | None, PathOption(keep=("generated",))] = None
     """``session`` filler: ``generated`` (a seeded, invented coding-agent session; the default) or
     the path of a transcript, JSON Lines of OpenAI-style messages (``role``, ``content``, an
     assistant's ``tool_calls``), one message a line."""
@@ -129,9 +138,14 @@ class PlacementConfig(_Strict):
     """
 
     support: Literal["before", "opposite", "depths"] = "before"
+    """Where support pieces go: ``before`` the answer, in the ``opposite`` half, or at
+    ``support_depths``."""
     distance: Float = Field(default=0.3, ge=0.0, le=1.0)
+    """``before``: the gap between consecutive support pieces, as a fraction of the haystack."""
     support_depths: list[Float] = Field(default_factory=list)
+    """``depths``: the fractional depths of the support pieces, in order."""
     decoy_min_gap: Float = Field(default=0.1, ge=0.0, le=0.5)
+    """The least distance between two decoys' depths, as a fraction of the haystack."""
 
     @field_validator("support_depths")
     @classmethod
@@ -158,10 +172,17 @@ class ReasoningConfig(_Strict):
     """
 
     source: ReasoningSource = "generated"
-    path: str | None = None
+    """Where the items come from: ``generated`` word problems, or a local ``gsm8k`` or ``arc`` file."""
+    path: Annotated[str | None, PathOption()] = None
+    """The ``gsm8k`` JSONL or ``arc`` JSONL/Parquet file; relative to the experiment file."""
     items: Int = Field(default=20, gt=0)
+    """How many target items are asked; the rest of the pool is filler."""
     fillers: list[ReasoningFiller] = Field(default_factory=lambda: list(_DEFAULT_FILLERS), min_length=1)
+    """The fillers crossed: other items ``with_solutions``, their ``questions_only``, or ``neutral``
+    text (the experiment's filler source)."""
     layouts: list[ReasoningLayout] = Field(default_factory=lambda: list(_DEFAULT_LAYOUTS), min_length=1)
+    """The layouts crossed: the target item at the ``end``, in the ``middle``, ``middle_twice`` (two
+    copies at the midpoint) or ``middle_dup`` (one at the midpoint, one at the end)."""
 
     @field_validator("fillers", "layouts")
     @classmethod
@@ -188,29 +209,42 @@ class CodeLine(_Strict):
     filler's root) that contains ``line_contains``."""
 
     file: str
+    """The file's path relative to the code filler's root."""
     line_contains: str = Field(min_length=1)
+    """Text that exactly one line of ``file`` contains: that line is the evidence."""
 
 
 class CodebaseCase(_Strict):
     id: str
+    """The case's id, unique in the family; part of each of its items' ids."""
     question: str
+    """What the prompt asks about the code."""
     answer: AnswerText
+    """The expected answer (a number written unquoted is read as text)."""
     aliases: list[AnswerText] = Field(default_factory=list)
+    """Other spellings accepted as the answer."""
     decoys: list[AnswerText] = Field(default_factory=list)
     """Values present in the corpus that a wrong answer may name; scored as ``decoy``."""
     evidence: CodeLine
+    """The line of the code filler that answers the question."""
 
 
 class CodebaseConfig(_Strict):
     """Cases of the ``codebase`` family, whose evidence is a line already in the code filler."""
 
     cases: list[CodebaseCase] = Field(min_length=1)
+    """The family's cases, each a question answered by one line of the code filler."""
 
 
 class GenerationConfig(_Strict):
+    """How replies are decoded: the same settings for every call of the run."""
+
     temperature: Float = Field(default=0.0, ge=0.0)
+    """Sampling temperature; 0 decodes greedily."""
     max_tokens: Int = Field(default=32, gt=0)
+    """The most tokens a reply may have."""
     seed: Int = 0
+    """The decoding seed of trial 0 (trial ``t`` uses ``seed + t``), for engines that take one."""
 
 
 class LlamaCppOptions(_Strict):
@@ -219,7 +253,7 @@ class LlamaCppOptions(_Strict):
     the bundled model (benchmarks/engine_settings.py): 256 prefills 2,000 tokens at 226 tok/s
     against 173 tok/s with 2,048."""
 
-    n_threads: OptionalInt = Field(default=None, gt=0)
+    n_threads: Annotated[OptionalInt, RuntimeOption()] = Field(default=None, gt=0)
     """``None``: the thread count ``rotscope doctor`` measured prefilling fastest on this machine with
     this model file and as many usable CPUs (its affinity) as now, else one thread per usable CPU.
     The run's metadata and engine line say which it used and why."""
@@ -227,14 +261,14 @@ class LlamaCppOptions(_Strict):
     """Prompt tokens per prefill batch (``n_batch`` and ``n_ubatch``). Never tuned behind a run's
     back: it is part of the experiment's identity (it can change the logits in their last bits), so
     ``rotscope doctor`` times 128, 256 and 512 and says when another is faster here."""
-    prefix_cache: bool = True
+    prefix_cache: Annotated[bool, RuntimeOption()] = True
     """Keep the KV cache of the previous prompt and evaluate only what differs; ``false`` runs
     every prompt cold (the correctness guard compares both)."""
-    state_cache_mb: Int = Field(default=0, ge=0)
+    state_cache_mb: Annotated[Int, RuntimeOption()] = Field(default=0, ge=0)
     """Memory for saved engine states (llama.cpp's RAM cache), so a prompt whose prefix was
     evaluated earlier, but not just before, starts from it. Off by default: the trie order already
     evaluates each distinct prefix once; it helps orders that are not prefix-sorted."""
-    extra_buffers: Literal["auto", "on", "off"] = "auto"
+    extra_buffers: Annotated[Literal["auto", "on", "off"], RuntimeOption()] = "auto"
     """llama.cpp's extra weight buffers (CPU repack, AMX): ``auto`` uses them where a probe in a child
     process showed a multi-token prefill runs with them (once per machine and model file; AMX
     crashes there), ``off`` never, ``on`` always."""
@@ -247,9 +281,9 @@ class HfOptions(_Strict):
     """``auto``: the first CUDA device when torch sees one, else the CPU."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """The weights' type in memory (a GGUF file is dequantized to it)."""
-    n_threads: OptionalInt = Field(default=None, gt=0)
+    n_threads: Annotated[OptionalInt, RuntimeOption()] = Field(default=None, gt=0)
     """torch's CPU threads (``torch.set_num_threads``); ``None``: one per usable CPU (its affinity)."""
-    prefix_cache: bool = True
+    prefix_cache: Annotated[bool, RuntimeOption()] = True
     """Keep the KV cache of the previous prompt, cropped to the prefix the next prompt shares, and
     evaluate only the rest; ``false`` runs every prompt cold."""
 
@@ -258,14 +292,16 @@ class VllmOptions(_Strict):
     """Engine settings of the ``vllm/PATH`` backend (an in-process ``vllm.LLM`` on a local model
     folder). Prefix caching is always on; prompts go as token ids, decoding is greedy."""
 
-    batch_size: Int = Field(default=64, gt=0)
+    batch_size: Annotated[Int, RuntimeOption()] = Field(default=64, gt=0)
     """Consecutive work items (in prefix order) handed to the engine at once; it schedules them
     together and reuses their shared prefixes."""
-    gpu_memory_utilization: Float = Field(default=0.9, gt=0.0, le=1.0)
-    tensor_parallel_size: Int = Field(default=1, gt=0)
+    gpu_memory_utilization: Annotated[Float, RuntimeOption()] = Field(default=0.9, gt=0.0, le=1.0)
+    """The share of GPU memory vLLM may take for weights and KV cache."""
+    tensor_parallel_size: Annotated[Int, RuntimeOption()] = Field(default=1, gt=0)
+    """GPUs the model is split over (tensor parallelism)."""
     dtype: str = "auto"
     """The weights' and activations' type (``auto``, ``bfloat16``, ``float16``, ``float32``)."""
-    enforce_eager: bool = False
+    enforce_eager: Annotated[bool, RuntimeOption()] = False
     """Skip CUDA graph capture (faster start, slower decoding)."""
 
 
@@ -340,6 +376,7 @@ class ExecutorConfig(_Strict):
     (``--resume`` runs it again) and a fresh worker takes over the rest of its calls."""
 
     kind: Literal["auto", "inprocess", "ray"] = "auto"
+    """``auto``, ``inprocess`` or ``ray`` (see the section's description)."""
     max_crashes: Int = Field(default=3, gt=0)
     """Engine crashes (or lost Ray workers, per worker) in a row after which the run stops (exit 5;
     ``--resume`` goes on)."""
@@ -377,6 +414,7 @@ class GateConfig(_Strict):
     """
 
     primary_metric: Literal["accuracy"] = "accuracy"
+    """The gate's metric: instance-level accuracy (the only one)."""
     interval: Literal["adjusted-t", "cluster-bootstrap-percentile"] = "adjusted-t"
     """``cluster-bootstrap-percentile`` is read from plans frozen by earlier versions, whose gate
     bootstrapped each slice: such a gate is judged with the adjusted t, and its record says so."""
@@ -388,6 +426,7 @@ class GateConfig(_Strict):
     """One-sided level of each test (pooled non-inferiority, pooled FAIL; Holm's family level for
     the slice FAIL tests and the floor)."""
     multiple_comparisons: Literal["holm"] = "holm"
+    """How the slice tests are adjusted: Holm's step-down (the only one)."""
     margin: Float = Field(default=0.05, ge=0.0, lt=1.0)
     """Non-inferiority margin: the gate passes when candidate minus baseline, pooled, is shown above
     -margin, and fails when it (pooled, or in one slice) is shown below."""
@@ -400,9 +439,11 @@ class GateConfig(_Strict):
     """Case-file slice fields (e.g. risk, hops) that split each task x length x position slice,
     crossed; ``None`` takes every field the rows carry, ``[]`` none."""
     max_error_rate: Float = Field(default=0.05, ge=0.0, le=1.0)
+    """More than this share of either run's rows in error makes the verdict INCONCLUSIVE."""
     stopping_rule: Literal["fixed-sample"] = "fixed-sample"
     """Every planned item runs once; no interim looks, no early stop."""
     errors: Literal["exclude-and-count"] = "exclude-and-count"
+    """Error rows are excluded from the tests and counted in the record (the only rule)."""
 
 
 class AnalysisConfig(_Strict):
@@ -432,18 +473,28 @@ class RemoteOptions(_Strict):
     """
 
     base_url: str | None = None
+    """The server's address (``http(s)://HOST[:PORT][/PATH]``); unset: the provider's own."""
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
+    """The environment variable holding the API key; unset: the provider's usual one."""
     timeout_s: Float = Field(default=120.0, gt=0.0)
+    """Seconds one request may take before it is retried."""
     max_attempts: Int = Field(default=6, ge=1)
+    """Attempts per call for a fault another attempt may cure (a timeout, a rate limit, a server
+    error); a refused request is not retried."""
     backoff_initial_s: Float = Field(default=1.0, ge=0.0)
+    """Seconds before the first retry; each further wait doubles, up to ``backoff_max_s``."""
     backoff_max_s: Float = Field(default=60.0, ge=0.0)
-    tokenizer: str | None = None
+    """The longest wait between two attempts."""
+    tokenizer: Annotated[str | None, PathOption(keep_prefix="tiktoken:")] = None
+    """What counts lengths locally: a GGUF file, a ``tokenizer.json`` or ``tiktoken:NAME``;
+    relative to the experiment file."""
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
     """OpenAI reasoning models take ``max_completion_tokens``; most compatible servers ``max_tokens``."""
     reasoning_effort: str | None = None
+    """Sent as the request's ``reasoning_effort`` (OpenAI reasoning models); unset: not sent."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Extra request fields passed through unchanged (e.g. ``top_p``, provider-specific options)."""
-    server_log: str | None = None
+    server_log: Annotated[str | None, PathOption(), RuntimeOption()] = None
     """``openai/`` only: the log file of a llama-cpp-python server run verbose (its default), from
     which each row's cached tokens are counted where the server's usage reports none (its
     ``prefix-match hit`` lines, matched to requests in order, so it needs
@@ -496,16 +547,18 @@ class CmdOptions(_Strict):
     """Names of environment variables passed through (an API key, a model choice); only these,
     besides ``PATH``, ``HOME``, the user and the locale, reach the command. Their values never enter
     the run folder, and values of eight characters or more are redacted from replies and errors."""
-    cwd: str | None = None
+    cwd: Annotated[str | None, PathOption()] = None
     """Working folder of the command; unset, each call gets an empty folder of its own, so an agent
     sees no project files it could read."""
-    timeout_s: Float = Field(default=600.0, gt=0.0)
+    timeout_s: Annotated[Float, RuntimeOption()] = Field(default=600.0, gt=0.0)
     """Seconds one attempt may run; then its whole process group is killed (SIGTERM, then SIGKILL)."""
-    max_attempts: Int = Field(default=2, ge=1)
+    max_attempts: Annotated[Int, RuntimeOption()] = Field(default=2, ge=1)
     """Attempts per call for a non-zero exit or a timeout; an empty reply is not retried."""
-    backoff_initial_s: Float = Field(default=1.0, ge=0.0)
-    backoff_max_s: Float = Field(default=30.0, ge=0.0)
-    tokenizer: str | None = None
+    backoff_initial_s: Annotated[Float, RuntimeOption()] = Field(default=1.0, ge=0.0)
+    """Seconds before the first retry; each further wait doubles, up to ``backoff_max_s``."""
+    backoff_max_s: Annotated[Float, RuntimeOption()] = Field(default=30.0, ge=0.0)
+    """The longest wait between two attempts."""
+    tokenizer: Annotated[str | None, PathOption(keep_prefix="tiktoken:")] = None
     """Counts lengths, as ``remote.tokenizer`` does: a GGUF file, a ``tokenizer.json`` or
     ``tiktoken:NAME``; with none, lengths are an estimate and the run is marked approximate."""
     context_window: OptionalInt = Field(default=None, gt=0)
@@ -537,8 +590,11 @@ class ProviderLimits(_Strict):
     prompts reach it first."""
 
     concurrency: Int = Field(default=4, gt=0)
+    """Calls in flight at once."""
     requests_per_minute: OptionalFloat = Field(default=None, gt=0)
+    """Requests started per minute; unset: no limit."""
     tokens_per_minute: OptionalFloat = Field(default=None, gt=0)
+    """Tokens charged per minute (prompt plus ``max_tokens``); unset: no limit."""
 
 
 class Price(_Strict):
@@ -547,23 +603,31 @@ class Price(_Strict):
     above the input price) default to the input price."""
 
     input: Float = Field(ge=0)
+    """USD per million prompt tokens."""
     output: Float = Field(ge=0)
+    """USD per million reply tokens."""
     cached_input: OptionalFloat = Field(default=None, ge=0)
+    """USD per million prompt tokens read from the provider's cache; unset: ``input``."""
     cache_write: OptionalFloat = Field(default=None, ge=0)
+    """USD per million prompt tokens written to the provider's cache; unset: ``input``."""
 
 
 class CacheConfig(_Strict):
     """The on-disk response cache of remote calls (default: the user's cache folder)."""
 
     enabled: bool = True
-    path: str | None = None
+    """Reuse a cached reply to the same request instead of calling again."""
+    path: Annotated[str | None, PathOption()] = None
+    """The cache's folder; unset: the user's cache folder. Relative to the experiment file."""
 
 
 class JudgeConfig(_Strict):
     """An optional model that grades the replies deterministic scoring cannot decide."""
 
     model: str
+    """The judge's model, as ``model:`` takes it (``provider/NAME``)."""
     max_tokens: Int = Field(default=8, gt=0)
+    """The most tokens of the judge's reply (a verdict word)."""
     remote: RemoteOptions = Field(default_factory=RemoteOptions)
     """The judge's own connection settings: it never inherits the main model's ``remote`` (its
     server, key variable or parameters belong to another provider)."""
@@ -588,6 +652,7 @@ class SearchConfig(_Strict):
     2.0 decides 98% of searches at a cap of 512, 1.25 only 31% (``benchmarks/search_oracle.py``:
     at 1.25 most models need more than 256 instances at a bracket length, whatever the method)."""
     confidence: Float = Field(default=0.95, gt=0.5, lt=1.0)
+    """The confidence of the sequence that decides each length (1 - its error rate)."""
     batch: Int = Field(default=8, gt=0)
     """Instances a length gets first; each later step at it doubles them."""
     cap: OptionalInt = Field(default=None, gt=0)

@@ -112,6 +112,11 @@ def test_rows_carry_type_default_and_description() -> None:
     assert "\n" not in "".join(row.description for row in rows.values())
 
 
+def test_every_key_has_a_description() -> None:
+    undescribed = [row.key for row in key_rows() if not row.description.strip()]
+    assert undescribed == []
+
+
 class _Plain(BaseModel):
     """A section whose model does not expose attribute docstrings to pydantic."""
 

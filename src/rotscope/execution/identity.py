@@ -2,7 +2,8 @@
 experiments in one run folder.
 
 The identity is every config field except those that only say how a run is executed or judged
-(``RUNTIME_FIELDS``, ``ENGINE_RUNTIME_FIELDS``), plus the digests of the model file, its tokenizer
+(``RUNTIME_FIELDS``, ``SECTION_RUNTIME_FIELDS``: the fields marked ``RuntimeOption`` on the config's
+models, see ``rotscope.options``), plus the digests of the model file, its tokenizer
 and its chat template: editing ``model``, ``lengths`` or ``seed`` in ``DIR/config.yaml``, or
 replacing the GGUF file behind the same path, is refused on resume, naming the first changed field.
 
@@ -32,30 +33,16 @@ from typing import Any
 
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BadInput
+from rotscope.options import runtime_keys
 
-RUNTIME_FIELDS = {
-    "out",
-    "max_cost",
-    "cache",
-    "limits",
-    "prices",
-    "max_error_rate",
-    "executor",
-    "analysis",
-    "order",
-}
-"""Fields that change how a run is executed or judged, not its results: left out of its identity,
-so ``--resume`` may change them (``order`` decides when each call is sent, never what it sends)."""
-ENGINE_RUNTIME_FIELDS = {
-    "llamacpp": {"n_threads", "prefix_cache", "state_cache_mb", "extra_buffers"},
-    "hf": {"n_threads", "prefix_cache"},
-    "vllm": {"batch_size", "gpu_memory_utilization", "tensor_parallel_size", "enforce_eager"},
-    "cmd": {"timeout_s", "max_attempts", "backoff_initial_s", "backoff_max_s"},
-    "remote": {"server_log"},
-}
-"""Engine options that cannot change an answer (see the module docstring); a command's time limit
-and retries only decide whether a call ends in an error row, which ``--resume`` runs again; a
-server's log only says what it kept."""
+_TOP_RUNTIME, SECTION_RUNTIME_FIELDS = runtime_keys(ExperimentConfig)
+RUNTIME_FIELDS: set[str] = set(_TOP_RUNTIME)
+"""Top-level fields that change how a run is executed or judged, not its results (``out``,
+``cache``, ``limits``, ``order``...), and by section the engine options that cannot change an answer
+(see the module docstring): left out of its identity, so ``--resume`` may change them. ``order``
+decides when each call is sent, never what it sends; a command's time limit and retries only decide
+whether a call ends in an error row, which ``--resume`` runs again; a server's log only says what it
+kept. Each is declared on its field (``RuntimeOption``), not listed here."""
 DIGESTS = {"model": "model_digest", "tokenizer": "tokenizer_digest", "template": "template_digest"}
 """The identity's ``digests`` section: its names and the backend description keys they come from."""
 _ABSENT = object()
@@ -64,8 +51,9 @@ _ABSENT = object()
 def config_fields(config: ExperimentConfig) -> dict[str, Any]:
     """The config part of the identity, in the config's field order."""
     fields = config.model_dump(mode="json", exclude=RUNTIME_FIELDS)
-    for section, names in ENGINE_RUNTIME_FIELDS.items():
-        fields[section] = {key: value for key, value in fields[section].items() if key not in names}
+    for section, names in SECTION_RUNTIME_FIELDS.items():
+        if isinstance(fields.get(section), dict):
+            fields[section] = {key: value for key, value in fields[section].items() if key not in names}
     return fields
 
 

@@ -1,0 +1,139 @@
+"""What an option field says about itself: markers declared on the pydantic fields of the
+experiment file's sections (``Annotated[str | None, PathOption()]``), read by walking the models.
+
+``PathOption``: the field holds a path (or glob), made absolute against the experiment file's
+folder when the file is read (``resolve_marked_paths``; ``rotscope.config.resolve_paths``), so the
+config stored in a run folder names the same files wherever it is read from.
+
+``RuntimeOption``: the field says how a run is executed or judged, never what it answers, so it is
+left out of the run's identity (``runtime_keys``; ``rotscope.execution.identity``) and ``--resume``
+may change it. Marked on a top-level field it leaves out the whole field; marked on a field of a
+top-level section it leaves out that key of the section. A section nested in another (the judge's
+``remote``) is part of the identity whole, whatever its fields say.
+
+A component's options class marks its own fields; no central table lists them.
+"""
+
+from __future__ import annotations
+
+import os
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
+
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
+
+
+def absolute(value: object, base: Path) -> object:
+    """A relative path (or glob pattern) made absolute against ``base``; anything else unchanged."""
+    if not isinstance(value, str) or not value:
+        return value
+    path = Path(value).expanduser()
+    if path.is_absolute():
+        return str(path)
+    return os.path.normpath(base.resolve() / path)
+
+
+@dataclass(frozen=True)
+class PathOption:
+    """Marks a field holding a path, resolved against the experiment file's folder.
+
+    ``keep``: values that name something rather than a file (``generated``), kept as written;
+    ``keep_prefix``: values starting with it are kept (``tiktoken:NAME``); ``resolve``: a function
+    of its own for a value that is a path only in some of its forms (a model spec)."""
+
+    keep: tuple[str, ...] = ()
+    keep_prefix: str | None = None
+    resolve: Callable[[object, Path], object] | None = None
+
+    def resolved(self, value: object, base: Path) -> object:
+        if isinstance(value, str) and (
+            value in self.keep or (self.keep_prefix is not None and value.startswith(self.keep_prefix))
+        ):
+            return value
+        return (self.resolve or absolute)(value, base)
+
+
+@dataclass(frozen=True)
+class RuntimeOption:
+    """Marks a field that says how a run is executed, never what it answers: outside the identity."""
+
+
+_Marker = TypeVar("_Marker", PathOption, RuntimeOption)
+
+
+def marker(field: FieldInfo, kind: type[_Marker]) -> _Marker | None:
+    """The field's marker of ``kind``, if it declares one."""
+    return next((item for item in field.metadata if isinstance(item, kind)), None)
+
+
+def section_models(annotation: Any) -> Iterator[type[BaseModel]]:
+    """The models a field's value may be (itself or a member of its union; not list items or
+    mapping values)."""
+    while get_origin(annotation) is Annotated:
+        annotation = get_args(annotation)[0]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        yield annotation
+    elif get_origin(annotation) in (Union, types.UnionType):
+        for member in get_args(annotation):
+            yield from section_models(member)
+
+
+def resolve_marked_paths(model: type[BaseModel], data: dict[str, Any], base: Path) -> dict[str, Any]:
+    """``data`` (a mapping ``model`` will validate) with each ``PathOption`` field's value resolved
+    against ``base``, in nested sections too; a copy, the input unchanged. A value of the wrong
+    shape is left for validation to name."""
+    data = dict(data)
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if key not in data:
+            continue
+        path = marker(field, PathOption)
+        if path is not None:
+            data[key] = path.resolved(data[key], base)
+            continue
+        for section in section_models(field.annotation):
+            if isinstance(data[key], dict):
+                data[key] = resolve_marked_paths(section, data[key], base)
+    return data
+
+
+def path_keys(model: type[BaseModel], prefix: str = "", seen: tuple[type[BaseModel], ...] = ()) -> list[str]:
+    """The dotted keys of every ``PathOption`` field, nested sections included (a model nested in
+    itself, such as the session filler's ``static``, is entered once more)."""
+    found: list[str] = []
+    for name, field in model.model_fields.items():
+        key = f"{prefix}{field.alias or name}"
+        if marker(field, PathOption) is not None:
+            found.append(key)
+        branch = (*seen, model)
+        for section in section_models(field.annotation):
+            if branch.count(section) < 2:
+                found.extend(path_keys(section, f"{key}.", branch))
+    return found
+
+
+@cache
+def runtime_keys(model: type[BaseModel]) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+    """The ``RuntimeOption`` fields of ``model``: its top-level ones, and by section those of its
+    top-level sections (see the module docstring)."""
+    top: set[str] = set()
+    sections: dict[str, frozenset[str]] = {}
+    for name, field in model.model_fields.items():
+        key = field.alias or name
+        if marker(field, RuntimeOption) is not None:
+            top.add(key)
+            continue
+        inner = {
+            inner_field.alias or inner_name
+            for section in section_models(field.annotation)
+            for inner_name, inner_field in section.model_fields.items()
+            if marker(inner_field, RuntimeOption) is not None
+        }
+        if inner:
+            sections[key] = frozenset(inner)
+    return frozenset(top), sections
