@@ -510,12 +510,17 @@ def test_a_real_sigint_cancels_calls_in_flight_and_keeps_finished_work(
 ) -> None:
     config = make_config(limits={PROVIDER: {"concurrency": 2}}, cache={"enabled": False})
     run_dir = tmp_path / "run"
-    # The signal comes from another thread a while after the first call, as a user's Ctrl-C would.
-    timer = threading.Timer(0.12, os.kill, (os.getpid(), signal.SIGINT))
+    # The signal comes from another thread while calls are in flight, as a user's Ctrl-C would: when
+    # the fifth call starts (at concurrency 2, at least three have answered), not at a time, which a
+    # loaded machine would stretch past the first answer or past the last.
+    timer = threading.Timer(0.0, os.kill, (os.getpid(), signal.SIGINT))
     inner = lexical_responder()
+    started = 0
 
     def respond(request: GenerateRequest) -> str:
-        if timer.ident is None:  # not started yet
+        nonlocal started
+        started += 1
+        if started == 5:
             timer.start()
         return inner(request)
 
