@@ -4,6 +4,7 @@ paths are stored resolved at the first run, a stop while planning (before any ca
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 from typing import Any
@@ -157,3 +158,38 @@ def test_max_cost_is_one_budget_over_both_subjects(tmp_path: Path) -> None:
     assert total <= budget + 1e-12
     assert stopped.value.spent == pytest.approx(total)
     assert all(_spent(out / role) > 0 for role in SUBJECTS)  # both subjects ran, interleaved
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        (lambda record: record["subjects"].pop("candidate"), "subjects.candidate"),
+        (lambda record: record["subjects"].update(baseline=7), "subjects.baseline"),
+        (lambda record: record.update(planned="no"), "planned"),
+        (lambda record: record.pop("experiment"), "without its experiment"),
+        (lambda record: record["experiment"].update(cache=["off"]), "experiment.cache"),
+        (lambda record: record.update(frozen_plan="plan.json"), "frozen_plan"),
+        (lambda record: record.update(allow_deviation="yes"), "allow_deviation"),
+        (lambda record: record["experiment"].update(lengths="many"), "lengths"),
+    ],
+)
+def test_a_hand_edited_pair_file_is_bad_input_naming_the_field(
+    whole: tuple[Path, Path], tmp_path: Path, edit: Any, named: str
+) -> None:
+    root, _ = whole
+    out = tmp_path / "pair"
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args: Any, **kwargs: Any) -> Any:
+        raise Stop
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("rotscope.execution.pair.open_session", stop)
+        with pytest.raises(Stop):
+            run_pair(load_config(root / "exp.yaml"), PAIR, out)
+    record = json.loads((out / "pair.json").read_text(encoding="utf-8"))
+    edit(record)
+    (out / "pair.json").write_text(json.dumps(record), encoding="utf-8")
+    assert_bad_input(invoke("run", "--resume", out), named)

@@ -149,9 +149,29 @@ def _read_record(out: Path) -> dict[str, Any]:
         raise BadInput(f"{out / PAIR_FILE}: not a paired session's record ({error})") from None
     if not isinstance(record, dict) or not isinstance(record.get("subjects"), dict):
         raise BadInput(f"{out / PAIR_FILE}: not a paired session's record (no subjects)")
-    if not record.get("planned", True) and not isinstance(record.get("experiment"), dict):
-        raise BadInput(f"{out / PAIR_FILE}: a paired session stopped while planning, without its experiment")
+    _check_record(out / PAIR_FILE, record)
     return record
+
+
+def _check_record(path: Path, record: Mapping[str, Any]) -> None:
+    """Every field a resume reads, of the type it was written with: a hand-edited ``pair.json`` is
+    bad input naming the field, never a KeyError deep in the resume."""
+    subjects = record["subjects"]
+    for role in SUBJECTS:
+        if not isinstance(subjects.get(role), str) or not subjects[role]:
+            raise BadInput(f"{path}: subjects.{role} must be the subject's name or model, a string")
+    if not isinstance(record.get("planned", True), bool):
+        raise BadInput(f"{path}: planned must be true or false")
+    if record.get("planned", True):
+        return
+    if not isinstance(record.get("experiment"), dict):
+        raise BadInput(f"{path}: a paired session stopped while planning, without its experiment")
+    if not isinstance(record["experiment"].get("cache", {}), dict):
+        raise BadInput(f"{path}: experiment.cache must be a mapping")
+    if record.get("frozen_plan") is not None and not isinstance(record["frozen_plan"], dict):
+        raise BadInput(f"{path}: frozen_plan must be a plan (a mapping) or null")
+    if not isinstance(record.get("allow_deviation", False), bool):
+        raise BadInput(f"{path}: allow_deviation must be true or false")
 
 
 def _write_record(out: Path, record: Mapping[str, Any]) -> None:
