@@ -98,7 +98,10 @@ class Registry(Generic[T]):
         """What a ``module:object`` entry point may name directly (``None``: any callable)."""
         self._points: dict[str, importlib.metadata.EntryPoint] | None = None
         self._entries: dict[str, T] = {}
-        self._providers: dict[str, Provider] = {}
+        self._modules: dict[str, str] = {}
+        """The module each registered name was registered from."""
+        self._attributed: dict[str, Provider] = {}
+        """Providers known when registered: names registered while their distribution's entry point loaded."""
         self._loading: importlib.metadata.EntryPoint | None = None
         _REGISTRIES.append(cast("Registry[object]", self))
 
@@ -120,7 +123,18 @@ class Registry(Generic[T]):
             if not any(_point_provider(point).builtin for point in points.values()):
                 raise BadInput(STALE)
             self._points = points
+            for name in list(self._modules):
+                self._check_point(name)
         return self._points
+
+    def _check_point(self, name: str) -> None:
+        """A name registered by one distribution that another's entry point claims is a duplicate."""
+        point = (self._points or {}).get(name)
+        if point is None:
+            return
+        held, registered = _point_provider(point), self.provider(name)
+        if _canonical(held.distribution) != _canonical(registered.distribution):
+            raise BadInput(self._duplicate(name, held, registered))
 
     def _duplicate(self, name: str, held: Provider, other: Provider) -> str:
         return f"{self.kind} {name!r} is registered by {held.label()} and by {other.label()}"
@@ -149,7 +163,7 @@ class Registry(Generic[T]):
         if name in self._entries:
             return
         if point.attr is not None and self._accepts(loaded):
-            self._add(name, cast(T, loaded), provider)
+            self.register(name, module=point.module)(cast(T, loaded))
             return
         if provider.builtin:
             raise BadInput(STALE)
@@ -171,12 +185,10 @@ class Registry(Generic[T]):
         return isinstance(loaded, self._entry_type) if self._entry_type is not None else callable(loaded)
 
     def _provider_of(self, module: str) -> Provider:
-        """The distribution a registering module belongs to: the one whose entry point is being
-        loaded or names the module (or its top package), rotscope for its own modules, else none."""
+        """The distribution a registering module belongs to: the one whose entry point names the
+        module (or its top package), else none (a test, a script)."""
         top = module.partition(".")[0]
-        loading = self._loading
-        candidates = [loading] if loading is not None else []
-        candidates += list(self.points().values())
+        candidates = list(self.points().values())
         for point in candidates:
             if point.module == module:
                 return replace(_point_provider(point), module=module)
@@ -191,27 +203,33 @@ class Registry(Generic[T]):
         """A decorator that registers its argument under ``name`` and returns it unchanged.
 
         ``module`` is the module the component lives in (default: the argument's ``__module__``);
-        registering again from the same module (a re-import) replaces, from another is bad input."""
+        registering again from the same module (a re-import) replaces, from another is bad input.
+        Registering reads no metadata: a name an entry point of another distribution claims is
+        found when the entry points are read (or now, when they have been)."""
 
         def add(entry: T) -> T:
             origin = module or getattr(entry, "__module__", None) or "?"
-            self._add(name, entry, self._provider_of(origin))
+            held = self._modules.get(name)
+            if held is not None and held != origin:
+                raise BadInput(self._duplicate(name, self.provider(name), self._provider_of(origin)))
+            loading = self._loading
+            attributed = None
+            if loading is not None and origin.partition(".")[0] == loading.module.partition(".")[0]:
+                attributed = replace(_point_provider(loading), module=origin)
+            point = (self._points or {}).get(name)
+            if point is not None:
+                registered = attributed or self._provider_of(origin)
+                if _canonical(_point_provider(point).distribution) != _canonical(registered.distribution):
+                    raise BadInput(self._duplicate(name, _point_provider(point), registered))
+            self._entries[name] = entry
+            self._modules[name] = origin
+            if attributed is not None:
+                self._attributed[name] = attributed
+            elif name not in self._attributed or self._attributed[name].module != origin:
+                self._attributed.pop(name, None)
             return entry
 
         return add
-
-    def _add(self, name: str, entry: T, provider: Provider) -> None:
-        held = self._providers.get(name)
-        if held is None:
-            point = self.points().get(name)
-            if point is not None and _canonical(_point_provider(point).distribution) != _canonical(
-                provider.distribution
-            ):
-                raise BadInput(self._duplicate(name, _point_provider(point), provider))
-        elif held.module != provider.module:
-            raise BadInput(self._duplicate(name, held, provider))
-        self._entries[name] = entry
-        self._providers[name] = provider
 
     # --- lookup ------------------------------------------------------------------------------------
 
@@ -242,10 +260,18 @@ class Registry(Generic[T]):
 
     def provider(self, name: str) -> Provider:
         """Where ``name`` comes from, read from its entry point when it is not loaded yet."""
-        held = self._providers.get(name)
-        if held is not None:
-            return held
+        if name in self._attributed:
+            return self._attributed[name]
+        if name in self._modules:
+            return self._provider_of(self._modules[name])
         point = self.points().get(name)
         if point is None:
             raise BadInput(f"{self.field}: unknown {self.kind} {name!r} (known: {', '.join(self.names())})")
         return _point_provider(point)
+
+    def origins(self) -> dict[str, list[str]]:
+        """The names by where they come from (``Provider.describe``), without importing any."""
+        grouped: dict[str, list[str]] = {}
+        for name in self.names():
+            grouped.setdefault(self.provider(name).describe(), []).append(name)
+        return grouped
