@@ -39,7 +39,9 @@ def pytest_configure(config: pytest.Config) -> None:
     install made from an older checkout), put current metadata ahead of it, in this process and in
     the command lines the tests start (``tests/support/entry_points.py``)."""
     if current_rotscope_metadata(_METADATA):
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(_METADATA), os.environ.get("PYTHONPATH")]))
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(_METADATA), os.environ.get("PYTHONPATH")])
+        )
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -32,7 +32,9 @@ class AcmeBackend(FakeBackend):
         self.capabilities = Capabilities(local=True, exact_ids=True, max_concurrency=1, clearable_cache=True)
 
 
-@register_backend("acme", hint="acme/NAME: the lexical fake, from outside rotscope", models=lambda: ["acme/lexical"])
+@register_backend(
+    "acme", hint="acme/NAME: the lexical fake, from outside rotscope", models=lambda: ["acme/lexical"]
+)
 def acme_backend(name, config):
     return AcmeBackend(name)
 '''

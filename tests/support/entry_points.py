@@ -25,7 +25,9 @@ def write_dist_info(folder: Path, name: str, version: str, groups: Mapping[str, 
     """Write ``NAME-VERSION.dist-info`` under ``folder`` declaring ``groups`` ({group: {name: value}})."""
     info = folder / f"{name.replace('-', '_')}-{version}.dist-info"
     info.mkdir(parents=True, exist_ok=True)
-    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8")
+    (info / "METADATA").write_text(
+        f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n", encoding="utf-8"
+    )
     sections = [
         f"[{group}]\n" + "".join(f"{key} = {value}\n" for key, value in points.items())
         for group, points in groups.items()

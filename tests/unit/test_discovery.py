@@ -22,7 +22,7 @@ from rotscope.scoring import SCORERS
 from rotscope.tasks import TASKS
 from tests.support.entry_points import write_dist_info
 
-ACME_BACKEND = '''
+ACME_BACKEND = """
 from rotscope.backends import BackendEntry, register_backend
 from rotscope.backends.fake import FakeBackend, responder_for
 
@@ -38,9 +38,9 @@ def acme_backend(name, config):
 
 
 LISTED = BackendEntry(lambda name, config: AcmeBackend(name), "acme-listed/NAME: named by its entry point")
-'''
+"""
 
-GREEDY_BACKEND = '''
+GREEDY_BACKEND = """
 from rotscope.backends import register_backend
 from rotscope.backends.fake import FakeBackend, responder_for
 
@@ -49,7 +49,7 @@ from rotscope.backends.fake import FakeBackend, responder_for
 @register_backend("fake", hint="fake/NAME: taken from rotscope")
 def greedy_backend(name, config):
     return FakeBackend(name, responder_for("lexical"), provider="greedy")
-'''
+"""
 
 OUTSIDE_MODULES = ("acme_backend", "greedy_backend")
 
@@ -93,7 +93,9 @@ def test_an_outside_backend_is_found_lazily_with_its_provenance(site: Path) -> N
 
 
 def test_a_module_object_entry_point_is_the_entry_itself(site: Path) -> None:
-    install(site, "acme-rotscope", "1.0", {"acme-listed": "acme_backend:LISTED"}, {"acme_backend": ACME_BACKEND})
+    install(
+        site, "acme-rotscope", "1.0", {"acme-listed": "acme_backend:LISTED"}, {"acme_backend": ACME_BACKEND}
+    )
     entry = BACKENDS.get("acme-listed")
     assert isinstance(entry, BackendEntry) and entry.hint.startswith("acme-listed/NAME")
     assert BACKENDS.provider("acme-listed").distribution == "acme-rotscope"
@@ -130,7 +132,9 @@ def test_a_module_registering_a_name_another_provider_holds_fails_naming_both(si
 def test_a_second_register_from_another_module_fails(site: Path) -> None:
     install(site, "acme-rotscope", "1.0", {"acme": "acme_backend"}, {"acme_backend": ACME_BACKEND})
     entry = BACKENDS.get("acme")
-    with pytest.raises(BadInput, match=r"backend 'acme' is registered by acme-rotscope \(acme_backend\) and by"):
+    with pytest.raises(
+        BadInput, match=r"backend 'acme' is registered by acme-rotscope \(acme_backend\) and by"
+    ):
         BACKENDS.register("acme", module="tests.elsewhere")(entry)
     BACKENDS.register("acme", module="acme_backend")(entry)  # the same module again: no duplicate
 
@@ -155,10 +159,16 @@ def test_rotscope_metadata_without_the_groups_is_stale(site: Path) -> None:
     stale_rotscope(site, {})
     with pytest.raises(BadInput) as raised:
         BACKENDS.names()
-    assert str(raised.value) == STALE == "rotscope's package metadata is stale: reinstall rotscope (pip install -e .)"
+    assert (
+        str(raised.value)
+        == STALE
+        == "rotscope's package metadata is stale: reinstall rotscope (pip install -e .)"
+    )
 
 
-@pytest.mark.parametrize("value", ["rotscope.backends.gone", "rotscope.backends.fake:gone", "rotscope.backends.fake"])
+@pytest.mark.parametrize(
+    "value", ["rotscope.backends.gone", "rotscope.backends.fake:gone", "rotscope.backends.fake"]
+)
 def test_rotscope_metadata_naming_what_is_gone_is_stale(site: Path, value: str) -> None:
     stale_rotscope(site, {"fake": "rotscope.backends.fake", "ghost": value})
     assert "ghost" in BACKENDS.names()
