@@ -785,10 +785,11 @@ def _component_origins(*, backends: bool) -> list[str]:
     read from the entry points (no component is imported)."""
     from rotscope.backends import BACKENDS
     from rotscope.filler import FILLER_SOURCES
+    from rotscope.registry import Registry
     from rotscope.scoring import SCORERS
     from rotscope.tasks import TASKS
 
-    kinds = [("backends", BACKENDS)] if backends else []
+    kinds: list[tuple[str, Registry[Any]]] = [("backends", BACKENDS)] if backends else []
     kinds += [("task families", TASKS), ("filler sources", FILLER_SOURCES), ("scorers", SCORERS)]
     return [
         f"{label} from {origin}: {', '.join(names)}"

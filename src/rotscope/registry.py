@@ -65,16 +65,27 @@ def _point_provider(point: importlib.metadata.EntryPoint) -> Provider:
     return Provider(dist.name, dist.version, point.module)
 
 
-_DISCOVERED: importlib.metadata.EntryPoints | None = None
+_DISCOVERED: dict[str, list[importlib.metadata.EntryPoint]] | None = None
 _REGISTRIES: list[Registry[object]] = []
 
 
-def _entry_points(group: str) -> importlib.metadata.EntryPoints:
-    """The installed entry points of ``group``; every group is read in one pass over the metadata."""
+def _entry_points(group: str) -> list[importlib.metadata.EntryPoint]:
+    """The installed entry points of ``group``; every rotscope group is read in one pass over the
+    metadata, a distribution found twice on ``sys.path`` counting once (the first, as imports do)."""
     global _DISCOVERED
     if _DISCOVERED is None:
-        _DISCOVERED = importlib.metadata.entry_points()
-    return _DISCOVERED.select(group=group)
+        found: dict[str, list[importlib.metadata.EntryPoint]] = {}
+        seen: set[str] = set()
+        for dist in importlib.metadata.distributions():
+            name = _canonical(dist.name or "")
+            if name and name in seen:
+                continue
+            seen.add(name)
+            for point in dist.entry_points:
+                if point.group.startswith(f"{OWN}."):
+                    found.setdefault(point.group, []).append(point)
+        _DISCOVERED = found
+    return _DISCOVERED.get(group, [])
 
 
 def rediscover() -> None:
