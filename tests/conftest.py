@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import os
 import random
+import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,6 +18,7 @@ from rotscope.filler import Document
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
 from rotscope.tokenizers.local import FakeTokenizer, LlamaCppTokenizer
 from rotscope.types import Tokenizer
+from tests.support.entry_points import current_rotscope_metadata
 
 CorpusFactory = Callable[..., TokenizedCorpus]
 
@@ -26,6 +29,25 @@ INTEGRATION_TIMEOUT_S = 900
 MAX_WORKERS = 4
 """``-n auto``'s ceiling: each worker's engines take a thread per usable CPU, so more workers only
 oversubscribe the CPUs (and each starts its own Ray for the Ray tests)."""
+
+
+_METADATA = Path(tempfile.mkdtemp(prefix="rotscope-metadata-"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """When the installed rotscope metadata lacks this tree's component entry points (an editable
+    install made from an older checkout), put current metadata ahead of it, in this process and in
+    the command lines the tests start (``tests/support/entry_points.py``); an xdist worker is pinned
+    to its share of the CPUs (``_pin_worker``)."""
+    if current_rotscope_metadata(_METADATA):
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [str(_METADATA), os.environ.get("PYTHONPATH")])
+        )
+    _pin_worker()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_METADATA, ignore_errors=True)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -49,10 +71,6 @@ def _pin_worker() -> None:
     cpus, index = sorted(_MACHINE_CPUS), int(worker[2:])
     share = set(cpus[index :: int(count)]) or {cpus[index % len(cpus)]}
     os.sched_setaffinity(0, share)
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    _pin_worker()
 
 
 @pytest.fixture(scope="module")

@@ -740,14 +740,40 @@ def perturb(
 
 @app.command()
 def models() -> None:
-    """List every registered backend with its hint, and the models each can find."""
-    from rotscope.backends import BACKENDS
+    """List every registered backend with its hint, where it comes from and the models it can find,
+    then where the task families, filler sources and scorers come from."""
 
-    for provider, entry in BACKENDS.items():
-        console.print(f"[bold]{escape(provider)}[/bold]")
-        console.print(f"  {entry.hint}", markup=False, soft_wrap=True)
-        for found in entry.models() if entry.models is not None else ():
-            console.print(f"  {found}", markup=False, soft_wrap=True)
+    def body() -> None:
+        from rotscope.backends import BACKENDS
+
+        for provider, entry in BACKENDS.items():
+            console.print(f"[bold]{escape(provider)}[/bold]")
+            console.print(f"  {entry.hint}", markup=False, soft_wrap=True)
+            console.print(f"  from {BACKENDS.provider(provider).describe()}", markup=False, soft_wrap=True)
+            for found in entry.models() if entry.models is not None else ():
+                console.print(f"  {found}", markup=False, soft_wrap=True)
+        for line in _component_origins(backends=False):
+            console.print(line, markup=False, soft_wrap=True)
+
+    _guarded(body)
+
+
+def _component_origins(*, backends: bool) -> list[str]:
+    """``task families from rotscope 0.1.0 (built-in): niah, ...``: one line per kind and provider,
+    read from the entry points (no component is imported)."""
+    from rotscope.backends import BACKENDS
+    from rotscope.filler import FILLER_SOURCES
+    from rotscope.registry import Registry
+    from rotscope.scoring import SCORERS
+    from rotscope.tasks import TASKS
+
+    kinds: list[tuple[str, Registry[Any]]] = [("backends", BACKENDS)] if backends else []
+    kinds += [("task families", TASKS), ("filler sources", FILLER_SOURCES), ("scorers", SCORERS)]
+    return [
+        f"{label} from {origin}: {', '.join(names)}"
+        for label, registry in kinds
+        for origin, names in registry.origins().items()
+    ]
 
 
 @app.command()
@@ -767,6 +793,9 @@ def doctor() -> None:
         style = {"ok": "green", "warn": "yellow", "FAIL": "bold red"}[check.status]
         table.add_row(check.name, f"[{style}]{check.status}[/{style}]", escape(check.detail))
     console.print(table)
+    console.print("components:", markup=False)
+    for line in _guarded(lambda: _component_origins(backends=True)):
+        console.print(f"  {line}", markup=False, soft_wrap=True)
     failed = [check for check in checks if check.status == "FAIL"]
     if failed:
         _fail(f"doctor: {failed[0].name}: {failed[0].detail}")
@@ -779,5 +808,10 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:
         app()
+    except BadInput as error:  # one no command guards itself against (stale package metadata)
+        try:
+            _fail(str(error))
+        except typer.Exit as stop:
+            raise SystemExit(stop.exit_code) from None
     finally:
         stop_all()  # a command still running (an interrupt outside any call's own clean-up)

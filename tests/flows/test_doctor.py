@@ -48,3 +48,22 @@ def test_repeated_engine_crashes_exit_5_with_the_resume_command(capsys: pytest.C
     assert stopped.value.exit_code == EXIT_ENGINE_CRASHED == 5
     err = capsys.readouterr().err
     assert "3 of 12 items done" in err and "rotscope run --resume runs/x" in err
+
+
+def test_doctor_lists_where_each_kind_of_component_comes_from(monkeypatch: pytest.MonkeyPatch) -> None:
+    import rotscope.execution.doctor as doctor
+
+    monkeypatch.setattr(doctor, "run_checks", lambda: [doctor.Check("engine", "ok", "stubbed")])
+    result = CliRunner().invoke(app, ["doctor"])
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    components = lines[lines.index("components:") + 1 :]
+    for kind, member in (
+        ("backends", "llamacpp"),
+        ("task families", "niah"),
+        ("filler sources", "text"),
+        ("scorers", "phrase"),
+    ):
+        line = next(line for line in components if line.startswith(f"  {kind} from rotscope "))
+        assert line.split(" (built-in): ", 1)[1].split(", ").count(member) == 1, line
+    assert lines[-1] == "ready for a run"

@@ -27,21 +27,9 @@ class BackendEntry:
     models: Callable[[], list[str]] | None = None
 
 
-BACKENDS: Registry[BackendEntry] = Registry(
-    "backend",
-    "model",
-    builtins=(
-        "rotscope.backends.llamacpp",
-        "rotscope.backends.fake",
-        "rotscope.backends.openai_compat",
-        "rotscope.backends.anthropic",
-        "rotscope.backends.gemini",
-        "rotscope.backends.cmd",
-        "rotscope.backends.hf",
-        "rotscope.backends.vllm",
-    ),
-)
-"""Built-ins register here as an outside package would; provider SDKs load only when a model is made."""
+BACKENDS: Registry[BackendEntry] = Registry("backend", "model", "rotscope.backends", BackendEntry)
+"""Found through the ``rotscope.backends`` entry points, the built-ins' as an outside package's;
+provider SDKs load only when a model is made."""
 
 
 def register_backend(
@@ -50,7 +38,7 @@ def register_backend(
     """Register a backend factory for ``provider/NAME`` models."""
 
     def add(factory: BackendFactory) -> BackendFactory:
-        BACKENDS.register(provider)(BackendEntry(factory, hint, models))
+        BACKENDS.register(provider, module=factory.__module__)(BackendEntry(factory, hint, models))
         return factory
 
     return add

@@ -46,15 +46,9 @@ class FillerEntry:
 
 
 FILLER_SOURCES: Registry[FillerEntry] = Registry(
-    "filler source",
-    "filler.kind",
-    builtins=(
-        "rotscope.filler.code",
-        "rotscope.filler.text",
-        "rotscope.filler.readinglog",
-        "rotscope.filler.session",
-    ),
+    "filler source", "filler.kind", "rotscope.fillers", FillerEntry
 )
+"""Found through the ``rotscope.fillers`` entry points, the built-ins' as an outside package's."""
 
 
 def register_filler(
@@ -63,7 +57,9 @@ def register_filler(
     """Register a source for ``filler: {kind: KIND}``; ``describe`` names its corpus (default: the kind)."""
 
     def add(source: FillerSource) -> FillerSource:
-        FILLER_SOURCES.register(kind)(FillerEntry(source, describe or (lambda config: kind)))
+        FILLER_SOURCES.register(kind, module=source.__module__)(
+            FillerEntry(source, describe or (lambda config: kind))
+        )
         return source
 
     return add

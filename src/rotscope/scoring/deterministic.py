@@ -275,8 +275,9 @@ Scorer = Callable[[Case, Completion, "str | None"], Score]
 """Scores one question's reply; the third argument is the prompt's filler text alone
 (``RenderedPrompt.filler_text``: no evidence, question, instructions or template), to trace wrong
 answers to the filler; ``None`` when unknown."""
-SCORERS: Registry[Scorer] = Registry("scorer", "oracle.kind")
-"""Scorers by the oracle's answer kind; an outside package registers its own kind the same way."""
+SCORERS: Registry[Scorer] = Registry("scorer", "oracle.kind", "rotscope.scorers")
+"""Scorers by the oracle's answer kind, found through the ``rotscope.scorers`` entry points (the
+built-ins' as an outside package's)."""
 
 
 def register_scorer(kind: str) -> Callable[[Scorer], Scorer]:

@@ -59,18 +59,8 @@ class TaskEntry:
     file, a codebase) or that has no such bound below what anyone asks."""
 
 
-TASKS: Registry[TaskEntry] = Registry(
-    "task family",
-    "tasks",
-    builtins=tuple(
-        f"rotscope.tasks.{name}"
-        for name in (
-            "niah", "nolima", "competitive", "latent", "join", "multihop", "cases", "codebase",
-            "variable_tracking", "multikey", "aggregation", "instruction", "coreference",
-            "reasoning", "replay",
-        )
-    ),
-)  # fmt: skip
+TASKS: Registry[TaskEntry] = Registry("task family", "tasks", "rotscope.tasks", TaskEntry)
+"""Found through the ``rotscope.tasks`` entry points, the built-ins' as an outside package's."""
 
 
 def register_task(
@@ -80,11 +70,14 @@ def register_task(
     layout_order: tuple[str, ...] = (),
     region: bool = False,
     most_cases: Callable[[], int] | None = None,
+    module: str | None = None,
 ) -> Callable[[TaskFactory], TaskFactory]:
-    """Register a factory that builds the family from the experiment config."""
+    """Register a factory that builds the family from the experiment config (``module``: where
+    the family lives, default the factory's own module)."""
 
     def add(factory: TaskFactory) -> TaskFactory:
-        TASKS.register(name)(TaskEntry(factory, analyse, layout_order, region, most_cases))
+        entry = TaskEntry(factory, analyse, layout_order, region, most_cases)
+        TASKS.register(name, module=module or factory.__module__)(entry)
         return factory
 
     return add
@@ -105,7 +98,7 @@ def register_cases(name: str) -> Callable[[CaseBuilder], CaseBuilder]:
     """Register a function that returns the family's cases (the config is not needed)."""
 
     def add(build: CaseBuilder) -> CaseBuilder:
-        register_task(name)(lambda config: BuiltCases(name, build))
+        register_task(name, module=build.__module__)(lambda config: BuiltCases(name, build))
         return build
 
     return add
@@ -120,7 +113,7 @@ def register_counted_cases(
     most_cases = most if callable(most) or most is None else lambda: most
 
     def add(build: CountedBuilder) -> CountedBuilder:
-        factory = register_task(name, most_cases=most_cases)
+        factory = register_task(name, most_cases=most_cases, module=build.__module__)
         factory(lambda config: BuiltCases(name, lambda: build(config.cases_per_task)))
         return build
 
