@@ -83,6 +83,26 @@ def whole_machine() -> Iterator[None]:
     os.sched_setaffinity(0, pinned)
 
 
+SLOWEST_FIRST = (
+    "integration/test_quick_v1.py",
+    "integration/test_gate_bundled.py",
+    "integration/test_engine_worker_bundled.py",
+    "integration/test_openai_server.py",
+    "integration/test_probes_bundled.py",
+    "integration/test_bundled_model.py",
+)
+"""The longest files of CI's ``--durations`` table, sent to the workers first (then the rest of the
+integration tier, flows, unit): xdist hands a worker one file at a time in this order
+(``--no-loadscope-reorder``), so the longest jobs start first and the short ones fill in at the end,
+instead of its default order (most tests first) leaving a long real-model file for last."""
+
+
+def _schedule_key(item: pytest.Item) -> tuple[int, int]:
+    path = item.path.resolve().relative_to(TESTS).as_posix()
+    slowest = SLOWEST_FIRST.index(path) if path in SLOWEST_FIRST else len(SLOWEST_FIRST)
+    return (TIERS[::-1].index(path.split("/")[0]) if "/" in path else len(TIERS), slowest)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test with its tier, from its folder; a test outside the tiers, or one marked with
     another tier than its folder's, is a collection error (so ``pytest tests/unit`` stays fast)."""
@@ -99,6 +119,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         item.add_marker(tier)
         if tier == "integration" and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(INTEGRATION_TIMEOUT_S))
+    items.sort(key=_schedule_key)  # stable: a file's tests keep their order
 
 
 FILLER_WORDS = (
