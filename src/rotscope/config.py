@@ -22,7 +22,6 @@ from pydantic import (
 from pydantic_core import InitErrorDetails
 
 from rotscope import registry
-
 from rotscope._util.strict_yaml import read_yaml
 from rotscope.config_sections import ENGINE_SECTIONS
 from rotscope.config_sections import AnalysisConfig as AnalysisConfig
@@ -257,7 +256,9 @@ class ExperimentConfig(_Strict):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _outside_sections(cls, data: Any, handler: ModelWrapValidatorHandler[ExperimentConfig]) -> ExperimentConfig:
+    def _outside_sections(
+        cls, data: Any, handler: ModelWrapValidatorHandler[ExperimentConfig]
+    ) -> ExperimentConfig:
         """Keys that outside components claim validated by their section's class (strict, as the
         built-in sections are); any other unknown key stays an error."""
         if not isinstance(data, dict):
@@ -420,8 +421,13 @@ def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     filler = data.get("filler")
     model_of_options = _filler_model(filler)
     if model_of_options is not None and isinstance(filler, dict) and isinstance(filler.get("options"), dict):
-        data["filler"] = {**filler, "options": resolve_marked_paths(model_of_options, filler["options"], base)}
-    for key, model in outside_sections([key for key in data if key not in ExperimentConfig.model_fields]).items():
+        data["filler"] = {
+            **filler,
+            "options": resolve_marked_paths(model_of_options, filler["options"], base),
+        }
+    for key, model in outside_sections(
+        [key for key in data if key not in ExperimentConfig.model_fields]
+    ).items():
         if isinstance(data[key], dict):
             data[key] = resolve_marked_paths(model, data[key], base)
     return data

@@ -149,7 +149,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     action.add_argument("--write", action="store_true", help="rewrite the generated files")
     action.add_argument("--check", action="store_true", help="exit 1 when a generated file is stale")
     action.add_argument(
-        "--show", action="store_true", help="print the key table, installed outside components' sections included"
+        "--show",
+        action="store_true",
+        help="print the key table, installed outside components' sections included",
     )
     args = parser.parse_args(argv)
     if args.show:

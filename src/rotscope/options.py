@@ -151,7 +151,9 @@ class _WithOutside(Mapping[str, frozenset[str]]):
 def runtime_fields(model: type[BaseModel]) -> frozenset[str]:
     """The keys of ``model``'s own fields marked ``RuntimeOption``."""
     return frozenset(
-        field.alias or name for name, field in model.model_fields.items() if marker(field, RuntimeOption) is not None
+        field.alias or name
+        for name, field in model.model_fields.items()
+        if marker(field, RuntimeOption) is not None
     )
 
 

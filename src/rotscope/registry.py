@@ -346,9 +346,9 @@ def _module_provider(module: str) -> Provider:
     """The distribution whose entry point (any rotscope group) names ``module`` or its top package."""
     points = [point for group in sorted(_all_groups()) for point in _entry_points(group)]
     top = module.partition(".")[0]
-    for same in (lambda point: point.module == module, lambda point: point.module.partition(".")[0] == top):
+    for exact in (True, False):
         for point in points:
-            if same(point):
+            if point.module == module if exact else point.module.partition(".")[0] == top:
                 return replace(_point_provider(point), module=module)
     return Provider(top, None, module)
 

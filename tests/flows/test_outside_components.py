@@ -60,7 +60,7 @@ def acme_backend(name, config):
     return AcmeBackend(name)
 '''
 
-ACME_FILLER = '''
+ACME_FILLER = """
 from pydantic import BaseModel, ConfigDict, Field
 
 from rotscope.filler import Document, register_filler
@@ -76,9 +76,10 @@ class LoremOptions(BaseModel):
 def lorem(config, seed, avoid):
     options = LoremOptions.model_validate(config.options)
     for index in range(40):
-        lines = (" ".join(f"{options.word}{index}q{n}z{k}" for k in range(8)) + "." for n in range(options.words))
+        words = (" ".join(f"{options.word}{index}q{n}z{k}" for k in range(8)) for n in range(options.words))
+        lines = (line + "." for line in words)
         yield Document(f"lorem-{index}", "\\n".join(lines) + "\\n")
-'''
+"""
 
 
 @pytest.fixture
@@ -191,8 +192,12 @@ def test_a_filler_source_with_typed_options_runs_and_refuses_a_bad_value(site: P
     assert stored["filler"]["options"] == {"word": "ipsum", "words": 60}
     assert rotscope.load_summary(run)["items"]["done"] == 1
 
-    bad = _experiment(tmp_path / "bad", model="fake/lexical", filler={"kind": "lorem", "options": {"words": 0}})
+    bad = _experiment(
+        tmp_path / "bad", model="fake/lexical", filler={"kind": "lorem", "options": {"words": 0}}
+    )
     line = _one_line_error(rotscope_cli("run", bad, site=site))
     assert "field 'filler.options.words'" in line and "greater than 0" in line
-    extra = _experiment(tmp_path / "extra", model="fake/lexical", filler={"kind": "lorem", "options": {"wrd": "x"}})
+    extra = _experiment(
+        tmp_path / "extra", model="fake/lexical", filler={"kind": "lorem", "options": {"wrd": "x"}}
+    )
     assert "unknown key 'filler.options.wrd'" in _one_line_error(rotscope_cli("run", extra, site=site))

@@ -60,7 +60,8 @@ def register_filler(
     """Register a source for ``filler: {kind: KIND}``; ``describe`` names its corpus (default: the
     kind). ``options``: a pydantic class typing ``filler.options`` for this kind
     (``rotscope.registry.register_filler_options``): the experiment file's mapping is validated by
-    it (its ``PathOption`` fields resolved) and the source reads ``options.model_validate(config.options)``."""
+    it (its ``PathOption`` fields resolved), and the source reads
+    ``options.model_validate(config.options)``."""
 
     def add(source: FillerSource) -> FillerSource:
         if options is not None:
