@@ -49,12 +49,11 @@ class AcmeOptions(BaseModel):
 
 
 @pytest.fixture
-def acme() -> Iterator[None]:
-    before = registry.sections()
+def acme(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """``acme`` registered; the sections as they were afterwards."""
+    monkeypatch.setattr(registry, "_SECTIONS", registry.sections())
     registry.register_section("acme", AcmeOptions, module="acme_engine")
     yield
-    registry._SECTIONS.clear()
-    registry._SECTIONS.update(before)
 
 
 def test_configs_without_outside_sections_keep_main_s_digests() -> None:
@@ -111,3 +110,30 @@ def test_the_reference_lists_outside_sections_only_when_asked(acme: None) -> Non
     assert list(rows) == ["acme", "acme.weights", "acme.threads", "acme.temperature"]
     assert rows["acme"].description == "The acme engine's options. (from acme_engine)"
     assert rows["acme.threads"].description == "Threads: never change an answer."
+
+
+def test_a_copied_config_keeps_its_sections(acme: None) -> None:
+    config = build_config({"acme": {"threads": 4}})
+    assert config.model_copy(update={"name": "other"}).section(AcmeOptions).threads == 4
+
+
+def test_register_task_and_register_backend_claim_their_options_section(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from rotscope.backends import BACKENDS, register_backend
+    from rotscope.tasks import TASKS, register_task
+
+    monkeypatch.setattr(registry, "_SECTIONS", registry.sections())
+    for kind in (BACKENDS, TASKS):
+        for attribute in ("_entries", "_modules", "_attributed"):
+            monkeypatch.setattr(kind, attribute, dict(getattr(kind, attribute)))
+    register_task("acme_family", options=("acme_family", AcmeOptions), module="acme_tasks")(
+        lambda config: config  # never built here
+    )
+    register_backend("acme_engine", hint="acme_engine/NAME", options=("acme_engine", AcmeOptions))(
+        lambda name, config: config  # never built here
+    )
+    claimed = registry.sections()
+    assert (claimed["acme_family"].module, claimed["acme_family"].model) == ("acme_tasks", AcmeOptions)
+    assert claimed["acme_engine"].model is AcmeOptions
+    assert build_config({"acme_family": {"threads": 2}}).section(AcmeOptions).threads == 2
