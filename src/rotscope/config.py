@@ -283,10 +283,16 @@ class ExperimentConfig(_Strict):
         """The built-in fields as pydantic dumps them, then each outside section (none: unchanged)."""
         data = handler(self)
         if self._sections and isinstance(data, dict):
-            exclude = info.exclude or {}
+            exclude: Any = info.exclude or {}
             for name, section in self._sections.items():
-                if name not in exclude:
-                    data[name] = section.model_dump(mode=info.mode, by_alias=bool(info.by_alias))
+                inner = (
+                    exclude.get(name) if isinstance(exclude, dict) else (True if name in exclude else None)
+                )
+                if inner is True:
+                    continue
+                data[name] = section.model_dump(
+                    mode=info.mode, by_alias=bool(info.by_alias), exclude=inner if inner else None
+                )
         return data
 
     @property

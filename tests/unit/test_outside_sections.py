@@ -68,6 +68,11 @@ def test_a_section_is_validated_resolved_and_its_runtime_fields_stay_out_of_the_
     assert config.sections == {"acme": options}
     assert config.model_dump()["acme"] == {"weights": "/data/exp/w.bin", "threads": 3, "temperature": 0.0}
     assert config_fields(config)["acme"] == {"weights": "/data/exp/w.bin", "temperature": 0.0}
+    assert "acme" not in config.model_dump(exclude={"acme"})
+    assert config.model_dump(exclude={"acme": {"threads"}})["acme"] == {
+        "weights": "/data/exp/w.bin",
+        "temperature": 0.0,
+    }
     faster = build_config({**config.model_dump(mode="json"), "acme": {**options.model_dump(), "threads": 9}})
     assert config_digest(faster) == config_digest(config)
     warmer = build_config(
