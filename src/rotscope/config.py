@@ -3,16 +3,25 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 import yaml
 from pydantic import (
+    BaseModel,
     Field,
+    ModelWrapValidatorHandler,
+    PrivateAttr,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
+    model_validator,
 )
+from pydantic_core import InitErrorDetails
 
+from rotscope import registry
 from rotscope._util.strict_yaml import read_yaml
 from rotscope.config_sections import ENGINE_SECTIONS
 from rotscope.config_sections import AnalysisConfig as AnalysisConfig
@@ -56,6 +65,7 @@ BUNDLED_MODEL = "bundled"
 HF_BUNDLED_MODEL = "hf/bundled"
 """The bundled GGUF run by the transformers backend (``rotscope[hf]``)."""
 DEFAULT_DEPTHS: tuple[float | str, ...] = ("beginning", "midpoint", "end")
+S = TypeVar("S", bound=BaseModel)
 
 
 def _model_path(model: object, base: Path) -> object:
@@ -74,6 +84,11 @@ def _model_path(model: object, base: Path) -> object:
 
 
 class ExperimentConfig(_Strict):
+    OUTSIDE_SECTIONS: ClassVar[bool] = True
+    """A top-level key that is no field below may be an outside component's own options section
+    (``rotscope.registry.register_section``): validated by its class, kept in ``sections``."""
+    _sections: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
+
     name: str = "experiment"
     """The experiment's name, shown in every view and in the run folder's metadata."""
     model: Annotated[str, PathOption(resolve=_model_path)] = BUNDLED_MODEL
@@ -239,6 +254,64 @@ class ExperimentConfig(_Strict):
             raise ValueError(f"subject {subject!r} is not among the subjects defined ({', '.join(names)})")
         return subject
 
+    @model_validator(mode="wrap")
+    @classmethod
+    def _outside_sections(
+        cls, data: Any, handler: ModelWrapValidatorHandler[ExperimentConfig]
+    ) -> ExperimentConfig:
+        """Keys that outside components claim validated by their section's class (strict, as the
+        built-in sections are); any other unknown key stays an error."""
+        if not isinstance(data, dict):
+            return handler(data)
+        data = _typed_filler_options(data)
+        claimed = outside_sections([key for key in data if key not in cls.model_fields])
+        if not claimed:
+            return handler(data)
+        config = handler({key: value for key, value in data.items() if key not in claimed})
+        validated: dict[str, BaseModel] = {}
+        for name, model in claimed.items():
+            try:
+                validated[name] = model.model_validate(data[name])
+            except ValidationError as error:
+                details = [_inside(name, item) for item in error.errors()]
+                raise ValidationError.from_exception_data(cls.__name__, details) from None
+        config._sections = validated
+        return config
+
+    @model_serializer(mode="wrap")
+    def _dump_sections(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        """The built-in fields as pydantic dumps them, then each outside section (none: unchanged)."""
+        data = handler(self)
+        if self._sections and isinstance(data, dict):
+            exclude: Any = info.exclude or {}
+            for name, section in self._sections.items():
+                inner = (
+                    exclude.get(name) if isinstance(exclude, dict) else (True if name in exclude else None)
+                )
+                if inner is True:
+                    continue
+                data[name] = section.model_dump(
+                    mode=info.mode, by_alias=bool(info.by_alias), exclude=inner if inner else None
+                )
+        return data
+
+    @property
+    def sections(self) -> dict[str, BaseModel]:
+        """The outside sections the experiment file gives, validated, by key."""
+        return dict(self._sections)
+
+    def section(self, model: type[S]) -> S:
+        """The outside section of class ``model``: as the experiment file gives it, else its defaults
+        (a section with a required key the file leaves out is bad input naming it)."""
+        for value in self._sections.values():
+            if isinstance(value, model):
+                return value
+        try:
+            return model()
+        except ValidationError as error:
+            name = next((item.name for item in registry.sections().values() if item.model is model), None)
+            raise BadInput(_first_error(error, f"config: section {name or model.__name__!r}")) from None
+
     def parsed_positions(self) -> list[Position]:
         """The depths of the grid, each parsed once, in the order given, without repeats."""
         return list(dict.fromkeys(Position.parse(depth) for depth in self.depths))
@@ -255,6 +328,63 @@ class ExperimentConfig(_Strict):
     def offsets(self) -> list[int]:
         """Absolute offsets (filler tokens before the evidence), in the order given, without repeats."""
         return [p.offset_tokens for p in self.parsed_positions() if p.offset_tokens is not None]
+
+
+def _inside(name: str, item: Any) -> InitErrorDetails:
+    """A section's validation error placed under its key."""
+    detail: InitErrorDetails = {"type": item["type"], "loc": (name, *item["loc"]), "input": item["input"]}
+    if "ctx" in item:
+        detail["ctx"] = item["ctx"]
+    return detail
+
+
+def _filler_model(filler: object) -> type[BaseModel] | None:
+    """The class an outside filler source types its ``filler.options`` with, if any (outside
+    components imported only for a kind that is not known yet and has options given)."""
+    if not isinstance(filler, dict) or not isinstance(filler.get("kind"), str):
+        return None
+    kind = filler["kind"]
+    if registry.filler_options(kind) is None and filler.get("options"):
+        registry.load_outside()
+    section = registry.filler_options(kind)
+    if section is None or not (isinstance(section.model, type) and issubclass(section.model, BaseModel)):
+        return None
+    return section.model
+
+
+def _typed_filler_options(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with ``filler.options`` validated by its source's class (its defaults filled in),
+    or the validation error placed at ``filler.options``."""
+    filler = data.get("filler")
+    model = _filler_model(filler)
+    if model is None or not isinstance(filler, dict):
+        return data
+    try:
+        options = model.model_validate(filler.get("options") or {})
+    except ValidationError as error:
+        details = [_inside("filler", {**item, "loc": ("options", *item["loc"])}) for item in error.errors()]
+        raise ValidationError.from_exception_data("ExperimentConfig", details) from None
+    return {**data, "filler": {**filler, "options": options.model_dump(mode="json")}}
+
+
+def outside_sections(keys: list[str]) -> dict[str, type[BaseModel]]:
+    """The section classes of those ``keys`` that outside components claim; the outside
+    components' modules are imported only when one of ``keys`` is not registered yet."""
+    if not keys:
+        return {}
+    known = registry.sections()
+    if any(key not in known for key in keys):
+        registry.load_outside()
+        known = registry.sections()
+    found: dict[str, type[BaseModel]] = {}
+    for key in keys:
+        section = known.get(key)
+        if section is None:
+            continue
+        if not (isinstance(section.model, type) and issubclass(section.model, BaseModel)):
+            raise BadInput(f"{key}: the options section of {section.module} is not a pydantic model")
+        found[key] = section.model
+    return found
 
 
 def _first_error(error: ValidationError, source: str) -> str:
@@ -293,6 +423,23 @@ def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     folder and in plans names the same files wherever it is read from: the fields each section
     marks ``PathOption`` (``rotscope.options``), in nested sections too, and those of each subject
     (``subjects``), read as the experiment's own keys."""
+    data = _own_paths(data, base)
+    filler = data.get("filler")
+    model_of_options = _filler_model(filler)
+    if model_of_options is not None and isinstance(filler, dict) and isinstance(filler.get("options"), dict):
+        data["filler"] = {
+            **filler,
+            "options": resolve_marked_paths(model_of_options, filler["options"], base),
+        }
+    for key, model in outside_sections(
+        [key for key in data if key not in ExperimentConfig.model_fields]
+    ).items():
+        if isinstance(data[key], dict):
+            data[key] = resolve_marked_paths(model, data[key], base)
+    return data
+
+
+def _own_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     data = resolve_marked_paths(ExperimentConfig, data, base)
     if isinstance(data.get("subjects"), list):
         data["subjects"] = [_subject_paths(item, base) for item in data["subjects"]]
@@ -303,7 +450,7 @@ def _subject_paths(subject: object, base: Path) -> object:
     """A subject's model, chat template and engine paths made absolute, as the experiment's are."""
     if not isinstance(subject, dict):
         return subject  # wrong: validation names it
-    resolved = {key: value for key, value in resolve_paths(subject, base).items() if key in subject}
+    resolved = {key: value for key, value in _own_paths(subject, base).items() if key in subject}
     return resolved
 
 

@@ -11,14 +11,18 @@ may change it. Marked on a top-level field it leaves out the whole field; marked
 top-level section it leaves out that key of the section. A section nested in another (the judge's
 ``remote``) is part of the identity whole, whatever its fields say.
 
-A component's options class marks its own fields; no central table lists them.
+A component's options class marks its own fields; no central table lists them. An outside
+component's own section (``rotscope.registry.register_section``, a top-level key of the experiment
+file) is walked as a built-in section is: its ``PathOption`` fields resolved, its ``RuntimeOption``
+fields left out of the identity (the mapping ``runtime_keys`` gives for a model that takes outside
+sections, ``OUTSIDE_SECTIONS``, reads the registered sections each time it is read).
 """
 
 from __future__ import annotations
 
 import os
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -26,6 +30,8 @@ from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
+
+from rotscope import registry
 
 
 def absolute(value: object, base: Path) -> object:
@@ -117,10 +123,45 @@ def path_keys(model: type[BaseModel], prefix: str = "", seen: tuple[type[BaseMod
     return found
 
 
+class _WithOutside(Mapping[str, frozenset[str]]):
+    """The runtime keys of a model's own sections, and those of the outside sections registered
+    now (read on each access: a section registered after the model's keys were taken counts)."""
+
+    def __init__(self, own: dict[str, frozenset[str]]) -> None:
+        self._own = own
+
+    def _all(self) -> dict[str, frozenset[str]]:
+        outside = {
+            name: keys
+            for name, section in registry.sections().items()
+            if issubclass(section.model, BaseModel) and (keys := runtime_fields(section.model))
+        }
+        return {**outside, **self._own}
+
+    def __getitem__(self, key: str) -> frozenset[str]:
+        return self._all()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self._all())
+
+
+def runtime_fields(model: type[BaseModel]) -> frozenset[str]:
+    """The keys of ``model``'s own fields marked ``RuntimeOption``."""
+    return frozenset(
+        field.alias or name
+        for name, field in model.model_fields.items()
+        if marker(field, RuntimeOption) is not None
+    )
+
+
 @cache
-def runtime_keys(model: type[BaseModel]) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+def runtime_keys(model: type[BaseModel]) -> tuple[frozenset[str], Mapping[str, frozenset[str]]]:
     """The ``RuntimeOption`` fields of ``model``: its top-level ones, and by section those of its
-    top-level sections (see the module docstring)."""
+    top-level sections (see the module docstring), outside sections included for a model whose
+    ``OUTSIDE_SECTIONS`` is true."""
     top: set[str] = set()
     sections: dict[str, frozenset[str]] = {}
     for name, field in model.model_fields.items():
@@ -136,4 +177,6 @@ def runtime_keys(model: type[BaseModel]) -> tuple[frozenset[str], dict[str, froz
         }
         if inner:
             sections[key] = frozenset(inner)
+    if getattr(model, "OUTSIDE_SECTIONS", False):
+        return frozenset(top), _WithOutside(sections)
     return frozenset(top), sections

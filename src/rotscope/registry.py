@@ -286,3 +286,94 @@ class Registry(Generic[T]):
         for name in self.names():
             grouped.setdefault(self.provider(name).describe(), []).append(name)
         return grouped
+
+
+# --- options sections --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Section:
+    """An outside component's own section of the experiment file: a top-level key ``name`` whose
+    mapping ``model`` (a pydantic model, its fields marked ``PathOption``/``RuntimeOption`` as the
+    built-in sections' are) validates, registered from ``module``."""
+
+    name: str
+    model: type
+    module: str
+
+
+_SECTIONS: dict[str, Section] = {}
+_FILLER_OPTIONS: dict[str, Section] = {}
+
+
+def _claim(table: dict[str, Section], what: str, name: str, model: type, module: str | None) -> type:
+    origin = module or getattr(model, "__module__", None) or "?"
+    held = table.get(name)
+    if held is not None and held.module != origin:
+        raise BadInput(
+            f"{what} {name!r} is registered by {_module_provider(held.module).label()} "
+            f"and by {_module_provider(origin).label()}"
+        )
+    table[name] = Section(name, model, origin)
+    return model
+
+
+def register_section(name: str, model: type, *, module: str | None = None) -> type:
+    """Claim the experiment file's top-level key ``name`` for ``model`` (returned unchanged).
+
+    Registering again from the same module (a re-import) replaces; from another is bad input
+    naming both providers, as for a component's name."""
+    return _claim(_SECTIONS, "options section", name, model, module)
+
+
+def sections() -> dict[str, Section]:
+    """The options sections registered so far, by name (see ``load_outside``)."""
+    return dict(_SECTIONS)
+
+
+def register_filler_options(kind: str, model: type, *, module: str | None = None) -> type:
+    """Type ``filler.options`` for the filler source ``kind``: validated by ``model`` (strictly)
+    when the experiment file's ``filler.kind`` is ``kind``; duplicates as for sections."""
+    return _claim(_FILLER_OPTIONS, "filler options of", kind, model, module)
+
+
+def filler_options(kind: str) -> Section | None:
+    """The class typing ``filler.options`` of ``kind``, if one is registered."""
+    return _FILLER_OPTIONS.get(kind)
+
+
+def _module_provider(module: str) -> Provider:
+    """The distribution whose entry point (any rotscope group) names ``module`` or its top package."""
+    points = [point for group in sorted(_all_groups()) for point in _entry_points(group)]
+    top = module.partition(".")[0]
+    for exact in (True, False):
+        for point in points:
+            if point.module == module if exact else point.module.partition(".")[0] == top:
+                return replace(_point_provider(point), module=module)
+    return Provider(top, None, module)
+
+
+def _all_groups() -> set[str]:
+    _entry_points("")
+    return set(_DISCOVERED or {})
+
+
+def load_outside() -> None:
+    """Import the module of every entry point that is not rotscope's own (in every rotscope group),
+    so that the options sections outside components register are known: the experiment file's
+    reader calls it only for a top-level key that is not a built-in field. A module that is gone is
+    bad input naming the entry point."""
+    for group in sorted(_all_groups()):
+        for point in _entry_points(group):
+            provider = _point_provider(point)
+            if provider.builtin:
+                continue
+            try:
+                importlib.import_module(point.module)
+            except ModuleNotFoundError as error:
+                if error.name is None or not (point.module + ".").startswith(error.name + "."):
+                    raise
+                raise BadInput(
+                    f"{group}: {point.name} of {provider.describe()} names {point.value}, "
+                    f"which does not import (reinstall {provider.distribution})"
+                ) from error

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rotscope.config import BUNDLED_MODEL, ExperimentConfig
 from rotscope.errors import BadInput
-from rotscope.registry import Registry
+from rotscope.registry import Registry, register_section
 from rotscope.types import Backend
 
 __all__ = ["BACKENDS", "BackendEntry", "BackendFactory", "create_backend", "register_backend", "split_model"]
@@ -33,11 +33,19 @@ provider SDKs load only when a model is made."""
 
 
 def register_backend(
-    provider: str, *, hint: str, models: Callable[[], list[str]] | None = None
+    provider: str,
+    *,
+    hint: str,
+    models: Callable[[], list[str]] | None = None,
+    options: tuple[str, type] | None = None,
 ) -> Callable[[BackendFactory], BackendFactory]:
-    """Register a backend factory for ``provider/NAME`` models."""
+    """Register a backend factory for ``provider/NAME`` models; ``options``: ``(key, class)`` of
+    the backend's own section of the experiment file (``rotscope.registry.register_section``),
+    read in the factory as ``config.section(class)``."""
 
     def add(factory: BackendFactory) -> BackendFactory:
+        if options is not None:
+            register_section(*options, module=factory.__module__)
         BACKENDS.register(provider, module=factory.__module__)(BackendEntry(factory, hint, models))
         return factory
 

@@ -7,7 +7,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from rotscope.config import FillerConfig
-from rotscope.registry import Registry
+from rotscope.registry import Registry, register_filler_options
 
 __all__ = [
     "ENCODING_HINT",
@@ -52,11 +52,20 @@ FILLER_SOURCES: Registry[FillerEntry] = Registry(
 
 
 def register_filler(
-    kind: str, *, describe: Callable[[FillerConfig], str] | None = None
+    kind: str,
+    *,
+    describe: Callable[[FillerConfig], str] | None = None,
+    options: type | None = None,
 ) -> Callable[[FillerSource], FillerSource]:
-    """Register a source for ``filler: {kind: KIND}``; ``describe`` names its corpus (default: the kind)."""
+    """Register a source for ``filler: {kind: KIND}``; ``describe`` names its corpus (default: the
+    kind). ``options``: a pydantic class typing ``filler.options`` for this kind
+    (``rotscope.registry.register_filler_options``): the experiment file's mapping is validated by
+    it (its ``PathOption`` fields resolved), and the source reads
+    ``options.model_validate(config.options)``."""
 
     def add(source: FillerSource) -> FillerSource:
+        if options is not None:
+            register_filler_options(kind, options, module=source.__module__)
         FILLER_SOURCES.register(kind, module=source.__module__)(
             FillerEntry(source, describe or (lambda config: kind))
         )

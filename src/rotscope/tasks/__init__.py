@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from rotscope.registry import Registry
+from rotscope.registry import Registry, register_section
 from rotscope.rows import Row
 from rotscope.types import Case, TaskFamily
 
@@ -71,11 +71,16 @@ def register_task(
     region: bool = False,
     most_cases: Callable[[], int] | None = None,
     module: str | None = None,
+    options: tuple[str, type] | None = None,
 ) -> Callable[[TaskFactory], TaskFactory]:
     """Register a factory that builds the family from the experiment config (``module``: where
-    the family lives, default the factory's own module)."""
+    the family lives, default the factory's own module); ``options``: ``(key, class)`` of the
+    family's own section of the experiment file (``rotscope.registry.register_section``), read in
+    the factory as ``config.section(class)``."""
 
     def add(factory: TaskFactory) -> TaskFactory:
+        if options is not None:
+            register_section(*options, module=module or factory.__module__)
         entry = TaskEntry(factory, analyse, layout_order, region, most_cases)
         TASKS.register(name, module=module or factory.__module__)(entry)
         return factory
