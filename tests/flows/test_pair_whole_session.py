@@ -59,6 +59,22 @@ def _spent(run_dir: Path) -> float:
         return store.spent()
 
 
+def _stop_before_any_subject(root: Path, out: Path) -> None:
+    """A pair of ``root``'s experiment into ``out`` stopped once ``pair.json`` is written, before
+    either subject's folder."""
+
+    class Stop(Exception):
+        pass
+
+    def stop(*args: Any, **kwargs: Any) -> Any:
+        raise Stop
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("rotscope.execution.pair.open_session", stop)
+        with pytest.raises(Stop):
+            run_pair(load_config(root / "exp.yaml"), PAIR, out)
+
+
 @pytest.fixture(scope="module")
 def whole(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
     """A pair run through without a stop: the rows every resumed session must equal."""
@@ -105,17 +121,7 @@ def test_a_pair_stopped_while_planning_resumes_to_the_rows_of_an_unstopped_one(
 def test_a_pair_stopped_before_any_subject_folder_resumes(whole: tuple[Path, Path], tmp_path: Path) -> None:
     root, reference = whole
     out = tmp_path / "pair"
-
-    class Stop(Exception):
-        pass
-
-    def stop(*args: Any, **kwargs: Any) -> Any:
-        raise Stop
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("rotscope.execution.pair.open_session", stop)
-        with pytest.raises(Stop):
-            run_pair(load_config(root / "exp.yaml"), PAIR, out)
+    _stop_before_any_subject(root, out)
     assert sorted(path.name for path in out.iterdir() if not path.name.startswith(".")) == ["pair.json"]
     result = invoke("run", "--resume", out)
     assert result.exit_code == 0, result.output
@@ -178,17 +184,7 @@ def test_a_hand_edited_pair_file_is_bad_input_naming_the_field(
 ) -> None:
     root, _ = whole
     out = tmp_path / "pair"
-
-    class Stop(Exception):
-        pass
-
-    def stop(*args: Any, **kwargs: Any) -> Any:
-        raise Stop
-
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("rotscope.execution.pair.open_session", stop)
-        with pytest.raises(Stop):
-            run_pair(load_config(root / "exp.yaml"), PAIR, out)
+    _stop_before_any_subject(root, out)
     record = json.loads((out / "pair.json").read_text(encoding="utf-8"))
     edit(record)
     (out / "pair.json").write_text(json.dumps(record), encoding="utf-8")
