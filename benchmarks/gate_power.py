@@ -12,8 +12,8 @@ the baseline's; an item's baseline and candidate outcomes are tied by a Gaussian
 correlation 0.5; the baseline's accuracy is 0.9 in every slice (at the floor: both runs' accuracy
 is the floor). Shapes: the shipped ``examples/gate/`` (planned with its model set to
 ``fake/lexical``, which changes nothing in the shape: 30 cases x 2 lengths x 3 positions, 6 slices,
-margin 0.15, floor 0.10; 0.25 before 2026-12-02) and a 15-slice setting (15 positions at one length, 30 cases, the same
-margin, a floor of 0.85 for its floor check).
+margin 0.15, floor 0.10; 0.25 before 2026-12-02) and a 15-slice setting (15 positions at one
+length, 30 cases, the same margin, a floor of 0.85 for its floor check).
 
 Acceptance (issue 32), each within 2 Monte-Carlo standard errors: at the example's size
 P(PASS | identical) >= 0.80, P(FAIL | identical) <= 0.01, P(PASS | true pooled loss = margin) <= 0.05,
