@@ -1,6 +1,6 @@
 """How far a real tokenizer's count of a prompt is from rotscope's approximate count of it: the
 measurement behind the delivery check's plausibility bound for approximate counts
-(``rotscope.execution.delivery.APPROXIMATE_RATIO``). Run by hand:
+(``rotscope.execution.calls.delivery.APPROXIMATE_RATIO``). Run by hand:
 
     python benchmarks/approximate_counts.py [--lengths 256,512,...] [--limit 3]
 

@@ -56,7 +56,7 @@ from pathlib import Path
 import numpy as np
 
 from rotscope.config import GateConfig, build_config, read_config_file
-from rotscope.execution.dry_run import planned_manifest
+from rotscope.execution.workflows.dry_run import planned_manifest
 from rotscope.gate.pairing import RunData, build_slices
 from rotscope.gate.sizing import Design, Truth, detectable_drop, one_slice, simulate, verdict_rates
 from rotscope.gate.verdict import judge_slices, overall_verdict, rule_of

@@ -170,7 +170,7 @@ def run_backend(backend: str, folder: Path, args: argparse.Namespace, out: Path)
     import torch
 
     from rotscope.config import build_config
-    from rotscope.execution.runner import run_experiment
+    from rotscope.execution.workflows.runner import run_experiment
     from rotscope.store import RunStore
 
     cuda = torch.cuda.is_available() and args.device == "cuda"

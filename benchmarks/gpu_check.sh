@@ -23,7 +23,7 @@ import torch, transformers
 print(f"torch {torch.__version__}, transformers {transformers.__version__}, cuda {torch.cuda.is_available()}")
 PY
 
-if ! "$python" -c "import rotscope.cli, rotscope.execution.runner" 2>/tmp/rotscope-import.err; then
+if ! "$python" -c "import rotscope.cli, rotscope.execution.workflows.runner" 2>/tmp/rotscope-import.err; then
     if [ -d "$here/wheelhouse" ]; then
         "$python" -m pip install --no-index --find-links "$here/wheelhouse" \
             pydantic pyyaml typer rich numpy scipy statsmodels jinja2 plotly httpx tenacity aiolimiter \

@@ -53,7 +53,7 @@ sys.path.insert(0, str(REPO))
 from tests.support.chat_server import ChatServer  # noqa: E402
 
 from rotscope.config import build_config  # noqa: E402
-from rotscope.execution.runner import run_experiment  # noqa: E402
+from rotscope.execution.workflows.runner import run_experiment  # noqa: E402
 from rotscope.store import RunStore  # noqa: E402
 from rotscope.tokenizers.remote import HFTokenizer  # noqa: E402
 from rotscope.types import Completion, WorkItem  # noqa: E402

@@ -90,7 +90,7 @@ from pathlib import Path
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.llamacpp import bundled_model_path
 from rotscope.config import build_config, read_config_file
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))

@@ -47,7 +47,7 @@ from typing import Any
 
 from rotscope.analysis.summary import load_summary
 from rotscope.config import build_config, quick_config_data, read_config_file
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 
 
 def load() -> str:

@@ -19,7 +19,7 @@ The midpoint of each model is set so that the true effective length (``nolima-0.
 base at 500 tokens, on the population curve: both effects integrated out) is log-uniform over
 1.1K-120K, inside the searched range [1000, 128000]. An instance is measured at three depths per
 length. The settings are the ones ``rotscope run --search`` resolves for such an experiment
-(``execution.search_setup.search_settings`` with the default cap ``DEFAULT_CAP`` and the search
+(``execution.workflows.search_setup.search_settings`` with the default cap ``DEFAULT_CAP`` and the search
 section's defaults: resolution 2.0, 95%, batch 8), and the search is ``plan.search.run_search``.
 Printed per family:
 
@@ -58,7 +58,7 @@ from statistics import NormalDist
 
 from rotscope.backends.curve import LogisticCurve, uniform
 from rotscope.config import ExperimentConfig
-from rotscope.execution.search_setup import DEFAULT_CAP, search_settings
+from rotscope.execution.workflows.search_setup import DEFAULT_CAP, search_settings
 from rotscope.plan.search import SearchSettings, Step, fixed_grid_calls, log_grid, run_search
 
 LO, HI, BASE, DEPTHS = 1000, 128000, 500, 3

@@ -9,7 +9,7 @@ abstention. The draw is a Gaussian copula on the instance (the question): right 
 target accuracy p when ``Phi(sqrt(rho) z_case + sqrt(1 - rho) e_case,length) < p``, z and e
 standard normals hashed from (seed, question[, length]), so each length's accuracy over instances
 is p (the curve 0.81/0.81/0.38 of the bundled model's first run) and an instance hard at one length
-tends to be hard at another (``rho``). Each seed is one run through ``execution.runner``, its
+tends to be hard at another (``rho``). Each seed is one run through ``execution.workflows.runner``, its
 summary from ``analysis.summary`` and its sentence from ``report.sentence.one_sentence``; a seed
 contradicts when the lead entry's bracket (``analysis.bracket.contradicts``) denies its point, or
 when the sentence states a lower end above the point or an upper end at or below it.
@@ -36,7 +36,7 @@ from rotscope import load_summary
 from rotscope.analysis.bracket import contradicts
 from rotscope.backends.fake import ABSTAIN, FakeBackend, lexical_responder
 from rotscope.config import build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.sentence import one_sentence
 from rotscope.types import GenerateRequest
 

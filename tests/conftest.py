@@ -236,7 +236,7 @@ def _no_real_engine_outside_integration(
     if request.node.get_closest_marker("integration") is not None:
         return
     from rotscope.backends.llamacpp import LlamaCppBackend
-    from rotscope.execution.worker import WorkerBackend
+    from rotscope.execution.executors.worker import WorkerBackend
 
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError(

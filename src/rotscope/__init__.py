@@ -25,7 +25,7 @@ def __getattr__(name: str) -> Any:
 def run(config: ExperimentConfig | Path | str) -> Path:
     """Run an experiment from an ``ExperimentConfig`` or a YAML path; returns the run folder."""
     from rotscope.config import ExperimentConfig, load_config
-    from rotscope.execution.runner import run_experiment
+    from rotscope.execution.workflows.runner import run_experiment
 
     if not isinstance(config, ExperimentConfig):
         config = load_config(Path(config))

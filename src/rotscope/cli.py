@@ -120,7 +120,7 @@ def _fail(message: str, code: int = EXIT_BAD_INPUT) -> NoReturn:
 def _guarded(action: Callable[[], T]) -> T:
     """Run a command body; bad input becomes one line on stderr and exit 2, Ctrl-C exit 130; so does
     a write the disk or file system refused (disk full, read-only, no permission)."""
-    from rotscope.execution.runner import BudgetReached, EngineStopped, Interrupted
+    from rotscope.execution.workflows.runner import BudgetReached, EngineStopped, Interrupted
 
     try:
         return action()
@@ -270,9 +270,9 @@ def run(
 ) -> None:
     """Run an experiment (or continue one with --resume) and show its heatmap."""
     from rotscope.analysis.summary import load_summary
-    from rotscope.execution.dry_run import dry_run as plan_only
-    from rotscope.execution.pair import is_pair, parse_pair, resume_pair, run_pair
-    from rotscope.execution.runner import resume_experiment, run_experiment
+    from rotscope.execution.workflows.dry_run import dry_run as plan_only
+    from rotscope.execution.workflows.pair import is_pair, parse_pair, resume_pair, run_pair
+    from rotscope.execution.workflows.runner import resume_experiment, run_experiment
     from rotscope.plan.manifest import read_manifest
     from rotscope.report.dry_run import print_dry_run
     from rotscope.report.progress import ProgressBar
@@ -280,7 +280,11 @@ def run(
     from rotscope.subjects import read_subjects_file, with_subjects
 
     def body() -> None:
-        from rotscope.execution.search_run import is_search_folder, resume_search, run_search_experiment
+        from rotscope.execution.workflows.search_run import (
+            is_search_folder,
+            resume_search,
+            run_search_experiment,
+        )
 
         if resume is not None and is_search_folder(resume):
             if config is not None or plan_file is not None or base_url is not None or api_key_env is not None:
@@ -347,7 +351,7 @@ def run(
                         str(config),
                     )
                 if dry_run:
-                    from rotscope.execution.search_setup import search_dry_run
+                    from rotscope.execution.workflows.search_setup import search_dry_run
                     from rotscope.report.search import print_search_dry_run
 
                     print_search_dry_run(search_dry_run(experiment), console, _warn)
@@ -384,7 +388,7 @@ def run(
 def _show_pair(out: Path) -> None:
     """Each subject's heatmap, then where the two run folders are."""
     from rotscope.analysis.summary import load_summary
-    from rotscope.execution.pair import SUBJECTS
+    from rotscope.execution.workflows.pair import SUBJECTS
     from rotscope.report.terminal import print_summary
 
     for role in SUBJECTS:
@@ -447,7 +451,7 @@ def plan_command(
 ) -> None:
     """Freeze a pre-registration manifest: digests, grid, seeds, decoding and the gate's analysis,
     with what the gate can decide at its size (simulated through the gate's own tests)."""
-    from rotscope.execution.dry_run import planned_manifest
+    from rotscope.execution.workflows.dry_run import planned_manifest
     from rotscope.plan.manifest import write_manifest
     from rotscope.report.verdict import power_lines
 
@@ -487,7 +491,7 @@ def _sized(
 ) -> tuple[ExperimentConfig, dict[str, Any], Any]:
     """``experiment`` with the ``cases_per_task`` at which an identical candidate PASSes with
     probability ``power``; ``BadInput`` where a task cannot have that many cases."""
-    from rotscope.execution.dry_run import planned_manifest
+    from rotscope.execution.workflows.dry_run import planned_manifest
     from rotscope.gate.sizing import Design, cases_for_pass
     from rotscope.gate.verdict import rule_of
     from rotscope.plan.manifest import gate_slices
@@ -583,7 +587,7 @@ def show(
     """Show a run: heatmap and a line per length, the summary JSON, or a Markdown summary; a search
     folder: its result."""
     from rotscope.analysis.summary import load_summary
-    from rotscope.execution.search_run import is_search_folder
+    from rotscope.execution.workflows.search_run import is_search_folder
     from rotscope.report.markdown import run_markdown
     from rotscope.report.search import search_lines
     from rotscope.report.terminal import print_summary
@@ -626,7 +630,7 @@ def report(
 ) -> None:
     """Write a self-contained HTML report (opens offline), and with --figures its figures as files."""
     from rotscope.analysis.summary import load_summary
-    from rotscope.execution.search_run import is_search_folder
+    from rotscope.execution.workflows.search_run import is_search_folder
     from rotscope.report.figures import write_figures
     from rotscope.report.html import write_report
     from rotscope.report.search_html import write_search_report
@@ -695,7 +699,7 @@ def cases_command(
     ] = None,
 ) -> None:
     """Write a run's cases as case-file lines; --failing turns its failures into permanent cases."""
-    from rotscope.execution.case_export import export_cases
+    from rotscope.execution.state.case_export import export_cases
 
     def body() -> None:
         export = export_cases(run_dir, failing=failing, pin=pin, since=since)

@@ -6,7 +6,7 @@ folder when the file is read (``resolve_marked_paths``; ``rotscope.config.resolv
 config stored in a run folder names the same files wherever it is read from.
 
 ``RuntimeOption``: the field says how a run is executed or judged, never what it answers, so it is
-left out of the run's identity (``runtime_keys``; ``rotscope.execution.identity``) and ``--resume``
+left out of the run's identity (``runtime_keys``; ``rotscope.execution.state.identity``) and ``--resume``
 may change it. Marked on a top-level field it leaves out the whole field; marked on a field of a
 top-level section it leaves out that key of the section. A section nested in another (the judge's
 ``remote``) is part of the identity whole, whatever its fields say.

@@ -373,7 +373,7 @@ class RunStore:
         return rows
 
     def record_cache_check(self, check: Mapping[str, Any]) -> None:
-        """Store one warm/cold comparison (see ``rotscope.execution.cachecheck``)."""
+        """Store one warm/cold comparison (see ``rotscope.execution.calls.cachecheck``)."""
         self._check_in_place()
         values = {**storable_values(check), "finished_at": _now()}
         with self._db:

@@ -4,7 +4,7 @@ name where a command takes a subject (``run --pair A,B``; later the N-subject se
 A subject is a model and the overrides it carries over the experiment's settings: a system prompt,
 a chat template, engine options (``llamacpp.n_batch``...). Resolving one gives the config of its run
 folder: the overrides applied, ``subject`` set to its name and ``subjects`` reduced to its own
-definition, so the folder's config (and with it its identity, ``execution.identity``) holds its own
+definition, so the folder's config (and with it its identity, ``execution.state.identity``) holds its own
 overrides and not another subject's. A plain model name stays a model name: the experiment's own
 settings with that model. The cases, grid, seeds, decoding and gate are never a subject's: both
 sides of a pair get the same items.

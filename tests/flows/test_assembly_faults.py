@@ -13,7 +13,7 @@ import pytest
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.execution.runner import resume_experiment, run_experiment
+from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.filler.corpus import TokenizedCorpus
 from rotscope.prompt.builder import PromptBuilder
 from rotscope.prompt.frame import Frame

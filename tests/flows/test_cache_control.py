@@ -18,7 +18,7 @@ from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import build_config
 from rotscope.errors import BadInput
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.html import render_report
 from rotscope.report.terminal import print_summary
 from rotscope.store import RunStore

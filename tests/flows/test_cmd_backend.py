@@ -20,9 +20,9 @@ from rotscope.backends.cmd import CmdBackend, read_usage
 from rotscope.backends.process import TimedOut, run_in_group
 from rotscope.backends.retry import Permanent
 from rotscope.config import ExperimentConfig, build_config, load_config
-from rotscope.execution.delivery import check_delivery, delivery_tolerance
-from rotscope.execution.identity import config_fields
-from rotscope.execution.runner import resume_experiment, run_experiment
+from rotscope.execution.calls.delivery import check_delivery, delivery_tolerance
+from rotscope.execution.state.identity import config_fields
+from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.store import RunStore
 from rotscope.types import Completion, GenerateRequest, GenerationParams
 from tests.support.cli_helpers import assert_bad_input, invoke

@@ -21,7 +21,7 @@ from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend
 from rotscope.config import build_config, load_config
 from rotscope.errors import BadInput
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.plan.workitems import build_plan
 from rotscope.scoring.deterministic import SCORERS, score_parts
 from rotscope.tasks import get_task

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from rotscope.cli import EXIT_ENGINE_CRASHED, _guarded, app
 from rotscope.execution.doctor import _cache_check, run_checks
-from rotscope.execution.runner import EngineStopped
+from rotscope.execution.workflows.runner import EngineStopped
 
 
 def test_without_llama_cpp_python_doctor_exits_2_naming_it(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,8 +18,8 @@ import pytest
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import build_config
 from rotscope.errors import EngineCrashed
-from rotscope.execution.runner import EngineStopped, resume_experiment, run_experiment
-from rotscope.execution.worker import WorkerBackend
+from rotscope.execution.executors.worker import WorkerBackend
+from rotscope.execution.workflows.runner import EngineStopped, resume_experiment, run_experiment
 from rotscope.types import Completion, GenerateRequest, GenerationParams
 
 

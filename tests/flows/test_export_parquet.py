@@ -13,7 +13,7 @@ import pytest
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BadInput
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.export import export_rows
 from rotscope.store import ITEM_COLUMNS
 from rotscope.types import GenerateRequest

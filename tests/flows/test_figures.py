@@ -9,7 +9,7 @@ import pytest
 
 from rotscope import load_summary
 from rotscope.config import build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report import figures
 from rotscope.report.names import shareable
 from tests.support.cli_helpers import assert_bad_input, invoke, nonsense_corpus

@@ -16,7 +16,7 @@ import pytest
 from rotscope import load_summary
 from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.filler import documents
 from rotscope.filler.corpus import tokenize_corpus
 from rotscope.plan.workitems import Plan, build_plan
@@ -145,7 +145,7 @@ def test_a_run_folder_from_before_variants_resumes_with_its_one_haystack(tmp_pat
     variants, when a run had one haystack: it resumes as that, not under today's default."""
     import yaml
 
-    from rotscope.execution.runner import resume_experiment
+    from rotscope.execution.workflows.runner import resume_experiment
 
     config = _with_variants(tmp_path, 1, lengths=[256], limit=3)
     run_dir = run_experiment(config, run_dir=tmp_path / "run")

@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 from rotscope.cli import app
 from rotscope.config import build_config
 from rotscope.errors import BadInput
-from rotscope.execution.identity import check_identity, config_digest, experiment_identity
+from rotscope.execution.state.identity import check_identity, config_digest, experiment_identity
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"
 DESCRIPTION = {

@@ -12,7 +12,7 @@ from statsmodels.sandbox.stats.runs import runstest_1samp
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.execution.runner import execution_order, run_experiment
+from rotscope.execution.workflows.runner import execution_order, run_experiment
 from rotscope.plan.workitems import build_plan
 from rotscope.types import GenerateRequest, WorkItem
 

@@ -15,8 +15,8 @@ import yaml
 from rotscope.backends.fake import FakeBackend, echo_responder
 from rotscope.config import ExperimentConfig
 from rotscope.errors import SessionNotWritten
-from rotscope.execution.run_folder import SESSION_DIR
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.state.run_folder import SESSION_DIR
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.filler.session import is_note, load_transcript
 from rotscope.store import RunStore
 from rotscope.tasks.cases import read_case_file

@@ -17,7 +17,7 @@ import pytest
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.html import render_report
 from rotscope.scoring.judge import (
     JUDGE_PROMPT,
@@ -238,16 +238,16 @@ def test_the_judge_never_inherits_the_main_models_connection(
 ) -> None:
     """A key variable, server or parameters set for the model under test stay with it: the judge
     gets its own ``judge.remote`` (here the defaults)."""
-    from rotscope.execution import session
+    from rotscope.execution.workflows import run_steps
 
     built: list[ExperimentConfig] = []
-    create = session.create_backend
+    create = run_steps.create_backend
 
     def recording(config: ExperimentConfig) -> Any:
         built.append(config)
         return create(config)
 
-    monkeypatch.setattr(session, "create_backend", recording)
+    monkeypatch.setattr(run_steps, "create_backend", recording)
     main_remote = {"base_url": "http://10.0.0.5:8000/v1", "api_key_env": "LOCAL_KEY", "params": {"top_k": 20}}
     run_experiment(
         make_config(

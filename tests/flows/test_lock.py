@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rotscope.cli import EXIT_BUDGET, app
-from rotscope.execution.lock import LOCK_FILE, RunFolderLocked, RunLock
+from rotscope.execution.state.lock import LOCK_FILE, RunFolderLocked, RunLock
 
 SLOW_CLI = Path(__file__).resolve().parents[1] / "support" / "slow_rotscope.py"
 ROTSCOPE = Path(sys.executable).with_name("rotscope")

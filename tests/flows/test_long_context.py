@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from rotscope.config import build_config
-from rotscope.execution.order import _common_text
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.calls.order import _common_text
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.store import RunStore
 from rotscope.tokenizers.remote import HFTokenizer
 from tests.support.chat_server import ChatServer

@@ -14,8 +14,8 @@ import pytest
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend
 from rotscope.config import ExperimentConfig, build_config, load_config
-from rotscope.execution.run_folder import planned_rows
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.state.run_folder import planned_rows
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.plan.manifest import slice_shape
 from rotscope.plan.workitems import build_plan
 from rotscope.tasks import get_task

@@ -13,7 +13,7 @@ from rotscope.analysis.summary import load_summary
 from rotscope.backends.curve import uniform
 from rotscope.backends.fake import ABSTAIN, FakeBackend, blind_responder
 from rotscope.config import build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.rows import instance_means
 from rotscope.stats import paired_gap
 from rotscope.store import RunStore

@@ -18,8 +18,8 @@ import yaml
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import load_config
-from rotscope.execution.pair import SUBJECTS, run_pair
-from rotscope.execution.runner import Interrupted
+from rotscope.execution.workflows.pair import SUBJECTS, run_pair
+from rotscope.execution.workflows.runner import Interrupted
 from rotscope.plan.schedule import paired_rounds, trie_runs
 from rotscope.store import RunStore
 from rotscope.types import Completion, GenerateRequest

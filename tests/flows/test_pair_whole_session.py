@@ -14,9 +14,9 @@ import yaml
 
 import rotscope
 from rotscope.config import load_config
-from rotscope.execution import session as session_module
-from rotscope.execution.pair import SUBJECTS, run_pair
-from rotscope.execution.runner import BudgetReached
+from rotscope.execution.workflows import run_steps
+from rotscope.execution.workflows.pair import SUBJECTS, run_pair
+from rotscope.execution.workflows.runner import BudgetReached
 from rotscope.store import RunStore
 from tests.support.cli_helpers import assert_bad_input, invoke
 
@@ -70,7 +70,7 @@ def _stop_before_any_subject(root: Path, out: Path) -> None:
         raise Stop
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("rotscope.execution.pair.open_session", stop)
+        patch.setattr("rotscope.execution.workflows.pair.open_run_steps", stop)
         with pytest.raises(Stop):
             run_pair(load_config(root / "exp.yaml"), PAIR, out)
 
@@ -98,14 +98,14 @@ def test_a_pair_stopped_while_planning_resumes_to_the_rows_of_an_unstopped_one(
 ) -> None:
     root, reference = whole
     out = tmp_path / "pair"
-    opened = session_module.Session.open
+    opened = run_steps.RunSteps.open
 
-    def stop_at_the_candidate(self: session_module.Session, *args: Any, **kwargs: Any) -> Any:
+    def stop_at_the_candidate(self: run_steps.RunSteps, *args: Any, **kwargs: Any) -> Any:
         if self.run_dir.name == "candidate":
             raise KeyboardInterrupt  # as a kill between the baseline's store and the candidate's
         return opened(self, *args, **kwargs)
 
-    monkeypatch.setattr(session_module.Session, "open", stop_at_the_candidate)
+    monkeypatch.setattr(run_steps.RunSteps, "open", stop_at_the_candidate)
     with pytest.raises(KeyboardInterrupt):
         run_pair(load_config(root / "exp.yaml"), PAIR, out)
     monkeypatch.undo()

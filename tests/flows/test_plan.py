@@ -16,8 +16,8 @@ from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend
 from rotscope.config import build_config
 from rotscope.errors import BadInput
-from rotscope.execution.dry_run import freeze_plan
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.dry_run import freeze_plan
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.plan.manifest import SHARED_GROUPS, cases_digest, deviations, manifest_digest, read_manifest
 from rotscope.report.html import render_report
 from rotscope.store import RunStore

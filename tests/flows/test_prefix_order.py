@@ -19,8 +19,8 @@ from rotscope._util.tokens import common_prefix
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.execution.order import execution_order, word_boundary
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.calls.order import execution_order, word_boundary
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.plan.schedule import (
     GROUP_SLACK,
     cache_evaluated,

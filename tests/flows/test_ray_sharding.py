@@ -12,7 +12,7 @@ import yaml
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.execution.ray_executor import shard
+from rotscope.execution.executors.ray_executor import shard
 from rotscope.plan.schedule import cache_evaluated, prefill_bounds, prefix_groups, prefix_order
 from rotscope.plan.workitems import build_plan
 from rotscope.types import WorkItem

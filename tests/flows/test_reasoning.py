@@ -22,7 +22,7 @@ from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend
 from rotscope.config import ExperimentConfig, ReasoningConfig, build_config
 from rotscope.errors import BadInput
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.plan.workitems import build_plan
 from rotscope.prompt.builder import PromptBuilder
 from rotscope.prompt.frame import evidence_unit

@@ -24,10 +24,10 @@ from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.cli import EXIT_BUDGET, app
 from rotscope.config import ExperimentConfig, ProviderLimits, build_config
 from rotscope.errors import BadInput
-from rotscope.execution.cost import DEFAULT_PRICES, MILLION, price_table
-from rotscope.execution.dry_run import dry_run
-from rotscope.execution.limits import ProviderLimiter
-from rotscope.execution.runner import BudgetReached, Interrupted, resume_experiment, run_experiment
+from rotscope.execution.calls.cost import DEFAULT_PRICES, MILLION, price_table
+from rotscope.execution.calls.limits import ProviderLimiter
+from rotscope.execution.workflows.dry_run import dry_run
+from rotscope.execution.workflows.runner import BudgetReached, Interrupted, resume_experiment, run_experiment
 from rotscope.report.html import render_report
 from rotscope.types import GenerateRequest
 

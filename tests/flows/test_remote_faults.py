@@ -21,7 +21,7 @@ from rotscope.backends.retry import Permanent
 from rotscope.cli import app
 from rotscope.config import ExperimentConfig, RemoteOptions, build_config
 from rotscope.errors import BackendRefused
-from rotscope.execution.runner import resume_experiment, run_experiment
+from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.report.html import render_report
 from rotscope.types import GenerateRequest, GenerationParams
 from tests.support.chat_server import TEMPLATE_OVERHEAD, ChatServer

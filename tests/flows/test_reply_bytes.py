@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.execution.runner import resume_experiment, run_experiment
+from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from tests.support.chat_server import ChatServer
 
 KEY_ENV = "ROTSCOPE_BYTES_KEY"

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rotscope.execution.run_folder import CREATING
+from rotscope.execution.state.run_folder import CREATING
 from tests.support.cli_helpers import case_file, invoke, nonsense_corpus
 
 

@@ -17,10 +17,10 @@ from rich.console import Console
 from rotscope.backends.fake import FakeBackend, echo_responder
 from rotscope.config import ExperimentConfig
 from rotscope.errors import SessionNotWritten, SessionStopped
-from rotscope.execution import dry_run as dry_run_module
-from rotscope.execution.run_folder import SESSION_DIR
-from rotscope.execution.runner import run_experiment
-from rotscope.execution.self_session import EMPTY_NOTE, MARKED_NOTE, SessionWriter
+from rotscope.execution.state.run_folder import SESSION_DIR
+from rotscope.execution.workflows import dry_run as dry_run_module
+from rotscope.execution.workflows.runner import run_experiment
+from rotscope.execution.workflows.self_session import EMPTY_NOTE, MARKED_NOTE, SessionWriter
 from rotscope.filler.session import generated_session, is_note, load_transcript
 from rotscope.report.dry_run import print_dry_run
 from rotscope.store import RunStore

@@ -19,7 +19,7 @@ from rotscope.analysis.summary import load_summary
 from rotscope.backends.server_log import Record, ServerLog, records
 from rotscope.config import build_config
 from rotscope.errors import BadInput
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.html import render_report
 from rotscope.report.terminal import print_summary
 from rotscope.tokenizers.remote import ApproximateTokenizer, render_plain

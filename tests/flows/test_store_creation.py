@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 
 from rotscope.config import ExperimentConfig
-from rotscope.execution import run_folder
-from rotscope.execution.identity import config_digest
-from rotscope.execution.run_folder import CONFIG_FILE, CREATING, check_run_dir, creation_cut, has_store
-from rotscope.execution.runner import resume_experiment, run_experiment
+from rotscope.execution.state import run_folder
+from rotscope.execution.state.identity import config_digest
+from rotscope.execution.state.run_folder import CONFIG_FILE, CREATING, check_run_dir, creation_cut, has_store
+from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.store import MIGRATIONS
 from tests.support.tiny_runs import tiny_niah_config
 

@@ -32,7 +32,7 @@ from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.cli import app
 from rotscope.config import ExperimentConfig, FillerConfig, build_config
 from rotscope.errors import BadInput
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.filler import FILLER_SOURCES, Document, documents, register_filler
 from rotscope.plan.manifest import assembler_digest, code_fingerprint, prompt_shaping_sources
 from rotscope.plan.workitems import build_plan

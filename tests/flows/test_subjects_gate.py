@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 import rotscope
-from rotscope.execution.run_folder import CONFIG_FILE
+from rotscope.execution.state.run_folder import CONFIG_FILE
 from rotscope.gate.rollback import cases_command
 from rotscope.store import RunStore
 from rotscope.tasks.cases import read_case_file

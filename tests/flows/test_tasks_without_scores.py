@@ -17,7 +17,7 @@ import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.prompt.builder import PlacementError, PromptBuilder
 from rotscope.report.html import render_report
 from rotscope.types import Case, Layout, RenderedPrompt

@@ -24,7 +24,7 @@ from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend
 from rotscope.cli import app
 from rotscope.config import build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.terminal import print_summary
 from rotscope.types import GenerateRequest
 from tests.support.chat_server import ChatServer

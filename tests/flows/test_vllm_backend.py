@@ -20,7 +20,7 @@ from rotscope._util.tokens import common_prefix
 from rotscope.backends.fake import lexical_responder
 from rotscope.backends.vllm import VllmBackend, first_difference
 from rotscope.config import build_config
-from rotscope.execution.runner import resume_experiment, run_experiment
+from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.plan.workitems import build_plan
 from rotscope.store import RunStore
 from rotscope.tokenizers.remote import HFTokenizer

@@ -15,7 +15,7 @@ import pytest
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.types import Completion, GenerateRequest
 
 LENGTHS = [200, 300]

@@ -11,7 +11,7 @@ from typing import Any
 
 from rotscope.analysis.summary import load_summary
 from rotscope.config import load_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "gate"
 

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from rotscope.config import build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.filler.perturb import PerturbMap, perturb_tree
 
 BASE = '''"""Cache backends."""

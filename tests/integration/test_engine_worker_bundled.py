@@ -15,8 +15,8 @@ import pytest
 from rotscope.analysis.summary import load_summary
 from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, build_config
-from rotscope.execution.runner import resume_experiment, run_experiment
-from rotscope.execution.worker import WorkerBackend
+from rotscope.execution.executors.worker import WorkerBackend
+from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 
 
 def tiny(**changes: Any) -> ExperimentConfig:

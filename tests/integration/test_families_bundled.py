@@ -12,7 +12,7 @@ import pytest
 
 from rotscope.analysis.summary import load_summary
 from rotscope.config import build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.scoring.deterministic import score
 from rotscope.tasks import get_task
 from rotscope.types import Completion

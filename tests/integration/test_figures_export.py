@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rotscope.config import build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from tests.support.cli_helpers import invoke, nonsense_corpus
 
 pytestmark = pytest.mark.browser

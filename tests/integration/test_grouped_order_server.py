@@ -11,7 +11,7 @@ from pathlib import Path
 
 from rotscope.analysis.summary import load_summary
 from rotscope.config import build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from tests.llama_server import SERVED_NAME, prefix_hits, served
 
 ACCEPTED = 1.2

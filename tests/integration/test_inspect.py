@@ -20,7 +20,7 @@ import yaml
 
 from rotscope.backends.fake import FakeTokenizer
 from rotscope.config import build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.store import RunStore
 from tests.support.cli_helpers import assert_bad_input, invoke, valve_corpus
 

@@ -18,7 +18,7 @@ import pytest
 
 from rotscope.analysis.summary import load_summary
 from rotscope.config import build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.store import RunStore
 from tests.llama_server import SERVED_NAME, served
 from tests.support.chat_server import ChatServer, prompt_key

@@ -12,7 +12,7 @@ from typing import Any
 
 from rotscope.analysis.summary import load_summary
 from rotscope.config import load_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.scoring.deterministic import score_parts
 from rotscope.tasks import get_task
 from rotscope.types import Completion

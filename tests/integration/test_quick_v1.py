@@ -82,7 +82,7 @@ def test_running_quick_v1_on_the_bundled_model_gives_the_recorded_outcomes(
 ) -> None:
     import llama_cpp
 
-    from rotscope.execution.runner import run_experiment
+    from rotscope.execution.workflows.runner import run_experiment
 
     config = load_config(CONFIG, {"out": str(tmp_path / "quick-v1")})
     run_dir = run_experiment(config)

@@ -10,7 +10,7 @@ import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import build_config
-from rotscope.execution.runner import run_experiment
+from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.html import write_report
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -14,8 +14,8 @@ import pytest
 
 from rotscope.analysis.summary import load_summary
 from rotscope.config import load_config
-from rotscope.execution.runner import run_experiment
-from rotscope.execution.self_session import SessionWriter
+from rotscope.execution.workflows.runner import run_experiment
+from rotscope.execution.workflows.self_session import SessionWriter
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "session-self.yaml"
 NOTE_TOKENS = 8

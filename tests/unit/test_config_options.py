@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.config import ExperimentConfig, resolve_paths
-from rotscope.execution.identity import RUNTIME_FIELDS, SECTION_RUNTIME_FIELDS, config_fields
+from rotscope.execution.state.identity import RUNTIME_FIELDS, SECTION_RUNTIME_FIELDS, config_fields
 from rotscope.options import path_keys
 
 OLD_RUNTIME_FIELDS = {

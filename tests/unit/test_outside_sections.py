@@ -15,7 +15,7 @@ from rotscope import registry
 from rotscope.config import build_config, quick_config_data, resolve_paths
 from rotscope.config_reference import key_rows
 from rotscope.errors import BadInput
-from rotscope.execution.identity import config_digest, config_fields
+from rotscope.execution.state.identity import config_digest, config_fields
 from rotscope.options import PathOption, RuntimeOption
 
 # Computed with the code of main at 2cafe62 (before outside sections existed) by

@@ -14,7 +14,7 @@ import pytest
 from rotscope.backends import create_backend
 from rotscope.config import build_config
 from rotscope.errors import BadInput
-from rotscope.execution.identity import config_fields
+from rotscope.execution.state.identity import config_fields
 from rotscope.gate.rollback import rollback, unsupported_lengths
 from rotscope.subjects import resolve_subject
 

@@ -1,5 +1,5 @@
 """The summary of cache controls: warm and cold answers of the same items compared (see
-``rotscope.execution.cachecheck``, which runs them)."""
+``rotscope.execution.calls.cachecheck``, which runs them)."""
 
 from __future__ import annotations
 

@@ -76,7 +76,7 @@ def state_cache(capacity_mb: int) -> Any:
 
 class LlamaCppBackend:
     """Runs a GGUF model in this process (a run puts it in a worker process of its own, see
-    ``rotscope.execution.worker``). Token ids are sent as they are, so the model sees exactly the
+    ``rotscope.execution.executors.worker``). Token ids are sent as they are, so the model sees exactly the
     verified prompt; the KV cache of the previous prompt is reused for the shared prefix."""
 
     capabilities = Capabilities(

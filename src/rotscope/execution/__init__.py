@@ -2,9 +2,9 @@
 limits, the response cache, the delivery check, cache controls and the machine check (doctor).
 
 Named ``execution`` rather than ``run``: ``rotscope.run`` is the library's function (design.md).
-The names below load on first use, so the engine worker (``python -m rotscope.execution.worker``)
+The names below load on first use, so the engine worker (``python -m rotscope.execution.executors.worker``)
 starts without importing the planner. ``dry_run`` is imported from its module
-(``rotscope.execution.dry_run``): the package attribute of that name is the module."""
+(``rotscope.execution.workflows.dry_run``): the package attribute of that name is the module."""
 
 from __future__ import annotations
 
@@ -12,25 +12,25 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from rotscope.execution.dry_run import DryRun, freeze_plan
-    from rotscope.execution.runner import (
+    from rotscope.execution.executors.worker import WorkerBackend
+    from rotscope.execution.workflows.dry_run import DryRun, freeze_plan
+    from rotscope.execution.workflows.runner import (
         BudgetReached,
         EngineStopped,
         Interrupted,
         resume_experiment,
         run_experiment,
     )
-    from rotscope.execution.worker import WorkerBackend
 
 _PUBLIC = {
-    "BudgetReached": "runner",
-    "DryRun": "dry_run",
-    "EngineStopped": "runner",
-    "Interrupted": "runner",
-    "WorkerBackend": "worker",
-    "freeze_plan": "dry_run",
-    "resume_experiment": "runner",
-    "run_experiment": "runner",
+    "BudgetReached": "workflows.runner",
+    "DryRun": "workflows.dry_run",
+    "EngineStopped": "workflows.runner",
+    "Interrupted": "workflows.runner",
+    "WorkerBackend": "executors.worker",
+    "freeze_plan": "workflows.dry_run",
+    "resume_experiment": "workflows.runner",
+    "run_experiment": "workflows.runner",
 }
 __all__ = [
     "BudgetReached",

@@ -117,7 +117,7 @@ def measure_setting(path: Path, setting: Setting) -> Measured:
     ``setting``'s threads and batch (a fresh one per setting: llama.cpp takes them when it loads)."""
     from rotscope.backends.llamacpp import LlamaCppBackend
     from rotscope.config import LlamaCppOptions
-    from rotscope.execution.worker import WorkerBackend
+    from rotscope.execution.executors.worker import WorkerBackend
     from rotscope.types import GenerateRequest, GenerationParams
 
     engine = LlamaCppBackend(path, LlamaCppOptions(n_threads=setting[0], n_batch=setting[1]))
@@ -223,7 +223,7 @@ def _round_trip_check(path: Path) -> Check:
 
 
 def _cache_check() -> Check:
-    from rotscope.execution.response_cache import default_cache_path
+    from rotscope.execution.calls.response_cache import default_cache_path
 
     folder = default_cache_path().parent
     try:

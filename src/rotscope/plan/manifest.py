@@ -65,7 +65,8 @@ plan they are not compared."""
 UPGRADE_FIELDS = ("subject.assembler_digest", "subject.rotscope_version")
 """What a rotscope upgrade changes in a subject, whatever the subject: the prompt-shaping code and
 the version. A paired session assembles both subjects with the same installed code, so there it is
-accepted for the baseline (``rotscope.execution.intended``); a single run under the plan refuses it."""
+accepted for the baseline (``rotscope.execution.workflows.intended``); a single run under the plan
+refuses it."""
 UPGRADE_HINT = (
     "rotscope changed since the plan was frozen: run both subjects under it with --pair "
     "(one installed assembler for both), or freeze the plan again"

@@ -25,7 +25,7 @@ _CHARS_PER_TOKEN = 6
 SessionWriter = Callable[[int, frozenset[str], int], list[Turn]]
 """Gives the session of a variant's seed, turns holding a guarded string left out, longer than the
 given tokens: with ``filler.assistant: model``, the session whose notes the model wrote (the run
-step ``execution.self_session`` writes it into the run folder, or reads it back from there)."""
+step ``execution.workflows.self_session`` writes it into the run folder, or reads it back from there)."""
 
 
 def session_layouts(

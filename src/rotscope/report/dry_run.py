@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 if TYPE_CHECKING:  # a view reads what the dry run made, never runs one
-    from rotscope.execution.dry_run import DryRun, OverheadCheck
+    from rotscope.execution.workflows.dry_run import DryRun, OverheadCheck
 
 
 def print_dry_run(planned: DryRun, console: Console) -> None:

@@ -11,7 +11,7 @@ from rich.console import Console
 from rotscope.report.dry_run import print_dry_run
 
 if TYPE_CHECKING:  # a view prints what the dry run made, never runs one
-    from rotscope.execution.search_setup import SearchDryRun, WorstCase
+    from rotscope.execution.workflows.search_setup import SearchDryRun, WorstCase
 
 
 def _bound(decision: dict[str, Any], side: str, relative: bool, value: float) -> str:

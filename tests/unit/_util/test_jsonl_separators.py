@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from rotscope._util.jsonl import complete_lines, jsonl_line, jsonl_lines, read_jsonl
 from rotscope.errors import BadInput
-from rotscope.execution.self_session import _stored
+from rotscope.execution.workflows.self_session import _stored
 from rotscope.tasks.cases import read_case_file
 from rotscope.tasks.replay.records import read_replay_file
 

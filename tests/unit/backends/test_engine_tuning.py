@@ -188,7 +188,7 @@ def test_the_engine_line_shows_threads_their_source_and_the_batch() -> None:
 def test_the_dry_run_estimate_names_the_threads_it_assumes() -> None:
     from types import SimpleNamespace
 
-    from rotscope.execution.dry_run import LocalEstimate
+    from rotscope.execution.workflows.dry_run import LocalEstimate
     from rotscope.report.dry_run import local_estimate_line
 
     planned = SimpleNamespace(
@@ -204,7 +204,7 @@ def test_a_ray_replica_resolves_the_threads_left_unset_on_its_own_machine(
     import pickle
 
     from rotscope.backends.llamacpp import LlamaCppBackend
-    from rotscope.execution.ray_executor import ReplicaActor
+    from rotscope.execution.executors.ray_executor import ReplicaActor
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     driver = LlamaCppBackend(bundled_path, LlamaCppOptions(extra_buffers="off"))

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 from rotscope.config import ExperimentConfig, SearchConfig, build_config
 from rotscope.errors import BadInput
-from rotscope.execution.cost import call_cost, find_price, price_table
-from rotscope.execution.dry_run import DryRun
-from rotscope.execution.dry_run import dry_run as plan_dry_run
-from rotscope.execution.self_session import self_written
+from rotscope.execution.calls.cost import call_cost, find_price, price_table
+from rotscope.execution.workflows.dry_run import DryRun
+from rotscope.execution.workflows.dry_run import dry_run as plan_dry_run
+from rotscope.execution.workflows.self_session import self_written
 from rotscope.plan import select_cases
 from rotscope.plan.search import BASE, SearchSettings, Threshold, log_grid
 from rotscope.tasks import TASKS

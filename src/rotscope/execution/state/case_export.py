@@ -23,7 +23,7 @@ from typing import Any
 
 from rotscope.config import ExperimentConfig, load_config
 from rotscope.errors import BadInput
-from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE
+from rotscope.execution.state.run_folder import CONFIG_FILE, STORE_FILE
 from rotscope.plan.workitems import CONTROL_POSITION, select_cases
 from rotscope.rows import Row
 from rotscope.store import RunStore

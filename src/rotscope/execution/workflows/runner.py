@@ -11,10 +11,10 @@ from typing import Any
 
 from rotscope.config import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput, EngineCrashed
-from rotscope.execution.execute import Reporter
-from rotscope.execution.identity import before_variants
-from rotscope.execution.order import execution_order
-from rotscope.execution.run_folder import (
+from rotscope.execution.calls.execute import Reporter
+from rotscope.execution.calls.order import execution_order
+from rotscope.execution.state.identity import before_variants
+from rotscope.execution.state.run_folder import (
     CONFIG_FILE,
     PAIR_FILE,
     SESSION_DIR,
@@ -24,7 +24,12 @@ from rotscope.execution.run_folder import (
     has_store,
     writing,
 )
-from rotscope.execution.session import Session, check_plan, open_session, refuse_nothing_to_measure
+from rotscope.execution.workflows.run_steps import (
+    RunSteps,
+    check_plan,
+    open_run_steps,
+    refuse_nothing_to_measure,
+)
 from rotscope.store import RunStore
 from rotscope.types import Backend
 
@@ -123,7 +128,7 @@ def _run_locked(
     allow_empty: bool = True,
 ) -> Path:
     """``run_experiment`` once the caller holds the run folder's lock."""
-    session = open_session(
+    session = open_run_steps(
         config, run_dir, resume=resume, reporter=reporter, backend=backend, judge_backend=judge_backend
     )
     try:
@@ -145,7 +150,7 @@ def _run_locked(
 
 
 @contextmanager
-def stops(run_dir: Path, sessions: Sequence[Session]) -> Iterator[None]:
+def stops(run_dir: Path, sessions: Sequence[RunSteps]) -> Iterator[None]:
     """Ctrl-C and a repeatedly crashing engine end the run with what the sessions finished kept."""
 
     def progress() -> tuple[int, int]:

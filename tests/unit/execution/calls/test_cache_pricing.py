@@ -9,8 +9,14 @@ import pytest
 from rich.console import Console
 
 from rotscope.config import Price, build_config
-from rotscope.execution.cost import DEFAULT_PRICES, MILLION, call_cost, completion_cost, prompt_cache_estimate
-from rotscope.execution.dry_run import dry_run
+from rotscope.execution.calls.cost import (
+    DEFAULT_PRICES,
+    MILLION,
+    call_cost,
+    completion_cost,
+    prompt_cache_estimate,
+)
+from rotscope.execution.workflows.dry_run import dry_run
 from rotscope.plan.schedule import group_prefix, prefix_groups
 from rotscope.report.dry_run import print_dry_run
 from rotscope.types import Completion

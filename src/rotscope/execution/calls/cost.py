@@ -18,7 +18,7 @@ from rotscope._util.tokens import common_prefix
 from rotscope.backends.remote import min_cacheable_tokens
 from rotscope.config import ExperimentConfig, Price
 from rotscope.errors import BadInput
-from rotscope.execution.response_cache import ResponseCache, cache_key
+from rotscope.execution.calls.response_cache import ResponseCache, cache_key
 from rotscope.plan.schedule import group_prefix, prefix_groups
 from rotscope.types import Completion
 

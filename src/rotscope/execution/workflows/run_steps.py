@@ -16,13 +16,14 @@ from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, build_config, dump_config
 from rotscope.config_sections import ProviderLimits
 from rotscope.errors import BadInput
-from rotscope.execution.cachecheck import require_clearable, run_cache_checks
-from rotscope.execution.cost import Budget
-from rotscope.execution.execute import Reporter, execute_items
-from rotscope.execution.identity import check_identity, config_digest, experiment_identity
-from rotscope.execution.limits import Limiters
-from rotscope.execution.ray_executor import RayPool
-from rotscope.execution.run_folder import (
+from rotscope.execution.calls.cachecheck import require_clearable, run_cache_checks
+from rotscope.execution.calls.cost import Budget
+from rotscope.execution.calls.execute import Reporter, execute_items
+from rotscope.execution.calls.limits import Limiters
+from rotscope.execution.executors.ray_executor import RayPool
+from rotscope.execution.executors.worker import WorkerBackend
+from rotscope.execution.state.identity import check_identity, config_digest, experiment_identity
+from rotscope.execution.state.run_folder import (
     CONFIG_FILE,
     STORE_FILE,
     check_run_dir,
@@ -31,8 +32,7 @@ from rotscope.execution.run_folder import (
     store_plan,
     write_config,
 )
-from rotscope.execution.self_session import SessionWriter, self_written, written_notice
-from rotscope.execution.worker import WorkerBackend
+from rotscope.execution.workflows.self_session import SessionWriter, self_written, written_notice
 from rotscope.plan.manifest import Deviation, build_manifest, deviations, manifest_digest
 from rotscope.plan.workitems import Plan, build_plan
 from rotscope.store import RunStore
@@ -40,7 +40,7 @@ from rotscope.types import Backend, WorkItem
 
 
 def in_worker(backend: Backend, config: ExperimentConfig, reporter: Reporter | None) -> Backend:
-    """A local engine that can run in a worker process gets one (see ``rotscope.execution.worker``);
+    """A local engine that can run in a worker process gets one (see ``rotscope.execution.executors.worker``);
     on the Ray executor the engine's replicas run on Ray workers instead, checked here."""
     if config.executor.kind == "ray":
         return RayPool(backend, config, reporter)
@@ -77,7 +77,7 @@ def check_plan(
 
 
 @dataclass
-class Session:
+class RunSteps:
     """One run folder being run: planned, then stored and executed by its caller."""
 
     config: ExperimentConfig
@@ -269,7 +269,7 @@ class Session:
                 self.judge_backend.close()
 
 
-def open_session(
+def open_run_steps(
     config: ExperimentConfig,
     run_dir: Path,
     *,
@@ -277,13 +277,13 @@ def open_session(
     reporter: Reporter | None,
     backend: Backend | None = None,
     judge_backend: Backend | None = None,
-) -> Session:
-    """A session with its backend made (in a worker process where the engine can have one), once
+) -> RunSteps:
+    """A run's steps with its backend made (in a worker process where the engine can have one), once
     the folder is known to be new or this run's own."""
     check_run_dir(run_dir, config_digest(config), resume)
     _notice(reporter, f"planning {config.name}: model {config.model}; {_grid_line(config)}")
     made = in_worker(backend or create_backend(config), config, reporter)
-    return Session(config, run_dir, made, reporter, judge_backend=judge_backend, resume=resume)
+    return RunSteps(config, run_dir, made, reporter, judge_backend=judge_backend, resume=resume)
 
 
 def _same_items(run_dir: Path, plan: Plan) -> None:
@@ -394,10 +394,10 @@ def planned_line(plan: Plan) -> str:
 
 
 __all__ = [
-    "Session",
+    "RunSteps",
     "check_plan",
     "engine_meta",
-    "open_session",
+    "open_run_steps",
     "planned_line",
     "refuse_nothing_to_measure",
 ]

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from rotscope.config import ExperimentConfig, JudgeConfig, Price
 from rotscope.errors import BadInput, EngineCrashed
-from rotscope.execution.cost import (
+from rotscope.execution.calls.cost import (
     Budget,
     check_budget_price,
     completion_cost,
@@ -31,9 +31,9 @@ from rotscope.execution.cost import (
     price_table,
     total_estimate,
 )
-from rotscope.execution.delivery import check_delivery, delivery_tolerance
-from rotscope.execution.limits import Limiters, ProviderLimiter
-from rotscope.execution.response_cache import ResponseCache, cache_key
+from rotscope.execution.calls.delivery import check_delivery, delivery_tolerance
+from rotscope.execution.calls.limits import Limiters, ProviderLimiter
+from rotscope.execution.calls.response_cache import ResponseCache, cache_key
 from rotscope.scoring.deterministic import score_parts
 from rotscope.scoring.judge import (
     judge_columns,

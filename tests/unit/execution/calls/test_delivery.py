@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from rotscope.execution.delivery import (
+from rotscope.execution.calls.delivery import (
     APPROXIMATE,
     APPROXIMATE_RATIO,
     EXACT,

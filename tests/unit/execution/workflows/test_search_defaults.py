@@ -1,4 +1,4 @@
-"""A new search's resolved defaults (``execution.search_setup``): the cap, the cases the task is
+"""A new search's resolved defaults (``execution.workflows.search_setup``): the cap, the cases the task is
 asked for, one haystack per instance, and the worst case a dry run prints. No model is called."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ import pytest
 
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BadInput
-from rotscope.execution.cost import call_cost
-from rotscope.execution.search_setup import (
+from rotscope.execution.calls.cost import call_cost
+from rotscope.execution.workflows.search_setup import (
     DEFAULT_CAP,
     MIN_DEFAULT_CAP,
     case_ids,

@@ -31,15 +31,15 @@ from typing import Any
 
 from rotscope.config import ExperimentConfig, build_config, resolve_paths
 from rotscope.errors import BadInput
-from rotscope.execution.cost import Budget
-from rotscope.execution.execute import Reporter
-from rotscope.execution.intended import intended_by, upgrade_line
-from rotscope.execution.limits import Limiters
-from rotscope.execution.lock import LOCK_FILE
-from rotscope.execution.order import execution_order
-from rotscope.execution.run_folder import PAIR_FILE, writing
-from rotscope.execution.runner import BudgetReached, resumed_config, stops
-from rotscope.execution.session import Session, open_session, refuse_nothing_to_measure
+from rotscope.execution.calls.cost import Budget
+from rotscope.execution.calls.execute import Reporter
+from rotscope.execution.calls.limits import Limiters
+from rotscope.execution.calls.order import execution_order
+from rotscope.execution.state.lock import LOCK_FILE
+from rotscope.execution.state.run_folder import PAIR_FILE, writing
+from rotscope.execution.workflows.intended import intended_by, upgrade_line
+from rotscope.execution.workflows.run_steps import RunSteps, open_run_steps, refuse_nothing_to_measure
+from rotscope.execution.workflows.runner import BudgetReached, resumed_config, stops
 from rotscope.plan.schedule import paired_rounds, trie_runs
 from rotscope.store import RunStore
 from rotscope.subjects import resolve_subject
@@ -198,10 +198,10 @@ def _run(
             stack.enter_context(writing(out / role))
             if resume:
                 RunStore.open_existing(out / role).close()  # a readable run store, migrated under the lock
-        sessions: dict[str, Session] = {}
+        sessions: dict[str, RunSteps] = {}
         try:
             for role in SUBJECTS:
-                sessions[role] = open_session(
+                sessions[role] = open_run_steps(
                     configs[role],
                     out / role,
                     resume=resume,
@@ -256,13 +256,13 @@ def _run(
     return out
 
 
-def _grouping(session: Session) -> str:
+def _grouping(session: RunSteps) -> str:
     if session.local:
         return "prefix groups: runs of prompts sharing at least half their tokens (local engine)"
     return "blocks of as many calls as its provider's concurrency, in a seeded shuffle (remote API)"
 
 
-def joint_order(sessions: Mapping[str, Session], seed: int) -> list[tuple[str, list[WorkItem]]]:
+def joint_order(sessions: Mapping[str, RunSteps], seed: int) -> list[tuple[str, list[WorkItem]]]:
     """Both subjects' calls as (subject, group) in one seeded interleaving of their groups."""
     groups: dict[str, list[list[WorkItem]]] = {}
     for role, session in sessions.items():
@@ -280,7 +280,7 @@ def joint_order(sessions: Mapping[str, Session], seed: int) -> list[tuple[str, l
 
 
 def _execute(
-    sessions: Mapping[str, Session], order: list[tuple[str, list[WorkItem]]], reporter: Reporter | None
+    sessions: Mapping[str, RunSteps], order: list[tuple[str, list[WorkItem]]], reporter: Reporter | None
 ) -> str | None:
     """Every call still to make, group by group in the joint order; the subject whose budget
     stopped it, else ``None``."""

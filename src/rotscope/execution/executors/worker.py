@@ -116,15 +116,16 @@ class WorkerBackend:
         self._stop()  # a running worker was sized for other prompts: the next call starts anew
 
     def start(self) -> None:
-        """Start the worker (``python -m rotscope.execution.worker``) if none runs. A fresh interpreter,
-        not a fork or multiprocessing's spawn, which would import the caller's main script again."""
+        """Start the worker (``python -m rotscope.execution.executors.worker``) if none runs. A fresh
+        interpreter, not a fork or multiprocessing's spawn, which would import the caller's main script
+        again."""
         if self._process is not None and self._process.poll() is None:
             return
         self._stop()
         ours, theirs = socket.socketpair()
         with theirs:
             process = subprocess.Popen(
-                [sys.executable, "-m", "rotscope.execution.worker", str(theirs.fileno())],
+                [sys.executable, "-m", "rotscope.execution.executors.worker", str(theirs.fileno())],
                 pass_fds=(theirs.fileno(),),
                 stdin=subprocess.DEVNULL,
             )

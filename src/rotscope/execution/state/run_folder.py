@@ -25,9 +25,9 @@ from typing import Any
 from rotscope._version import __version__
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput, OutputFailed, write_failure
-from rotscope.execution.execute import row_id
-from rotscope.execution.identity import RUNTIME_FIELDS, config_digest
-from rotscope.execution.lock import LOCK_FILE, STORE_FILE, RunLock, held
+from rotscope.execution.calls.execute import row_id
+from rotscope.execution.state.identity import RUNTIME_FIELDS, config_digest
+from rotscope.execution.state.lock import LOCK_FILE, STORE_FILE, RunLock, held
 from rotscope.plan.workitems import Plan
 from rotscope.store import RunStore
 from rotscope.types import WorkItem
@@ -56,7 +56,7 @@ _SIDE_FILES = ("-wal", "-shm", "-journal")
 """The files SQLite keeps beside a database, by suffix."""
 SQLITE_READONLY_ROLLBACK = 776
 SESSION_DIR = "session"
-"""Where a session the model writes itself is stored (``execution.self_session``); written before
+"""Where a session the model writes itself is stored (``execution.workflows.self_session``); written before
 ``run.db``, so a folder holding only it is a run whose session was still being written."""
 PAIR_FILE = "pair.json"
 """A paired session's record, in the session folder above its two subjects' run folders."""

@@ -28,9 +28,9 @@ from typing import Any
 
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput, EngineCrashed
-from rotscope.execution.cost import Budget
-from rotscope.execution.execute import Execution, Reporter, local_caller, make_judge
-from rotscope.execution.limits import Limiters
+from rotscope.execution.calls.cost import Budget
+from rotscope.execution.calls.execute import Execution, Reporter, local_caller, make_judge
+from rotscope.execution.calls.limits import Limiters
 from rotscope.plan.schedule import prefill_bounds, prefix_groups, prefix_order
 from rotscope.store import RunStore
 from rotscope.types import Backend, Completion, GenerateRequest, Tokenizer, WorkItem

@@ -24,8 +24,8 @@ import yaml
 from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, build_config, load_config
 from rotscope.errors import BadInput, write_output
-from rotscope.execution.run_folder import CONFIG_FILE, STORE_FILE, default_run_dir, has_store
-from rotscope.execution.runner import (
+from rotscope.execution.state.run_folder import CONFIG_FILE, STORE_FILE, default_run_dir, has_store
+from rotscope.execution.workflows.runner import (
     BudgetReached,
     EngineStopped,
     Interrupted,
@@ -33,7 +33,7 @@ from rotscope.execution.runner import (
     resume_experiment,
     run_experiment,
 )
-from rotscope.execution.search_setup import case_ids, prepare_search, search_settings, settings_of
+from rotscope.execution.workflows.search_setup import case_ids, prepare_search, search_settings, settings_of
 from rotscope.plan.search import (
     BASE,
     BudgetSpent,

@@ -30,16 +30,16 @@ from rotscope._util.jsonl import complete_lines, jsonl_line, jsonl_lines
 from rotscope._util.safe_text import storable
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput, EngineCrashed, SessionNotWritten, SessionStopped
-from rotscope.execution.cost import (
+from rotscope.execution.calls.cost import (
     check_budget_price,
     completion_cost,
     estimate_cost,
     find_price,
     price_table,
 )
-from rotscope.execution.execute import Reporter
-from rotscope.execution.identity import DIGESTS, config_digest
-from rotscope.execution.run_folder import SESSION_DIR, has_store
+from rotscope.execution.calls.execute import Reporter
+from rotscope.execution.state.identity import DIGESTS, config_digest
+from rotscope.execution.state.run_folder import SESSION_DIR, has_store
 from rotscope.filler.session import Turn, generated_session, is_note, load_transcript
 from rotscope.prompt.session_render import holds_marker, render, supports_tools, to_message
 from rotscope.store import RunStore

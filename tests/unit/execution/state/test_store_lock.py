@@ -13,8 +13,8 @@ import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig
-from rotscope.execution.lock import LOCK_FILE, RunFolderLocked, RunLock
-from rotscope.execution.runner import resume_experiment, run_experiment
+from rotscope.execution.state.lock import LOCK_FILE, RunFolderLocked, RunLock
+from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.store import RunStore, StoreMoved
 from rotscope.types import GenerateRequest
 from tests.support.tiny_runs import tiny_niah_config
