@@ -22,8 +22,8 @@ from rotscope.execution.workflows.pair import SUBJECTS, run_pair
 from rotscope.execution.workflows.runner import Interrupted
 from rotscope.plan.schedule import paired_rounds, trie_runs
 from rotscope.store import RunStore
-from rotscope.types import Completion, GenerateRequest
-from tests.support.cli_helpers import assert_bad_input, invoke, nonsense_corpus
+from rotscope.types import GenerateRequest
+from tests.support.cli_helpers import assert_bad_input, count_fake_calls, invoke, nonsense_corpus
 
 PAIR = "fake/lexical,fake/lexical-recent"
 ROTSCOPE = Path(sys.executable).with_name("rotscope")
@@ -182,14 +182,7 @@ def test_bad_pairs_are_one_line_of_bad_input(folder: Path) -> None:
 def test_a_paired_dry_run_is_refused_before_any_model_is_called(
     folder: Path, monkeypatch: pytest.MonkeyPatch, planned: bool
 ) -> None:
-    calls: list[str] = []
-    generate = FakeBackend.generate
-
-    async def counted(self: FakeBackend, request: GenerateRequest) -> Completion:
-        calls.append(self.model_id)
-        return await generate(self, request)
-
-    monkeypatch.setattr(FakeBackend, "generate", counted)
+    calls = count_fake_calls(monkeypatch)
     out = folder / f"dry-pair-{planned}"
     plan = ("--plan", folder / "plan.json") if planned else ()
     result = invoke("run", folder / "exp.yaml", *plan, "--pair", PAIR, "--dry-run", "--out", out)

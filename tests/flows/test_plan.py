@@ -13,7 +13,6 @@ import pytest
 import yaml
 
 from rotscope.analysis.summary import load_summary
-from rotscope.backends.fake import FakeBackend
 from rotscope.config import build_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.dry_run import freeze_plan
@@ -22,8 +21,7 @@ from rotscope.plan.manifest import SHARED_GROUPS, cases_digest, deviations, mani
 from rotscope.report.html import render_report
 from rotscope.store import RunStore
 from rotscope.tasks import get_task
-from rotscope.types import Completion, GenerateRequest
-from tests.support.cli_helpers import assert_bad_input, invoke
+from tests.support.cli_helpers import assert_bad_input, count_fake_calls, invoke
 
 SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
 
@@ -307,7 +305,7 @@ def test_the_gate_refuses_a_run_that_deviates_from_an_old_plan(tmp_path: Path) -
 
 
 def test_a_dry_run_under_a_plan_calls_no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    calls = _count_calls(monkeypatch)
+    calls = count_fake_calls(monkeypatch)
     plan = _old_plan_under_todays_code(tmp_path)
     result = invoke("run", OLD / "experiment.yaml", "--plan", plan, "--dry-run", "--out", tmp_path / "dry")
     assert result.exit_code == 0, result.output
@@ -317,16 +315,3 @@ def test_a_dry_run_under_a_plan_calls_no_model(tmp_path: Path, monkeypatch: pyte
     assert calls == [] and not (tmp_path / "dry").exists()
     ran = invoke("run", OLD / "experiment.yaml", "--plan", plan, "--out", tmp_path / "ran")
     assert ran.exit_code == 0 and len(calls) == 36  # the count sees a run's calls
-
-
-def _count_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Every call of a fake model from now on, by its model id."""
-    calls: list[str] = []
-    generate = FakeBackend.generate
-
-    async def counted(self: FakeBackend, request: GenerateRequest) -> Completion:
-        calls.append(self.model_id)
-        return await generate(self, request)
-
-    monkeypatch.setattr(FakeBackend, "generate", counted)
-    return calls

@@ -12,10 +12,8 @@ from typing import Any
 import pytest
 import yaml
 
-from rotscope.backends.fake import FakeBackend
 from rotscope.config import ExperimentConfig
-from rotscope.types import Completion, GenerateRequest
-from tests.support.cli_helpers import assert_bad_input, case_file, invoke, nonsense_corpus
+from tests.support.cli_helpers import assert_bad_input, case_file, count_fake_calls, invoke, nonsense_corpus
 
 PRICE = {"input": 1000.0, "output": 2000.0}  # USD per million tokens: a dry run's cost is visible
 
@@ -23,15 +21,7 @@ PRICE = {"input": 1000.0, "output": 2000.0}  # USD per million tokens: a dry run
 @pytest.fixture
 def calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Every model call made while the test runs (each is answered as the fake would)."""
-    made: list[str] = []
-    original = FakeBackend.generate
-
-    async def counted(self: FakeBackend, request: GenerateRequest) -> Completion:
-        made.append(self.model_id)
-        return await original(self, request)
-
-    monkeypatch.setattr(FakeBackend, "generate", counted)
-    return made
+    return count_fake_calls(monkeypatch)
 
 
 def experiment(tmp_path: Path, **fields: Any) -> Path:

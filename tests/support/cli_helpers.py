@@ -7,16 +7,33 @@ import json
 import random
 from pathlib import Path
 
+import pytest
 from click.testing import Result
 from typer.testing import CliRunner
 
+from rotscope.backends.fake import FakeBackend
 from rotscope.cli import app
+from rotscope.types import Completion, GenerateRequest
 
 SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")
 
 
 def invoke(*args: str | Path) -> Result:
     return CliRunner().invoke(app, [str(arg) for arg in args])
+
+
+def count_fake_calls(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Every call of a fake model from now on (answered as the fake would), by its model id: a dry
+    run or a refused one must leave it empty."""
+    calls: list[str] = []
+    generate = FakeBackend.generate
+
+    async def counted(self: FakeBackend, request: GenerateRequest) -> Completion:
+        calls.append(self.model_id)
+        return await generate(self, request)
+
+    monkeypatch.setattr(FakeBackend, "generate", counted)
+    return calls
 
 
 def assert_bad_input(result: Result, *fragments: str) -> str:
