@@ -22,7 +22,7 @@ from rotscope.config import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.html import render_report
 from rotscope.report.names import model_name, without_paths
-from rotscope.report.terminal import headline_intro
+from rotscope.report.wording import headline_intro
 from tests.support.cli_helpers import nonsense_corpus
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"

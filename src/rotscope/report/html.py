@@ -21,7 +21,7 @@ from rotscope.report.effective import base_lengths_text, bracket_text, data_text
 from rotscope.report.figures import length_figure, position_figure
 from rotscope.report.names import shareable, without_paths
 from rotscope.report.sentence import one_sentence
-from rotscope.report.terminal import headline_entries, headline_intro, order_note, token_count_line
+from rotscope.report.wording import headline_entries, headline_intro, order_note, token_count_line
 from rotscope.store import RunStore
 
 NEIGHBOURHOOD_CHARS = 240

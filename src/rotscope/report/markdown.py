@@ -15,8 +15,8 @@ from rotscope.report.cells import depth_label
 from rotscope.report.effective import base_lengths_text, bracket_text, effective_text, near_text
 from rotscope.report.names import shareable
 from rotscope.report.numbers import score as _fmt
-from rotscope.report.terminal import headline_intro
 from rotscope.report.verdict import layout_lines, pooled_line, support_lines
+from rotscope.report.wording import headline_intro
 
 ROWS_SHOWN = 10
 _MARK = {"PASS": "✅", "FAIL": "❌", "INCONCLUSIVE": "⚠️"}

@@ -1,0 +1,111 @@
+"""Wording shared by the views (terminal, HTML, Markdown): the headline's phrases, how token
+counts were made and why the order of a run's calls matters."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rotscope.report.effective import band_text, base_lengths_text, bracket_text, effective_text, near_text
+from rotscope.report.numbers import score as _fmt
+
+
+def effective_phrase(effective: dict[str, Any]) -> str:
+    """``512 tokens (nolima-0.85; 95% bracket: 256 to beyond 1,024 tokens); base score 0.81 [0.57, 0.93]
+    at 256``: the point, its bracket (the deprecated conservative value only for an older summary
+    without one) and the lengths that formed the base."""
+    if effective.get("no_curve"):
+        return f"not measured ({effective['no_curve']})"
+    shown = effective_text(effective["value"], effective.get("state"), effective.get("data"))
+    interval = ""
+    if effective.get("base_ci"):
+        interval = f" [{_fmt(effective['base_ci'][0])}, {_fmt(effective['base_ci'][1])}]"
+    base = _fmt(effective["base_score"])
+    hedge = ""
+    if effective.get("bracket"):
+        hedge = f"; {bracket_text(effective['bracket'])}{near_text(effective)}"
+    elif effective.get("conservative_state"):
+        shown_low = effective_text(effective["conservative"], effective["conservative_state"])
+        hedge = f"; conservative: {shown_low}"
+    unbalanced = "".join(
+        f"; length {entry['length']:,} lacks {entry['missing']} (case, position) pairs"
+        for entry in effective.get("unbalanced_lengths") or []
+    )
+    where = base_lengths_text(effective.get("base_lengths"))
+    return f"{shown} ({effective['definition']}{hedge}); base score {base}{interval}{where}{unbalanced}"
+
+
+def headline(effective: dict[str, Any]) -> str:
+    return f"Effective length: {effective_phrase(effective)}"
+
+
+def headline_intro(per_task: dict[str, Any]) -> str:
+    """Which probe leads the per-task headline and why, or that none is in band."""
+    entries = per_task["tasks"]
+    if per_task["lead"] is None:
+        verdicts = ", ".join(f"{entry['task']} {entry['calibration']['verdict']}" for entry in entries)
+        return (
+            f"Effective length per task; no probe is in band at its control length ({verdicts}), "
+            "so none leads:"
+        )
+    calibration = entries[0]["calibration"]
+    hedged = f"; its interval {calibration['band_verdict']}" if calibration.get("band_verdict") else ""
+    return (
+        f"Effective length per task, led by {per_task['lead']}, the hardest probe in band at its control "
+        f"length ({calibration['length']:,} tokens: accuracy {_fmt(calibration['instance_accuracy'])}"
+        f"{_interval(calibration)}{hedged}):"
+    )
+
+
+def _interval(calibration: dict[str, Any]) -> str:
+    if calibration.get("ci_low") is None:
+        return ""
+    return f" [{_fmt(calibration['ci_low'])}, {_fmt(calibration['ci_high'])}]"
+
+
+def headline_entries(per_task: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(task, "its effective length; calibration at <length>: <band verdict (numbers)>")``, the lead
+    first."""
+    return [
+        (
+            entry["task"],
+            f"{effective_phrase(entry)}; calibration at {entry['calibration']['length']:,}: "
+            f"{band_text(entry['calibration'])}",
+        )
+        for entry in per_task["tasks"]
+    ]
+
+
+def token_count_line(summary: dict[str, Any]) -> str:
+    """How lengths were counted and the measured harness overhead (provider count minus local)."""
+    counts = summary.get("token_counts") or {}
+    method = counts.get("method", "exact")
+    tokenizer = counts.get("tokenizer") or "unknown"
+    if method == "approximate":
+        line = (
+            f"token counts: APPROXIMATE (estimated by {tokenizer}; no tokenizer of the model was available)"
+        )
+    else:
+        line = f"token counts: exact ({tokenizer})"
+    overhead = counts.get("overhead")
+    if overhead:
+        line += (
+            f"; harness overhead of {overhead['model']}: median {overhead['median']:g} tokens "
+            f"(range {overhead['min']} to {overhead['max']}) over {overhead['calls']} calls"
+        )
+    return line
+
+
+ORDER_NOTES = {
+    "interleaved": "provider drift during the run is spread over the cells call by call",
+    "grouped": "provider drift is spread over prefix groups, but the calls of one group ran back to "
+    "back, so drift during that span is shared by the group's cells",
+    "prefix": "calls ran in trie order, so provider drift during the run would follow length and "
+    "depth; only for a server that does not drift",
+}
+
+
+def order_note(order: str | None) -> str:
+    """Why the order of a remote run's calls matters for drift (nothing for a local engine, whose
+    order is ``prefix trie``, and for older runs' ``seeded shuffle``)."""
+    kind = (order or "").split(":", 1)[0]
+    return f" ({ORDER_NOTES[kind]})" if kind in ORDER_NOTES else ""
