@@ -9,7 +9,8 @@ import pytest
 import typer
 from typer.testing import CliRunner
 
-from rotscope.cli import EXIT_ENGINE_CRASHED, _guarded, app
+from rotscope.cli import EXIT_ENGINE_CRASHED, app
+from rotscope.cli.common import _guarded
 from rotscope.execution.doctor import _cache_check, run_checks
 from rotscope.execution.workflows.runner import EngineStopped
 

@@ -115,7 +115,7 @@ def test_resume_takes_no_executor_flag(tmp_path: Path) -> None:
 
 
 def test_executor_flag_keeps_the_file_s_executor_options(tmp_path: Path, corpus: Path) -> None:
-    from rotscope.cli import _build
+    from rotscope.cli.common import _build
 
     path = _experiment(tmp_path, corpus, executor={"workers": 3, "gpus_per_worker": 0.5})
     config = _build(path, {}, {"executor": {"kind": "ray"}})

@@ -1,0 +1,42 @@
+"""rotscope export."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rotscope.cli.common import _guarded, app, console
+from rotscope.errors import BadInput
+
+
+@app.command()
+def export(
+    run_dir: Annotated[Path, typer.Argument(help="Run folder.")],
+    format: Annotated[
+        str, typer.Option("--format", help="csv, jsonl, parquet, or inspect (an Inspect log, -o RUN.eval).")
+    ] = "csv",
+    output: Annotated[Path | None, typer.Option("-o", "--output", help="File; default stdout.")] = None,
+) -> None:
+    """Export one row per work item (with --format inspect: one Inspect sample per work item)."""
+    from rotscope.report.export import export_rows
+
+    if format == "inspect":
+        _guarded(lambda: _export_inspect(run_dir, output))
+        return
+    _guarded(lambda: export_rows(run_dir, format, output, sys.stdout))
+
+
+def _export_inspect(run_dir: Path, output: Path | None) -> None:
+    """The run as an Inspect log; the extra is checked before the run is read."""
+    from rotscope.integrations.inspect import require_inspect
+
+    require_inspect("--format inspect")
+    if output is None:
+        raise BadInput("--format inspect needs -o FILE.eval")
+    from rotscope.integrations.inspect.log import export_inspect_log
+
+    samples = export_inspect_log(run_dir, output)
+    console.print(f"{samples} samples -> {output}", markup=False, highlight=False, soft_wrap=True)

@@ -1,0 +1,54 @@
+"""rotscope gate."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from rotscope.cli.common import _guarded, app, console
+from rotscope.errors import BadInput, write_output
+
+
+@app.command()
+def gate(
+    baseline: Annotated[Path, typer.Option("--baseline", help="Baseline run folder.")],
+    candidate: Annotated[Path, typer.Option("--candidate", help="Candidate run folder.")],
+    plan: Annotated[Path | None, typer.Option("--plan", help="Frozen plan whose analysis to apply.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the release record JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print a short Markdown summary for a pull-request comment.")
+    ] = False,
+    output: Annotated[
+        Path | None,
+        typer.Option("-o", "--output", help="Release record file; default CANDIDATE/gate-vs-BASELINE.json."),
+    ] = None,
+) -> None:
+    """Release verdict of a candidate against a baseline: exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE."""
+    from rotscope.analysis.summary import load_summary
+    from rotscope.gate.verdict import evaluate
+    from rotscope.plan.manifest import read_manifest
+    from rotscope.report.markdown import gate_markdown
+    from rotscope.report.verdict import print_record
+
+    def body() -> dict[str, Any]:
+        if as_json and markdown:
+            raise BadInput("--json and --markdown: choose one")
+        frozen = read_manifest(plan) if plan is not None else None
+        return evaluate(baseline, candidate, frozen)
+
+    record = _guarded(body)
+    target = output or candidate / f"gate-vs-{baseline.resolve().name}.json"
+    _guarded(lambda: write_output(target, json.dumps(record, indent=2) + "\n", "gate"))
+    if as_json:
+        sys.stdout.write(json.dumps(record, indent=2) + "\n")
+    elif markdown:
+        summaries = _guarded(lambda: (load_summary(baseline), load_summary(candidate)))
+        sys.stdout.write(gate_markdown(record, *summaries))
+    else:
+        print_record(record, console)
+        console.print(f"release record: {target}", markup=False)
+    raise typer.Exit(record["exit_code"])

@@ -1,0 +1,111 @@
+"""rotscope plan."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from rotscope.cli.common import _build, _guarded, app, console
+from rotscope.config import ExperimentConfig, build_config
+from rotscope.errors import BadInput
+
+
+@app.command("plan")
+def plan_command(
+    config: Annotated[Path, typer.Argument(help="Experiment YAML.")],
+    output: Annotated[Path, typer.Option("-o", "--output", help="Plan file (JSON) to write.")],
+    power: Annotated[
+        float | None,
+        typer.Option(
+            "--power",
+            help="Pick cases_per_task so that an identical candidate PASSes with this probability "
+            "(generated families); a case file with fewer cases exits 2.",
+        ),
+    ] = None,
+) -> None:
+    """Freeze a pre-registration manifest: digests, grid, seeds, decoding and the gate's analysis,
+    with what the gate can decide at its size (simulated through the gate's own tests)."""
+    from rotscope.execution.workflows.dry_run import planned_manifest
+    from rotscope.plan.manifest import write_manifest
+    from rotscope.report.verdict import power_lines
+
+    def body() -> None:
+        if power is not None and not 0.0 < power < 1.0:
+            raise BadInput(f"--power {power}: a probability between 0 and 1 (e.g. 0.8)")
+        experiment = _build(config, {})
+        manifest, plan = planned_manifest(experiment)
+        if power is not None:
+            experiment, manifest, plan = _sized(experiment, plan, power, config)
+        digest = write_manifest(manifest, output)
+        grid = manifest["grid"]
+        console.print(
+            f"plan {digest} -> {output}: {manifest['planned']['work_items']} work items, tasks "
+            f"{','.join(grid['tasks'])}, lengths {grid['lengths']}, {len(grid['positions'])} positions, "
+            f"{grid['repetitions']} repetition(s); cases {manifest['cases']['digest']}, filler "
+            f"{manifest['filler']['digest']}, template {manifest['subject']['template_digest']}",
+            markup=False,
+        )
+        for line in power_lines(_plan_power(experiment, plan)):
+            console.print(line, markup=False, soft_wrap=True)
+
+    _guarded(body)
+
+
+def _plan_power(experiment: ExperimentConfig, plan: Any) -> dict[str, Any]:
+    from rotscope.gate.sizing import Design, gate_power
+    from rotscope.gate.verdict import rule_of
+    from rotscope.plan.manifest import gate_slices
+
+    design = Design.from_slices(gate_slices(plan, experiment.gate.slice_fields))
+    return gate_power(design, rule_of(experiment.gate))
+
+
+def _sized(
+    experiment: ExperimentConfig, plan: Any, power: float, config: Path
+) -> tuple[ExperimentConfig, dict[str, Any], Any]:
+    """``experiment`` with the ``cases_per_task`` at which an identical candidate PASSes with
+    probability ``power``; ``BadInput`` where a task cannot have that many cases."""
+    from rotscope.execution.workflows.dry_run import planned_manifest
+    from rotscope.gate.sizing import Design, cases_for_pass
+    from rotscope.gate.verdict import rule_of
+    from rotscope.plan.manifest import gate_slices
+
+    design = Design.from_slices(gate_slices(plan, experiment.gate.slice_fields))
+    if not design.keys:
+        raise BadInput("plan --power: the plan fills no gate slice")
+    needed = cases_for_pass(design, rule_of(experiment.gate), power)
+    if needed is None:
+        raise BadInput(
+            f"plan --power {power:.2f}: no number of cases up to 1,000 per task reaches it at margin "
+            f"{experiment.gate.margin} over {len(design.keys)} slices; widen gate.margin or use fewer slices"
+        )
+    if experiment.limit is not None and experiment.limit < needed:
+        raise BadInput(
+            f"plan --power {power:.2f}: {needed} cases per task needed, but limit {experiment.limit} keeps "
+            "fewer; raise or drop limit"
+        )
+    sized = build_config({**experiment.model_dump(mode="json"), "cases_per_task": needed}, str(config))
+    manifest, sized_plan = planned_manifest(sized)
+    have = Design.from_slices(gate_slices(sized_plan, sized.gate.slice_fields)).cases_per_task()
+    short = {task: count for task, count in have.items() if count < needed}
+    if short:
+        task, count = next(iter(short.items()))
+        raise BadInput(
+            f"plan --power {power:.2f}: an identical candidate PASSes with that probability from {needed} "
+            f"cases per task; task {task} has {count} (add {needed - count} cases)"
+        )
+    if have == design.cases_per_task():  # no generated family: the case files already suffice
+        console.print(
+            f"{needed} cases per task let an identical candidate PASS with probability at least {power:.2f}; "
+            f"the plan has {', '.join(f'{task} {count}' for task, count in have.items())}",
+            markup=False,
+        )
+        return experiment, *planned_manifest(experiment)
+    console.print(
+        f"cases_per_task {needed}: an identical candidate PASSes with probability at least {power:.2f}; "
+        f"runs under this plan need cases_per_task: {needed} in {config}",
+        markup=False,
+    )
+    return sized, manifest, sized_plan

@@ -1,0 +1,46 @@
+"""rotscope report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rotscope._util.safe_text import terminal_safe
+from rotscope.cli.common import _fail, _guarded, app, console
+
+
+@app.command()
+def report(
+    run_dir: Annotated[Path, typer.Argument(help="Run folder.")],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="HTML file; default DIR/report.html.")
+    ] = None,
+    figures: Annotated[
+        Path | None,
+        typer.Option("--figures", help="Also write the figures as SVG and PNG into this folder (kaleido)."),
+    ] = None,
+) -> None:
+    """Write a self-contained HTML report (opens offline), and with --figures its figures as files."""
+    from rotscope.analysis.summary import load_summary
+    from rotscope.execution.workflows.dispatch import read_search_record, refuse_unfinished_search
+    from rotscope.execution.workflows.search_run import is_search_folder
+    from rotscope.report.figures import write_figures
+    from rotscope.report.html import write_report
+    from rotscope.report.search_html import write_search_report
+
+    if is_search_folder(run_dir):
+        _guarded(lambda: refuse_unfinished_search(run_dir))
+        if figures is not None:
+            _fail("--figures: a search folder's figure is in its report; use it on a step (DIR/steps/…)")
+        target = output or run_dir / "report.html"
+        record = _guarded(lambda: read_search_record(run_dir))
+        console.print(f"report: {_guarded(lambda: write_search_report(record, run_dir.name, target))}")
+        return
+    if figures is not None:  # first: a missing extra is refused before anything is written
+        folder = figures
+        for path in _guarded(lambda: write_figures(load_summary(run_dir), folder)):
+            console.print(f"figure: {terminal_safe(str(path))}", markup=False)
+    written = _guarded(lambda: write_report(run_dir, output or run_dir / "report.html"))
+    console.print(f"report: {written}")

@@ -1,0 +1,55 @@
+"""rotscope show."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from rotscope.cli.common import _guarded, app, console
+from rotscope.errors import BadInput
+
+
+@app.command()
+def show(
+    run_dir: Annotated[Path, typer.Argument(help="Run folder.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print the summary JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print a short Markdown summary for a pull-request comment.")
+    ] = False,
+) -> None:
+    """Show a run: heatmap and a line per length, the summary JSON, or a Markdown summary; a search
+    folder: its result."""
+    from rotscope.analysis.summary import load_summary
+    from rotscope.execution.workflows.dispatch import read_search_record, refuse_unfinished_search
+    from rotscope.execution.workflows.search_run import is_search_folder
+    from rotscope.report.markdown import run_markdown
+    from rotscope.report.search import search_lines
+    from rotscope.report.terminal import print_summary
+
+    if is_search_folder(run_dir):
+        _guarded(lambda: refuse_unfinished_search(run_dir))
+    if (run_dir / "search.json").is_file():
+        record = _guarded(lambda: read_search_record(run_dir))
+        if as_json:
+            sys.stdout.write(json.dumps(record, indent=2) + "\n")
+        else:
+            for line in search_lines(record):
+                console.print(line, markup=False, highlight=False, soft_wrap=True)
+        return
+
+    def body() -> dict[str, Any]:
+        if as_json and markdown:
+            raise BadInput("--json and --markdown: choose one")
+        return load_summary(run_dir)
+
+    summary = _guarded(body)
+    if as_json:
+        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+    elif markdown:
+        sys.stdout.write(run_markdown(summary))
+    else:
+        print_summary(summary, console)
