@@ -4,6 +4,7 @@ an instance's mean)."""
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from typing import Any, TypedDict, cast
@@ -92,3 +93,16 @@ def error_rate(rows: Iterable[Row]) -> float:
     (an unfinished run is said to be unfinished, not to have failed)."""
     attempted = [row for row in rows if row["status"] != "pending"]
     return sum(row["status"] == "error" for row in attempted) / len(attempted) if attempted else 0.0
+
+
+def partial_credit(row: Row) -> dict[str, float]:
+    """The row's partial credit by measure name: its claim report's ``partial``, or, in a row
+    stored before measures were named, the report's own ``recall`` / ``similarity`` field."""
+    report = row.get("claim_report")
+    if not report:
+        return {}
+    found = json.loads(report)
+    partial = found.get("partial")
+    if isinstance(partial, dict):
+        return {str(name): float(value) for name, value in partial.items() if value is not None}
+    return {name: float(found[name]) for name in ("recall", "similarity") if found.get(name) is not None}

@@ -306,11 +306,20 @@ class ClaimReport:
     cited: tuple[str, ...] = ()
     wrong_citations: tuple[str, ...] = ()
     missing_citations: tuple[str, ...] = ()
-    recall: float | None = None
-    """A ``set`` answer's partial credit: the share of its expected strings the reply names."""
-    similarity: float | None = None
-    """A ``reply`` answer's partial credit: MRCR's similarity ratio of the reply (its prefix
-    removed) to the expected turn, 0 without the prefix."""
+    partial: dict[str, float] = field(default_factory=dict)
+    """Partial credit by measure name, as the scorer of the answer kind registered them
+    (``register_scorer(measures=...)``): a ``set`` answer's ``recall`` (the share of its expected
+    strings the reply names), a ``reply`` answer's ``similarity`` (MRCR's ratio of the reply, its
+    prefix removed, to the expected turn). Rows stored before it carry the measure as a field of
+    the report itself (``"recall": 0.5``), and read the same (``rows.partial_credit``)."""
+
+    @property
+    def recall(self) -> float | None:
+        return self.partial.get("recall")
+
+    @property
+    def similarity(self) -> float | None:
+        return self.partial.get("similarity")
 
 
 @dataclass(frozen=True)

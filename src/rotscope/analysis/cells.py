@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from typing import Any
 
 from rotscope.analysis.clusters import clusters_of
-from rotscope.rows import Row, error_rate, group_by, instance_means, scored
+from rotscope.rows import Row, error_rate, group_by, instance_means, partial_credit, scored
 from rotscope.stats import mean_interval
 
 CELL_METHOD = "adjusted t on instance means"
@@ -32,13 +31,17 @@ def counts(rows: list[Row]) -> dict[str, int]:
 
 def mean_partial(rows: list[Row], field: str) -> float | None:
     """The mean partial credit ``field`` (``recall`` of set answers, ``similarity`` of reply
-    answers) of the scored rows whose claim report has it; ``None`` where none has."""
-    values = [
-        value
-        for row in scored(rows)
-        if (report := row.get("claim_report")) and (value := json.loads(report).get(field)) is not None
-    ]
+    answers, any measure a scorer registered) of the scored rows whose claim report has it;
+    ``None`` where none has."""
+    values = [value for row in scored(rows) if (value := partial_credit(row).get(field)) is not None]
     return sum(values) / len(values) if values else None
+
+
+def mean_partials(rows: list[Row]) -> dict[str, float]:
+    """``mean_<measure>`` for every partial-credit measure a scored row reports, by name."""
+    names = sorted({name for row in scored(rows) for name in partial_credit(row)})
+    means = {name: mean_partial(rows, name) for name in names}
+    return {f"mean_{name}": value for name, value in means.items() if value is not None}
 
 
 def mean_recall(rows: list[Row]) -> float | None:
@@ -72,15 +75,14 @@ def cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
     where the instances share fewer variants than there are instances (``analysis/clusters.py``);
     ``ci_method`` names it, ``clusters`` counts its clusters. A cell of set answers adds
     ``mean_recall``, their partial credit (RULER's ``string_match_all`` averaged); one of reply
-    answers (``coreference``) ``mean_similarity``, MRCR's similarity ratio averaged."""
+    answers (``coreference``) ``mean_similarity``, MRCR's similarity ratio averaged; any other
+    measure a scorer registers, ``mean_<measure>``."""
     found = counts(rows)
     judged = found["n"] - found["errors"] - found["pending"]
     means = instance_means(rows)
     clusters = clusters_of(rows)
     low, high = mean_interval(means, clusters.of)
     categories = Counter(row["category"] for row in scored(rows) if row["category"])
-    partial = mean_recall(rows)
-    similarity = mean_partial(rows, "similarity")
     return {
         **key,
         **found,
@@ -95,8 +97,7 @@ def cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
         **by_variant(rows),
         "error_rate": error_rate(rows),
         "categories": dict(sorted(categories.items())),
-        **({} if partial is None else {"mean_recall": partial}),
-        **({} if similarity is None else {"mean_similarity": similarity}),
+        **mean_partials(rows),
     }
 
 

@@ -24,7 +24,6 @@ from rotscope.filler.corpus import TokenizedCorpus
 from rotscope.prompt.frame import (
     FOOTER_TEMPLATE,
     HEADER,
-    INSTRUCTIONS,
     MULTI_FOOTER,
     Frame,
     evidence_unit,
@@ -32,6 +31,7 @@ from rotscope.prompt.frame import (
 )
 from rotscope.prompt.placement import target_depths
 from rotscope.prompt.verify import joint_is_clean, verify_prompt
+from rotscope.scoring import instruction_for
 from rotscope.types import AnswerKind, Case, Evidence, Layout, RenderedPrompt, Span, Tokenizer
 
 _SENTINEL = "\u2063ROTSCOPE-USER-CONTENT\u2063"
@@ -91,7 +91,7 @@ class PromptBuilder:
             if multi:
                 footer = MULTI_FOOTER.format(question=question)
             else:
-                footer = FOOTER_TEMPLATE.format(question=question, instruction=INSTRUCTIONS[kind])
+                footer = FOOTER_TEMPLATE.format(question=question, instruction=instruction_for(kind))
             encode = self.tokenizer.encode
             found = Frame(
                 prefix=tuple(encode(prefix, special=True)),

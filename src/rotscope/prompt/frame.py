@@ -10,25 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rotscope.types import AnswerKind, Evidence
+from rotscope.scoring import instruction_for
+from rotscope.types import Evidence
 
 HEADER = "Answer the question at the end using only this context.\n\n<context>\n"
 FOOTER_TEMPLATE = "\n</context>\n\nQuestion: {question}\n{instruction}"
-INSTRUCTIONS: dict[AnswerKind, str] = {
-    "phrase": (
-        "Answer with the exact name, number or phrase from the context. "
-        "If the context does not say, reply: not in the context."
-    ),
-    "number": "End your reply with the final answer on a line of its own in the form Answer: <number>",
-    "choice": "End your reply with the chosen option on a line of its own in the form Answer: <letter>",
-    "instruction": "Reply briefly.",
-    "set": (
-        "Answer with every name asked for, exactly as in the context, separated by commas. "
-        "If the context does not say, reply: not in the context."
-    ),
-}
-"""The answer instruction by the oracle's kind: the same words in every layout of a case."""
-FOOTER = FOOTER_TEMPLATE.replace("{instruction}", INSTRUCTIONS["phrase"])
+FOOTER = FOOTER_TEMPLATE.replace("{instruction}", instruction_for("phrase"))
+"""The footer of a phrase answer; every kind's instruction is the one its scorer registered
+(``rotscope.scoring.instruction_for``)."""
 MULTI_FOOTER = (
     "\n</context>\n\nQuestions:\n{question}\n"
     "Reply with exactly one line per question, in the form Q<k>: <answer>, and nothing else. "

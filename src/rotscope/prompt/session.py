@@ -20,7 +20,7 @@ from rotscope.config import PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.filler.session import Turn
 from rotscope.prompt.builder import PlacementError
-from rotscope.prompt.frame import INSTRUCTIONS, MULTI_FOOTER, evidence_unit
+from rotscope.prompt.frame import MULTI_FOOTER, evidence_unit
 from rotscope.prompt.placement import target_depths
 from rotscope.prompt.session_render import (
     SESSION_FILLER,
@@ -45,6 +45,7 @@ __all__ = [
     "verify_session",
 ]
 
+from rotscope.scoring import instruction_for
 from rotscope.types import Case, Evidence, Layout, RenderedPrompt, Span, Tokenizer
 
 SESSION_ASK = "Using only what was said earlier in this session, answer the question.\n"
@@ -56,8 +57,8 @@ def question_turn(case: Case) -> str:
     if case.parts:
         return SESSION_ASK + MULTI_FOOTER.format(question=case.question).removeprefix("\n</context>\n\n")
     if case.oracle.kind == "instruction":
-        return f"{case.question}\n{INSTRUCTIONS['instruction']}"
-    return f"{SESSION_ASK}Question: {case.question}\n{INSTRUCTIONS[case.oracle.kind]}"
+        return f"{case.question}\n{instruction_for('instruction')}"
+    return f"{SESSION_ASK}Question: {case.question}\n{instruction_for(case.oracle.kind)}"
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,10 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from decimal import Decimal, InvalidOperation
 
+from rotscope.errors import BadInput
 from rotscope.registry import Registry
 from rotscope.types import Case, ClaimReport, Claims, Completion, Oracle, Score
 
@@ -280,18 +281,75 @@ SCORERS: Registry[Scorer] = Registry("scorer", "oracle.kind", "rotscope.scorers"
 built-ins' as an outside package's)."""
 
 
-def register_scorer(kind: str) -> Callable[[Scorer], Scorer]:
-    return SCORERS.register(kind)
+@dataclass(frozen=True)
+class AnswerKindInfo:
+    """What a scorer registers with its answer kind: the instruction the prompt gives for it
+    (``None``: the kind is only asked in prompts that carry their own, a session's reply) and the
+    names of its partial-credit measures (``ClaimReport.partial``; a cell reports each as
+    ``mean_<name>``)."""
+
+    instruction: str | None = None
+    measures: tuple[str, ...] = ()
 
 
-@register_scorer("phrase")
+_KINDS: dict[str, AnswerKindInfo] = {}
+
+
+def register_scorer(
+    kind: str, *, instruction: str | None = None, measures: tuple[str, ...] = ()
+) -> Callable[[Scorer], Scorer]:
+    """Register a scorer for the answer kind ``kind``, with the prompt's ``instruction`` for it and
+    the names of the partial-credit ``measures`` it reports."""
+
+    def add(scorer: Scorer) -> Scorer:
+        SCORERS.register(kind)(scorer)
+        _KINDS[kind] = AnswerKindInfo(instruction, measures)
+        return scorer
+
+    return add
+
+
+def kind_info(kind: str) -> AnswerKindInfo:
+    """What the scorer of ``kind`` registered; an unknown kind is bad input naming the known."""
+    SCORERS.get(kind)
+    return _KINDS.get(kind, AnswerKindInfo())
+
+
+def instruction_for(kind: str) -> str:
+    """The answer instruction the prompt gives for ``kind``: the same words in every layout."""
+    instruction = kind_info(kind).instruction
+    if instruction is None:
+        raise BadInput(f"oracle.kind: answer kind {kind!r} registers no prompt instruction")
+    return instruction
+
+
+def check_kind(kind: object) -> str:
+    """``kind`` when a scorer is registered for it; else bad input naming the known kinds."""
+    if not isinstance(kind, str) or kind not in SCORERS:
+        raise BadInput(f"oracle.kind: unknown answer kind {kind!r} (known: {', '.join(SCORERS.names())})")
+    return kind
+
+
+@register_scorer(
+    "phrase",
+    instruction=(
+        "Answer with the exact name, number or phrase from the context. "
+        "If the context does not say, reply: not in the context."
+    ),
+)
 def score_phrase(case: Case, completion: Completion, filler: str | None) -> Score:
     """The answer (or an alias) anywhere in the reply; see ``score``."""
     return score(case.oracle, completion, filler)
 
 
-@register_scorer("number")
-@register_scorer("choice")
+@register_scorer(
+    "number",
+    instruction="End your reply with the final answer on a line of its own in the form Answer: <number>",
+)
+@register_scorer(
+    "choice",
+    instruction="End your reply with the chosen option on a line of its own in the form Answer: <letter>",
+)
 def score_final(case: Case, completion: Completion, filler: str | None) -> Score:
     """The reply's final ``Answer:``, with wrong numbers traced to the filler but not to the
     case's own evidence and question."""

@@ -74,7 +74,7 @@ def check_reply(rule: str, reply: str) -> str | None:
     return check(reply, parameter)
 
 
-@register_scorer("instruction")
+@register_scorer("instruction", instruction="Reply briefly.")
 def score_instruction(case: Case, completion: Completion, filler: str | None) -> Score:
     """``correct`` when the reply follows the case's rule, else ``incorrect`` with the category."""
     if completion.error is not None:

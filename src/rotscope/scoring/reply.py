@@ -3,7 +3,7 @@ with a code (``oracle.items[0]``) and then repeat an earlier turn (``oracle.answ
 
 A reply passes when it starts with the code and the rest equals the turn after white space is
 normalised (runs of white space as one space, none at the ends). MRCR's own grade is recorded as
-the row's partial credit (``claim_report.similarity``, averaged per cell as ``mean_similarity``):
+the row's partial credit (``claim_report.partial.similarity``, averaged per cell as ``mean_similarity``):
 ``difflib.SequenceMatcher(None, reply_without_code, turn).ratio()``, 0 when the code is missing,
 computed on the raw strings as MRCR's grader does.
 
@@ -57,7 +57,7 @@ def _closest(body: str, candidates: list[tuple[str, str]]) -> str | None:
     return found
 
 
-@register_scorer("reply")
+@register_scorer("reply", measures=("similarity",))
 def score_reply(case: Case, completion: Completion, filler: str | None) -> Score:
     """``correct`` for the code then the turn exactly (white space normalised); otherwise the
     category of the module's docstring. The claim report carries MRCR's similarity ratio. An
@@ -69,7 +69,9 @@ def score_reply(case: Case, completion: Completion, filler: str | None) -> Score
         return score(oracle, completion, filler)
     prefix, target = oracle.items[0], oracle.answer
     reply = completion.text.strip()
-    report = ClaimReport(similarity=similarity(completion.text, prefix, target))  # MRCR: the raw reply
+    report = ClaimReport(
+        partial={"similarity": similarity(completion.text, prefix, target)}
+    )  # MRCR: the raw reply
     prefixed = reply.startswith(prefix)
     body = reply.removeprefix(prefix)
     if prefixed and squeeze(body) == squeeze(target):

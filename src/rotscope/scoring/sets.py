@@ -37,7 +37,14 @@ def recall(reply: str, items: Sequence[str]) -> float:
     return 1.0 - len(missing_items(reply, items)) / len(items) if items else 0.0
 
 
-@register_scorer("set")
+@register_scorer(
+    "set",
+    instruction=(
+        "Answer with every name asked for, exactly as in the context, separated by commas. "
+        "If the context does not say, reply: not in the context."
+    ),
+    measures=("recall",),
+)
 def score_set(case: Case, completion: Completion, filler: str | None) -> Score:
     """Full recall is ``correct`` (a reply that also abstains is ``hedged``). A wrong reply is, in
     this order: ``abstained`` (names nothing and abstains or is empty); a trap's category where it
@@ -53,7 +60,7 @@ def score_set(case: Case, completion: Completion, filler: str | None) -> Score:
         return score(oracle, completion, filler)
     reply = completion.text
     missing = missing_items(reply, oracle.items)
-    report = ClaimReport(missing=missing, recall=1.0 - len(missing) / len(oracle.items))
+    report = ClaimReport(missing=missing, partial={"recall": 1.0 - len(missing) / len(oracle.items)})
     if not missing:
         return Score("incorrect", HEDGED, report) if is_abstention(reply) else Score("correct", claims=report)
     if len(missing) == len(oracle.items) and (not reply.strip() or is_abstention(reply)):
