@@ -23,7 +23,7 @@ from rotscope.errors import BadInput
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.plan.workitems import build_plan
 from rotscope.prompt.placement import region, spread_depths
-from rotscope.scoring.deterministic import SCORERS, score_parts
+from rotscope.scoring import SCORERS, score_parts
 from rotscope.tasks import get_task
 from rotscope.tasks.aggregation import build_aggregation_case, build_aggregation_cases, counts_in
 from rotscope.types import Case, Completion, GenerateRequest

@@ -23,7 +23,7 @@ from rotscope.config import build_config, load_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.plan.workitems import build_plan
-from rotscope.scoring.deterministic import SCORERS, score_parts
+from rotscope.scoring import SCORERS, score_parts
 from rotscope.tasks import get_task
 from rotscope.tasks.coreference import build_conversations
 from rotscope.tasks.coreference.content import build_conversation, ordinal

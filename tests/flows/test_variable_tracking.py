@@ -15,7 +15,7 @@ from rotscope.backends.fake import FakeBackend
 from rotscope.config import build_config, load_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.plan.workitems import build_plan
-from rotscope.scoring.deterministic import SCORERS, score_parts
+from rotscope.scoring import SCORERS, score_parts
 from rotscope.scoring.sets import recall
 from rotscope.tasks import get_task
 from rotscope.tasks.variable_tracking import build_chain_case, holders

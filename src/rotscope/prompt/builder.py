@@ -17,6 +17,7 @@ from functools import cached_property
 
 import numpy as np
 
+from rotscope.answer_kinds import instruction_for
 from rotscope.config import PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.filler.anchor import AnchoredCorpus
@@ -31,7 +32,6 @@ from rotscope.prompt.frame import (
 )
 from rotscope.prompt.placement import target_depths
 from rotscope.prompt.verify import joint_is_clean, verify_prompt
-from rotscope.scoring import instruction_for
 from rotscope.types import AnswerKind, Case, Evidence, Layout, RenderedPrompt, Span, Tokenizer
 
 _SENTINEL = "\u2063ROTSCOPE-USER-CONTENT\u2063"

@@ -10,14 +10,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rotscope.scoring import instruction_for
+from rotscope.answer_kinds import instruction_for
 from rotscope.types import Evidence
 
 HEADER = "Answer the question at the end using only this context.\n\n<context>\n"
 FOOTER_TEMPLATE = "\n</context>\n\nQuestion: {question}\n{instruction}"
 FOOTER = FOOTER_TEMPLATE.replace("{instruction}", instruction_for("phrase"))
 """The footer of a phrase answer; every kind's instruction is the one its scorer registered
-(``rotscope.scoring.instruction_for``)."""
+(``rotscope.answer_kinds.instruction_for``)."""
 MULTI_FOOTER = (
     "\n</context>\n\nQuestions:\n{question}\n"
     "Reply with exactly one line per question, in the form Q<k>: <answer>, and nothing else. "

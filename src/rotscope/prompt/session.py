@@ -45,7 +45,7 @@ __all__ = [
     "verify_session",
 ]
 
-from rotscope.scoring import instruction_for
+from rotscope.answer_kinds import instruction_for
 from rotscope.types import Case, Evidence, Layout, RenderedPrompt, Span, Tokenizer
 
 SESSION_ASK = "Using only what was said earlier in this session, answer the question.\n"

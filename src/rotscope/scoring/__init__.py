@@ -1,7 +1,7 @@
 """Scoring replies: deterministic scorers registered by answer kind (the ``rotscope.scorers`` entry
 points), and the optional judge."""
 
-from rotscope.scoring.deterministic import (
+from rotscope.answer_kinds import (
     SCORERS,
     AnswerKindInfo,
     Scorer,
@@ -9,9 +9,8 @@ from rotscope.scoring.deterministic import (
     instruction_for,
     kind_info,
     register_scorer,
-    score,
-    score_parts,
 )
+from rotscope.scoring.deterministic import score, score_parts
 
 __all__ = [
     "SCORERS",

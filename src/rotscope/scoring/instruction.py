@@ -13,8 +13,8 @@ import json
 import re
 from collections.abc import Callable
 
+from rotscope.answer_kinds import register_scorer
 from rotscope.errors import BadInput
-from rotscope.scoring.deterministic import register_scorer
 from rotscope.types import Case, Completion, Score
 
 _NUMBER = r"\d+(?:[.,]\d+)?"

@@ -19,7 +19,8 @@ is ``wrong_ordinal`` or ``neighbour``, not ``missing_prefix``.
 from __future__ import annotations
 
 from rotscope._util.similarity import COPY_RATIO, ratio
-from rotscope.scoring.deterministic import is_abstention, register_scorer, score
+from rotscope.answer_kinds import register_scorer
+from rotscope.scoring.deterministic import is_abstention, score
 from rotscope.types import Case, ClaimReport, Completion, Score
 
 MATCH = COPY_RATIO

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from rotscope.answer_kinds import register_scorer
 from rotscope.scoring.deterministic import (
     HEDGED,
     _wrong_answer_category,
     contains_answer,
     is_abstention,
-    register_scorer,
     score,
 )
 from rotscope.types import Case, ClaimReport, Completion, Score
