@@ -91,7 +91,7 @@ class ExperimentConfig(_Strict):
 
     name: str = "experiment"
     """The experiment's name, shown in every view and in the run folder's metadata."""
-    model: Annotated[str, PathOption(resolve=_model_path)] = BUNDLED_MODEL
+    model: Annotated[str, PathOption(resolve=_model_path, by_content="subject.model_digest")] = BUNDLED_MODEL
     """The model under test: ``bundled``, a GGUF path, or ``provider/NAME`` (``hf/PATH``,
     ``openai/gpt-4o-mini``, ``cmd/PATH``...; ``rotscope models`` lists them); a path is relative to
     the experiment file."""
@@ -115,7 +115,9 @@ class ExperimentConfig(_Strict):
     evidence_only: bool = False
     """Also run each case with its evidence alone, no padding: a case failing there is a capability
     failure, reported apart from positional ones."""
-    cases: Annotated[str | None, PathOption()] = Field(default=None, validate_default=True)
+    cases: Annotated[str | None, PathOption(by_content="cases.digest")] = Field(
+        default=None, validate_default=True
+    )
     """The case file (JSON Lines) of the ``cases`` task family; relative to the experiment file."""
     replay: Annotated[str | None, PathOption()] = Field(default=None, validate_default=True)
     """Recorded prompts (JSON Lines) of the ``replay`` task family, evidence marked; relative to the
@@ -145,7 +147,7 @@ class ExperimentConfig(_Strict):
     """Options of a ``vllm/PATH`` model (vLLM in this process on a local model folder)."""
     system_prompt: str | None = None
     """A system message before every prompt (unset: none)."""
-    chat_template: Annotated[str | None, PathOption()] = None
+    chat_template: Annotated[str | None, PathOption(by_content="subject.template_digest")] = None
     """A Jinja chat template file used instead of the model's own (Hugging Face style: ``messages``,
     ``add_generation_prompt``); relative to the experiment file. Only for engines that take token ids
     (``llamacpp``, ``hf``, ``vllm``, ``fake``): a remote API applies its server's template."""

@@ -47,6 +47,10 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
 
 
+_FILLER_CONTENT = PathOption(by_content="filler.digest")
+"""A filler file: the manifest's ``filler.digest`` (the haystack's bytes) covers its content."""
+
+
 class FillerConfig(_Strict):
     """Where haystack text comes from.
 
@@ -60,12 +64,12 @@ class FillerConfig(_Strict):
     registers (``rotscope.filler.register_filler``)."""
     package: str | None = None
     """``code`` filler: the installed Python package whose source files are read."""
-    path: Annotated[str | None, PathOption()] = None
+    path: Annotated[str | None, _FILLER_CONTENT] = None
     """``code`` filler: a directory whose source files are read; relative to the experiment file."""
-    glob: Annotated[str | None, PathOption()] = None
+    glob: Annotated[str | None, _FILLER_CONTENT] = None
     """``text`` filler: a glob pattern of text files, read in sorted order; relative to the
     experiment file."""
-    jsonl: Annotated[str | None, PathOption()] = None
+    jsonl: Annotated[str | None, _FILLER_CONTENT] = None
     """``text`` filler: a JSON Lines file, one document a line; relative to the experiment file."""
     field: str = "text"
     """``text`` filler from ``jsonl``: the key of each line that holds the document's text."""
@@ -88,7 +92,7 @@ class FillerConfig(_Strict):
     Cases in one variant share its text, so where variants are fewer than cases the intervals
     cluster on the variant (few variants: wide intervals; one per case: the cases alone). A search
     (``run --search``) left without ``variants`` gives each instance a haystack of its own."""
-    source: Annotated[str | None, PathOption(keep=("generated",))] = None
+    source: Annotated[str | None, PathOption(keep=("generated",), by_content="filler.digest")] = None
     """``session`` filler: ``generated`` (a seeded, invented coding-agent session; the default) or
     the path of a transcript, JSON Lines of OpenAI-style messages (``role``, ``content``, an
     assistant's ``tool_calls``), one message a line."""
@@ -485,7 +489,9 @@ class RemoteOptions(_Strict):
     """Seconds before the first retry; each further wait doubles, up to ``backoff_max_s``."""
     backoff_max_s: Float = Field(default=60.0, ge=0.0)
     """The longest wait between two attempts."""
-    tokenizer: Annotated[str | None, PathOption(keep_prefix="tiktoken:")] = None
+    tokenizer: Annotated[
+        str | None, PathOption(keep_prefix="tiktoken:", by_content="subject.tokenizer_digest")
+    ] = None
     """What counts lengths locally: a GGUF file, a ``tokenizer.json`` or ``tiktoken:NAME``;
     relative to the experiment file."""
     max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
@@ -558,7 +564,9 @@ class CmdOptions(_Strict):
     """Seconds before the first retry; each further wait doubles, up to ``backoff_max_s``."""
     backoff_max_s: Annotated[Float, RuntimeOption()] = Field(default=30.0, ge=0.0)
     """The longest wait between two attempts."""
-    tokenizer: Annotated[str | None, PathOption(keep_prefix="tiktoken:")] = None
+    tokenizer: Annotated[
+        str | None, PathOption(keep_prefix="tiktoken:", by_content="subject.tokenizer_digest")
+    ] = None
     """Counts lengths, as ``remote.tokenizer`` does: a GGUF file, a ``tokenizer.json`` or
     ``tiktoken:NAME``; with none, lengths are an estimate and the run is marked approximate."""
     context_window: OptionalInt = Field(default=None, gt=0)

@@ -50,11 +50,15 @@ class PathOption:
 
     ``keep``: values that name something rather than a file (``generated``), kept as written;
     ``keep_prefix``: values starting with it are kept (``tiktoken:NAME``); ``resolve``: a function
-    of its own for a value that is a path only in some of its forms (a model spec)."""
+    of its own for a value that is a path only in some of its forms (a model spec); ``by_content``:
+    the plan manifest's digest field (``GROUP.KEY``, e.g. ``cases.digest``) that covers the file's
+    content, so a frozen plan compares the path by that digest, not by where the file lies
+    (``content_keys``; ``rotscope.plan.manifest.paths_by_content``)."""
 
     keep: tuple[str, ...] = ()
     keep_prefix: str | None = None
     resolve: Callable[[object, Path], object] | None = None
+    by_content: str | None = None
 
     def resolved(self, value: object, base: Path) -> object:
         if isinstance(value, str) and (
@@ -120,6 +124,23 @@ def path_keys(model: type[BaseModel], prefix: str = "", seen: tuple[type[BaseMod
         for section in section_models(field.annotation):
             if branch.count(section) < 2:
                 found.extend(path_keys(section, f"{key}.", branch))
+    return found
+
+
+def content_keys(model: type[BaseModel], prefix: str = "", *, top: bool = True) -> dict[str, str]:
+    """The dotted keys of every ``PathOption`` field declaring ``by_content``, each with its digest
+    field: ``model``'s own fields, those of its sections, and once more those of a section nested in
+    itself (the session filler's ``static``). Any other nested section (the judge's ``remote``) is
+    compared as it is: no digest of the manifest covers its files."""
+    found: dict[str, str] = {}
+    for name, field in model.model_fields.items():
+        key = f"{prefix}{field.alias or name}"
+        path = marker(field, PathOption)
+        if path is not None and path.by_content is not None:
+            found[key] = path.by_content
+        for section in section_models(field.annotation):
+            if top or (section is model and prefix.count(".") < 2):
+                found.update(content_keys(section, f"{key}.", top=False))
     return found
 
 

@@ -130,3 +130,17 @@ def test_runtime_fields_leave_the_identity_a_nested_section_stays_whole() -> Non
         assert not names & set(fields[section])
     assert "server_log" in fields["judge"]["remote"]
     assert "n_batch" in fields["llamacpp"]
+
+
+def test_content_keys_come_from_the_path_markers() -> None:
+    """The paths a frozen plan compares by digest are the fields whose PathOption names one: the
+    static filler's once, the judge's own remote never (no digest covers its tokenizer)."""
+    from rotscope.config import ExperimentConfig
+    from rotscope.options import content_keys
+
+    keys = content_keys(ExperimentConfig)
+    assert keys["cases"] == "cases.digest"
+    assert keys["filler.static.jsonl"] == "filler.digest"
+    assert keys["remote.tokenizer"] == "subject.tokenizer_digest"
+    assert "replay" not in keys and "judge.remote.tokenizer" not in keys
+    assert not any(key.startswith("filler.static.static.") for key in keys)

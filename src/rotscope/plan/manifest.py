@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from rotscope._version import __version__
 from rotscope.config import ExperimentConfig, GateConfig
 from rotscope.errors import BadInput, write_output
+from rotscope.options import content_keys
 from rotscope.plan.workitems import Plan, select_cases
 from rotscope.position import Position
 from rotscope.types import ABSENT_SUFFIX, EVIDENCE_ONLY_POSITION, EVIDENCE_ONLY_SUFFIX, Backend, Case
@@ -71,6 +72,8 @@ UPGRADE_HINT = (
     "rotscope changed since the plan was frozen: run both subjects under it with --pair "
     "(one installed assembler for both), or freeze the plan again"
 )
+CONTENT_KEYS = content_keys(ExperimentConfig)
+"""The config's dotted keys whose file a digest of the manifest covers, with that digest."""
 PATH_PREFIXES = ("llamacpp/", "vllm/", "hf/", "cmd/", "text:", "code:", "session:")
 """What may stand before a path in a model name (``llamacpp/PATH``) or a filler's description
 (``text:GLOB``), as ``rotscope.config.resolve_paths`` and ``describe_filler`` write them."""
@@ -313,12 +316,14 @@ def _digested(manifest: Mapping[str, Any], group: str, key: str) -> bool:
 def paths_by_content(manifest: Mapping[str, Any]) -> dict[str, Any]:
     """``manifest`` with every path whose file's content one of its own digests covers read by that
     digest (``by_content``), so a plan frozen in one folder and a run in another (a checkout, a CI
-    runner) name the same files while a changed file still deviates, at its digest. Covered: the
-    cases file (``cases.digest``); the filler's files, or its static filler's when it has one, and
-    its description (``filler.digest``: the haystack's bytes); the model (``subject.model_digest``,
-    where the backend has one); the chat template (``subject.template_digest``); the subject's
-    tokenizer file (``subject.tokenizer_digest``). Any other path (a replay, a judge's tokenizer, a
-    command's folder, the session transcript beside a static filler) is compared as it is."""
+    runner) name the same files while a changed file still deviates, at its digest. The config's
+    covered paths are those whose ``PathOption`` names a digest (``by_content``; ``CONTENT_KEYS``):
+    the cases file (``cases.digest``); the filler's files, or its static filler's when it has one
+    (``filler.digest``: the haystack's bytes); the model (``subject.model_digest``, where the backend
+    has one); the chat template (``subject.template_digest``); the subject's tokenizer file
+    (``subject.tokenizer_digest``). The manifest's own groups: the subject's model and tokenizer,
+    and the filler's description. Any other path (a replay, a judge's tokenizer, a command's folder,
+    the session transcript beside a static filler) is compared as it is."""
     found = dict(manifest)
     model = _digested(found, "subject", "model_digest")
     filler = _digested(found, "filler", "digest")
@@ -336,47 +341,43 @@ def paths_by_content(manifest: Mapping[str, Any]) -> dict[str, Any]:
             "source": by_content(found["filler"].get("source"), "filler.digest"),
         }
     config = found.get("config")
-    if not isinstance(config, Mapping):
-        return found
-    config = dict(config)
-    if _digested(found, "cases", "digest") and "cases" in config:
-        config["cases"] = by_content(config["cases"], "cases.digest")
-    if model and "model" in config:
-        config["model"] = by_content(config["model"], "subject.model_digest")
-    if _digested(found, "subject", "template_digest") and "chat_template" in config:
-        config["chat_template"] = by_content(config["chat_template"], "subject.template_digest")
-    if _digested(found, "subject", "tokenizer_digest"):
-        for name in ("remote", "cmd"):
-            section = config.get(name)
-            if isinstance(section, Mapping) and "tokenizer" in section:
-                config[name] = {
-                    **section,
-                    "tokenizer": by_content(section["tokenizer"], "subject.tokenizer_digest"),
-                }
-    section = config.get("filler")
-    if filler and isinstance(section, Mapping):
-        section = dict(section)
-        static = section.get("static")
-        if isinstance(static, Mapping):  # the digest is the static filler's haystack, not the session's
-            section["static"] = {
-                **static,
-                **{
-                    key: by_content(static[key], "filler.digest")
-                    for key in ("path", "glob", "jsonl")
-                    if key in static
-                },
-            }
-        else:
-            section.update(
-                {
-                    key: by_content(section[key], "filler.digest")
-                    for key in ("path", "glob", "jsonl", "source")
-                    if key in section
-                }
-            )
-        config["filler"] = section
-    found["config"] = config
+    if isinstance(config, Mapping):
+        found["config"] = _config_by_content(found, config)
     return found
+
+
+def _config_by_content(manifest: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
+    """The config's paths that declare a covering digest (``PathOption(by_content=...)``, read by
+    ``rotscope.options.content_keys``) read by it where the manifest has that digest. The filler's
+    digest is its static filler's haystack when it has one, so then only the static's paths are."""
+    found = dict(config)
+    filler = found.get("filler")
+    static = isinstance(filler, Mapping) and isinstance(filler.get("static"), Mapping)
+    for dotted, digest in CONTENT_KEYS.items():
+        group, _, key = digest.partition(".")
+        parts = dotted.split(".")
+        if not _digested(manifest, group, key):
+            continue
+        if parts[0] == "filler" and static != (parts[1:2] == ["static"]):
+            continue
+        _replace_at(found, parts, digest)
+    return found
+
+
+def _replace_at(data: dict[str, Any], parts: list[str], digest: str) -> None:
+    """``data``'s value at the key path ``parts`` read by ``digest`` (each mapping on the way
+    copied); a path that is not there is left as it is."""
+    head, rest = parts[0], parts[1:]
+    if head not in data:
+        return
+    if not rest:
+        data[head] = by_content(data[head], digest)
+        return
+    inner = data[head]
+    if isinstance(inner, Mapping):
+        inner = dict(inner)
+        _replace_at(inner, rest, digest)
+        data[head] = inner
 
 
 def read_as_today(manifest: Mapping[str, Any], frozen: Mapping[str, Any]) -> dict[str, Any]:
