@@ -13,7 +13,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal, Protocol, runtime_checkable
 
 Outcome = Literal["correct", "incorrect", "abstained", "error"]
-AnswerKind = Literal["phrase", "number", "choice", "set", "instruction", "reply"]
+AnswerKind = str
+"""A registered answer kind: the name a scorer registers under (``answer_kinds.register_scorer``,
+the ``rotscope.scorers`` entry points); ``answer_kinds.check_kind`` refuses an unknown one."""
 
 
 Role = Literal["answer", "support", "decoy", "superseded", "spread"]

@@ -2,8 +2,9 @@
 ``acme_rotscope-1.0.dist-info`` (``tests.support.entry_points``), reached from the command line as a
 built-in is: a backend with its own typed section of the experiment file (a path option resolved
 against the experiment file's folder, a runtime option outside the run's identity, a wrong value
-one line and exit 2, its keys in the generated reference), and a filler source whose
-``filler.options`` are typed."""
+one line and exit 2, its keys in the generated reference), a filler source whose
+``filler.options`` are typed, and a task family with an answer kind of its own (its prompt
+instruction and a partial-credit measure, reported by name in the summary's cells)."""
 
 from __future__ import annotations
 
@@ -82,17 +83,56 @@ def lorem(config, seed, avoid):
 """
 
 
+ACME_FAMILY = """
+from rotscope.answer_kinds import register_scorer
+from rotscope.tasks import register_cases
+from rotscope.types import Case, ClaimReport, Evidence, Oracle, Score
+
+TAGS = ("QX7", "ZR4", "KW9")
+
+
+@register_scorer("tag", instruction="Answer with the three-character tag alone.", measures=("tag_chars",))
+def score_tag(case, completion, filler):
+    expected = case.oracle.answer
+    reply = (completion.text or "").upper()
+    found = sum(char in reply for char in expected) / len(expected)
+    outcome = "correct" if expected in reply else "incorrect"
+    return Score(outcome, None, ClaimReport(partial={"tag_chars": found}))
+
+
+@register_cases("acme_tags")
+def acme_tags():
+    return [
+        Case(
+            case_id=f"tag-{index}",
+            task="acme_tags",
+            evidence=(Evidence("needle", f"The vault of Orrindel {index} carries the tag {tag}."),),
+            question=f"What tag does the vault of Orrindel {index} carry?",
+            oracle=Oracle(answer=tag, kind="tag"),
+            guarded=(tag,),
+        )
+        for index, tag in enumerate(TAGS)
+    ]
+"""
+
+
 @pytest.fixture
 def site(tmp_path: Path) -> Path:
     folder = tmp_path / "site"
     folder.mkdir()
     (folder / "acme_engine.py").write_text(ACME_BACKEND, encoding="utf-8")
     (folder / "acme_lorem.py").write_text(ACME_FILLER, encoding="utf-8")
+    (folder / "acme_tags.py").write_text(ACME_FAMILY, encoding="utf-8")
     write_dist_info(
         folder,
         "acme-rotscope",
         "1.0",
-        {"rotscope.backends": {"acme": "acme_engine"}, "rotscope.fillers": {"lorem": "acme_lorem"}},
+        {
+            "rotscope.backends": {"acme": "acme_engine"},
+            "rotscope.fillers": {"lorem": "acme_lorem"},
+            "rotscope.tasks": {"acme_tags": "acme_tags"},
+            "rotscope.scorers": {"tag": "acme_tags"},
+        },
     )
     return folder
 
@@ -201,3 +241,28 @@ def test_a_filler_source_with_typed_options_runs_and_refuses_a_bad_value(site: P
         tmp_path / "extra", model="fake/lexical", filler={"kind": "lorem", "options": {"wrd": "x"}}
     )
     assert "unknown key 'filler.options.wrd'" in _one_line_error(rotscope_cli("run", extra, site=site))
+
+
+def test_a_task_family_with_its_own_answer_kind_reports_its_partial_credit_by_name(
+    site: Path, tmp_path: Path
+) -> None:
+    experiment = _experiment(
+        tmp_path / "exp",
+        model="fake/lexical",
+        tasks=["acme_tags"],
+        limit=3,
+        filler={"kind": "lorem", "options": {"word": "ipsum"}},
+    )
+    run = tmp_path / "run"
+    done = rotscope_cli("run", experiment, "--out", run, site=site)
+    assert done.returncode == 0, done.stderr
+    summary = rotscope.load_summary(run)
+    assert summary["items"]["done"] == 3
+    cells = [cell for cell in summary["cells"] if cell.get("task") == "acme_tags"]
+    assert cells and all(0.0 <= cell["mean_tag_chars"] <= 1.0 for cell in cells)
+    exported = rotscope_cli("export", run, site=site)
+    assert exported.returncode == 0, exported.stderr
+    assert '""partial"": {""tag_chars"": ' in exported.stdout  # stored by name with each row
+
+    unknown = _experiment(tmp_path / "unknown", model="fake/lexical", tasks=["acme_tag"])
+    assert "acme_tags" in _one_line_error(rotscope_cli("run", unknown, site=site))

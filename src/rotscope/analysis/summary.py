@@ -138,10 +138,16 @@ def _judge(rows: list[Row], config: dict[str, Any]) -> dict[str, Any] | None:
     }
 
 
+def _control_kind(task: str) -> str:
+    """What the family's evidence-absent control measures (``FamilyHooks.control_kind``)."""
+    family = TASKS.find(task)
+    return family.hooks.control_kind if family is not None else "abstention"
+
+
 def _layout_rank(task: str, position: str | None) -> int | None:
     """Where a named layout stands in its family's own order (``None`` for families without one)."""
     family = TASKS.find(task)
-    order = family.layout_order if family is not None else ()
+    order = family.hooks.layout_order if family is not None else ()
     if not order:
         return None
     return order.index(position) if position in order else len(order)
@@ -152,7 +158,7 @@ def _probe_cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
     region its pieces reached: the first and last depth of their spans, measured, not asked."""
     found = cell(key, rows)
     family = TASKS.find(key["task"])
-    if family is not None and family.region:
+    if family is not None and family.hooks.region:
         depths = [span["depth"] for row in rows for span in json.loads(row["spans"] or "[]")]
         found["region"] = [min(depths), max(depths)] if depths else None
     return found
@@ -245,6 +251,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
             {
                 "task": task,
                 "length": length,
+                "kind": _control_kind(task),
                 **counts(group),
                 "hallucinated": sum(row["category"] == "hallucinated" for row in group),
                 **({"filler": SESSION} if session else {}),

@@ -300,7 +300,7 @@ def task_analysis(task: str, rows: list[Row], base_lengths: Sequence[int] = BASE
              "clusters": gap.clusters, "cluster_on": clusters.unit}
         )  # fmt: skip
     family = TASKS.find(task)
-    own_analysis = family.analyse if family is not None else None
+    own_analysis = family.hooks.analyse if family is not None else None
     return {
         "task": task,
         "data": task_data(rows),

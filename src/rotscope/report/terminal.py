@@ -287,10 +287,6 @@ def engine_note(execution: dict[str, Any]) -> str:
     return f"; engine {engine['mode']}{why}{threads}{where}" + (f", {crashes} crash(es)" if crashes else "")
 
 
-INSTRUCTION_TASK = "instruction"
-"""The family whose controls are checked for compliance, not abstention (its base rate)."""
-
-
 def filler_gap_lines(gaps: list[dict[str, Any]]) -> list[str]:
     """The static-vs-session comparison, a line per task and length (pooled first)."""
     if not gaps:
@@ -324,7 +320,7 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         where = f" in {control['filler']} filler" if control.get("filler") else ""
         outcome = (
             f"{control['correct']}/{scored} complied by chance (base rate without the instruction)"
-            if control["task"] == INSTRUCTION_TASK
+            if control.get("kind") == "compliance"
             else f"{control['correct']}/{scored} abstained correctly, "
             f"{control['hallucinated']} answered anyway"
         )

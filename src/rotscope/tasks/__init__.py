@@ -22,8 +22,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "DEFAULT_CASES",
+    "NO_HOOKS",
     "TASKS",
     "BuiltCases",
+    "FamilyHooks",
     "TaskEntry",
     "get_task",
     "register_cases",
@@ -41,18 +43,32 @@ Analysis = Callable[[list[Row]], dict[str, Any]]
 
 
 @dataclass(frozen=True)
-class TaskEntry:
-    """A registered family: how to build it, and what it adds to the summary.
+class FamilyHooks:
+    """What a family may add to the planner and the summary, registered with it in one piece.
 
     ``analyse`` replaces the depth-pooled position effect of a family whose layouts are not depths
     (its result is merged into the task's summary); ``layout_order`` orders its named layouts in
     tables and figures; ``region``: the family's depth names a region its evidence is spread over
-    (``spread`` pieces), and its cells carry the ``region`` its pieces reached."""
+    (``spread`` pieces), and its cells carry the ``region`` its pieces reached; ``control_kind``:
+    what its evidence-absent control measures, written into the summary's ``controls`` so the
+    views word it without knowing the family (``abstention``: the right reply is "not in the
+    context"; ``compliance``: the base rate of following an instruction the prompt lacks)."""
 
-    factory: TaskFactory
     analyse: Analysis | None = None
     layout_order: tuple[str, ...] = ()
     region: bool = False
+    control_kind: str = "abstention"
+
+
+NO_HOOKS = FamilyHooks()
+
+
+@dataclass(frozen=True)
+class TaskEntry:
+    """A registered family: how to build it, and its optional hooks (``FamilyHooks``)."""
+
+    factory: TaskFactory
+    hooks: FamilyHooks = NO_HOOKS
     most_cases: Callable[[], int] | None = None
     """The most cases a family that makes as many as asked (``cases_per_task``) can make; ``None``
     for a family whose cases do not follow ``cases_per_task`` beyond a bound of its own (a case
@@ -66,9 +82,7 @@ TASKS: Registry[TaskEntry] = Registry("task family", "tasks", "rotscope.tasks", 
 def register_task(
     name: str,
     *,
-    analyse: Analysis | None = None,
-    layout_order: tuple[str, ...] = (),
-    region: bool = False,
+    hooks: FamilyHooks = NO_HOOKS,
     most_cases: Callable[[], int] | None = None,
     module: str | None = None,
     options: tuple[str, type] | None = None,
@@ -76,12 +90,13 @@ def register_task(
     """Register a factory that builds the family from the experiment config (``module``: where
     the family lives, default the factory's own module); ``options``: ``(key, class)`` of the
     family's own section of the experiment file (``rotscope.registry.register_section``), read in
-    the factory as ``config.section(class)``."""
+    the factory as ``config.section(class)``; ``hooks``: what the family adds to the planner and
+    the summary (``FamilyHooks``)."""
 
     def add(factory: TaskFactory) -> TaskFactory:
         if options is not None:
             register_section(*options, module=module or factory.__module__)
-        entry = TaskEntry(factory, analyse, layout_order, region, most_cases)
+        entry = TaskEntry(factory, hooks, most_cases)
         TASKS.register(name, module=module or factory.__module__)(entry)
         return factory
 
@@ -110,7 +125,7 @@ def register_cases(name: str) -> Callable[[CaseBuilder], CaseBuilder]:
 
 
 def register_counted_cases(
-    name: str, most: int | Callable[[], int] | None = None
+    name: str, most: int | Callable[[], int] | None = None, *, hooks: FamilyHooks = NO_HOOKS
 ) -> Callable[[CountedBuilder], CountedBuilder]:
     """Register a function that returns as many cases as it is asked for (the experiment's
     ``cases_per_task``), up to ``most`` (a number, or a function that counts them; ``None``: no
@@ -118,7 +133,7 @@ def register_counted_cases(
     most_cases = most if callable(most) or most is None else lambda: most
 
     def add(build: CountedBuilder) -> CountedBuilder:
-        factory = register_task(name, most_cases=most_cases, module=build.__module__)
+        factory = register_task(name, hooks=hooks, most_cases=most_cases, module=build.__module__)
         factory(lambda config: BuiltCases(name, lambda: build(config.cases_per_task)))
         return build
 

@@ -23,7 +23,7 @@ import re
 from collections import Counter
 
 from rotscope.errors import BadInput
-from rotscope.tasks import BuiltCases, register_task
+from rotscope.tasks import BuiltCases, FamilyHooks, register_task
 from rotscope.types import Case, Evidence, Oracle
 
 TASK = "aggregation"
@@ -167,6 +167,6 @@ def build_aggregation_cases(count: int, gaps: tuple[int, ...] = GAPS, seed: str 
     ]
 
 
-register_task(TASK, region=True, most_cases=lambda: MAX_CASES)(
+register_task(TASK, hooks=FamilyHooks(region=True), most_cases=lambda: MAX_CASES)(
     lambda config: BuiltCases(TASK, lambda: build_aggregation_cases(config.cases_per_task))
 )

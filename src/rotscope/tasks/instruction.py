@@ -11,7 +11,7 @@ nobody mentioned). In session filler the instruction goes in a user turn whateve
 
 from __future__ import annotations
 
-from rotscope.tasks import DEFAULT_CASES, register_counted_cases
+from rotscope.tasks import DEFAULT_CASES, FamilyHooks, register_counted_cases
 from rotscope.tasks.invented import Inventor, check_count
 from rotscope.types import Case, Evidence, Oracle
 
@@ -67,7 +67,7 @@ def _case(index: int, inventor: Inventor) -> Case:
     )
 
 
-@register_counted_cases("instruction", MAX_INSTRUCTION_CASES)
+@register_counted_cases("instruction", MAX_INSTRUCTION_CASES, hooks=FamilyHooks(control_kind="compliance"))
 def build_instruction_cases(count: int = DEFAULT_CASES) -> list[Case]:
     check_count("instruction", count, MAX_INSTRUCTION_CASES, "invented names and ids stay unique")
     inventor = Inventor("instruction")

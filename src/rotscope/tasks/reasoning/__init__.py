@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rotscope.config import ExperimentConfig
-from rotscope.tasks import register_task
+from rotscope.tasks import FamilyHooks, register_task
 from rotscope.tasks.reasoning.analysis import analyse
 from rotscope.tasks.reasoning.family import LAYOUT_COPIES, TASK, build_reasoning_cases
 from rotscope.tasks.reasoning.layout import plan_reasoning
@@ -38,6 +38,6 @@ class ReasoningFamily:
         )
 
 
-@register_task(TASK, analyse=analyse, layout_order=tuple(LAYOUT_COPIES))
+@register_task(TASK, hooks=FamilyHooks(analyse=analyse, layout_order=tuple(LAYOUT_COPIES)))
 def reasoning_family(config: ExperimentConfig) -> ReasoningFamily:
     return ReasoningFamily(config)
