@@ -13,6 +13,7 @@ from typing import Any
 from rotscope.analysis.summary import load_summary
 from rotscope.config import load_config
 from rotscope.execution.workflows.runner import run_experiment
+from rotscope.rows import partial_credit
 from rotscope.scoring.deterministic import score_parts
 from rotscope.tasks import get_task
 from rotscope.types import Completion
@@ -122,7 +123,7 @@ def test_aggregation_on_the_bundled_model(bundled_path: Path, tmp_path: Path) ->
         if not row["control"]:
             assert len(json.loads(row["spans"])) == len(case.evidence)
             report = json.loads(row["claim_report"])
-            assert report["recall"] == 1 - len(report["missing"]) / len(case.oracle.items)
+            assert partial_credit(row)["recall"] == 1 - len(report["missing"]) / len(case.oracle.items)
     cells = sorted(
         (cell for cell in load_summary(tmp_path / "run")["cells"] if cell["task"] == "aggregation"),
         key=lambda cell: cell["depth"],
@@ -149,7 +150,7 @@ def test_coreference_on_the_bundled_model(bundled_path: Path, tmp_path: Path) ->
             # the stored case also knows the replies around the asked one (its layout's neighbours)
             assert row["category"] == again.category or row["category"] == "neighbour"
             assert again.claims is not None
-            assert json.loads(row["claim_report"])["similarity"] == again.claims.similarity
+            assert partial_credit(row)["similarity"] == again.claims.similarity
             (span,) = [
                 s for s in json.loads(row["spans"]) if s["evidence_id"] == f"reply-{case.slices[0][1]}"
             ]
