@@ -19,7 +19,8 @@ from rotscope.gate.pairing import RunData, build_slices
 from rotscope.gate.sizing import Design, Truth, simulate, verdict_rates
 from rotscope.gate.verdict import compare, judge_slices, matrices, overall_verdict, rule_of
 from rotscope.plan.manifest import cluster_of
-from rotscope.stats import below_floor_p, floor_upper_bound, holm_array, step_levels_array
+from rotscope.stats.accuracy_floor import below_floor_p, floor_upper_bound
+from rotscope.stats.multiplicity import holm_array, step_levels_array
 
 CODES = {"PASS": PASS, "FAIL": FAIL, "INCONCLUSIVE": INCONCLUSIVE}
 
