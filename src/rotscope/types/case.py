@@ -4,14 +4,16 @@ controls (evidence absent, evidence only)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Literal
 
 AnswerKind = str
 """A registered answer kind: the name a scorer registers under (``answer_kinds.register_scorer``,
 the ``rotscope.scorers`` entry points); ``answer_kinds.check_kind`` refuses an unknown one."""
 
 
-Role = Literal["answer", "support", "decoy", "superseded", "spread"]
+Role = str
+"""A registered evidence role (``evidence_roles.register_role``): ``answer``, ``support``, ``decoy``,
+``superseded``, ``spread`` built in, each placed by its registered placement; ``prompt.placement``
+refuses a role nobody registered."""
 EVIDENCE_ONLY_SUFFIX = "~evidence"
 ABSENT_SUFFIX = "~absent"
 EVIDENCE_ONLY_POSITION = "evidence-only"
@@ -22,11 +24,13 @@ class Evidence:
     """A piece of text planted in the haystack, inserted byte-exact on lines of its own (or a line
     already in the corpus, see ``source``).
 
-    ``role`` decides where it goes: the ``answer`` piece (the one that completes the answer) sits
+    ``role`` decides where it goes, by the placement it is registered with
+    (``rotscope.evidence_roles``): the ``answer`` piece (the one that completes the answer) sits
     at the grid's depth; ``support`` pieces follow the experiment's placement rule; ``decoy``
     pieces take independent seeded depths; ``superseded`` pieces go somewhere before the answer;
     ``spread`` pieces (a task over a whole region, ``aggregation``) go evenly, in listed order,
-    over the region the grid's depth names (``rotscope.prompt.placement.region``).
+    over the region the grid's depth names (``rotscope.prompt.placement.region``). An outside
+    family registers a role of its own (``register_role("distractor", placement="seeded")``).
     """
 
     evidence_id: str
