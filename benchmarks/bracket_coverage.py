@@ -52,18 +52,18 @@ from scipy.special import expit
 from rotscope.analysis.cells import cell
 from rotscope.analysis.tasks import NO_SIGNAL_CEILING, NOLIMA_RATIO, RULER_THRESHOLD, effective_lengths
 from rotscope.rows import Row
-from rotscope.stats import (
+from rotscope.stats.bracket_ends import (
     BRACKET_CONFIDENCE,
     bracket_indices,
     cluster_margin_bounds,
     cluster_score_bounds,
     end_confidence,
     margin_bounds,
-    proportion_interval,
-    scan_effective,
     score_bounds,
     threshold_margins,
 )
+from rotscope.stats.intervals import proportion_interval
+from rotscope.stats.length_scan import scan_effective
 
 MIN_CLAIMS = 100
 """Settings where fewer datasets than this make a claim (the rest no-signal) are shown but left out

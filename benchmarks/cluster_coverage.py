@@ -56,7 +56,7 @@ from scipy import stats as scipy_stats
 from scipy.special import expit
 from statsmodels.stats.proportion import proportion_confint
 
-from rotscope.stats import CELL_PSEUDO_WEIGHT, cluster_t_interval
+from rotscope.stats.intervals import CELL_PSEUDO_WEIGHT, cluster_t_interval
 
 SD_INSTANCE = 1.5
 SD_VARIANT = 1.0

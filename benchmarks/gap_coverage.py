@@ -24,7 +24,7 @@ import warnings
 import numpy as np
 from scipy import stats as scipy_stats
 
-from rotscope.stats import adjusted_t_interval
+from rotscope.stats.intervals import adjusted_t_interval
 
 ICC = 0.25
 RHO = 0.6

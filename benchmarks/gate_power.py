@@ -1,6 +1,6 @@
 """Error rates and power of the release gate on simulated paired runs with a known truth, run
 through the code ``rotscope gate`` runs: rows of a baseline and a candidate run ->
-``gate.pairing.build_slices`` -> ``gate.verdict.judge_slices`` -> ``gate.verdict.overall_verdict``.
+``gate.pairing.build_slices`` -> ``gate.judgement.judge_slices`` -> ``gate.judgement.overall_verdict``.
 Beside each rate it prints the one ``rotscope plan`` states for the same shape
 (``gate.sizing.verdict_rates``, the vectorised tests), to show the two agree. Run by hand:
 
@@ -57,9 +57,9 @@ import numpy as np
 
 from rotscope.config import GateConfig, build_config, read_config_file
 from rotscope.execution.workflows.dry_run import planned_manifest
+from rotscope.gate.judgement import judge_slices, overall_verdict, rule_of
 from rotscope.gate.pairing import RunData, build_slices
 from rotscope.gate.sizing import Design, Truth, detectable_drop, one_slice, simulate, verdict_rates
-from rotscope.gate.verdict import judge_slices, overall_verdict, rule_of
 from rotscope.plan.manifest import gate_slices
 from rotscope.position import NAMED_POSITIONS
 

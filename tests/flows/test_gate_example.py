@@ -18,9 +18,10 @@ from typer.testing import CliRunner
 
 from rotscope.cli import app
 from rotscope.config import GateConfig
+from rotscope.gate.judgement import judge_slices, overall_verdict
 from rotscope.gate.pairing import RunData, build_slices, load_run
 from rotscope.gate.sizing import Design, Truth, simulate
-from rotscope.gate.verdict import judge_slices, overall_verdict, slice_design
+from rotscope.gate.verdict import slice_design
 from rotscope.position import NAMED_POSITIONS
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "gate"

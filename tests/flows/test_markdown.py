@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from rotscope.report.markdown import _text
-from rotscope.stats import mean_interval
+from rotscope.stats.intervals import mean_interval
 from tests.support.cli_helpers import assert_bad_input, invoke, nonsense_corpus
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "runs"

@@ -15,7 +15,7 @@ from rotscope.backends.fake import ABSTAIN, FakeBackend, blind_responder
 from rotscope.config import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.rows import instance_means
-from rotscope.stats import paired_gap
+from rotscope.stats.paired import paired_gap
 from rotscope.store import RunStore
 from rotscope.types import GenerateRequest
 from tests.support.cli_helpers import nonsense_corpus

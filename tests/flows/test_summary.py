@@ -17,7 +17,7 @@ from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment
-from rotscope.stats import mean_interval, wilson
+from rotscope.stats.intervals import mean_interval, wilson
 from rotscope.store import RunStore
 from rotscope.types import GenerateRequest
 

@@ -16,7 +16,8 @@ from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
 from rotscope.config import LlamaCppOptions, build_config
 from rotscope.execution.workflows.dry_run import freeze_plan
 from rotscope.execution.workflows.runner import run_experiment
-from rotscope.gate.verdict import EXIT_CODES, evaluate
+from rotscope.gate.judgement import EXIT_CODES
+from rotscope.gate.verdict import evaluate
 from rotscope.plan.manifest import read_manifest
 from rotscope.types import Completion, GenerateRequest
 

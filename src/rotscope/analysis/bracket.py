@@ -25,7 +25,7 @@ import numpy as np
 from rotscope.analysis.clusters import clusters_of
 from rotscope.analysis.rejections import matched_means
 from rotscope.rows import Row, group_by, instance_means
-from rotscope.stats import (
+from rotscope.stats.bracket_ends import (
     BRACKET_CONFIDENCE,
     bracket_indices,
     bracket_state,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rotscope.stats import sign_test
+from rotscope.stats.paired import sign_test
 
 DETERMINISTIC_RULE = "any differing reply (deterministic engine at temperature 0)"
 PAIRED_RULE = "paired sign test on correctness, p < alpha"

@@ -7,7 +7,7 @@ from typing import Any
 
 from rotscope.analysis.clusters import clusters_of
 from rotscope.rows import Row, error_rate, group_by, instance_means, partial_credit, scored
-from rotscope.stats import mean_interval
+from rotscope.stats.intervals import mean_interval
 
 CELL_METHOD = "adjusted t on instance means"
 """What a cell's interval is (``stats.mean_interval``), named in the summary's ``ci_method``."""

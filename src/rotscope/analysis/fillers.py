@@ -12,7 +12,7 @@ from typing import Any
 
 from rotscope.analysis.rejections import _place
 from rotscope.rows import Row, group_by, instance_means, scored
-from rotscope.stats import paired_gap
+from rotscope.stats.paired import paired_gap
 
 SESSION = "session"
 

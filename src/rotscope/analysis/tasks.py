@@ -12,21 +12,11 @@ from rotscope.analysis.cells import cell
 from rotscope.analysis.clusters import clusters_of
 from rotscope.analysis.rejections import matched_means, unbalanced_lengths
 from rotscope.rows import Row, group_by, instance_means, scored
-from rotscope.stats import (
-    BASE_LENGTHS,
-    SATURATED_POINT,
-    TOO_HARD_POINT,
-    band_verdict,
-    base_score,
-    benjamini_hochberg,
-    calibration,
-    choose_base_lengths,
-    mean_interval,
-    paired_gap,
-    proportion_interval,
-    scan_effective,
-    sign_test,
-)
+from rotscope.stats.band import SATURATED_POINT, TOO_HARD_POINT, band_verdict, calibration
+from rotscope.stats.intervals import mean_interval, proportion_interval
+from rotscope.stats.length_scan import BASE_LENGTHS, base_score, choose_base_lengths, scan_effective
+from rotscope.stats.multiplicity import benjamini_hochberg
+from rotscope.stats.paired import paired_gap, sign_test
 from rotscope.tasks import TASKS
 
 NOLIMA_RATIO = 0.85

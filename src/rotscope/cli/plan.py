@@ -54,8 +54,8 @@ def plan_command(
 
 
 def _plan_power(experiment: ExperimentConfig, plan: Any) -> dict[str, Any]:
+    from rotscope.gate.judgement import rule_of
     from rotscope.gate.sizing import Design, gate_power
-    from rotscope.gate.verdict import rule_of
     from rotscope.plan.manifest import gate_slices
 
     design = Design.from_slices(gate_slices(plan, experiment.gate.slice_fields))
@@ -68,8 +68,8 @@ def _sized(
     """``experiment`` with the ``cases_per_task`` at which an identical candidate PASSes with
     probability ``power``; ``BadInput`` where a task cannot have that many cases."""
     from rotscope.execution.workflows.dry_run import planned_manifest
+    from rotscope.gate.judgement import rule_of
     from rotscope.gate.sizing import Design, cases_for_pass
-    from rotscope.gate.verdict import rule_of
     from rotscope.plan.manifest import gate_slices
 
     design = Design.from_slices(gate_slices(plan, experiment.gate.slice_fields))

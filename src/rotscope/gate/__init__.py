@@ -1,5 +1,6 @@
 """The release gate: pairing a baseline with a candidate, and the verdict."""
 
+from rotscope.gate.judgement import EXIT_CODES, Verdict, judge_slices, overall_verdict
 from rotscope.gate.pairing import (
     EVIDENCE_ONLY,
     RunData,
@@ -9,19 +10,8 @@ from rotscope.gate.pairing import (
     check_pairable,
     load_run,
 )
-from rotscope.gate.verdict import (
-    CLAIM_FIELDS,
-    EXIT_CODES,
-    Verdict,
-    analysis_settings,
-    binding,
-    claim_counts,
-    compare,
-    evaluate,
-    judge_slices,
-    overall_verdict,
-    worst_positions,
-)
+from rotscope.gate.run_record import CLAIM_FIELDS, binding, claim_counts, worst_positions
+from rotscope.gate.verdict import analysis_settings, compare, evaluate
 
 __all__ = [
     "CLAIM_FIELDS",

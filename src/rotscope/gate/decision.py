@@ -33,14 +33,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rotscope.stats import (
-    TParts,
-    adjusted_t_parts,
-    below_floor_p,
-    floor_upper_bound,
-    holm_array,
-    step_levels_array,
-)
+from rotscope.stats.accuracy_floor import below_floor_p, floor_upper_bound
+from rotscope.stats.intervals import TParts, adjusted_t_parts
+from rotscope.stats.multiplicity import holm_array, step_levels_array
 
 PASS, FAIL, INCONCLUSIVE = 0, 1, 3
 """Verdict codes, the gate's exit codes."""

@@ -27,7 +27,7 @@ from rotscope.rows import Row, column
 from rotscope.store import RunStore
 
 if TYPE_CHECKING:
-    from rotscope.gate.verdict import Verdict
+    from rotscope.gate.judgement import Verdict
 
 EVIDENCE_ONLY = "evidence-only"
 """Position of the evidence-only control: its length is the unpadded prompt's, which differs

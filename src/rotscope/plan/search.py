@@ -30,7 +30,7 @@ from typing import Literal
 import numpy as np
 
 from rotscope.plan.confseq import confidence_sequence
-from rotscope.stats import threshold_margins
+from rotscope.stats.bracket_ends import threshold_margins
 
 Verdict = Literal["decided", "undecided", "inconclusive"]
 State = Literal["pass", "fail", "open"]

@@ -7,6 +7,7 @@ import random
 
 from rotscope.config import PlacementConfig
 from rotscope.errors import BadInput
+from rotscope.evidence_roles import check_role
 from rotscope.types import Case, Layout
 
 _DECOY_DRAWS = 200
@@ -67,34 +68,39 @@ def _decoy_depths(count: int, taken: list[float], rule: PlacementConfig, rng: ra
 
 
 def target_depths(case: Case, layout: Layout, rule: PlacementConfig, seed: int) -> dict[str, float]:
-    """Evidence id -> the depth asked for it. A piece with its own ``depth`` keeps it; without an
-    ``answer`` piece every piece goes to the grid's depth (a single needle is its own answer piece)."""
+    """Evidence id -> the depth asked for it. A piece with its own ``depth`` keeps it; without a
+    piece placed at the grid's depth (an ``answer``) every piece goes there (a single needle is its
+    own answer piece). A role nobody registered is bad input naming the known ones."""
     pinned = {e.evidence_id: e.depth for e in case.evidence if e.depth is not None}
     return {**_rule_depths(case, layout, rule, seed), **pinned}
 
 
 def _rule_depths(case: Case, layout: Layout, rule: PlacementConfig, seed: int) -> dict[str, float]:
     depth = layout.depth
-    roles = [evidence.role for evidence in case.evidence]
-    spread = [e.evidence_id for e in case.evidence if e.role == "spread"]
+    # Each piece is placed by its role's registered placement (``rotscope.evidence_roles``).
+    placed = {
+        e.evidence_id: check_role(e.role, f"case {case.case_id}: evidence {e.evidence_id}")
+        for e in case.evidence
+    }
+    spread = [e.evidence_id for e in case.evidence if placed[e.evidence_id] == "spread"]
     if spread and not case.grouped:
         over = dict(zip(spread, spread_depths(len(spread), depth), strict=True))
         return {e.evidence_id: over.get(e.evidence_id, depth) for e in case.evidence}
-    if case.grouped or "answer" not in roles:
+    if case.grouped or "grid" not in placed.values():
         return {evidence.evidence_id: depth for evidence in case.evidence}
     rng = random.Random(f"{seed}:{case.case_id}:{layout.length_tokens}:{depth}")
     targets: dict[str, float] = {}
-    supports = [e for e in case.evidence if e.role == "support"]
+    supports = [e for e in case.evidence if placed[e.evidence_id] == "rule"]
     for evidence, target in zip(
         supports, _support_depths(len(supports), depth, rule, case.case_id), strict=True
     ):
         targets[evidence.evidence_id] = target
     for evidence in case.evidence:
-        if evidence.role == "answer":
+        if placed[evidence.evidence_id] == "grid":
             targets[evidence.evidence_id] = depth
-        elif evidence.role == "superseded":
+        elif placed[evidence.evidence_id] == "before":
             targets[evidence.evidence_id] = round(rng.uniform(0.0, depth), 4)
-    decoys = [e for e in case.evidence if e.role == "decoy"]
+    decoys = [e for e in case.evidence if placed[e.evidence_id] == "seeded"]
     for evidence, target in zip(decoys, _decoy_depths(len(decoys), [depth], rule, rng), strict=True):
         targets[evidence.evidence_id] = target
     return targets

@@ -13,6 +13,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 
 from rotscope._util.text import mentions
+from rotscope.evidence_roles import placement_of
 from rotscope.prompt.frame import Frame, evidence_unit
 from rotscope.types import Case, Layout, RenderedPrompt, Tokenizer
 
@@ -162,11 +163,11 @@ def verify_prompt(
                 f"evidence {span.evidence_id} sits at depth {reached:.2f}, asked {asked:.2f} "
                 f"(tolerance {depth_tolerance}; the haystack has {prompt.haystack_tokens} tokens)"
             )
-    roles = {evidence.evidence_id: evidence.role for evidence in case.evidence}
-    answer_starts = [s.token_start for s in prompt.spans if roles.get(s.evidence_id) == "answer"]
+    placed = {evidence.evidence_id: placement_of(evidence.role) for evidence in case.evidence}
+    answer_starts = [s.token_start for s in prompt.spans if placed.get(s.evidence_id) == "grid"]
     for span in prompt.spans:
         if (
-            roles.get(span.evidence_id) == "superseded"
+            placed.get(span.evidence_id) == "before"
             and answer_starts
             and span.token_start > min(answer_starts)
         ):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from rotscope.report.numbers import score as _fmt
-from rotscope.stats import SATURATED_POINT, TOO_HARD_POINT
+from rotscope.stats.band import SATURATED_POINT, TOO_HARD_POINT
 
 BAND = f"{TOO_HARD_POINT:.2f}-{SATURATED_POINT:.2f}"
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rotscope.types import ABSENT_SUFFIX, Case
+from rotscope.evidence_roles import placement_of
+from rotscope.types import ABSENT_SUFFIX, Case, Evidence
 
 ANSWER_CLAIM = "answer"
 _NOT_IN_ID = re.compile(r"[^A-Za-z0-9._-]")
@@ -53,20 +54,24 @@ def case_line(case: Case) -> dict[str, Any]:
         line["documents"] = [
             {
                 **_piece(evidence.evidence_id, evidence.text),
-                "claims": [ANSWER_CLAIM] if evidence.role == "answer" else [],
+                "claims": [ANSWER_CLAIM] if placement_of(evidence.role) == "grid" else [],
             }
             for evidence in case.evidence
-            if evidence.role != "decoy"
+            if not _distractor(evidence)
         ]
         line["distractors"] = [
-            _piece(evidence.evidence_id, evidence.text)
-            for evidence in case.evidence
-            if evidence.role == "decoy"
+            _piece(evidence.evidence_id, evidence.text) for evidence in case.evidence if _distractor(evidence)
         ]
         line["claims"] = {ANSWER_CLAIM: list(dict.fromkeys(case.oracle.accepted()))}
         line["required_claims"] = [ANSWER_CLAIM]
     line["slices"] = slices
     return line
+
+
+def _distractor(evidence: Evidence) -> bool:
+    """A piece that cannot establish the answer: a role placed as a decoy is. A role nobody
+    registered is kept as a document (without the answer's claim), never refused here."""
+    return placement_of(evidence.role) == "seeded"
 
 
 def _piece(identifier: str, text: str) -> dict[str, str]:

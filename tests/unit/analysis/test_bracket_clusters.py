@@ -13,13 +13,13 @@ import pytest
 from rotscope.analysis.bracket import interval_label
 from rotscope.analysis.cells import cell
 from rotscope.analysis.tasks import effective_lengths
-from rotscope.stats import (
+from rotscope.stats.bracket_ends import (
     cluster_margin_bounds,
     cluster_score_bounds,
     end_confidence,
     margin_bounds,
-    mean_interval,
 )
+from rotscope.stats.intervals import mean_interval
 
 CASES = 30
 ONE_SIDED = end_confidence()

@@ -14,7 +14,8 @@ from rotscope.analysis.cells import cell
 from rotscope.analysis.clusters import clusters_of
 from rotscope.analysis.tasks import task_analysis
 from rotscope.rows import Row
-from rotscope.stats import CELL_PSEUDO_WEIGHT, cluster_t_interval, mean_interval, paired_gap, wilson
+from rotscope.stats.intervals import CELL_PSEUDO_WEIGHT, cluster_t_interval, mean_interval, wilson
+from rotscope.stats.paired import paired_gap
 
 LENGTHS = (256, 1024)
 DEPTHS = (0.0, 0.5, 1.0)

@@ -9,7 +9,8 @@ import pytest
 
 from rotscope.analysis.cells import cell
 from rotscope.analysis.tasks import effective_lengths, task_analysis
-from rotscope.stats import BASE_LENGTHS, choose_base_lengths, mean_interval
+from rotscope.stats.intervals import mean_interval
+from rotscope.stats.length_scan import BASE_LENGTHS, choose_base_lengths
 
 GRID = (256, 512, 1024, 2048)
 

@@ -13,18 +13,11 @@ from scipy import stats as scipy_stats
 
 from rotscope.rows import instance_means
 from rotscope.scoring.deterministic import score
-from rotscope.stats import (
-    MIN_PAIRS,
-    Gap,
-    absolute_effective_length,
-    adjusted_t_interval,
-    benjamini_hochberg,
-    calibration,
-    effective_length,
-    paired_gap,
-    proportion_interval,
-    sign_test,
-)
+from rotscope.stats.band import calibration
+from rotscope.stats.intervals import adjusted_t_interval, proportion_interval
+from rotscope.stats.length_scan import absolute_effective_length, effective_length
+from rotscope.stats.multiplicity import benjamini_hochberg
+from rotscope.stats.paired import MIN_PAIRS, Gap, paired_gap, sign_test
 from rotscope.types import Completion, Oracle, Score
 
 Z95 = 1.959963984540054  # two-sided 95% normal quantile

@@ -12,7 +12,7 @@ from rotscope.config import ExperimentConfig
 from rotscope.execution.calls.cachecheck import require_clearable
 from rotscope.execution.calls.cost import CostEstimate, estimate_plan
 from rotscope.execution.calls.response_cache import ResponseCache, default_cache_path
-from rotscope.execution.workflows.runner import check_plan
+from rotscope.execution.workflows.planned import check_plan
 from rotscope.execution.workflows.self_session import self_written
 from rotscope.plan.manifest import build_manifest, write_manifest
 from rotscope.plan.session_prompts import stand_in

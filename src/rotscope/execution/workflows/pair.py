@@ -38,7 +38,8 @@ from rotscope.execution.calls.order import execution_order
 from rotscope.execution.state.lock import LOCK_FILE
 from rotscope.execution.state.run_folder import PAIR_FILE, writing
 from rotscope.execution.workflows.intended import intended_by, upgrade_line
-from rotscope.execution.workflows.run_steps import RunSteps, open_run_steps, refuse_nothing_to_measure
+from rotscope.execution.workflows.planned import refuse_nothing_to_measure
+from rotscope.execution.workflows.run_steps import RunSteps, open_run_steps
 from rotscope.execution.workflows.runner import BudgetReached, resumed_config, stops
 from rotscope.plan.schedule import paired_rounds, trie_runs
 from rotscope.store import RunStore

@@ -15,7 +15,6 @@ from typing import Any
 from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig, build_config, dump_config
 from rotscope.config_sections import ProviderLimits
-from rotscope.errors import BadInput
 from rotscope.execution.calls.cachecheck import require_clearable, run_cache_checks
 from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Reporter, execute_items
@@ -32,8 +31,9 @@ from rotscope.execution.state.run_folder import (
     store_plan,
     write_config,
 )
+from rotscope.execution.workflows.planned import check_plan, grid_line, planned_line, same_corpus, same_items
 from rotscope.execution.workflows.self_session import SessionWriter, self_written, written_notice
-from rotscope.plan.manifest import Deviation, build_manifest, deviations, manifest_digest
+from rotscope.plan.manifest import Deviation, build_manifest, manifest_digest
 from rotscope.plan.workitems import Plan, build_plan
 from rotscope.store import RunStore
 from rotscope.types import Backend, WorkItem
@@ -48,32 +48,6 @@ def in_worker(backend: Backend, config: ExperimentConfig, reporter: Reporter | N
         return backend
     notice = reporter.notice if reporter is not None else None
     return WorkerBackend(backend, max_crashes=config.executor.max_crashes, notice=notice)
-
-
-def check_plan(
-    frozen: Mapping[str, Any],
-    manifest: Mapping[str, Any],
-    allow_deviation: bool,
-    intended: Callable[[Deviation], bool] = lambda deviation: False,
-) -> dict[str, Any]:
-    """Compare a run's manifest with the frozen plan: a deviation is bad input unless allowed (or
-    ``intended``: a paired candidate's own model), and then each one is recorded. Returns the
-    run's ``plan`` metadata."""
-    found = deviations(frozen, manifest)
-    refused = [deviation for deviation in found if not intended(deviation)]
-    digest = manifest_digest(frozen)
-    if refused and not allow_deviation:
-        raise BadInput(
-            f"plan {digest}: the run deviates at {refused[0].describe()}"
-            f"{f' (and {len(refused) - 1} more fields)' if len(refused) > 1 else ''}; "
-            "rerun with --allow-deviation to run it and record the deviations"
-        )
-    return {
-        "digest": digest,
-        "deviations": [
-            {"field": item.field, "planned": item.planned, "actual": item.actual} for item in found
-        ],
-    }
 
 
 @dataclass
@@ -129,8 +103,8 @@ class RunSteps:
         if frozen_plan is not None:
             self._plan_meta = check_plan(frozen_plan, self._manifest, allow_deviation, intended)
         if self.resume:
-            _same_corpus(run_dir, self.plan.corpus)
-            _same_items(run_dir, self.plan)
+            same_corpus(run_dir, self.plan.corpus)
+            same_items(run_dir, self.plan)
         return self.plan
 
     def open(
@@ -281,50 +255,9 @@ def open_run_steps(
     """A run's steps with its backend made (in a worker process where the engine can have one), once
     the folder is known to be new or this run's own."""
     check_run_dir(run_dir, config_digest(config), resume)
-    _notice(reporter, f"planning {config.name}: model {config.model}; {_grid_line(config)}")
+    _notice(reporter, f"planning {config.name}: model {config.model}; {grid_line(config)}")
     made = in_worker(backend or create_backend(config), config, reporter)
     return RunSteps(config, run_dir, made, reporter, judge_backend=judge_backend, resume=resume)
-
-
-def _same_items(run_dir: Path, plan: Plan) -> None:
-    """On ``--resume``, the re-planned work items must be the run's own: an item id hashes the
-    exact prompt ids, so a tokenizer, template or prompt builder that changed since the run began
-    would otherwise add a second experiment's items to the folder."""
-    if not has_store(run_dir):
-        return
-    with RunStore.open_existing(run_dir) as store:
-        stored = store.calls()
-    if not stored:
-        return
-    planned = {item.item_id for item in plan.items}
-    if planned != stored:
-        raise BadInput(
-            f"--resume {run_dir}: {len(stored - planned)} of the run's {len(stored)} prompts cannot be "
-            f"planned again and {len(planned - stored)} planned prompts are not the run's (the "
-            "tokenizer, template or prompt code changed since it ran); start a new run folder"
-        )
-
-
-def _same_corpus(run_dir: Path, corpus: Mapping[str, Any]) -> None:
-    """On ``--resume``, the re-planned filler corpus must be the one the run's rows were made from
-    (its digest in the run's metadata): a corpus that changed (files edited, or a path that now
-    names other files) is refused before anything runs, never mixed into the run."""
-    if not has_store(run_dir):
-        return
-    with RunStore.open_existing(run_dir) as store:
-        stored = store.meta().get("corpus") or {}
-    checks = [(stored.get("source"), stored.get("digest"), corpus.get("digest"))]
-    checks += [
-        (task, before.get("digest"), (corpus.get(task) or {}).get("digest"))
-        for task, before in stored.items()
-        if isinstance(before, dict)
-    ]
-    for source, before, now in checks:
-        if before is not None and before != now:
-            raise BadInput(
-                f"--resume {run_dir}: filler {source} has digest {now} now, but the run was made with "
-                f"digest {before}; restore that corpus or start a new run"
-            )
 
 
 def engine_meta(backend: Backend) -> dict[str, Any] | None:
@@ -349,55 +282,4 @@ def _notice(reporter: Reporter | None, message: str) -> None:
         reporter.notice(message)
 
 
-OWN_LENGTH_TASKS = ("replay",)
-"""Families whose prompts keep their recorded length: the grid's ``lengths`` do not apply to them."""
-
-
-def _grid_line(config: ExperimentConfig) -> str:
-    """What the run will do: its tasks, lengths, depths and trials. Replayed recordings run each at
-    its own length, so the grid's lengths are named only for the tasks that use them."""
-    depths = ", ".join(str(depth) for depth in config.depths)
-    own = [task for task in config.tasks if task in OWN_LENGTH_TASKS]
-    lengths = f"lengths {', '.join(f'{n:,}' for n in config.lengths)} tokens"
-    if own:
-        recorded = f"{', '.join(own)}: each recording at its own length"
-        lengths = recorded if len(own) == len(config.tasks) else f"{lengths} ({recorded})"
-    return f"tasks {', '.join(config.tasks)}; {lengths}; depths {depths}; {config.trials} trial(s)"
-
-
-def refuse_nothing_to_measure(plan: Plan) -> None:
-    """A run whose every prompt was rejected (``depths: ["@5000"]`` at 512 tokens) is bad input in
-    one line, before anything is written or spent: it could measure nothing, and a run folder of
-    zero rows with exit 0 would pass for a finished measurement. (A search step is exempt: the
-    search decides what a length without a placed prompt means.)"""
-    if not plan.items and plan.rejected:
-        raise BadInput(
-            f"nothing to measure: every prompt was rejected ({len(plan.rejected)}; "
-            f"first: {plan.rejected[0]}); change depths or lengths so the evidence fits the filler"
-        )
-
-
-def planned_line(plan: Plan) -> str:
-    """What the verifier passed: calls, distinct prompts, rejections and the tokens to evaluate."""
-    cases = {(item.case.task, item.case.case_id) for item in plan.items if not item.case.control}
-    controls = {(item.case.task, item.case.case_id) for item in plan.items if item.case.control}
-    counted = f"{len(cases)} cases" + (f", {len(controls)} controls" if controls else "")
-    line = (
-        f"planned {len(plan.items)} calls ({counted}), "
-        f"{len({item.prompt.token_ids for item in plan.items})} distinct prompts verified, "
-        f"{len(plan.rejected)} rejected; prompt tokens {plan.naive_prefill:,} "
-        f"(distinct prefixes {plan.lower_bound:,})"
-    )
-    if plan.rejected:
-        line += f"; first rejection: {plan.rejected[0]}"
-    return line
-
-
-__all__ = [
-    "RunSteps",
-    "check_plan",
-    "engine_meta",
-    "open_run_steps",
-    "planned_line",
-    "refuse_nothing_to_measure",
-]
+__all__ = ["RunSteps", "engine_meta", "open_run_steps"]

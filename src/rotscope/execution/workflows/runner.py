@@ -24,12 +24,8 @@ from rotscope.execution.state.run_folder import (
     has_store,
     writing,
 )
-from rotscope.execution.workflows.run_steps import (
-    RunSteps,
-    check_plan,
-    open_run_steps,
-    refuse_nothing_to_measure,
-)
+from rotscope.execution.workflows.planned import refuse_nothing_to_measure
+from rotscope.execution.workflows.run_steps import RunSteps, open_run_steps
 from rotscope.store import RunStore
 from rotscope.types import Backend
 
@@ -38,7 +34,6 @@ __all__ = [
     "EngineStopped",
     "Interrupted",
     "Reporter",
-    "check_plan",
     "execution_order",
     "resume_experiment",
     "run_experiment",

@@ -8,7 +8,7 @@ from collections import Counter
 from typing import Any
 
 from rotscope.rows import Row, group_by, instance_means, scored
-from rotscope.stats import paired_gap
+from rotscope.stats.paired import paired_gap
 from rotscope.tasks.reasoning.family import FILLER_ANSWER, LAYOUT_COPIES
 
 

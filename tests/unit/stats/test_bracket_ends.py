@@ -7,15 +7,14 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rotscope.stats import (
-    adjusted_t_interval,
-    band_verdict,
+from rotscope.stats.bracket_ends import (
     bracket_indices,
     bracket_state,
     end_confidence,
     margin_bounds,
     threshold_margins,
 )
+from rotscope.stats.intervals import adjusted_t_interval
 
 T, F = True, False
 
@@ -70,18 +69,3 @@ def test_the_margin_is_paired_and_its_bounds_are_the_gaps_t_interval_one_sided()
     # A one-sided bound at a higher confidence lies further out.
     wider_lower, wider_upper = margin_bounds(margins, 0.99)
     assert wider_lower < lower and wider_upper > upper
-
-
-@pytest.mark.parametrize(
-    ("low", "high", "verdict"),
-    [
-        (0.91, 0.94, "in band"),
-        (0.57, 0.93, "overlaps the band"),
-        (0.80, 0.99, "overlaps the band"),
-        (0.30, 0.85, "below the band"),
-        (0.96, 1.00, "above the band"),
-        (None, None, "no data"),
-    ],
-)
-def test_the_band_verdict_reads_the_interval(low: float | None, high: float | None, verdict: str) -> None:
-    assert band_verdict(low, high) == verdict

@@ -6,7 +6,7 @@ import pytest
 
 from rotscope.backends import create_backend
 from rotscope.config import build_config
-from rotscope.execution.workflows.run_steps import planned_line
+from rotscope.execution.workflows.planned import planned_line
 from rotscope.plan.workitems import build_plan
 
 

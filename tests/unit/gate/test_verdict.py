@@ -14,10 +14,12 @@ from statsmodels.stats.multitest import multipletests
 
 from rotscope.config import GateConfig
 from rotscope.errors import BadInput
+from rotscope.gate.judgement import EXIT_CODES
 from rotscope.gate.pairing import RunData
-from rotscope.gate.verdict import EXIT_CODES, compare
+from rotscope.gate.verdict import compare
 from rotscope.report.verdict import print_record
-from rotscope.stats import adjusted_t_interval, holm
+from rotscope.stats.intervals import adjusted_t_interval
+from rotscope.stats.multiplicity import holm
 
 Outcome = Callable[[str, int], bool]
 """Whether (position, instance number) is answered correctly."""

@@ -1,10 +1,9 @@
-"""The gate's tests on arrays (``gate.decision``) against the gate's own path on rows, Holm's and
-the floor's building blocks against statsmodels and scipy, the pooled tests' clusters and the
-window a release may claim (``supported_up_to``)."""
+"""The gate's tests on arrays (``gate.decision``) against the gate's own path on rows
+(``gate.judgement``), Holm's and the floor's building blocks against statsmodels and scipy, and the
+pooled tests' clusters."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +14,12 @@ from statsmodels.stats.multitest import multipletests
 
 from rotscope.config import GateConfig
 from rotscope.gate.decision import FAIL, INCONCLUSIVE, PASS, decide
+from rotscope.gate.judgement import judge_slices, matrices, overall_verdict, rule_of
 from rotscope.gate.pairing import RunData, build_slices
 from rotscope.gate.sizing import Design, Truth, simulate, verdict_rates
-from rotscope.gate.verdict import compare, judge_slices, matrices, overall_verdict, rule_of
 from rotscope.plan.manifest import cluster_of
-from rotscope.stats import below_floor_p, floor_upper_bound, holm_array, step_levels_array
+from rotscope.stats.accuracy_floor import below_floor_p, floor_upper_bound
+from rotscope.stats.multiplicity import holm_array, step_levels_array
 
 CODES = {"PASS": PASS, "FAIL": FAIL, "INCONCLUSIVE": INCONCLUSIVE}
 
@@ -114,34 +114,3 @@ def test_an_identical_candidate_exactly_at_the_floor_rarely_fails() -> None:
     rule = rule_of(GateConfig(margin=0.15, floor=0.85))
     rates = verdict_rates(design, rule, [0.85] * 15, truth=Truth(accuracy=0.85), datasets=1000, seed=2)
     assert rates["FAIL"] <= 0.05 + 2 * np.sqrt(0.05 * 0.95 / 1000)
-
-
-def _window(outcome: Any) -> dict[str, Any]:
-    rows = {
-        role: [
-            _row("niah", f"case-{case}", length, position, outcome(role, length, position, case))
-            for length in (1024, 2048, 4096)
-            for position in ("beginning", "midpoint", "end")
-            for case in range(60)
-        ]
-        for role in ("baseline", "candidate")
-    }
-    return compare(
-        _run(rows["baseline"], "b", {"margin": 0.1}), _run(rows["candidate"], "c", {"margin": 0.1})
-    )
-
-
-def test_the_supported_window_ends_before_the_first_length_that_fails() -> None:
-    """The candidate loses the midpoint from 2,048 tokens on: it may claim 1,024 tokens."""
-    record = _window(
-        lambda role, length, position, case: role == "baseline" or length < 2048 or position != "midpoint"
-    )
-    assert record["supported_up_to"] == {"niah": 1024}
-    assert (
-        record["support"]["niah"]["sentence"] == "supported up to 1,024 tokens; 2,048 fails at the midpoint"
-    )
-    assert record["verdict"] == "FAIL"
-    every = _window(lambda role, length, position, case: case % 10 != 0)
-    assert every["supported_up_to"] == {"niah": 4096}
-    assert every["support"]["niah"]["sentence"] == "supported up to 4,096 tokens (the longest tested)"
-    assert json.dumps(every)  # the record stays JSON

@@ -1,0 +1,141 @@
+"""A planned run before anything is stored: what it is checked against (the frozen plan's
+deviations, ``check_plan``; on ``--resume``, the folder's own items and filler corpus,
+``same_items`` and ``same_corpus``; a plan with nothing to measure) and what the run says of it
+(``grid_line`` before planning, ``planned_line`` after)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rotscope.config import ExperimentConfig
+from rotscope.errors import BadInput
+from rotscope.execution.state.run_folder import (
+    has_store,
+)
+from rotscope.plan.manifest import Deviation, deviations, manifest_digest
+from rotscope.plan.workitems import Plan
+from rotscope.store import RunStore
+
+
+def check_plan(
+    frozen: Mapping[str, Any],
+    manifest: Mapping[str, Any],
+    allow_deviation: bool,
+    intended: Callable[[Deviation], bool] = lambda deviation: False,
+) -> dict[str, Any]:
+    """Compare a run's manifest with the frozen plan: a deviation is bad input unless allowed (or
+    ``intended``: a paired candidate's own model), and then each one is recorded. Returns the
+    run's ``plan`` metadata."""
+    found = deviations(frozen, manifest)
+    refused = [deviation for deviation in found if not intended(deviation)]
+    digest = manifest_digest(frozen)
+    if refused and not allow_deviation:
+        raise BadInput(
+            f"plan {digest}: the run deviates at {refused[0].describe()}"
+            f"{f' (and {len(refused) - 1} more fields)' if len(refused) > 1 else ''}; "
+            "rerun with --allow-deviation to run it and record the deviations"
+        )
+    return {
+        "digest": digest,
+        "deviations": [
+            {"field": item.field, "planned": item.planned, "actual": item.actual} for item in found
+        ],
+    }
+
+
+def same_items(run_dir: Path, plan: Plan) -> None:
+    """On ``--resume``, the re-planned work items must be the run's own: an item id hashes the
+    exact prompt ids, so a tokenizer, template or prompt builder that changed since the run began
+    would otherwise add a second experiment's items to the folder."""
+    if not has_store(run_dir):
+        return
+    with RunStore.open_existing(run_dir) as store:
+        stored = store.calls()
+    if not stored:
+        return
+    planned = {item.item_id for item in plan.items}
+    if planned != stored:
+        raise BadInput(
+            f"--resume {run_dir}: {len(stored - planned)} of the run's {len(stored)} prompts cannot be "
+            f"planned again and {len(planned - stored)} planned prompts are not the run's (the "
+            "tokenizer, template or prompt code changed since it ran); start a new run folder"
+        )
+
+
+def same_corpus(run_dir: Path, corpus: Mapping[str, Any]) -> None:
+    """On ``--resume``, the re-planned filler corpus must be the one the run's rows were made from
+    (its digest in the run's metadata): a corpus that changed (files edited, or a path that now
+    names other files) is refused before anything runs, never mixed into the run."""
+    if not has_store(run_dir):
+        return
+    with RunStore.open_existing(run_dir) as store:
+        stored = store.meta().get("corpus") or {}
+    checks = [(stored.get("source"), stored.get("digest"), corpus.get("digest"))]
+    checks += [
+        (task, before.get("digest"), (corpus.get(task) or {}).get("digest"))
+        for task, before in stored.items()
+        if isinstance(before, dict)
+    ]
+    for source, before, now in checks:
+        if before is not None and before != now:
+            raise BadInput(
+                f"--resume {run_dir}: filler {source} has digest {now} now, but the run was made with "
+                f"digest {before}; restore that corpus or start a new run"
+            )
+
+
+OWN_LENGTH_TASKS = ("replay",)
+"""Families whose prompts keep their recorded length: the grid's ``lengths`` do not apply to them."""
+
+
+def grid_line(config: ExperimentConfig) -> str:
+    """What the run will do: its tasks, lengths, depths and trials. Replayed recordings run each at
+    its own length, so the grid's lengths are named only for the tasks that use them."""
+    depths = ", ".join(str(depth) for depth in config.depths)
+    own = [task for task in config.tasks if task in OWN_LENGTH_TASKS]
+    lengths = f"lengths {', '.join(f'{n:,}' for n in config.lengths)} tokens"
+    if own:
+        recorded = f"{', '.join(own)}: each recording at its own length"
+        lengths = recorded if len(own) == len(config.tasks) else f"{lengths} ({recorded})"
+    return f"tasks {', '.join(config.tasks)}; {lengths}; depths {depths}; {config.trials} trial(s)"
+
+
+def refuse_nothing_to_measure(plan: Plan) -> None:
+    """A run whose every prompt was rejected (``depths: ["@5000"]`` at 512 tokens) is bad input in
+    one line, before anything is written or spent: it could measure nothing, and a run folder of
+    zero rows with exit 0 would pass for a finished measurement. (A search step is exempt: the
+    search decides what a length without a placed prompt means.)"""
+    if not plan.items and plan.rejected:
+        raise BadInput(
+            f"nothing to measure: every prompt was rejected ({len(plan.rejected)}; "
+            f"first: {plan.rejected[0]}); change depths or lengths so the evidence fits the filler"
+        )
+
+
+def planned_line(plan: Plan) -> str:
+    """What the verifier passed: calls, distinct prompts, rejections and the tokens to evaluate."""
+    cases = {(item.case.task, item.case.case_id) for item in plan.items if not item.case.control}
+    controls = {(item.case.task, item.case.case_id) for item in plan.items if item.case.control}
+    counted = f"{len(cases)} cases" + (f", {len(controls)} controls" if controls else "")
+    line = (
+        f"planned {len(plan.items)} calls ({counted}), "
+        f"{len({item.prompt.token_ids for item in plan.items})} distinct prompts verified, "
+        f"{len(plan.rejected)} rejected; prompt tokens {plan.naive_prefill:,} "
+        f"(distinct prefixes {plan.lower_bound:,})"
+    )
+    if plan.rejected:
+        line += f"; first rejection: {plan.rejected[0]}"
+    return line
+
+
+__all__ = [
+    "OWN_LENGTH_TASKS",
+    "check_plan",
+    "grid_line",
+    "planned_line",
+    "refuse_nothing_to_measure",
+    "same_corpus",
+    "same_items",
+]

@@ -1,0 +1,112 @@
+"""The ends of an effective-length bracket: each end's one-sided confidence, the paired margins
+over a relative threshold and their bounds (clustered or not), and the ends and their state from
+per-length decisions (vectorised, so a simulation runs the very same code on many datasets)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal
+
+import numpy as np
+
+from rotscope.stats.intervals import (
+    CELL_PSEUDO_WEIGHT,
+    adjusted_t_interval,
+    cluster_t_interval,
+    proportion_interval,
+)
+
+BRACKET_CONFIDENCE = 0.95
+"""The joint confidence of an effective-length bracket: each end holds at one-sided
+``1 - (1 - BRACKET_CONFIDENCE) / 2`` (a union bound over the two ends)."""
+
+BracketState = Literal[
+    "value", "at-least", "at-least-longest", "below", "below-shortest", "cannot-bound", "no-signal", "no-data"
+]
+"""``value``: both ends inside the tested lengths; ``at-least``: a lower end, nothing shown to fail
+above it; ``at-least-longest``: every length passes up to the longest; ``below``: no lower end, an
+upper end above the shortest; ``below-shortest``: the shortest length is shown to fail;
+``cannot-bound``: neither end (no honest bound from these data)."""
+
+
+def end_confidence(confidence: float = BRACKET_CONFIDENCE) -> float:
+    """The one-sided confidence of each end of a bracket of joint ``confidence``."""
+    return 1.0 - (1.0 - confidence) / 2.0
+
+
+def threshold_margins(scores: np.ndarray, base: np.ndarray | float, ratio: float) -> np.ndarray:
+    """Each instance's paired margin over a relative threshold, ``x - ratio * b``, for an instance
+    scoring ``x`` at a length and ``b`` at the base (the statistic the adaptive search tests, there
+    rescaled into [0, 1]); it lies in [-ratio, 1], so ``adjusted_t_interval`` applies."""
+    return np.asarray(scores, dtype=float) - ratio * np.asarray(base, dtype=float)
+
+
+def margin_bounds(margins: np.ndarray, one_sided: float) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided bounds at ``one_sided`` each of the mean paired margin (vectorised over the last
+    axis): the adjusted t interval of ``paired_gap`` at two-sided ``2 * one_sided - 1``."""
+    return adjusted_t_interval(margins, 2.0 * one_sided - 1.0)
+
+
+def score_bounds(k: float, n: float, one_sided: float) -> tuple[float, float]:
+    """One-sided bounds at ``one_sided`` each of an absolute score: the cell interval's method
+    (``proportion_interval``) at two-sided ``2 * one_sided - 1``."""
+    return proportion_interval(k, n, 2.0 * one_sided - 1.0)
+
+
+def cluster_margin_bounds(
+    margins: np.ndarray, clusters: Sequence[Any] | np.ndarray, one_sided: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """``margin_bounds`` clustered on ``clusters`` (labels of the last axis: the haystack variant
+    each pair's instance shares): ``cluster_t_interval`` on [-1, 1] with the paired gap's
+    pseudo-pair, at two-sided ``2 * one_sided - 1``; with every margin its own cluster it is
+    ``margin_bounds``. Vectorised over the leading axes."""
+    return cluster_t_interval(margins, clusters, bounds=(-1.0, 1.0), confidence=2.0 * one_sided - 1.0)
+
+
+def cluster_score_bounds(
+    means: np.ndarray, clusters: Sequence[Any] | np.ndarray, one_sided: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided bounds at ``one_sided`` each of an absolute score whose instances share clusters
+    (a haystack variant): the cell interval's clustered method (``mean_interval``: instance means
+    in [0, 1], ``CELL_PSEUDO_WEIGHT``) at two-sided ``2 * one_sided - 1``. Vectorised over the
+    leading axes of ``means`` (``clusters`` labels the last)."""
+    low, high = cluster_t_interval(
+        means, clusters, bounds=(0.0, 1.0), confidence=2.0 * one_sided - 1.0, weight=CELL_PSEUDO_WEIGHT
+    )
+    # As mean_interval: floating point leaves 0.9999999999999999 where the bound is exactly 1.
+    return np.clip(np.round(low, 12), 0.0, 1.0), np.clip(np.round(high, 12), 0.0, 1.0)
+
+
+def bracket_indices(passes: np.ndarray, fails: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ends of an effective-length bracket from per-length decisions (vectorised over all but
+    the last axis, the lengths in ascending order).
+
+    Lower end: a fixed-sequence test up the lengths: the index of the last length before the first
+    one not shown to pass (-1 when the shortest is not). Each length is tested at the end's full
+    level, and the family-wise error stays at that level: a false pass needs every earlier length
+    passed, and the first truly failing length passes with at most that chance.
+    Upper end: the first length above the lower end shown to fail (the number of lengths when none
+    is); the caller tests the fails at a level split over the lengths that can fail (Bonferroni),
+    so no truly passing length is shown to fail with more than the end's chance."""
+    passes = np.asarray(passes, dtype=bool)
+    fails = np.asarray(fails, dtype=bool)
+    count = passes.shape[-1]
+    leading = np.cumprod(passes, axis=-1).sum(axis=-1)
+    low = leading - 1
+    above = np.arange(count) > low[..., None]
+    candidates = fails & above
+    high = np.where(candidates.any(axis=-1), candidates.argmax(axis=-1), count)
+    return low, high
+
+
+def bracket_state(low: int, high: int, count: int) -> BracketState:
+    """What a bracket's ends (``bracket_indices`` of ``count`` lengths) let one say."""
+    if count == 0:
+        return "no-data"
+    if low == count - 1:
+        return "at-least-longest"
+    if high == 0:
+        return "below-shortest"
+    if low >= 0:
+        return "value" if high < count else "at-least"
+    return "below" if high < count else "cannot-bound"

@@ -1,0 +1,68 @@
+"""The core types of rotscope: read this package first.
+
+Data flows one way: a task family builds ``Case``s (``case``); a ``Layout`` says where each
+evidence piece goes in which filler and at what length; the layout step renders a
+``RenderedPrompt`` with exact token spans (``rendering``); a ``WorkItem`` pairs it with a model and
+trial, and a ``Backend`` turns its ``GenerateRequest`` into a ``Completion`` (``call``); a scorer
+turns that into a ``Score`` (``score``). The protocols a component implements (``Tokenizer``,
+``Backend``, ``TaskFamily``, ``PlansOwnPrompts``) are in ``protocols``.
+
+Every name is importable from ``rotscope.types`` itself, the one import a component (built-in or
+outside) needs: ``from rotscope.types import Case, Evidence, Oracle``.
+"""
+
+from __future__ import annotations
+
+from rotscope.types.call import Completion, GenerateRequest, GenerationParams, PrefixGroup, WorkItem
+from rotscope.types.case import (
+    ABSENT_SUFFIX,
+    EVIDENCE_ONLY_POSITION,
+    EVIDENCE_ONLY_SUFFIX,
+    AnswerKind,
+    Case,
+    Claims,
+    Evidence,
+    Oracle,
+    Role,
+)
+from rotscope.types.protocols import (
+    Backend,
+    BatchingBackend,
+    Capabilities,
+    PlansOwnPrompts,
+    TaskFamily,
+    Tokenizer,
+)
+from rotscope.types.rendering import FamilyPrompts, Layout, Rejection, RenderedPrompt, Span
+from rotscope.types.score import ClaimReport, Outcome, Score
+
+__all__ = [
+    "ABSENT_SUFFIX",
+    "EVIDENCE_ONLY_POSITION",
+    "EVIDENCE_ONLY_SUFFIX",
+    "AnswerKind",
+    "Backend",
+    "BatchingBackend",
+    "Capabilities",
+    "Case",
+    "ClaimReport",
+    "Claims",
+    "Completion",
+    "Evidence",
+    "FamilyPrompts",
+    "GenerateRequest",
+    "GenerationParams",
+    "Layout",
+    "Oracle",
+    "Outcome",
+    "PlansOwnPrompts",
+    "PrefixGroup",
+    "Rejection",
+    "RenderedPrompt",
+    "Role",
+    "Score",
+    "Span",
+    "TaskFamily",
+    "Tokenizer",
+    "WorkItem",
+]

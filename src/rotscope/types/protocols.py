@@ -1,0 +1,115 @@
+"""The protocols a component implements: a model's ``Tokenizer``, a ``Backend`` (with its
+``Capabilities``; a ``BatchingBackend`` takes many requests at once), a ``TaskFamily`` and a family
+that ``PlansOwnPrompts``."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from rotscope.types.call import Completion, GenerateRequest
+from rotscope.types.case import Case
+from rotscope.types.rendering import FamilyPrompts
+
+
+@runtime_checkable
+class Tokenizer(Protocol):
+    """A model's own tokenizer. Ids round-trip through ``piece`` as raw bytes."""
+
+    name: str
+
+    def encode(self, text: str, *, special: bool = False) -> list[int]: ...
+
+    def decode(self, ids: Sequence[int]) -> str: ...
+
+    def piece(self, token_id: int) -> bytes:
+        """The exact bytes one token contributes to the decoded text."""
+        ...
+
+    def count(self, text: str) -> int: ...
+
+    def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
+        """The model's chat template applied to ``messages``, generation prompt included."""
+        ...
+
+    def digest(self) -> str:
+        """Identifies vocabulary and chat template, so results on another tokenizer never mix."""
+        ...
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a backend is, so the executor and checks ask it rather than a list of names."""
+
+    local: bool = False
+    """Runs on this machine: calls go one at a time in prefix order, never through the response
+    cache, at no cost; cache controls may compare warm and cold answers."""
+    exact_ids: bool = False
+    """The model receives the verified token ids themselves, so the prompt-token count it reports
+    must equal them exactly (else the delivery check allows the slack of a re-tokenizing API)."""
+    max_concurrency: int | None = None
+    """Calls at once; ``None``: the provider's configured limits decide."""
+    batching: bool = False
+    """Takes many requests at once and schedules them itself (an engine like vLLM)."""
+    clearable_cache: bool = False
+    """Its KV cache can be cleared between calls (cache controls need it)."""
+    worker_process: bool = False
+    """Can be sent to an engine worker process (pickled without its loaded engine)."""
+    harness_prompt: bool = False
+    """A harness between rotscope and the model adds a prompt of its own (an agent CLI's system
+    prompt and tool definitions): a reported prompt count above the ids sent is that harness
+    overhead, measured and shown, not a prompt extended on its way; a count below is still a cut."""
+
+
+class Backend(Protocol):
+    """A model endpoint. ``generate`` never raises for model or network faults: it returns
+    a ``Completion`` whose ``error`` is set, so the failure is recorded, never scored."""
+
+    model_id: str
+    context_window: int
+    capabilities: Capabilities
+
+    def tokenizer(self) -> Tokenizer: ...
+
+    def reserve(self, max_prompt_tokens: int, max_new_tokens: int) -> None:
+        """Prepare for prompts up to this size before the first call (a local engine's context)."""
+        ...
+
+    async def generate(self, request: GenerateRequest) -> Completion: ...
+
+    def describe(self) -> dict[str, Any]:
+        """Name, arguments and digests that identify this model, stored with every run."""
+        ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class BatchingBackend(Backend, Protocol):
+    """A backend that takes many requests at once and schedules them itself (``Capabilities.batching``:
+    vLLM). The executor hands it up to ``batch_size`` consecutive items of the run's order."""
+
+    batch_size: int
+
+    async def generate_batch(self, requests: Sequence[GenerateRequest]) -> Sequence[Completion]:
+        """One completion per request, in the order given. A fault of one request is its own error
+        completion; an exception fails the whole batch (each request becomes an error row)."""
+        ...
+
+
+class TaskFamily(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    def cases(self) -> Iterable[Case]: ...
+
+
+@runtime_checkable
+class PlansOwnPrompts(Protocol):
+    """A family that plans its own prompts (the reasoning family: items inside other items) instead
+    of handing cases to the planner's layouts."""
+
+    def plan_prompts(self, tokenizer: Tokenizer, neutral_corpus: Callable[[], Any]) -> FamilyPrompts:
+        """Every prompt of the family; ``neutral_corpus`` gives the experiment's own filler."""
+        ...
