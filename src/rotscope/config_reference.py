@@ -171,7 +171,8 @@ def records_page() -> str:
 def generated_files() -> dict[Path, str]:
     """The committed files and the text each must have."""
     records = {record_schema_path(kind): kind.schema_text() for kind in RECORDS.values()}
-    return {SCHEMA_PATH: schema_text(), DOCS_PATH: key_table(), **records, records_docs_path(): records_page()}
+    pages = {records_docs_path(): records_page()}
+    return {SCHEMA_PATH: schema_text(), DOCS_PATH: key_table(), **records, **pages}
 
 
 def stale_files() -> list[Path]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from rotscope.config import GateConfig
 from rotscope.records._base import Count, Length, Record, Share
@@ -120,7 +120,10 @@ class Support(Record):
 
 
 class GateAnalysis(GateConfig):
-    """The analysis the gate applied (the plan's, else the runs' ``gate`` section)."""
+    """The analysis the gate applied (the plan's, else the runs' ``gate`` section): its settings
+    as the experiment file's ``gate`` keys, read strictly."""
+
+    model_config = ConfigDict(strict=True)
 
     tested_slices: Count
     """Slices with enough instances to be tested."""
