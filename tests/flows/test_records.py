@@ -101,3 +101,22 @@ def test_a_gate_record_with_a_wrong_type_fails(runs: dict[str, Path]) -> None:
     for key, value in wrong.items():
         with pytest.raises(ValueError, match=key):
             RECORDS["gate"].validate({**record, key: value})
+
+
+EXAMPLES = Path(__file__).parents[2] / "examples"
+
+
+@pytest.mark.parametrize(
+    "example", ["multikey", "join", "competitive", "latent", "multihop", "replay/experiment"]
+)
+def test_each_familys_summary_follows_the_summary_model(example: str, tmp_path: Path) -> None:
+    """The families whose flows do not validate their summary already (the others' flow tests
+    check theirs against ``summary.schema.json``), two cases each."""
+    out = tmp_path / "run"
+    arguments = ["run", str(EXAMPLES / f"{example}.yaml"), "--model", "fake/lexical", "--limit", "2"]
+    result = CliRunner().invoke(app, [*arguments, "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    shown = CliRunner().invoke(app, ["show", str(out), "--json"])
+    assert shown.exit_code == 0, shown.output
+    summary = RECORDS["summary"].validate_json(shown.stdout)
+    assert isinstance(summary, Summary) and summary.cells and summary.items.done > 0
