@@ -57,11 +57,16 @@ def _measures_in_schema(schema: dict[str, Any]) -> None:
     schema["additionalProperties"] = False
 
 
+_MEASURED = ConfigDict(extra="allow", json_schema_extra=_measures_in_schema)
+"""Open to ``mean_<measure>`` keys only (each a share); restated by each subclass, since a key's
+base (a closed ``Record``) would otherwise close it again."""
+
+
 class CellStats(Counts):
     """Counts, accuracy and its interval over a group of rows; a scorer's partial-credit measures
     as ``mean_<measure>`` (any registered measure, a number in [0, 1])."""
 
-    model_config = ConfigDict(extra="allow", json_schema_extra=_measures_in_schema)
+    model_config = _MEASURED
     __pydantic_extra__: dict[str, Share] = Field(init=False)
 
     accuracy: Share | None
@@ -105,8 +110,8 @@ class CellStats(Counts):
 Depth = Annotated[float, Field(ge=0, le=1)]
 
 
-class Cell(CellStats):
-    """One cell of the grid: a task at a length and a depth (or a named layout), in a filler."""
+class CellKey(Record):
+    """Where a cell sits: a task at a length and a depth (or a named layout), in a filler."""
 
     task: str
     """The task family."""
@@ -124,6 +129,13 @@ class Cell(CellStats):
     """The layout's place in its family's order."""
     filler: str | None = None
     """The filler type (a family's own, or ``session``); absent in static filler."""
+
+
+class Cell(CellStats, CellKey):
+    """One cell of the grid: its key, then its counts and statistics."""
+
+    model_config = _MEASURED
+
     rejected: Count | None = None
     """Questions of this cell whose prompts the verifier rejected (never sent)."""
     rejected_cases: list[str] | None = None
@@ -135,11 +147,17 @@ class Cell(CellStats):
     evidence pieces reached, measured from their spans."""
 
 
-class LengthCell(CellStats):
-    """Every probe of one length, pooled."""
+class LengthKey(Record):
+    """A length."""
 
     length: Length
     """The prompt length in model tokens."""
+
+
+class LengthCell(CellStats, LengthKey):
+    """Every probe of one length, pooled."""
+
+    model_config = _MEASURED
 
 
 class Control(Counts):

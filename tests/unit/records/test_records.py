@@ -100,6 +100,8 @@ def _mutated(path: tuple[str | int, ...], value: Any) -> dict[str, Any]:
         (("effective_length", "state"), "fine"),  # not a state
         (("cells", 0, "accuracy"), 1.5),  # a share above 1
         (("cells", 0, "colour"), "red"),  # a key the model does not name
+        (("lengths", 0, "colour"), "red"),  # likewise in a length's pooled cell
+        (("effective_length", "bracket", "low", "side"), "left"),  # and deep inside
         (("surprise",), 1),  # likewise at the top
     ],
 )
@@ -118,6 +120,8 @@ def test_open_parts_take_a_components_keys_and_nothing_else() -> None:
     jsonschema.validate(measured, _shipped("summary"), cls=jsonschema.Draft202012Validator)
     with pytest.raises(ValidationError, match="mean_"):
         RECORDS["summary"].validate(_mutated(("cells", 0, "mean_overlap"), "high"))
+    with pytest.raises(ValidationError, match="only open keys"):
+        RECORDS["summary"].validate(_mutated(("cells", 0, "overlap"), 0.5))
     own = _mutated(("tasks", 0, "acme_analysis"), {"anything": [1, 2]})  # a family's own analysis
     RECORDS["summary"].validate(own)
     jsonschema.validate(own, _shipped("summary"), cls=jsonschema.Draft202012Validator)
