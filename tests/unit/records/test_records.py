@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
+import tempfile
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -32,8 +34,11 @@ def _shipped(name: str) -> dict[str, Any]:
 
 @cache
 def _fixture_summary(name: str) -> dict[str, Any]:
-    # Through JSON, as a reader of ``rotscope show --json`` gets it.
-    loaded: dict[str, Any] = json.loads(json.dumps(load_summary(FIXTURES / name)))
+    """The summary of a copy of a fixture folder (SQLite leaves files beside a store it reads, and
+    the fixtures stay as committed), through JSON, as a reader of ``rotscope show --json`` gets it."""
+    with tempfile.TemporaryDirectory() as scratch:
+        copy_dir = Path(shutil.copytree(FIXTURES / name, Path(scratch) / name))
+        loaded: dict[str, Any] = json.loads(json.dumps(load_summary(copy_dir)))
     return loaded
 
 
