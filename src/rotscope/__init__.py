@@ -33,7 +33,7 @@ def run(config: ExperimentConfig | Path | str) -> Path:
 
 
 def load_summary(run_dir: Path | str) -> dict[str, Any]:
-    """The summary JSON (see design.md) of a run folder."""
+    """The summary JSON (its keys: docs/records.md) of a run folder."""
     from rotscope.analysis.summary import load_summary as _load
 
     return _load(run_dir)

@@ -1,11 +1,13 @@
-"""The generated reference of the experiment file: its JSON Schema and a Markdown table of its keys.
+"""The generated reference of the experiment file (its JSON Schema and a Markdown table of its keys)
+and of the records rotscope writes (``rotscope.records``: the summary, the gate record; each its
+schema and a table in ``docs/records.md``).
 
 Both are derived from ``ExperimentConfig`` alone (its fields, their types, defaults and attribute
 docstrings, walked recursively through nested models, optionals, lists and mappings), so they
 cannot drift from what ``rotscope.config.build_config`` accepts; a test keeps the committed files
 equal to what this module generates::
 
-    python -m rotscope.config_reference --write   # rewrite both files
+    python -m rotscope.config_reference --write   # rewrite every generated file
     python -m rotscope.config_reference --check   # exit 1 naming a stale file
     python -m rotscope.config_reference --show    # print the table, outside sections included
 
@@ -39,6 +41,7 @@ from pydantic_core import to_jsonable_python
 from rotscope import registry
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
+from rotscope.records import RECORDS, RecordKind
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 SCHEMA_TITLE = "rotscope experiment file"
@@ -126,9 +129,50 @@ def key_table(outside: bool = False) -> str:
     return "\n".join(lines) + "\n"
 
 
+def records_docs_path() -> Path:
+    """Where the records' reference page is committed: beside the experiment file's."""
+    return DOCS_PATH.with_name("records.md")
+
+
+def record_schema_path(kind: RecordKind) -> Path:
+    """Where a record's schema is committed: beside the experiment file's."""
+    return SCHEMA_PATH.with_name(kind.schema_file)
+
+
+def records_page() -> str:
+    """The Markdown reference page of the records: per record, one table row per key."""
+    lines = [
+        "# The records rotscope writes",
+        "",
+        "Every key of each record other tools read, nested keys dotted; `[]` stands for any item of a",
+        "list and `<name>` for any key of a mapping. This page is generated from the models in",
+        f"`src/rotscope/records/` by `{WRITE_COMMAND}`; do not edit it by hand. A key the",
+        "table does not list is an error, except where a row says a part is open (a component's own",
+        "keys). Each record is also published as a JSON Schema, named under its heading.",
+    ]
+    for kind in RECORDS.values():
+        schema = f"src/rotscope/schemas/{kind.schema_file}"
+        about = " ".join(inspect.cleandoc(kind.model.__doc__ or "").split())
+        lines += [
+            "",
+            f"## {kind.name}",
+            "",
+            f"{about} Written by {kind.about}; schema [`{schema}`](../{schema}).",
+            "",
+            "| Key | Type | Default | Description |",
+            "| --- | --- | --- | --- |",
+        ]
+        for row in _walk(kind.model, "", ()):
+            cells = (f"`{row.key}`", row.type, row.default, row.description)
+            lines.append("| " + " | ".join(_cell(cell) for cell in cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
 def generated_files() -> dict[Path, str]:
     """The committed files and the text each must have."""
-    return {SCHEMA_PATH: schema_text(), DOCS_PATH: key_table()}
+    records = {record_schema_path(kind): kind.schema_text() for kind in RECORDS.values()}
+    pages = {records_docs_path(): records_page()}
+    return {SCHEMA_PATH: schema_text(), DOCS_PATH: key_table(), **records, **pages}
 
 
 def stale_files() -> list[Path]:

@@ -128,7 +128,7 @@ def test_the_summary_states_the_variants_used(tmp_path: Path) -> None:
         resources.files("rotscope").joinpath("schemas", "summary.schema.json").read_text(encoding="utf-8")
     )
     jsonschema.validate(summary, schema, cls=jsonschema.Draft202012Validator)
-    assert {"variants", "variants_asked", "haystacks"} <= set(schema["properties"]["corpus"]["properties"])
+    assert {"variants", "variants_asked", "haystacks"} <= set(schema["$defs"]["Corpus"]["properties"])
 
 
 @pytest.mark.parametrize(("value", "fragment"), [("0", "greater than 0"), ("-2", "greater than 0"),

@@ -114,7 +114,8 @@ def test_the_summary_holds_each_tasks_own_effective_length(split_run: Path) -> N
     assert per_task["niah"]["base_score"] == 1.0
     assert (per_task["nolima"]["value"], per_task["nolima"]["state"]) == (None, "no-signal")
     assert per_task["niah"]["calibration"]["verdict"] == "saturated"
-    # The pooled value keeps its meaning (design.md): a base of 0.5 that belongs to neither probe.
+    # The pooled value keeps its meaning (docs/records.md: effective_length): a base of 0.5 that
+    # belongs to neither probe.
     assert summary["effective_length"]["base_score"] == pytest.approx(0.5)
 
 

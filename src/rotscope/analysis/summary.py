@@ -1,4 +1,5 @@
-"""The summary JSON of a run (design.md contract), built from the run store and the statistics."""
+"""The summary JSON of a run (its keys: ``rotscope.records.summary``, docs/records.md), built from the
+run store and the statistics."""
 
 from __future__ import annotations
 
@@ -312,7 +313,7 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
 
 
 def load_summary(run_dir: Path | str) -> dict[str, Any]:
-    """The summary JSON (design.md contract) of a run folder."""
+    """The summary JSON (``rotscope.records.summary``, docs/records.md) of a run folder."""
     run_dir = Path(run_dir)
     with RunStore.read(run_dir) as store:
         return build_summary(store, run_dir)

@@ -31,6 +31,7 @@ def gate(
     from rotscope.analysis.summary import load_summary
     from rotscope.gate.verdict import evaluate
     from rotscope.plan.manifest import read_manifest
+    from rotscope.records import RECORDS
     from rotscope.report.markdown import gate_markdown
     from rotscope.report.verdict import print_record
 
@@ -41,10 +42,13 @@ def gate(
         return evaluate(baseline, candidate, frozen)
 
     record = _guarded(body)
+    text = json.dumps(record, indent=2) + "\n"
+    # The record as written follows its model (schemas/gate.schema.json); a mismatch is a bug.
+    RECORDS["gate"].validate_json(text)
     target = output or candidate / f"gate-vs-{baseline.resolve().name}.json"
-    _guarded(lambda: write_output(target, json.dumps(record, indent=2) + "\n", "gate"))
+    _guarded(lambda: write_output(target, text, "gate"))
     if as_json:
-        sys.stdout.write(json.dumps(record, indent=2) + "\n")
+        sys.stdout.write(text)
     elif markdown:
         summaries = _guarded(lambda: (load_summary(baseline), load_summary(candidate)))
         sys.stdout.write(gate_markdown(record, *summaries))
