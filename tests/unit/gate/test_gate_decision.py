@@ -18,7 +18,7 @@ from rotscope.gate.decision import FAIL, INCONCLUSIVE, PASS, decide
 from rotscope.gate.pairing import RunData, build_slices
 from rotscope.gate.sizing import Design, Truth, simulate, verdict_rates
 from rotscope.gate.verdict import compare, judge_slices, matrices, overall_verdict, rule_of
-from rotscope.plan.manifest import cluster_of
+from rotscope.plan.slices import cluster_of
 from rotscope.stats import below_floor_p, floor_upper_bound, holm_array, step_levels_array
 
 CODES = {"PASS": PASS, "FAIL": FAIL, "INCONCLUSIVE": INCONCLUSIVE}
