@@ -4,27 +4,64 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
-from rotscope.config import BUNDLED_MODEL, ExperimentConfig
+from rotscope._util.checks import Check
+from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.registry import Registry, register_section
 from rotscope.types import Backend
 
-__all__ = ["BACKENDS", "BackendEntry", "BackendFactory", "create_backend", "register_backend", "split_model"]
+__all__ = [
+    "BACKENDS",
+    "BackendEntry",
+    "BackendFactory",
+    "Extra",
+    "MachineChecks",
+    "create_backend",
+    "register_backend",
+    "split_model",
+]
 
 BackendFactory = Callable[[str, ExperimentConfig], Backend]
 """Builds a backend from the model name after the provider prefix and the experiment config."""
 
 
+ModelClaim = Callable[[str], str | None]
+"""A backend's claim on a model string that is no ``provider/NAME`` (a bare path, a shorthand): the
+name its factory gets, or ``None`` when the string is not for it."""
+
+
+@dataclass(frozen=True)
+class Extra:
+    """The optional package a backend's SDK comes from: ``rotscope doctor`` checks that
+    ``module`` imports and otherwise says ``pip install rotscope[extra]``."""
+
+    package: str
+    """The distribution's name, whose version doctor prints (``google-genai``)."""
+    module: str
+    """What the backend imports (``google.genai``)."""
+    extra: str
+    """rotscope's extra that installs it (``gemini``)."""
+
+
+MachineChecks = Callable[[Callable[[Backend], Any]], list[Check]]
+"""A backend's own lines of ``rotscope doctor`` (its engine's build, a benchmark), given doctor's
+way of running an engine in a worker process (``rotscope.execution.doctor.in_worker``)."""
+
+
 @dataclass(frozen=True)
 class BackendEntry:
-    """A registered backend: its factory, the line ``rotscope models`` prints, and the models it
-    can find on this machine (``None``: any name it is given)."""
+    """A registered backend: its factory, the line ``rotscope models`` prints, the models it can
+    find on this machine (``None``: any name it is given), its claim on model strings that name no
+    provider, the optional package its SDK needs and its own checks of this machine."""
 
     factory: BackendFactory
     hint: str
     models: Callable[[], list[str]] | None = None
+    claims: ModelClaim | None = None
+    extra: Extra | None = None
+    checks: MachineChecks | None = None
 
 
 BACKENDS: Registry[BackendEntry] = Registry("backend", "model", "rotscope.backends", BackendEntry)
@@ -38,31 +75,44 @@ def register_backend(
     hint: str,
     models: Callable[[], list[str]] | None = None,
     options: tuple[str, type] | None = None,
+    claims: ModelClaim | None = None,
+    extra: Extra | None = None,
+    checks: MachineChecks | None = None,
 ) -> Callable[[BackendFactory], BackendFactory]:
     """Register a backend factory for ``provider/NAME`` models; ``options``: ``(key, class)`` of
     the backend's own section of the experiment file (``rotscope.registry.register_section``),
-    read in the factory as ``config.section(class)``."""
+    read in the factory as ``config.section(class)``; ``claims``: the model strings without a
+    provider it takes (``split_model``); ``extra``: the optional package its SDK needs (``rotscope
+    doctor`` checks it); ``checks``: its own lines of ``rotscope doctor``."""
 
     def add(factory: BackendFactory) -> BackendFactory:
         if options is not None:
             register_section(*options, module=factory.__module__)
-        BACKENDS.register(provider, module=factory.__module__)(BackendEntry(factory, hint, models))
+        entry = BackendEntry(factory, hint, models, claims, extra, checks)
+        BACKENDS.register(provider, module=factory.__module__)(entry)
         return factory
 
     return add
 
 
 def split_model(model: str) -> tuple[str, str]:
-    """``(provider, name)`` of a model string; a bare path ending in .gguf is a llama.cpp model."""
-    if model == BUNDLED_MODEL:
-        from rotscope.backends.llamacpp import bundled_model_path
-
-        return "llamacpp", str(bundled_model_path())
+    """``(provider, name)`` of a model string: ``provider/NAME``, else the one backend that claims
+    it (``register_backend(claims=...)``: the llama.cpp backend takes ``bundled`` and a bare path
+    to a model file). Only a string that names no provider loads every backend to ask."""
     provider, slash, name = model.partition("/")
     if slash and provider in BACKENDS:
         return provider, name
-    if model.endswith(".gguf") or Path(model).suffix:
-        return "llamacpp", model
+    claimed = {
+        provider: found
+        for provider, entry in BACKENDS.items()
+        if entry.claims is not None and (found := entry.claims(model)) is not None
+    }
+    if len(claimed) == 1:
+        return next(iter(claimed.items()))
+    if claimed:
+        raise BadInput(
+            f"model: {model!r} is claimed by the backends {', '.join(sorted(claimed))}: write provider/NAME"
+        )
     providers = ", ".join(BACKENDS.names())
     raise BadInput(f"model: {model!r} is neither a .gguf path nor provider/name (providers: {providers})")
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rotscope.backends import register_backend
+from rotscope.backends import Extra, register_backend
 from rotscope.backends.remote import RemoteBackend, min_cacheable_tokens, missing_extra, require_reply
 from rotscope.backends.retry import Permanent, Transient, Unreachable
 from rotscope.config import ExperimentConfig, RemoteOptions
@@ -23,12 +23,15 @@ from rotscope.types import Completion, GenerateRequest, PrefixGroup
 STOPPED_BY_PROVIDER = {"refusal", "max_tokens"}
 """``stop_reason`` values that, with no text, mean the reply was cut short or refused."""
 
+SDK = Extra("anthropic", "anthropic", "anthropic")
+"""The provider SDK this backend imports when a model is made (``rotscope doctor`` checks it)."""
+
 
 def _sdk() -> Any:
     try:
         import anthropic
     except ImportError:
-        raise missing_extra("anthropic", "anthropic") from None
+        raise missing_extra(SDK.package, SDK.extra) from None
     return anthropic
 
 
@@ -154,6 +157,7 @@ class AnthropicBackend(RemoteBackend):
 @register_backend(
     "anthropic",
     hint="anthropic/NAME (key from ANTHROPIC_API_KEY or --api-key-env; pip install rotscope[anthropic])",
+    extra=SDK,
 )
 def anthropic_backend(name: str, config: ExperimentConfig) -> AnthropicBackend:
     return AnthropicBackend(name, config.remote)
