@@ -99,7 +99,8 @@ def total_estimate(price: Price | None, prompt_tokens: Iterable[int], max_tokens
 class Budget:
     """The run's spending limit. A call starts only when what was spent, plus the estimates held
     by calls in flight, plus its own estimate stays within ``max_cost``; the estimate is released
-    and the real cost added when it finishes. Costs recorded by earlier sessions count too."""
+    and the real cost added when it finishes. Costs recorded by earlier passes of the run (before
+    a resume) count too."""
 
     max_cost: float | None
     spent: float = 0.0
