@@ -19,10 +19,6 @@ ANSWER_KIND = (
     "a task family declaring the answer kind of its oracles: the registered name it refers to, "
     "as a foreign key"
 )
-PROVIDER_DATA = (
-    "remote providers' prices and prompt-cache rules, keyed by the model names users write "
-    "(provider/model); declaring them on each backend's registration is open"
-)
 PUBLISHED = (
     "Inspect's published tasks rotscope/niah and rotscope/nolima (`inspect eval rotscope/niah`): a "
     "stable outside interface with its own signature; any family, built-in or outside, runs as "
@@ -49,14 +45,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("session", "src/rotscope/config_sections.py"): (3, CONFIG),
     ("text", "src/rotscope/config_sections.py"): (1, CONFIG),
     ("vllm", "src/rotscope/config_sections.py"): (1, CONFIG),
-    # Provider knowledge kept by the call path.
-    ("anthropic", "src/rotscope/execution/calls/cost.py"): (2, PROVIDER_DATA),
-    ("gemini", "src/rotscope/execution/calls/cost.py"): (3, PROVIDER_DATA),
-    ("openai", "src/rotscope/execution/calls/cost.py"): (5, PROVIDER_DATA),
-    ("anthropic", "src/rotscope/backends/remote.py"): (
-        1,
-        PROVIDER_DATA + " (Haiku's longer shortest cached prefix)",
-    ),
     # The Inspect integration's published tasks.
     ("niah", "src/rotscope/integrations/inspect/registry.py"): (1, PUBLISHED),
     ("nolima", "src/rotscope/integrations/inspect/registry.py"): (1, PUBLISHED),

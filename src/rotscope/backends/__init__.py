@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from rotscope._util.checks import Check
-from rotscope.config import ExperimentConfig
+from rotscope.config import ExperimentConfig, Price
 from rotscope.errors import BadInput
 from rotscope.registry import Registry, register_section
 from rotscope.types import Backend
@@ -18,7 +18,10 @@ __all__ = [
     "BackendFactory",
     "Extra",
     "MachineChecks",
+    "PromptCache",
     "create_backend",
+    "listed_prices",
+    "prompt_cache",
     "register_backend",
     "split_model",
 ]
@@ -50,6 +53,29 @@ MachineChecks = Callable[[Callable[[Backend], Any]], list[Check]]
 way of running an engine in a worker process (``rotscope.execution.doctor.in_worker``)."""
 
 
+SHORTEST_CACHED = 1024
+"""The shortest prefix a provider's prompt cache keeps, in tokens, unless its backend says more."""
+
+
+def _shortest_cached(name: str) -> int:
+    return SHORTEST_CACHED
+
+
+@dataclass(frozen=True)
+class PromptCache:
+    """How a provider caches prompt prefixes, for the estimate of what caching saves: the shortest
+    prefix it keeps for a model (``NAME`` after the provider; shorter prefixes are never cached),
+    and for an automatic cache (every prefix a call evaluated is kept, no breakpoints) the
+    granularity of a hit in tokens; ``None``: only the breakpoints a request sets are cached."""
+
+    shortest: Callable[[str], int] = _shortest_cached
+    automatic_step: int | None = None
+
+
+BREAKPOINTS = PromptCache()
+"""A prompt cache of breakpoints set by the request, from 1,024 tokens (any backend that says none)."""
+
+
 @dataclass(frozen=True)
 class BackendEntry:
     """A registered backend: its factory, the line ``rotscope models`` prints, the models it can
@@ -62,6 +88,8 @@ class BackendEntry:
     claims: ModelClaim | None = None
     extra: Extra | None = None
     checks: MachineChecks | None = None
+    prices: Mapping[str, Price] = field(default_factory=dict)
+    prompt_cache: PromptCache = BREAKPOINTS
 
 
 BACKENDS: Registry[BackendEntry] = Registry("backend", "model", "rotscope.backends", BackendEntry)
@@ -78,17 +106,21 @@ def register_backend(
     claims: ModelClaim | None = None,
     extra: Extra | None = None,
     checks: MachineChecks | None = None,
+    prices: Mapping[str, Price] | None = None,
+    prompt_cache: PromptCache = BREAKPOINTS,
 ) -> Callable[[BackendFactory], BackendFactory]:
     """Register a backend factory for ``provider/NAME`` models; ``options``: ``(key, class)`` of
     the backend's own section of the experiment file (``rotscope.registry.register_section``),
     read in the factory as ``config.section(class)``; ``claims``: the model strings without a
     provider it takes (``split_model``); ``extra``: the optional package its SDK needs (``rotscope
-    doctor`` checks it); ``checks``: its own lines of ``rotscope doctor``."""
+    doctor`` checks it); ``checks``: its own lines of ``rotscope doctor``; ``prices``: list prices
+    of its models by ``NAME`` (the config's ``prices:`` overrides them); ``prompt_cache``: how its
+    provider caches prompt prefixes."""
 
     def add(factory: BackendFactory) -> BackendFactory:
         if options is not None:
             register_section(*options, module=factory.__module__)
-        entry = BackendEntry(factory, hint, models, claims, extra, checks)
+        entry = BackendEntry(factory, hint, models, claims, extra, checks, dict(prices or {}), prompt_cache)
         BACKENDS.register(provider, module=factory.__module__)(entry)
         return factory
 
@@ -115,6 +147,23 @@ def split_model(model: str) -> tuple[str, str]:
         )
     providers = ", ".join(BACKENDS.names())
     raise BadInput(f"model: {model!r} is neither a .gguf path nor provider/name (providers: {providers})")
+
+
+def listed_prices() -> dict[str, Price]:
+    """Every backend's list prices by ``provider/NAME`` (each backend module is imported)."""
+    return {
+        f"{provider}/{name}": price
+        for provider, entry in BACKENDS.items()
+        for name, price in entry.prices.items()
+    }
+
+
+def prompt_cache(model: str) -> PromptCache:
+    """How the provider of ``model`` (``provider/NAME``) caches prompts; breakpoints from 1,024
+    tokens for a model of no known provider."""
+    provider, slash, _ = model.partition("/")
+    entry = BACKENDS.find(provider) if slash else None
+    return BREAKPOINTS if entry is None else entry.prompt_cache
 
 
 def create_backend(config: ExperimentConfig) -> Backend:
