@@ -50,10 +50,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("nolima", "src/rotscope/integrations/inspect/registry.py"): (1, PUBLISHED),
     ("niah", "src/rotscope/integrations/inspect/tasks.py"): (1, PUBLISHED),
     ("nolima", "src/rotscope/integrations/inspect/tasks.py"): (1, PUBLISHED),
-    ("niah", "src/rotscope/integrations/inspect/provider.py"): (
-        1,
-        "the family of the config a bare `--model rotscope/NAME` is made with (as config.py's default)",
-    ),
     # Answer kinds: the registered names a family's oracles or a default refer to.
     ("set", "src/rotscope/tasks/aggregation.py"): (1, ANSWER_KIND),
     ("set", "src/rotscope/tasks/variable_tracking.py"): (1, ANSWER_KIND),
