@@ -73,11 +73,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         2,
         "an instruction case's session turn is its instruction alone, as in its static prompt",
     ),
-    # A family that needs a filler source of one kind.
-    ("code", "src/rotscope/tasks/codebase.py"): (
-        1,
-        "the codebase family runs on the code filler only, and says so",
-    ),
     # A family's own analysis, read by a view by its summary key (views may not import families).
     ("reasoning", "src/rotscope/report/terminal.py"): (
         2,
