@@ -8,7 +8,7 @@ shipped Q4_1 file, then for F16 and Q8_0 copies made with llama.cpp's own quanti
 compares greedy answers of each copy with the shipped file on a small niah/nolima grid.
 
 Whether batch size or threads change the shipped file's answers (the reason doctor may tune both,
-``rotscope.execution.doctor.measure_speed``) was measured on the frozen quick grid, 2026-12-01, on
+``rotscope.backends.llamacpp_doctor.measure_speed``) was measured on the frozen quick grid, 2026-12-01, on
 this 2-core machine: ``rotscope run`` of examples/quick-v1.yaml with ``llamacpp.n_batch`` 128, 256
 and 512 at ``n_threads: 1``, and 256 at ``n_threads: 2``, compared call by call in ``run.db``:
 

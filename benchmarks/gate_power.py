@@ -60,7 +60,7 @@ from rotscope.execution.workflows.dry_run import planned_manifest
 from rotscope.gate.judgement import judge_slices, overall_verdict, rule_of
 from rotscope.gate.pairing import RunData, build_slices
 from rotscope.gate.sizing import Design, Truth, detectable_drop, one_slice, simulate, verdict_rates
-from rotscope.plan.manifest import gate_slices
+from rotscope.plan.slices import gate_slices
 from rotscope.position import NAMED_POSITIONS
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "gate" / "experiment.yaml"

@@ -16,7 +16,7 @@ from rotscope.backends.fake import FakeBackend
 from rotscope.config import ExperimentConfig, build_config, load_config
 from rotscope.execution.state.run_folder import planned_rows
 from rotscope.execution.workflows.runner import run_experiment
-from rotscope.plan.manifest import slice_shape
+from rotscope.plan.slices import slice_shape
 from rotscope.plan.workitems import build_plan
 from rotscope.tasks import get_task
 from tests.support.cli_helpers import assert_bad_input, invoke, nonsense_corpus

@@ -17,7 +17,8 @@ from rotscope.config import build_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.dry_run import freeze_plan
 from rotscope.execution.workflows.runner import run_experiment
-from rotscope.plan.manifest import SHARED_GROUPS, cases_digest, deviations, manifest_digest, read_manifest
+from rotscope.plan.digests import cases_digest
+from rotscope.plan.manifest import SHARED_GROUPS, deviations, manifest_digest, read_manifest
 from rotscope.report.html import render_report
 from rotscope.store import RunStore
 from rotscope.tasks import get_task
@@ -183,7 +184,7 @@ def test_the_plan_counts_the_slices_the_gate_will_judge(tmp_path: Path, corpus: 
     one-instance slice each), and the plan's slices are exactly the gate's on the run it plans."""
     from rotscope.backends import create_backend
     from rotscope.gate.pairing import build_slices, load_run
-    from rotscope.plan.manifest import gate_slices
+    from rotscope.plan.slices import gate_slices
     from rotscope.plan.workitems import build_plan
 
     config = build_config(_config(corpus, evidence_only=True, lengths=[200, 300]))

@@ -13,7 +13,8 @@ from typing import Any
 
 import yaml
 
-from rotscope.plan.manifest import assembler_digest, deviations, read_manifest
+from rotscope.plan.digests import assembler_digest
+from rotscope.plan.manifest import deviations, read_manifest
 from rotscope.store import RunStore
 from tests.support.cli_helpers import assert_bad_input, invoke
 

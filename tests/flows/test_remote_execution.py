@@ -20,11 +20,12 @@ import pytest
 from typer.testing import CliRunner
 
 from rotscope.analysis.summary import load_summary
+from rotscope.backends import listed_prices
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.cli import EXIT_BUDGET, app
 from rotscope.config import ExperimentConfig, ProviderLimits, build_config
 from rotscope.errors import BadInput
-from rotscope.execution.calls.cost import DEFAULT_PRICES, MILLION, price_table
+from rotscope.execution.calls.cost import MILLION, price_table
 from rotscope.execution.calls.limits import ProviderLimiter
 from rotscope.execution.workflows.dry_run import dry_run
 from rotscope.execution.workflows.runner import BudgetReached, Interrupted, resume_experiment, run_experiment
@@ -295,7 +296,7 @@ def test_each_call_stores_its_cost_from_the_reported_usage(
 def test_built_in_prices_can_be_overridden(make_config: Callable[..., ExperimentConfig]) -> None:
     config = make_config(prices={"openai/gpt-4o-mini": {"input": 9.0, "output": 9.0}})
     assert price_table(config)["openai/gpt-4o-mini"].input == 9.0
-    assert price_table(config)["openai/gpt-4o"] == DEFAULT_PRICES["openai/gpt-4o"]
+    assert price_table(config)["openai/gpt-4o"] == listed_prices()["openai/gpt-4o"]
 
 
 def test_budget_stops_before_it_is_exceeded_and_resume_finishes(

@@ -34,7 +34,7 @@ from rotscope.config import ExperimentConfig, FillerConfig, build_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.filler import FILLER_SOURCES, Document, documents, register_filler
-from rotscope.plan.manifest import assembler_digest, code_fingerprint, prompt_shaping_sources
+from rotscope.plan.digests import assembler_digest, code_fingerprint, prompt_shaping_sources
 from rotscope.plan.workitems import build_plan
 from rotscope.position import NAMED_POSITIONS, Position
 from rotscope.rows import Row

@@ -11,10 +11,12 @@ from collections.abc import Iterable
 from typing import Any
 
 from rotscope.analysis.rejections import _place
+from rotscope.filler.session import KIND
 from rotscope.rows import Row, group_by, instance_means, scored
 from rotscope.stats.paired import paired_gap
 
-SESSION = "session"
+SESSION = KIND
+"""``filler`` of a row on session filler (the session filler source's name)."""
 
 
 def _layouts(rows: Iterable[Row]) -> dict[tuple[str, int, Any], list[Row]]:

@@ -14,21 +14,24 @@ from __future__ import annotations
 
 from typing import Any
 
-from rotscope.backends import register_backend
-from rotscope.backends.remote import RemoteBackend, min_cacheable_tokens, missing_extra, require_reply
+from rotscope.backends import SHORTEST_CACHED, Extra, PromptCache, register_backend
+from rotscope.backends.remote import RemoteBackend, missing_extra, require_reply
 from rotscope.backends.retry import Permanent, Transient, Unreachable
-from rotscope.config import ExperimentConfig, RemoteOptions
+from rotscope.config import ExperimentConfig, Price, RemoteOptions
 from rotscope.types import Completion, GenerateRequest, PrefixGroup
 
 STOPPED_BY_PROVIDER = {"refusal", "max_tokens"}
 """``stop_reason`` values that, with no text, mean the reply was cut short or refused."""
+
+SDK = Extra("anthropic", "anthropic", "anthropic")
+"""The provider SDK this backend imports when a model is made (``rotscope doctor`` checks it)."""
 
 
 def _sdk() -> Any:
     try:
         import anthropic
     except ImportError:
-        raise missing_extra("anthropic", "anthropic") from None
+        raise missing_extra(SDK.package, SDK.extra) from None
     return anthropic
 
 
@@ -55,7 +58,7 @@ def cache_breakpoints(
     turn gets no breakpoint. The blocks joined are the turn's text, unchanged."""
     if group is None or not turns:
         return turns
-    least = min_cacheable_tokens(model)
+    least = shortest_cached(model)
     prefixes = (
         (group.stem_tokens, group.stem_chars),
         (group.previous_tokens, group.previous_chars),
@@ -151,9 +154,25 @@ class AnthropicBackend(RemoteBackend):
             raise Transient("malformed response") from None
 
 
+def shortest_cached(name: str) -> int:
+    """The shortest prefix Anthropic caches: 1,024 tokens, 2,048 for the Haiku models."""
+    return 2 * SHORTEST_CACHED if "haiku" in name else SHORTEST_CACHED
+
+
+PRICES = {
+    "claude-3-5-haiku-latest": Price(input=0.80, output=4.00, cached_input=0.08, cache_write=1.00),
+    "claude-sonnet-4-0": Price(input=3.00, output=15.00, cached_input=0.30, cache_write=3.75),
+}
+"""List prices, USD per million tokens (checked 2025): a read at a tenth of the input price, a
+write (5-minute cache) at 1.25 times it."""
+
+
 @register_backend(
     "anthropic",
     hint="anthropic/NAME (key from ANTHROPIC_API_KEY or --api-key-env; pip install rotscope[anthropic])",
+    extra=SDK,
+    prices=PRICES,
+    prompt_cache=PromptCache(shortest=shortest_cached),
 )
 def anthropic_backend(name: str, config: ExperimentConfig) -> AnthropicBackend:
     return AnthropicBackend(name, config.remote)

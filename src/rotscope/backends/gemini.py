@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from rotscope.backends import register_backend
+from rotscope.backends import Extra, PromptCache, register_backend
 from rotscope.backends.remote import RemoteBackend, missing_extra, require_reply
 from rotscope.backends.retry import Permanent, Transient, Unreachable
-from rotscope.config import ExperimentConfig, RemoteOptions
+from rotscope.config import ExperimentConfig, Price, RemoteOptions
 from rotscope.types import Completion, GenerateRequest
+
+SDK = Extra("google-genai", "google.genai", "gemini")
+"""The provider SDK this backend imports when a model is made (``rotscope doctor`` checks it)."""
 
 
 def _sdk() -> tuple[Any, Any, Any]:
@@ -17,7 +20,7 @@ def _sdk() -> tuple[Any, Any, Any]:
         from google import genai
         from google.genai import errors, types
     except ImportError:
-        raise missing_extra("google-genai", "gemini") from None
+        raise missing_extra(SDK.package, SDK.extra) from None
     return genai, types, errors
 
 
@@ -121,8 +124,21 @@ class GeminiBackend(RemoteBackend):
             raise Transient("malformed response") from None
 
 
+PRICES = {
+    "gemini-2.0-flash": Price(input=0.10, output=0.40, cached_input=0.025),
+    "gemini-2.5-flash": Price(input=0.30, output=2.50, cached_input=0.075),
+}
+"""Gemini's list prices, USD per million tokens (checked 2025); no cache write is billed."""
+PROMPT_CACHE = PromptCache(automatic_step=1)
+"""Gemini's implicit cache: automatic, from 1,024 tokens, no stated step."""
+
+
 @register_backend(
-    "gemini", hint="gemini/NAME (key from GEMINI_API_KEY or --api-key-env; pip install rotscope[gemini])"
+    "gemini",
+    hint="gemini/NAME (key from GEMINI_API_KEY or --api-key-env; pip install rotscope[gemini])",
+    extra=SDK,
+    prices=PRICES,
+    prompt_cache=PROMPT_CACHE,
 )
 def gemini_backend(name: str, config: ExperimentConfig) -> GeminiBackend:
     return GeminiBackend(name, config.remote)

@@ -60,7 +60,7 @@ def reusable_prefix(cached: Sequence[int], prompt: Sequence[int]) -> int:
     return common_prefix(cached, prompt[:-1])
 
 
-class KvSession:
+class KvCachedModel:
     """A causal LM and the KV cache of the ids it evaluated last (prompt and fed answer tokens)."""
 
     def __init__(self, model: Any, device: str, chunk: int = PREFILL_CHUNK) -> None:
@@ -220,13 +220,13 @@ class HfBackend:
         self._tokenizer_name = self._tokenizer.name
         self._tokenizer_digest = self._tokenizer.digest()
         self.device = self._resolve_device()
-        self._session: KvSession | None = None
+        self._kv: KvCachedModel | None = None
         self._stop: frozenset[int] = frozenset()
 
     def __getstate__(self) -> dict[str, Any]:
         # The worker only generates: it loads the model itself and decodes with the tokenizer it
         # needs then; the run's process keeps the tokenizer.
-        return {**self.__dict__, "_session": None, "_tokenizer": None}
+        return {**self.__dict__, "_kv": None, "_tokenizer": None}
 
     def _resolve_device(self) -> str:
         if self.options.device != "auto":
@@ -243,8 +243,8 @@ class HfBackend:
     def reserve(self, max_prompt_tokens: int, max_new_tokens: int) -> None:
         """Nothing to size: the cache grows with the prompt (the planner keeps prompts in the window)."""
 
-    def _load(self) -> KvSession:
-        if self._session is None:
+    def _load(self) -> KvCachedModel:
+        if self._kv is None:
             os.environ["HF_HUB_OFFLINE"] = "1"  # never reach the hub, whatever a config file names
             import torch
 
@@ -260,15 +260,15 @@ class HfBackend:
             stop = model.generation_config.eos_token_id
             stops = stop if isinstance(stop, list) else [] if stop is None else [stop]
             self._stop = frozenset(self._eos | set(stops))
-            self._session = KvSession(model, self.device)
-        return self._session
+            self._kv = KvCachedModel(model, self.device)
+        return self._kv
 
     def _generate(self, request: GenerateRequest) -> Completion:
         started = time.perf_counter()
         try:
-            session = self._load()
+            kv = self._load()
             params = request.params
-            answer, cached = session.generate(
+            answer, cached = kv.generate(
                 request.token_ids, params.max_tokens, self._stop, params.temperature, params.seed,
                 reuse=self.options.prefix_cache,
             )  # fmt: skip
@@ -290,8 +290,8 @@ class HfBackend:
 
     def clear_cache(self) -> None:
         """Forget the KV cache: the next prompt is evaluated from scratch."""
-        if self._session is not None:
-            self._session.reset()
+        if self._kv is not None:
+            self._kv.reset()
 
     def describe(self) -> dict[str, Any]:
         return {
@@ -307,8 +307,8 @@ class HfBackend:
         }
 
     def close(self) -> None:
-        if self._session is not None:
-            self._session = None
+        if self._kv is not None:
+            self._kv = None
             if self.device == "cuda":
                 import torch
 

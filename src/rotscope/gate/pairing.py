@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from rotscope.errors import BadInput
-from rotscope.plan.manifest import SHARED_GROUPS, cluster_of, deviations
+from rotscope.plan.manifest import SHARED_GROUPS, deviations
+from rotscope.plan.slices import cluster_of
 from rotscope.position import Position
 from rotscope.rows import Row, column
 from rotscope.store import RunStore

@@ -22,7 +22,7 @@ from scipy import optimize, special
 from scipy import stats as scipy_stats
 
 from rotscope.gate.decision import FAIL, PASS, Rule, decide
-from rotscope.plan.manifest import SliceKey
+from rotscope.plan.slices import SliceKey
 
 DATASETS = 2000
 """Simulated datasets per truth: a rate's Monte-Carlo standard error is at most 0.011."""

@@ -11,16 +11,11 @@ earlier version is compared as today's code reads it (``read_as_today``).
 
 from __future__ import annotations
 
-import ast
-import hashlib
-import importlib
-import importlib.util
 import json
 import os
-import pkgutil
-from collections import defaultdict
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import asdict, dataclass
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -30,23 +25,22 @@ from rotscope._version import __version__
 from rotscope.config import ExperimentConfig, GateConfig
 from rotscope.errors import BadInput, write_output
 from rotscope.options import content_keys
+from rotscope.plan.digests import (
+    assembler_digest,
+    canonical_json,
+    cases_digest,
+    short_digest,
+    template_digest,
+)
+from rotscope.plan.slices import SliceKey as SliceKey  # gate.verdict's import of it
+from rotscope.plan.slices import slice_shape
 from rotscope.plan.workitems import Plan, select_cases
-from rotscope.position import Position
-from rotscope.types import ABSENT_SUFFIX, EVIDENCE_ONLY_POSITION, EVIDENCE_ONLY_SUFFIX, Backend, Case
+from rotscope.types import Backend
 
 MANIFEST_VERSION = 2
 """2: the assembler digest covers every prompt-shaping module by its code, not listed files."""
 SHARED_GROUPS = ("grid", "seeds", "decoding", "analysis", "cases", "filler")
 """Groups a baseline and a candidate compared under one plan must have in common."""
-PROMPT_SHAPING = (
-    "rotscope.prompt",
-    "rotscope.filler",
-    "rotscope.tasks",
-    "rotscope.tokenizers",
-    "rotscope.plan",
-)
-"""Every module of these packages takes part in turning cases into prompts (the plan package
-too: work items, their filler streams and order), so each is in the assembler digest."""
 PACING_FIELDS = {"out", "max_cost", "limits", "prices", "executor", "analysis"}
 """Config fields that decide where results go and how a run is paced and paid, not what it
 measures: left out of the manifest, so a budget or rate limit can change without a deviation
@@ -74,127 +68,10 @@ UPGRADE_HINT = (
 )
 CONTENT_KEYS = content_keys(ExperimentConfig)
 """The config's dotted keys whose file a digest of the manifest covers, with that digest."""
-PATH_PREFIXES = ("llamacpp/", "vllm/", "hf/", "cmd/", "text:", "code:", "session:")
-"""What may stand before a path in a model name (``llamacpp/PATH``) or a filler's description
-(``text:GLOB``), as ``rotscope.config.resolve_paths`` and ``describe_filler`` write them."""
-_TEMPLATE_PROBE = ({"role": "system", "content": "S"}, {"role": "user", "content": "U"})
-
-
-def _sha(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:16]
-
-
-def canonical_json(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def code_fingerprint(source: str) -> str:
-    """A module's code without its imports, docstrings, comments and layout: moving a module (which
-    rewrites the imports of others) leaves it unchanged, editing what the code does changes it."""
-    tree = ast.parse(source)
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if isinstance(body, list):
-            body[:] = [
-                child
-                for child in body
-                if not isinstance(child, ast.Import | ast.ImportFrom) and not _is_docstring(child)
-            ] or [ast.Pass()]
-    return _sha(ast.dump(tree, annotate_fields=False, include_attributes=False).encode())
-
-
-def _is_docstring(node: ast.stmt) -> bool:
-    return (
-        isinstance(node, ast.Expr)
-        and isinstance(node.value, ast.Constant)
-        and isinstance(node.value.value, str)
-    )
-
-
-def prompt_shaping_sources() -> list[str]:
-    """The source of every module in the ``PROMPT_SHAPING`` packages, found by walking them."""
-    sources = []
-    for name in PROMPT_SHAPING:
-        package = importlib.import_module(name)
-        inside = pkgutil.walk_packages(package.__path__, f"{name}.") if hasattr(package, "__path__") else ()
-        found = [name, *(info.name for info in inside)]
-        for module in found:
-            spec = importlib.util.find_spec(module)
-            if spec is not None and spec.origin and spec.origin.endswith(".py"):
-                sources.append(Path(spec.origin).read_text(encoding="utf-8"))
-    return sources
-
-
-def assembler_digest(sources: Iterable[str] | None = None) -> str:
-    """The code that turns cases into prompts: the fingerprints of its modules, in no particular
-    order (a module's name or place is not part of it), and the rotscope version."""
-    prints = sorted(
-        code_fingerprint(source) for source in (prompt_shaping_sources() if sources is None else sources)
-    )
-    return _sha("\n".join([__version__, *prints]).encode())
-
-
-def cases_digest(cases: list[Case]) -> str:
-    """Every case's id, question, oracle and evidence bytes, in order."""
-    return _sha(canonical_json([asdict(case) for case in cases]).encode())
-
-
-def template_digest(backend: Backend, description: Mapping[str, Any]) -> str:
-    """The backend's own template digest, else the digest of a probe conversation rendered by it."""
-    stored = description.get("template_digest")
-    if stored:
-        return str(stored)
-    return _sha(backend.tokenizer().render_chat(list(_TEMPLATE_PROBE)).encode())
-
-
-def cluster_of(task: str, instance_id: str) -> str:
-    """The case an instance belongs to: its evidence-absent and evidence-only controls are the same
-    case (one prompt's difficulty), so the gate's pooled tests count them as one cluster."""
-    for suffix in (ABSENT_SUFFIX, EVIDENCE_ONLY_SUFFIX):
-        instance_id = instance_id.removesuffix(suffix)
-    return f"{task}/{instance_id}"
-
-
-SliceKey = tuple[str, int, str, tuple[tuple[str, str], ...]]
-"""(task, length, position label, slice fields): a gate slice, as ``rotscope.gate.pairing`` keys it."""
-
-
-def gate_slices(plan: Plan, slice_fields: list[str] | None) -> dict[SliceKey, dict[str, int]]:
-    """The gate slices the plan fills, each with its clusters' paired item counts, keyed as the
-    gate keys rows (``rotscope.gate.pairing``): an evidence-only item at length 0 whatever its
-    unpadded length, a question pinned at a depth of its own (multikey) at that depth, a family's
-    own filler stream before the position, the rows' slice fields crossed."""
-    found: dict[SliceKey, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for item in plan.items:
-        for _, part in item.case.scored_parts():
-            depth, name = (
-                part.at_depth
-                if part.at_depth and not part.control
-                else (item.layout.depth, item.layout.position)
-            )
-            label = Position.from_stored(name, depth).label
-            if item.layout.filler:
-                label = f"{item.layout.filler}/{label}"
-            length = 0 if name == EVIDENCE_ONLY_POSITION else item.layout.length_tokens
-            fields = tuple(
-                (key, value)
-                for key, value in sorted(part.slices)
-                if slice_fields is None or key in slice_fields
-            )
-            found[(part.task, length, label, fields)][cluster_of(part.task, item.instance_id)] += 1
-    return {key: dict(clusters) for key, clusters in sorted(found.items())}
-
-
-def slice_shape(plan: Plan, slice_fields: list[str] | None = None) -> dict[str, int]:
-    """How many gate slices (``gate_slices``) the plan fills, the fewest instances one of them
-    holds and the clusters (cases) in all: what the gate's power rests on."""
-    slices = gate_slices(plan, slice_fields)
-    clusters = {cluster for found in slices.values() for cluster in found}
-    return {
-        "slices": len(slices),
-        "instances_per_slice": min(map(len, slices.values()), default=0),
-        "clusters": len(clusters),
-    }
+PATH_PREFIX = re.compile(r"[A-Za-z0-9_.-]+[/:]")
+"""What may stand before a path in a model name (``provider/PATH``) or a filler's description
+(``kind:GLOB``), as ``rotscope.config.resolve_paths`` and ``describe_filler`` write them: a
+component's registered name and its separator, whichever component it is (no list of them here)."""
 
 
 def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> dict[str, Any]:
@@ -235,7 +112,7 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> di
             "template_digest": template_digest(backend, description),
             "system_prompt_digest": None
             if config.system_prompt is None
-            else _sha(config.system_prompt.encode()),
+            else short_digest(config.system_prompt.encode()),
             "assembler_digest": assembler_digest(),
             "rotscope_version": __version__,
             "engine": description.get("options"),
@@ -250,7 +127,7 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> di
 
 
 def manifest_digest(manifest: Mapping[str, Any]) -> str:
-    return _sha(canonical_json(manifest).encode())
+    return short_digest(canonical_json(manifest).encode())
 
 
 def write_manifest(manifest: Mapping[str, Any], path: Path) -> str:
@@ -298,11 +175,12 @@ def gate_as_today(settings: Any) -> Any:
 
 
 def by_content(value: Any, digest: str) -> Any:
-    """``value`` with the absolute path it names (after a ``PATH_PREFIXES`` prefix, if any) replaced
-    by a placeholder naming the digest field that covers the file's content; anything else as it is."""
+    """``value`` with the absolute path it names (after a ``PATH_PREFIX``, if any) replaced by a
+    placeholder naming the digest field that covers the file's content; anything else as it is."""
     if not isinstance(value, str):
         return value
-    prefix = next((p for p in PATH_PREFIXES if value.startswith(p) and os.path.isabs(value[len(p) :])), "")
+    named = PATH_PREFIX.match(value)
+    prefix = named.group(0) if named and os.path.isabs(value[named.end() :]) else ""
     if not prefix and not os.path.isabs(value):
         return value
     return f"{prefix}<content: {digest}>"

@@ -209,7 +209,7 @@ def build_plan(config: ExperimentConfig, backend: Backend, writer: SessionWriter
     listed in ``rejected`` with the reason and never sent. On session filler the cases are
     rendered in the session and, with ``filler.static``, in that static filler as well; a session
     whose notes the model writes (``filler.assistant: model``) comes from ``writer``."""
-    if config.filler.kind != "session":
+    if config.filler.kind != SESSION_FILLER:
         return _build_plan(config, config, backend)
     static = config.filler.static
     return _build_plan(
@@ -234,7 +234,7 @@ def _build_plan(
             f"window of {backend.model_id} ({backend.context_window} tokens)"
         )
     tokenizer = backend.tokenizer()
-    session = config if config.filler.kind == "session" else None
+    session = config if config.filler.kind == SESSION_FILLER else None
     config = static or config
     origin = describe_filler(config.filler)
     guarded = frozenset(guard for case in cases for guard in case.guarded)

@@ -15,10 +15,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from rotscope.errors import BadInput
-from rotscope.filler.session import Turn
+from rotscope.filler.session import KIND, Turn
 from rotscope.types import Tokenizer
 
-SESSION_FILLER = "session"
+SESSION_FILLER = KIND
 """``Layout.filler`` of a prompt on session filler (``None``: the static corpus)."""
 TRUNCATED = "\n[output truncated]"
 """Ends a turn cut short to fill a length, as an agent harness marks a clipped tool result."""

@@ -293,9 +293,13 @@ def load_case_file(path: Path) -> list[Case]:
     return [case_from_record(record) for record in read_case_file(path)]
 
 
-@register_task("cases")
+TASK = "cases"
+"""The family's registered name, which its rows carry as their task."""
+
+
+@register_task(TASK)
 def cases_family(config: ExperimentConfig) -> TaskFamily:
     if not config.cases:
         raise BadInput("cases: the cases task family needs a case file: cases: PATH.jsonl")
     path = Path(config.cases).expanduser()
-    return BuiltCases("cases", lambda: load_case_file(path))
+    return BuiltCases(TASK, lambda: load_case_file(path))

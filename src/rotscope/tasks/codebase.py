@@ -14,6 +14,7 @@ from rotscope._util.decode import read_text
 from rotscope.config import CodebaseCase, ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import ENCODING_HINT
+from rotscope.filler.code import KIND as CODE_FILLER
 from rotscope.filler.code import code_root
 from rotscope.tasks import BuiltCases, register_task
 from rotscope.types import Case, Evidence, Oracle, TaskFamily
@@ -37,7 +38,7 @@ def _evidence_line(root: Path, record: CodebaseCase, where: str, encoding: str) 
 def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
     if config.codebase is None:
         raise BadInput("codebase: the task family codebase needs codebase.cases in the experiment file")
-    if config.filler.kind != "code":
+    if config.filler.kind != CODE_FILLER:
         raise BadInput(f"filler.kind: the codebase family reads a code filler, got {config.filler.kind!r}")
     root = code_root(config.filler)
     cases = []

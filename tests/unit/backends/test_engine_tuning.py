@@ -15,8 +15,8 @@ from rotscope._util.cpus import physical_cores, thread_candidates, usable_cpus
 from rotscope.backends import extra_buffers
 from rotscope.backends.engine_speed import BATCH_CANDIDATES, Setting, Speed, remember_speed, remembered_speed
 from rotscope.backends.extra_buffers import probe_key
+from rotscope.backends.llamacpp_doctor import Measured, measure_speed
 from rotscope.config import LlamaCppOptions
-from rotscope.execution.doctor import Measured, measure_speed
 from rotscope.report.terminal import engine_note
 from rotscope.tokenizers.gguf import file_digest
 
@@ -119,7 +119,7 @@ def test_the_backend_runs_with_the_tuned_threads_at_its_own_batch_unless_the_con
 
 
 def test_doctor_keeps_the_thread_count_and_suggests_a_faster_batch_only_beyond_five_percent() -> None:
-    from rotscope.execution.doctor import prefill_text
+    from rotscope.backends.llamacpp_doctor import prefill_text
 
     faster = Speed(
         240.0, 42.0, 2, "extra_buffers=on", 4, 512, {(2, 256): 200.0, (4, 256): 180.0, (2, 512): 240.0}

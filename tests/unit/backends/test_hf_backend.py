@@ -17,7 +17,7 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from rotscope.backends import create_backend  # noqa: E402
-from rotscope.backends.hf import HfBackend, KvSession, require_extra, resolve_model, reusable_prefix  # noqa: E402
+from rotscope.backends.hf import HfBackend, KvCachedModel, require_extra, resolve_model, reusable_prefix  # noqa: E402
 from rotscope.config import ExperimentConfig, HfOptions  # noqa: E402
 from rotscope.errors import BadInput  # noqa: E402
 from rotscope.types import GenerateRequest, GenerationParams  # noqa: E402
@@ -42,9 +42,9 @@ def _prompt(seed: int, size: int) -> list[int]:
     return [int(token) for token in torch.randint(3, VOCAB, (size,), generator=generator)]
 
 
-def _logits(session: KvSession, prompt: list[int], reuse: bool = True) -> tuple[Any, int]:
+def _logits(kv: KvCachedModel, prompt: list[int], reuse: bool = True) -> tuple[Any, int]:
     with torch.inference_mode():
-        return session.prefill(prompt, reuse)
+        return kv.prefill(prompt, reuse)
 
 
 def test_reusable_prefix_is_the_common_prefix_but_never_the_last_prompt_token() -> None:
@@ -58,14 +58,14 @@ def test_reusable_prefix_is_the_common_prefix_but_never_the_last_prompt_token() 
 def test_the_cache_is_cropped_to_the_shared_prefix_and_gives_the_cold_logits(tiny_model: Any) -> None:
     shared = _prompt(0, 40)
     first, second = shared + _prompt(1, 12), shared + _prompt(2, 9)
-    warm = KvSession(tiny_model, "cpu")
+    warm = KvCachedModel(tiny_model, "cpu")
     _logits(warm, first)
     assert warm.ids == first and warm.cache.get_seq_length() == len(first)
 
     logits, cached = _logits(warm, second)
     assert cached == len(shared)
     assert warm.ids == second and warm.cache.get_seq_length() == len(second)
-    cold_logits, cold_cached = _logits(KvSession(tiny_model, "cpu"), second)
+    cold_logits, cold_cached = _logits(KvCachedModel(tiny_model, "cpu"), second)
     assert cold_cached == 0
     assert torch.allclose(logits, cold_logits, atol=1e-5)
 
@@ -74,27 +74,27 @@ def test_the_cache_is_cropped_to_the_shared_prefix_and_gives_the_cold_logits(tin
 
 
 def test_reuse_off_evaluates_every_prompt_cold(tiny_model: Any) -> None:
-    session = KvSession(tiny_model, "cpu")
+    kv = KvCachedModel(tiny_model, "cpu")
     prompt = _prompt(3, 30)
-    _logits(session, prompt, reuse=False)
-    _, cached = _logits(session, prompt, reuse=False)
-    assert cached == 0 and session.cache.get_seq_length() == len(prompt)
+    _logits(kv, prompt, reuse=False)
+    _, cached = _logits(kv, prompt, reuse=False)
+    assert cached == 0 and kv.cache.get_seq_length() == len(prompt)
 
 
 def test_a_prompt_fed_in_chunks_gives_the_logits_of_one_pass(tiny_model: Any) -> None:
     prompt = _prompt(4, 50)
-    chunked, _ = _logits(KvSession(tiny_model, "cpu", chunk=7), prompt)
-    whole, _ = _logits(KvSession(tiny_model, "cpu"), prompt)
+    chunked, _ = _logits(KvCachedModel(tiny_model, "cpu", chunk=7), prompt)
+    whole, _ = _logits(KvCachedModel(tiny_model, "cpu"), prompt)
     assert torch.allclose(chunked, whole, atol=1e-5)
 
 
 def test_answers_after_a_cropped_cache_are_the_cold_answers(tiny_model: Any) -> None:
     shared = _prompt(5, 60)
     prompts = [shared + _prompt(6 + n, 5 + n) for n in range(4)]
-    warm = KvSession(tiny_model, "cpu")
+    warm = KvCachedModel(tiny_model, "cpu")
     warm_answers = [warm.generate(p, 6, frozenset(), 0.0, 0, reuse=True) for p in prompts]
     cold_answers = [
-        KvSession(tiny_model, "cpu").generate(p, 6, frozenset(), 0.0, 0, reuse=True) for p in prompts
+        KvCachedModel(tiny_model, "cpu").generate(p, 6, frozenset(), 0.0, 0, reuse=True) for p in prompts
     ]
     assert [answer for answer, _ in warm_answers] == [answer for answer, _ in cold_answers]
     assert [cached for _, cached in warm_answers] == [0, 60, 60, 60]
@@ -103,15 +103,17 @@ def test_answers_after_a_cropped_cache_are_the_cold_answers(tiny_model: Any) -> 
 
 def test_generation_ends_before_a_stop_token(tiny_model: Any) -> None:
     prompt = _prompt(7, 20)
-    answer, _ = KvSession(tiny_model, "cpu").generate(prompt, 8, frozenset(), 0.0, 0, reuse=True)
-    stopped, _ = KvSession(tiny_model, "cpu").generate(prompt, 8, frozenset({answer[2]}), 0.0, 0, reuse=True)
+    answer, _ = KvCachedModel(tiny_model, "cpu").generate(prompt, 8, frozenset(), 0.0, 0, reuse=True)
+    stopped, _ = KvCachedModel(tiny_model, "cpu").generate(
+        prompt, 8, frozenset({answer[2]}), 0.0, 0, reuse=True
+    )
     assert stopped == answer[: answer.index(answer[2])]
 
 
 def test_sampling_is_seeded(tiny_model: Any) -> None:
     prompt = _prompt(8, 20)
     runs = [
-        KvSession(tiny_model, "cpu").generate(prompt, 8, frozenset(), 1.5, seed, True)[0]
+        KvCachedModel(tiny_model, "cpu").generate(prompt, 8, frozenset(), 1.5, seed, True)[0]
         for seed in (1, 1, 2)
     ]
     assert runs[0] == runs[1] and runs[0] != runs[2]
@@ -150,7 +152,7 @@ def test_a_model_folder_loads_offline_and_reuses_its_cache(model_folder: Path) -
     assert answers[1].prompt_tokens == 43 and answers[1].completion_tokens <= 4
 
     sent = pickle.loads(pickle.dumps(backend))  # as to an engine worker: no loaded model goes along
-    assert sent._session is None and sent._tokenizer is None
+    assert sent._kv is None and sent._tokenizer is None
     request = GenerateRequest((), tuple([*shared, 7, 8, 9]), GenerationParams(max_tokens=4))
     assert asyncio.run(sent.generate(request)).text == answers[1].text
     backend.clear_cache()

@@ -17,7 +17,7 @@ from rotscope.gate.decision import FAIL, INCONCLUSIVE, PASS, decide
 from rotscope.gate.judgement import judge_slices, matrices, overall_verdict, rule_of
 from rotscope.gate.pairing import RunData, build_slices
 from rotscope.gate.sizing import Design, Truth, simulate, verdict_rates
-from rotscope.plan.manifest import cluster_of
+from rotscope.plan.slices import cluster_of
 from rotscope.stats.accuracy_floor import below_floor_p, floor_upper_bound
 from rotscope.stats.multiplicity import holm_array, step_levels_array
 

@@ -1,9 +1,8 @@
 """What calls cost: a price table per model, the cost of one call, and the run's budget.
 
-Prices are USD per million tokens. The built-in table holds a few list prices as published by the
-providers (checked 2025); they change, so the config's ``prices:`` adds models and overrides these.
-Cached reads and cache writes are priced apart: Anthropic bills a read at a tenth of the input
-price and a write (5-minute cache) at 1.25 times it; OpenAI and Gemini bill no write.
+Prices are USD per million tokens. Each remote backend lists a few of its provider's list prices
+(``register_backend(prices=...)``); they change, so the config's ``prices:`` adds models and
+overrides these. Cached reads and cache writes are priced apart, as each price says.
 Local engines cost nothing; a remote model without a price has an unknown (``None``) cost.
 """
 
@@ -15,7 +14,7 @@ from itertools import pairwise
 from typing import TYPE_CHECKING
 
 from rotscope._util.tokens import common_prefix
-from rotscope.backends.remote import min_cacheable_tokens
+from rotscope.backends import listed_prices, prompt_cache
 from rotscope.config import ExperimentConfig, Price
 from rotscope.errors import BadInput
 from rotscope.execution.calls.response_cache import ResponseCache, cache_key
@@ -26,21 +25,12 @@ if TYPE_CHECKING:
     from rotscope.plan.workitems import Plan
 
 MILLION = 1_000_000
-DEFAULT_PRICES: dict[str, Price] = {
-    "openai/gpt-4o": Price(input=2.50, output=10.00, cached_input=1.25),
-    "openai/gpt-4o-mini": Price(input=0.15, output=0.60, cached_input=0.075),
-    "openai/gpt-4.1": Price(input=2.00, output=8.00, cached_input=0.50),
-    "openai/gpt-4.1-mini": Price(input=0.40, output=1.60, cached_input=0.10),
-    "anthropic/claude-3-5-haiku-latest": Price(input=0.80, output=4.00, cached_input=0.08, cache_write=1.00),
-    "anthropic/claude-sonnet-4-0": Price(input=3.00, output=15.00, cached_input=0.30, cache_write=3.75),
-    "gemini/gemini-2.0-flash": Price(input=0.10, output=0.40, cached_input=0.025),
-    "gemini/gemini-2.5-flash": Price(input=0.30, output=2.50, cached_input=0.075),
-}
 FREE = Price(input=0.0, output=0.0)
 
 
 def price_table(config: ExperimentConfig) -> dict[str, Price]:
-    return {**DEFAULT_PRICES, **config.prices}
+    """The backends' list prices (``register_backend(prices=...)``), the config's ``prices:`` over them."""
+    return {**listed_prices(), **config.prices}
 
 
 def find_price(model: str, table: Mapping[str, Price], *, local: bool) -> Price | None:
@@ -99,7 +89,8 @@ def total_estimate(price: Price | None, prompt_tokens: Iterable[int], max_tokens
 class Budget:
     """The run's spending limit. A call starts only when what was spent, plus the estimates held
     by calls in flight, plus its own estimate stays within ``max_cost``; the estimate is released
-    and the real cost added when it finishes. Costs recorded by earlier sessions count too."""
+    and the real cost added when it finishes. Costs recorded by earlier passes of the run (before
+    a resume) count too."""
 
     max_cost: float | None
     spent: float = 0.0
@@ -184,20 +175,15 @@ def estimate_plan(
     )
 
 
-AUTOMATIC_CACHE_STEP = {"openai/": 128, "gemini/": 1}
-"""Providers whose prompt cache is automatic (every prefix a call evaluated is kept, no breakpoints),
-with the granularity of a hit in tokens: OpenAI counts cached prefixes from 1,024 tokens on in
-steps of 128; Gemini's implicit cache states no step."""
-
-
 def prompt_cache_estimate(token_ids: Sequence[Sequence[int]], model: str) -> tuple[int, int]:
     """(read, written) prompt tokens of the calls in the grouped order: from an automatic cache
-    (``AUTOMATIC_CACHE_STEP``) by ``automatic_cache_reads``, else from breakpoints by
-    ``breakpoint_cache_estimate``."""
-    step = next((value for prefix, value in AUTOMATIC_CACHE_STEP.items() if model.startswith(prefix)), None)
-    if step is None:
-        return breakpoint_cache_estimate(token_ids, min_cacheable_tokens(model))
-    return automatic_cache_reads(token_ids, min_cacheable_tokens(model), step), 0
+    (its backend's ``PromptCache.automatic_step``) by ``automatic_cache_reads``, else from
+    breakpoints by ``breakpoint_cache_estimate``, each from the provider's shortest cached prefix."""
+    cache = prompt_cache(model)
+    least = cache.shortest(model.partition("/")[2])
+    if cache.automatic_step is None:
+        return breakpoint_cache_estimate(token_ids, least)
+    return automatic_cache_reads(token_ids, least, cache.automatic_step), 0
 
 
 def automatic_cache_reads(token_ids: Sequence[Sequence[int]], least: int, step: int) -> int:

@@ -210,7 +210,8 @@ class _CtrlC(Exception):
 
 @dataclass
 class Execution:
-    """What one session of a run does with its items; ``stopped_at_budget`` when it left some."""
+    """What one pass of a run (a start or a resume) does with its items; ``stopped_at_budget``
+    when it left some."""
 
     caller: Caller
     store: RunStore

@@ -28,6 +28,7 @@ from rotscope.plan.workitems import CONTROL_POSITION, select_cases
 from rotscope.rows import Row
 from rotscope.store import RunStore
 from rotscope.tasks.case_lines import NotACaseLine, case_line, line_id
+from rotscope.tasks.cases import TASK as CASES_TASK
 from rotscope.tasks.cases import CaseRecord, parse_case_line, read_case_file
 from rotscope.tasks.replay import read_replay_file
 from rotscope.tasks.replay.records import TASK as REPLAY_TASK
@@ -135,9 +136,9 @@ def _case_file_records(config: ExperimentConfig) -> dict[tuple[str, str], CaseRe
     """The case-file records the run's cases came from, by (task, case id): a case file's lines
     and a replay file's recordings, each as the case-file line it is checked as."""
     found: dict[tuple[str, str], CaseRecord] = {}
-    if "cases" in config.tasks and config.cases:
+    if CASES_TASK in config.tasks and config.cases:
         for record in read_case_file(Path(config.cases).expanduser()):
-            found[("cases", record.case_id)] = record
+            found[(CASES_TASK, record.case_id)] = record
     for recording in _recordings(config):
         where = f"replay {recording.case.case_id}"
         found[(REPLAY_TASK, recording.case.case_id)] = parse_case_line(json.dumps(recording.line), where)

@@ -11,7 +11,8 @@ from typing import Any
 
 from rotscope._version import __version__
 from rotscope.config import ExperimentConfig
-from rotscope.plan.manifest import UPGRADE_FIELDS, Deviation, assembler_digest
+from rotscope.plan.digests import assembler_digest
+from rotscope.plan.manifest import UPGRADE_FIELDS, Deviation
 from rotscope.subjects import find_subject
 
 

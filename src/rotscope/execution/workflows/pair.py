@@ -199,17 +199,17 @@ def _run(
             stack.enter_context(writing(out / role))
             if resume:
                 RunStore.open_existing(out / role).close()  # a readable run store, migrated under the lock
-        sessions: dict[str, RunSteps] = {}
+        subjects_steps: dict[str, RunSteps] = {}
         try:
             for role in SUBJECTS:
-                sessions[role] = open_run_steps(
+                subjects_steps[role] = open_run_steps(
                     configs[role],
                     out / role,
                     resume=resume,
                     reporter=reporter,
                     backend=(backends or {}).get(role),
                 )
-                plan = sessions[role].prepare(
+                plan = subjects_steps[role].prepare(
                     frozen_plan, allow_deviation, intended_by(configs[role], frozen_plan, role)
                 )
                 if not resume:
@@ -217,75 +217,75 @@ def _run(
             upgraded = upgrade_line(frozen_plan)
             if upgraded is not None and reporter is not None:
                 reporter.notice(upgraded)
-            order = joint_order(sessions, configs["baseline"].seed)
+            order = joint_order(subjects_steps, configs["baseline"].seed)
             meta = {
                 "subjects": {role: configs[role].model for role in SUBJECTS},
                 "names": {role: configs[role].subject for role in SUBJECTS},
                 "folder": str(out.resolve()),
                 "seed": configs["baseline"].seed,
                 "seeds": SHARED_SEEDS,
-                "grouping": {role: _grouping(session) for role, session in sessions.items()},
+                "grouping": {role: _grouping(steps) for role, steps in subjects_steps.items()},
                 "order": [[role, [item.item_id for item in group]] for role, group in order],
                 **({} if upgraded is None else {"accepted_upgrade": upgraded}),
             }
-            for role, session in sessions.items():
-                session.open(
+            for role, steps in subjects_steps.items():
+                steps.open(
                     [item for owner, group in order if owner == role for item in group],
                     {"pair": {**meta, "role": role}},
-                    described=f"paired with the other subject: {_grouping(session)}, rounds in seeded order "
+                    described=f"paired with the other subject: {_grouping(steps)}, rounds in seeded order "
                     f"(seed {meta['seed']})",
                 )
             _write_record(out, {**_read_record(out), "planned": True, "names": meta["names"]})
-            with stops(out, list(sessions.values())):
-                stopped = _execute(sessions, order, reporter)
-                for role, session in sessions.items():
-                    if stopped is None and session.rerun_other_mode():
+            with stops(out, list(subjects_steps.values())):
+                stopped = _execute(subjects_steps, order, reporter)
+                for role, steps in subjects_steps.items():
+                    if stopped is None and steps.rerun_other_mode():
                         stopped = role
                 if stopped is None:
-                    for session in sessions.values():
-                        session.cache_checks()
+                    for steps in subjects_steps.values():
+                        steps.cache_checks()
             if stopped is not None and configs[stopped].max_cost is not None:
-                counts = [session.progress() for session in sessions.values()]
-                spent = sum(session.opened().spent() for session in sessions.values())  # one budget
+                counts = [steps.progress() for steps in subjects_steps.values()]
+                spent = sum(steps.opened().spent() for steps in subjects_steps.values())  # one budget
                 max_cost = configs[stopped].max_cost or 0.0
                 raise BudgetReached(
                     out, sum(c[0] for c in counts), sum(c[1] for c in counts), spent, max_cost
                 )
         finally:
-            for session in sessions.values():
-                session.close()
+            for steps in subjects_steps.values():
+                steps.close()
     return out
 
 
-def _grouping(session: RunSteps) -> str:
-    if session.local:
+def _grouping(steps: RunSteps) -> str:
+    if steps.local:
         return "prefix groups: runs of prompts sharing at least half their tokens (local engine)"
     return "blocks of as many calls as its provider's concurrency, in a seeded shuffle (remote API)"
 
 
-def joint_order(sessions: Mapping[str, RunSteps], seed: int) -> list[tuple[str, list[WorkItem]]]:
+def joint_order(subjects_steps: Mapping[str, RunSteps], seed: int) -> list[tuple[str, list[WorkItem]]]:
     """Both subjects' calls as (subject, group) in one seeded interleaving of their groups."""
     groups: dict[str, list[list[WorkItem]]] = {}
-    for role, session in sessions.items():
-        items = session.plan.items
-        if session.local:
+    for role, steps in subjects_steps.items():
+        items = steps.plan.items
+        if steps.local:
             groups[role] = [
                 [items[i] for i in run] for run in trie_runs([item.prompt.token_ids for item in items])
             ]
         else:
-            ordered = execution_order(items, False, seed, session.config.order).items
-            size = session.concurrency()
+            ordered = execution_order(items, False, seed, steps.config.order).items
+            size = steps.concurrency()
             groups[role] = [ordered[start : start + size] for start in range(0, len(ordered), size)]
     rounds = paired_rounds((len(groups[SUBJECTS[0]]), len(groups[SUBJECTS[1]])), seed)
     return [(SUBJECTS[subject], groups[SUBJECTS[subject]][number]) for subject, number in rounds]
 
 
 def _execute(
-    sessions: Mapping[str, RunSteps], order: list[tuple[str, list[WorkItem]]], reporter: Reporter | None
+    subjects_steps: Mapping[str, RunSteps], order: list[tuple[str, list[WorkItem]]], reporter: Reporter | None
 ) -> str | None:
     """Every call still to make, group by group in the joint order; the subject whose budget
     stopped it, else ``None``."""
-    todo = {role: session.todo() for role, session in sessions.items()}
+    todo = {role: steps.todo() for role, steps in subjects_steps.items()}
     batches = [(role, [item for item in group if item.item_id in todo[role]]) for role, group in order]
     batches = [(role, batch) for role, batch in batches if batch]
     if reporter is not None:
@@ -293,12 +293,12 @@ def _execute(
         reporter.start(len(calls), sum(item.prompt.prompt_tokens for item in calls))
 
     async def run() -> str | None:
-        limiters = Limiters(sessions[SUBJECTS[0]].config.limits)  # one provider's limits hold for both
+        limiters = Limiters(subjects_steps[SUBJECTS[0]].config.limits)  # one provider's limits hold for both
         # One --max-cost for the session, counted where each call is made, whichever subject's.
-        spent = sum(session.opened().spent() for session in sessions.values())
-        budget = Budget(sessions[SUBJECTS[0]].config.max_cost, spent=spent)
+        spent = sum(steps.opened().spent() for steps in subjects_steps.values())
+        budget = Budget(subjects_steps[SUBJECTS[0]].config.max_cost, spent=spent)
         for role, batch in batches:
-            if await sessions[role].execute_on_loop(batch, limiters, budget):
+            if await subjects_steps[role].execute_on_loop(batch, limiters, budget):
                 return role
         return None
 

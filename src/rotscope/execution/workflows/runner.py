@@ -123,33 +123,33 @@ def _run_locked(
     allow_empty: bool = True,
 ) -> Path:
     """``run_experiment`` once the caller holds the run folder's lock."""
-    session = open_run_steps(
+    steps = open_run_steps(
         config, run_dir, resume=resume, reporter=reporter, backend=backend, judge_backend=judge_backend
     )
     try:
-        plan = session.prepare(frozen_plan, allow_deviation)
+        plan = steps.prepare(frozen_plan, allow_deviation)
         if not resume and not allow_empty:
             refuse_nothing_to_measure(plan)
-        order = execution_order(plan.items, session.local, config.seed, config.order)
-        session.open(order.items, described=order.describe())
-        with stops(run_dir, [session]):
-            stopped = session.run_all()
+        order = execution_order(plan.items, steps.local, config.seed, config.order)
+        steps.open(order.items, described=order.describe())
+        with stops(run_dir, [steps]):
+            stopped = steps.run_all()
             if not stopped:
-                session.cache_checks()
+                steps.cache_checks()
         if stopped and config.max_cost is not None:
-            done, total = session.progress()
-            raise BudgetReached(run_dir, done, total, session.opened().spent(), config.max_cost)
+            done, total = steps.progress()
+            raise BudgetReached(run_dir, done, total, steps.opened().spent(), config.max_cost)
     finally:
-        session.close()
+        steps.close()
     return run_dir
 
 
 @contextmanager
-def stops(run_dir: Path, sessions: Sequence[RunSteps]) -> Iterator[None]:
-    """Ctrl-C and a repeatedly crashing engine end the run with what the sessions finished kept."""
+def stops(run_dir: Path, subjects_steps: Sequence[RunSteps]) -> Iterator[None]:
+    """Ctrl-C and a repeatedly crashing engine end the run with what each subject's steps finished kept."""
 
     def progress() -> tuple[int, int]:
-        counts = [session.progress() for session in sessions]
+        counts = [steps.progress() for steps in subjects_steps]
         return sum(done for done, _ in counts), sum(total for _, total in counts)
 
     try:

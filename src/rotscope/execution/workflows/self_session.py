@@ -41,7 +41,7 @@ from rotscope.execution.calls.execute import Reporter
 from rotscope.execution.state.identity import DIGESTS, config_digest
 from rotscope.execution.state.run_folder import SESSION_DIR, has_store
 from rotscope.filler.session import Turn, generated_session, is_note, load_transcript
-from rotscope.prompt.session_render import holds_marker, render, supports_tools, to_message
+from rotscope.prompt.session_render import SESSION_FILLER, holds_marker, render, supports_tools, to_message
 from rotscope.store import RunStore
 from rotscope.types import Backend, Completion, GenerateRequest, GenerationParams, Tokenizer
 
@@ -91,7 +91,7 @@ def _usage(completion: Completion, usd: float | None) -> dict[str, Any]:
 
 def self_written(config: ExperimentConfig) -> bool:
     """Whether the run's session filler is one the model writes itself."""
-    return config.filler.kind == "session" and config.filler.assistant == "model"
+    return config.filler.kind == SESSION_FILLER and config.filler.assistant == "model"
 
 
 def written_notice(cost: Mapping[str, Any], calls_now: int) -> str:

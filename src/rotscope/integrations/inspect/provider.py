@@ -38,7 +38,6 @@ def backend_for(model: str, config_file: str | None = None) -> Backend:
     data: dict[str, Any] = read_config_file(Path(config_file)) if config_file else {}
     data = {**data, "model": model}
     data.setdefault("name", "inspect")
-    data.setdefault("tasks", ["niah"])
     return create_backend(build_config(data, config_file or "model"))
 
 

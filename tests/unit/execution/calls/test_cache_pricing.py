@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from rich.console import Console
 
+from rotscope.backends import listed_prices
 from rotscope.config import Price, build_config
 from rotscope.execution.calls.cost import (
-    DEFAULT_PRICES,
     MILLION,
     call_cost,
     completion_cost,
@@ -40,7 +40,7 @@ def test_reads_and_writes_are_priced_apart() -> None:
 
 def test_anthropic_list_prices_bill_writes_above_and_reads_below_input() -> None:
     for model in ("anthropic/claude-sonnet-4-0", "anthropic/claude-3-5-haiku-latest"):
-        price = DEFAULT_PRICES[model]
+        price = listed_prices()[model]
         assert price.cache_write == pytest.approx(1.25 * price.input)
         assert price.cached_input == pytest.approx(0.1 * price.input)
 

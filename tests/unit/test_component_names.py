@@ -1,0 +1,159 @@
+"""Each built-in component is named in ``src/`` only by its own module (and the entry-point list in
+pyproject.toml): a quoted string literal that is a built-in's registered name, or starts with it and
+``/`` or ``:`` (``"llamacpp/PATH"``), anywhere else is listed below with why it is there, and a new
+one fails (``python -m tests.support.component_names`` prints the hits as this table's lines).
+
+A hit that is fixed must leave the table too: the table is what is left to do, and a count that
+no longer matches fails as a new hit does."""
+
+from __future__ import annotations
+
+from tests.support.component_names import builtin_names, hits, is_own
+
+CONFIG = (
+    "the experiment file's defaults and built-in sections (config.py, config_sections.py): moving "
+    "them into their components is open (ARCHITECTURE.md, 'What is left for later')"
+)
+HOMONYM = "a homonym, not the component: a JSON field, a format key or a word that a name happens to be"
+ANSWER_KIND = (
+    "a task family declaring the answer kind of its oracles: the registered name it refers to, "
+    "as a foreign key"
+)
+PUBLISHED = (
+    "Inspect's published tasks rotscope/niah and rotscope/nolima (`inspect eval rotscope/niah`): a "
+    "stable outside interface with its own signature; any family, built-in or outside, runs as "
+    "rotscope/experiment through the task registry, so a new family needs no new Inspect task"
+)
+OWNED_ELSEWHERE = (
+    "in a file another change of issue 34 owns (run_steps.py, summary.py, verdict.py): left for it"
+)
+
+ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
+    # The experiment file: built-in defaults and sections, not yet registered by their components.
+    ("cases", "src/rotscope/config.py"): (2, CONFIG),
+    ("cmd", "src/rotscope/config.py"): (3, CONFIG),
+    ("hf", "src/rotscope/config.py"): (3, CONFIG),
+    ("llamacpp", "src/rotscope/config.py"): (1, CONFIG),
+    ("niah", "src/rotscope/config.py"): (2, CONFIG),
+    ("readinglog", "src/rotscope/config.py"): (1, CONFIG),
+    ("replay", "src/rotscope/config.py"): (2, CONFIG),
+    ("vllm", "src/rotscope/config.py"): (1, CONFIG),
+    ("cmd", "src/rotscope/config_sections.py"): (1, CONFIG),
+    ("code", "src/rotscope/config_sections.py"): (1, CONFIG),
+    ("hf", "src/rotscope/config_sections.py"): (1, CONFIG),
+    ("llamacpp", "src/rotscope/config_sections.py"): (1, CONFIG),
+    ("session", "src/rotscope/config_sections.py"): (3, CONFIG),
+    ("text", "src/rotscope/config_sections.py"): (1, CONFIG),
+    ("vllm", "src/rotscope/config_sections.py"): (1, CONFIG),
+    # The Inspect integration's published tasks.
+    ("niah", "src/rotscope/integrations/inspect/registry.py"): (1, PUBLISHED),
+    ("nolima", "src/rotscope/integrations/inspect/registry.py"): (1, PUBLISHED),
+    ("niah", "src/rotscope/integrations/inspect/tasks.py"): (1, PUBLISHED),
+    ("nolima", "src/rotscope/integrations/inspect/tasks.py"): (1, PUBLISHED),
+    # Answer kinds: the registered names a family's oracles or a default refer to.
+    ("set", "src/rotscope/tasks/aggregation.py"): (1, ANSWER_KIND),
+    ("set", "src/rotscope/tasks/variable_tracking.py"): (1, ANSWER_KIND),
+    ("number", "src/rotscope/tasks/competitive.py"): (3, ANSWER_KIND),
+    ("reply", "src/rotscope/tasks/coreference/content.py"): (1, ANSWER_KIND),
+    ("choice", "src/rotscope/tasks/reasoning/items.py"): (1, ANSWER_KIND),
+    ("number", "src/rotscope/tasks/reasoning/items.py"): (2, ANSWER_KIND),
+    ("number", "src/rotscope/tasks/reasoning/layout.py"): (1, ANSWER_KIND + " (its final-answer line)"),
+    ("phrase", "src/rotscope/tasks/case_lines.py"): (1, "a case-file line holds a phrase oracle only"),
+    ("phrase", "src/rotscope/types/case.py"): (1, "the default answer kind of an Oracle"),
+    ("phrase", "src/rotscope/prompt/builder.py"): (1, "the default answer kind of a frame, as Oracle's"),
+    ("phrase", "src/rotscope/prompt/frame.py"): (
+        1,
+        "the fixed footer's instruction is the default answer kind's",
+    ),
+    ("instruction", "src/rotscope/types/case.py"): (
+        1,
+        "an instruction oracle is kept whole in a multi-question case: an instruction to follow, not a fact",
+    ),
+    ("instruction", "src/rotscope/prompt/session.py"): (
+        2,
+        "an instruction case's session turn is its instruction alone, as in its static prompt",
+    ),
+    # A family's own analysis, read by a view by its summary key (views may not import families).
+    ("reasoning", "src/rotscope/report/terminal.py"): (
+        2,
+        "the summary key of the reasoning family's own analysis (FamilyHooks.analyse), printed as such",
+    ),
+    ("nolima", "src/rotscope/plan/search.py"): (
+        2,
+        "a search's threshold definition `nolima-0.85`, after NoLiMa's relative threshold, not the family",
+    ),
+    ("nolima", "src/rotscope/report/sentence.py"): (1, "the same threshold definition, worded"),
+    # Stored formats.
+    ("session", "src/rotscope/execution/state/run_folder.py"): (
+        1,
+        "the run folder's subfolder of a self-written session's transcript: a stored layout",
+    ),
+    ("session", "src/rotscope/plan/workitems.py"): (
+        1,
+        "the corpus record's key for the session filler's description: stored in run folders",
+    ),
+    ("cases", "src/rotscope/plan/manifest.py"): (
+        2,
+        "the manifest's `cases` group (the case set's digest): a stored key",
+    ),
+    ("cases", "src/rotscope/cli/plan.py"): (1, "the manifest's `cases` group, printed"),
+    ("cases", "src/rotscope/report/terminal.py"): (3, "the summary's per-case list, `cases`: a stored key"),
+    ("cases", "src/rotscope/cli/cases.py"): (2, "the `rotscope cases` command and its output's name"),
+    ("cases", "src/rotscope/tasks/coreference/__init__.py"): (
+        1,
+        "the corpus record's count of conversations",
+    ),
+    # Owned by other changes of this issue.
+    ("replay", "src/rotscope/execution/workflows/planned.py"): (1, OWNED_ELSEWHERE),
+    ("cases", "src/rotscope/analysis/summary.py"): (1, OWNED_ELSEWHERE + " (the summary's per-case key)"),
+    ("cases", "src/rotscope/gate/run_record.py"): (1, HOMONYM + " (the manifest's cases group)"),
+    ("number", "src/rotscope/records/cells.py"): (1, HOMONYM + " (a JSON schema type)"),
+    # Homonyms.
+    ("text", "src/rotscope/backends/anthropic.py"): (3, HOMONYM + ": the Messages API's text content block"),
+    ("text", "src/rotscope/backends/llamacpp.py"): (1, HOMONYM + ": llama-cpp-python's completion field"),
+    ("set", "src/rotscope/backends/llamacpp.py"): (
+        2,
+        HOMONYM + ": 'set' in the config, as an engine line says",
+    ),
+    ("text", "src/rotscope/filler/session.py"): (4, HOMONYM + ": a chat message's text content part"),
+    ("text", "src/rotscope/execution/state/run_folder.py"): (1, HOMONYM + ": an evidence span's text"),
+    ("text", "src/rotscope/gate/pairing.py"): (1, HOMONYM + ": a stored span's text"),
+    ("text", "src/rotscope/report/html.py"): (1, HOMONYM + ": a stored span's text"),
+    ("text", "src/rotscope/report/figures.py"): (1, HOMONYM + ": a plotly title's text"),
+    ("text", "src/rotscope/report/names.py"): (1, HOMONYM + ": an example in a comment on shortening paths"),
+    ("text", "src/rotscope/tasks/case_lines.py"): (1, HOMONYM + ": a case-file line's evidence text"),
+    ("text", "src/rotscope/tasks/competitive.py"): (1, HOMONYM + ": a decoy's text"),
+    ("text", "src/rotscope/tasks/reasoning/items.py"): (2, HOMONYM + ": a dataset record's choice texts"),
+    ("text", "src/rotscope/tasks/replay/records.py"): (1, HOMONYM + ": a recording's evidence text"),
+    ("reply", "src/rotscope/tasks/coreference/layout.py"): (1, HOMONYM + ": a conversation's reply turn"),
+    ("number", "src/rotscope/config_reference.py"): (1, HOMONYM + ": JSON Schema's number type"),
+    ("fake", "src/rotscope/tokenizers/local.py"): (1, HOMONYM + ": the fake tokenizer's name, `fake:regex`"),
+    ("llamacpp", "src/rotscope/tokenizers/local.py"): (
+        1,
+        HOMONYM + ": the GGUF tokenizer's name, stored in runs",
+    ),
+    ("hf", "src/rotscope/tokenizers/remote.py"): (
+        1,
+        HOMONYM + ": the tokenizer.json tokenizer's name, stored in runs",
+    ),
+}
+
+
+def test_no_module_names_a_built_in_component_outside_this_table() -> None:
+    found = hits()
+    new = {key: count for key, count in found.items() if ALLOWED.get(key, (0, ""))[0] != count}
+    gone = {key: allowed for key, (allowed, _) in ALLOWED.items() if key not in found}
+    assert not new, f"built-in names outside their modules (fix, or add with a reason): {new}"
+    assert not gone, f"no longer found (take them out of ALLOWED): {gone}"
+
+
+def test_the_search_sees_a_name_outside_its_module_and_not_inside() -> None:
+    names = builtin_names()
+    assert names["llamacpp"] == {"rotscope.backends.llamacpp"}
+    assert names["instruction"] == {"rotscope.tasks.instruction", "rotscope.scoring.instruction"}
+    assert is_own("rotscope.backends.llamacpp", names["llamacpp"])
+    assert is_own("rotscope.backends.llamacpp_doctor", names["llamacpp"]), "a helper beside it"
+    assert is_own("rotscope.tasks.reasoning.items", names["reasoning"]), "a module of its package"
+    assert not is_own("rotscope.backends.hf", names["llamacpp"])
+    assert not is_own("rotscope.execution.doctor", names["llamacpp"])
+    assert ("niah", "src/rotscope/integrations/inspect/tasks.py") in hits()
