@@ -23,40 +23,27 @@ from pydantic_core import InitErrorDetails
 
 from rotscope import registry
 from rotscope._util.strict_yaml import read_yaml
-from rotscope.config_sections import ENGINE_SECTIONS
 from rotscope.config_sections import AnalysisConfig as AnalysisConfig
-from rotscope.config_sections import AnswerText as AnswerText
 from rotscope.config_sections import CacheConfig as CacheConfig
-from rotscope.config_sections import CmdOptions as CmdOptions
-from rotscope.config_sections import CodebaseCase as CodebaseCase
-from rotscope.config_sections import CodebaseConfig as CodebaseConfig
-from rotscope.config_sections import CodeLine as CodeLine
 from rotscope.config_sections import Depth as Depth
 from rotscope.config_sections import ExecutorConfig as ExecutorConfig
 from rotscope.config_sections import FillerConfig as FillerConfig
 from rotscope.config_sections import Float as Float
 from rotscope.config_sections import GateConfig as GateConfig
 from rotscope.config_sections import GenerationConfig as GenerationConfig
-from rotscope.config_sections import HfOptions as HfOptions
 from rotscope.config_sections import Int as Int
 from rotscope.config_sections import JudgeConfig as JudgeConfig
-from rotscope.config_sections import LlamaCppOptions as LlamaCppOptions
 from rotscope.config_sections import OptionalFloat as OptionalFloat
 from rotscope.config_sections import OptionalInt as OptionalInt
 from rotscope.config_sections import PlacementConfig as PlacementConfig
 from rotscope.config_sections import Price as Price
 from rotscope.config_sections import ProviderLimits as ProviderLimits
-from rotscope.config_sections import ReasoningConfig as ReasoningConfig
-from rotscope.config_sections import ReasoningFiller as ReasoningFiller
-from rotscope.config_sections import ReasoningLayout as ReasoningLayout
-from rotscope.config_sections import ReasoningSource as ReasoningSource
-from rotscope.config_sections import RemoteOptions as RemoteOptions
 from rotscope.config_sections import SearchConfig as SearchConfig
 from rotscope.config_sections import SubjectConfig as SubjectConfig
-from rotscope.config_sections import VllmOptions as VllmOptions
 from rotscope.config_sections import _Strict as _Strict
+from rotscope.config_sections import dumped, placed
 from rotscope.errors import BadInput
-from rotscope.options import PathOption, RuntimeOption, absolute, resolve_marked_paths
+from rotscope.options import PathOption, RuntimeOption, absolute, claimed_sections, resolve_marked_paths
 from rotscope.position import NAMED_POSITIONS as NAMED_POSITIONS
 from rotscope.position import OFFSET_PREFIX as OFFSET_PREFIX
 from rotscope.position import Position
@@ -85,9 +72,11 @@ def _model_path(model: object, base: Path) -> object:
 
 class ExperimentConfig(_Strict):
     OUTSIDE_SECTIONS: ClassVar[bool] = True
-    """A top-level key that is no field below may be an outside component's own options section
-    (``rotscope.registry.register_section``): validated by its class, kept in ``sections``."""
-    _sections: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
+    """A top-level key that is no field below may be a component's own options section (the
+    built-in ones through the ``rotscope.sections`` entry points, an outside one also through
+    ``rotscope.registry.register_section``): validated by its class, kept in ``sections``, read as
+    ``config.section(Class)``."""
+    _sections: dict[str, BaseModel | None] = PrivateAttr(default_factory=dict)
 
     name: str = "experiment"
     """The experiment's name, shown in every view and in the run folder's metadata."""
@@ -135,16 +124,7 @@ class ExperimentConfig(_Strict):
     filler: FillerConfig = Field(default_factory=FillerConfig)
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
-    llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
-    hf: HfOptions = Field(default_factory=HfOptions)
-    """Options of an ``hf/PATH`` model (transformers, in-process or in a worker process)."""
     executor: Annotated[ExecutorConfig, RuntimeOption()] = Field(default_factory=ExecutorConfig)
-    reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
-    remote: RemoteOptions = Field(default_factory=RemoteOptions)
-    cmd: CmdOptions = Field(default_factory=CmdOptions)
-    """Options of a ``cmd/PATH`` model (a command run once per prompt, such as an agent CLI)."""
-    vllm: VllmOptions = Field(default_factory=VllmOptions)
-    """Options of a ``vllm/PATH`` model (vLLM in this process on a local model folder)."""
     system_prompt: str | None = None
     """A system message before every prompt (unset: none)."""
     chat_template: Annotated[str | None, PathOption(by_content="subject.template_digest")] = None
@@ -182,7 +162,6 @@ class ExperimentConfig(_Strict):
     """After the run, re-run a seeded sample of items with the engine's cache cleared and compare."""
     cache_control_sample: Int = Field(default=8, gt=0)
     """``cache_control``: how many items are run again with the cache cleared."""
-    codebase: CodebaseConfig | None = None
     case_offset: Int = Field(default=0, ge=0)
     """Skip the first N cases of each task (before ``limit``): a search's later steps at a length
     take the instances after those it has."""
@@ -225,29 +204,6 @@ class ExperimentConfig(_Strict):
             raise ValueError("the replay task family needs a file of recorded prompts: replay: PATH.jsonl")
         return replay
 
-    @field_validator("subjects")
-    @classmethod
-    def _subjects_valid(cls, subjects: list[SubjectConfig], info: ValidationInfo) -> list[SubjectConfig]:
-        """Names unique; each engine override a key its section knows, with a value it accepts."""
-        seen: set[str] = set()
-        for subject in subjects:
-            if subject.name in seen:
-                raise ValueError(f"subject name {subject.name!r} is defined twice")
-            seen.add(subject.name)
-            for section in ENGINE_SECTIONS:
-                override = getattr(subject, section)
-                base = info.data.get(section)
-                if not override or base is None:
-                    continue
-                try:
-                    type(base).model_validate({**base.model_dump(), **override})
-                except ValidationError as error:
-                    first = error.errors()[0]
-                    key = ".".join(str(part) for part in first["loc"])
-                    problem = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-                    raise ValueError(f"subject {subject.name!r}: {section}.{key}: {problem}") from None
-        return subjects
-
     @field_validator("subject")
     @classmethod
     def _subject_defined(cls, subject: str | None, info: ValidationInfo) -> str | None:
@@ -258,61 +214,84 @@ class ExperimentConfig(_Strict):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _outside_sections(
-        cls, data: Any, handler: ModelWrapValidatorHandler[ExperimentConfig]
-    ) -> ExperimentConfig:
-        """Keys that outside components claim validated by their section's class (strict, as the
-        built-in sections are); any other unknown key stays an error."""
+    def _sections_valid(cls, data: Any, handler: ModelWrapValidatorHandler[ExperimentConfig]) -> ExperimentConfig:
+        """Each registered section's key validated by its class (strict): the built-in ones always
+        (their defaults, or ``None`` for a class with a required key, when the file leaves them out),
+        the outside ones when given; any other unknown key stays an error. Then each subject's
+        engine overrides, checked against the experiment's sections."""
         if not isinstance(data, dict):
             return handler(data)
         data = _typed_filler_options(data)
-        claimed = outside_sections([key for key in data if key not in cls.model_fields])
-        if not claimed:
-            return handler(data)
+        claimed = claimed_sections([key for key in data if key not in cls.model_fields])
         config = handler({key: value for key, value in data.items() if key not in claimed})
-        validated: dict[str, BaseModel] = {}
-        for name, model in claimed.items():
+        present = {name: item.model for name, item in registry.sections().items() if item.present}
+        validated: dict[str, BaseModel | None] = {}
+        for name, model in {**present, **claimed}.items():
+            optional = any(field.is_required() for field in model.model_fields.values())
             try:
-                validated[name] = model.model_validate(data[name])
+                if name in data:
+                    validated[name] = None if optional and data[name] is None else model.model_validate(data[name])
+                else:
+                    validated[name] = None if optional else model()
             except ValidationError as error:
-                details = [_inside(name, item) for item in error.errors()]
+                details = [placed(name, item) for item in error.errors()]
                 raise ValidationError.from_exception_data(cls.__name__, details) from None
         config._sections = validated
+        config.__pydantic_fields_set__.update(key for key in claimed if key in data)
+        _check_overrides(config)
         return config
 
     @model_serializer(mode="wrap")
     def _dump_sections(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
-        """The built-in fields as pydantic dumps them, then each outside section (none: unchanged)."""
+        """The fields as pydantic dumps them, then each section: the built-in ones always (as when
+        they were fields), an outside one when the file gave it."""
         data = handler(self)
-        if self._sections and isinstance(data, dict):
-            exclude: Any = info.exclude or {}
-            for name, section in self._sections.items():
-                inner = (
-                    exclude.get(name) if isinstance(exclude, dict) else (True if name in exclude else None)
-                )
-                if inner is True:
-                    continue
-                data[name] = section.model_dump(
-                    mode=info.mode, by_alias=bool(info.by_alias), exclude=inner if inner else None
-                )
+        if not isinstance(data, dict):
+            return data
+        exclude: Any = info.exclude
+        for name, section in self._sections.items():
+            if not dumped(name, info, self.model_fields_set):
+                continue
+            inner = exclude.get(name) if isinstance(exclude, dict) else None
+            if section is None:
+                if not info.exclude_none:
+                    data[name] = None
+                continue
+            data[name] = section.model_dump(
+                mode=info.mode,
+                by_alias=bool(info.by_alias),
+                exclude=inner or None,
+                exclude_unset=info.exclude_unset,
+                exclude_defaults=info.exclude_defaults,
+                exclude_none=info.exclude_none,
+            )
         return data
 
     @property
     def sections(self) -> dict[str, BaseModel]:
-        """The outside sections the experiment file gives, validated, by key."""
-        return dict(self._sections)
+        """The sections this config holds, validated, by key: the built-in ones and the outside
+        ones the experiment file gives (a built-in one left out with a required key is absent)."""
+        return {name: value for name, value in self._sections.items() if value is not None}
 
     def section(self, model: type[S]) -> S:
-        """The outside section of class ``model``: as the experiment file gives it, else its defaults
-        (a section with a required key the file leaves out is bad input naming it)."""
-        for value in self._sections.values():
-            if isinstance(value, model):
-                return value
+        """The section of class ``model``: as the experiment file gives it, else its defaults (a
+        section with a required key the file leaves out is bad input naming it)."""
+        found = self.optional_section(model)
+        if found is not None:
+            return found
         try:
             return model()
         except ValidationError as error:
             name = next((item.name for item in registry.sections().values() if item.model is model), None)
             raise BadInput(_first_error(error, f"config: section {name or model.__name__!r}")) from None
+
+    def optional_section(self, model: type[S]) -> S | None:
+        """The section of class ``model`` as the experiment file gives it, else ``None`` for a
+        section left out that has a required key (``codebase``), else its defaults."""
+        for value in self._sections.values():
+            if isinstance(value, model):
+                return value
+        return None
 
     def parsed_positions(self) -> list[Position]:
         """The depths of the grid, each parsed once, in the order given, without repeats."""
@@ -332,12 +311,32 @@ class ExperimentConfig(_Strict):
         return [p.offset_tokens for p in self.parsed_positions() if p.offset_tokens is not None]
 
 
-def _inside(name: str, item: Any) -> InitErrorDetails:
-    """A section's validation error placed under its key."""
-    detail: InitErrorDetails = {"type": item["type"], "loc": (name, *item["loc"]), "input": item["input"]}
-    if "ctx" in item:
-        detail["ctx"] = item["ctx"]
-    return detail
+def _check_overrides(config: ExperimentConfig) -> None:
+    """Subject names unique; each engine override a key its section knows, with a value it accepts
+    (an error placed at ``subjects``)."""
+    seen: set[str] = set()
+    for subject in config.subjects:
+        problem = f"subject name {subject.name!r} is defined twice" if subject.name in seen else None
+        seen.add(subject.name)
+        for name, override in subject.overrides().items():
+            base = config._sections.get(name)
+            if problem is not None or not isinstance(override, dict) or base is None:
+                continue
+            try:
+                type(base).model_validate({**base.model_dump(), **override})
+            except ValidationError as error:
+                first = error.errors()[0]
+                key = ".".join(str(part) for part in first["loc"])
+                wrong = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
+                problem = f"subject {subject.name!r}: {name}.{key}: {wrong}"
+        if problem is not None:
+            detail: InitErrorDetails = {
+                "type": "value_error",
+                "loc": ("subjects",),
+                "input": [item.model_dump(mode="json") for item in config.subjects],
+                "ctx": {"error": ValueError(problem)},
+            }
+            raise ValidationError.from_exception_data("ExperimentConfig", [detail])
 
 
 def _filler_model(filler: object) -> type[BaseModel] | None:
@@ -364,29 +363,9 @@ def _typed_filler_options(data: dict[str, Any]) -> dict[str, Any]:
     try:
         options = model.model_validate(filler.get("options") or {})
     except ValidationError as error:
-        details = [_inside("filler", {**item, "loc": ("options", *item["loc"])}) for item in error.errors()]
+        details = [placed("filler", {**item, "loc": ("options", *item["loc"])}) for item in error.errors()]
         raise ValidationError.from_exception_data("ExperimentConfig", details) from None
     return {**data, "filler": {**filler, "options": options.model_dump(mode="json")}}
-
-
-def outside_sections(keys: list[str]) -> dict[str, type[BaseModel]]:
-    """The section classes of those ``keys`` that outside components claim; the outside
-    components' modules are imported only when one of ``keys`` is not registered yet."""
-    if not keys:
-        return {}
-    known = registry.sections()
-    if any(key not in known for key in keys):
-        registry.load_outside()
-        known = registry.sections()
-    found: dict[str, type[BaseModel]] = {}
-    for key in keys:
-        section = known.get(key)
-        if section is None:
-            continue
-        if not (isinstance(section.model, type) and issubclass(section.model, BaseModel)):
-            raise BadInput(f"{key}: the options section of {section.module} is not a pydantic model")
-        found[key] = section.model
-    return found
 
 
 def _first_error(error: ValidationError, source: str) -> str:
@@ -433,9 +412,14 @@ def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
             **filler,
             "options": resolve_marked_paths(model_of_options, filler["options"], base),
         }
-    for key, model in outside_sections(
-        [key for key in data if key not in ExperimentConfig.model_fields]
-    ).items():
+    return _section_paths(data, base, subject=False)
+
+
+def _section_paths(data: dict[str, Any], base: Path, *, subject: bool) -> dict[str, Any]:
+    """``data`` with the paths of each registered section it gives resolved (``subject``: only the
+    sections a subject may override)."""
+    keys = [key for key in data if key not in (SubjectConfig if subject else ExperimentConfig).model_fields]
+    for key, model in claimed_sections(keys, subject=subject).items():
         if isinstance(data[key], dict):
             data[key] = resolve_marked_paths(model, data[key], base)
     return data
@@ -453,7 +437,7 @@ def _subject_paths(subject: object, base: Path) -> object:
     if not isinstance(subject, dict):
         return subject  # wrong: validation names it
     resolved = {key: value for key, value in _own_paths(subject, base).items() if key in subject}
-    return resolved
+    return _section_paths(resolved, base, subject=True)
 
 
 def load_config(

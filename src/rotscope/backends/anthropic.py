@@ -17,7 +17,8 @@ from typing import Any
 from rotscope.backends import register_backend
 from rotscope.backends.remote import RemoteBackend, min_cacheable_tokens, missing_extra, require_reply
 from rotscope.backends.retry import Permanent, Transient, Unreachable
-from rotscope.config import ExperimentConfig, RemoteOptions
+from rotscope.backends.remote_options import RemoteOptions
+from rotscope.config import ExperimentConfig
 from rotscope.types import Completion, GenerateRequest, PrefixGroup
 
 STOPPED_BY_PROVIDER = {"refusal", "max_tokens"}
@@ -156,4 +157,4 @@ class AnthropicBackend(RemoteBackend):
     hint="anthropic/NAME (key from ANTHROPIC_API_KEY or --api-key-env; pip install rotscope[anthropic])",
 )
 def anthropic_backend(name: str, config: ExperimentConfig) -> AnthropicBackend:
-    return AnthropicBackend(name, config.remote)
+    return AnthropicBackend(name, config.section(RemoteOptions))

@@ -8,7 +8,8 @@ from typing import Any
 from rotscope.backends import register_backend
 from rotscope.backends.remote import RemoteBackend, missing_extra, require_reply
 from rotscope.backends.retry import Permanent, Transient, Unreachable
-from rotscope.config import ExperimentConfig, RemoteOptions
+from rotscope.backends.remote_options import RemoteOptions
+from rotscope.config import ExperimentConfig
 from rotscope.types import Completion, GenerateRequest
 
 
@@ -125,4 +126,4 @@ class GeminiBackend(RemoteBackend):
     "gemini", hint="gemini/NAME (key from GEMINI_API_KEY or --api-key-env; pip install rotscope[gemini])"
 )
 def gemini_backend(name: str, config: ExperimentConfig) -> GeminiBackend:
-    return GeminiBackend(name, config.remote)
+    return GeminiBackend(name, config.section(RemoteOptions))

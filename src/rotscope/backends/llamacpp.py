@@ -23,7 +23,8 @@ from rotscope.backends.extra_buffers import (
     mark_unsafe,
     probe_key,
 )
-from rotscope.config import ExperimentConfig, LlamaCppOptions
+from rotscope.backends.llamacpp_options import LlamaCppOptions
+from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.gguf import check_gguf, file_digest
 from rotscope.tokenizers.local import LlamaCppTokenizer
@@ -283,4 +284,4 @@ def _local_models() -> list[str]:
     models=_local_models,
 )
 def llamacpp_backend(name: str, config: ExperimentConfig) -> LlamaCppBackend:
-    return LlamaCppBackend(Path(name).expanduser(), config.llamacpp)
+    return LlamaCppBackend(Path(name).expanduser(), config.section(LlamaCppOptions))

@@ -23,7 +23,8 @@ from rotscope.backends import register_backend
 from rotscope.backends.remote import RemoteBackend, require_reply
 from rotscope.backends.retry import Transient, Unreachable
 from rotscope.backends.server_log import ServerLog
-from rotscope.config import ExperimentConfig, ProviderLimits, RemoteOptions
+from rotscope.backends.remote_options import RemoteOptions
+from rotscope.config import ExperimentConfig, ProviderLimits
 from rotscope.errors import BadInput
 from rotscope.types import Completion, GenerateRequest
 
@@ -139,9 +140,10 @@ STOPPED_BY_PROVIDER = {"content_filter", "length"}
 )
 def openai_backend(name: str, config: ExperimentConfig) -> OpenAICompatBackend:
     concurrency = config.limits.get("openai", ProviderLimits()).concurrency
-    if config.remote.server_log is not None and concurrency != 1:
+    options = config.section(RemoteOptions)
+    if options.server_log is not None and concurrency != 1:
         raise BadInput(
-            f"remote.server_log: {config.remote.server_log!r} needs limits.openai.concurrency: 1, not "
+            f"remote.server_log: {options.server_log!r} needs limits.openai.concurrency: 1, not "
             f"{concurrency} (the log's lines are matched to requests in the order they are answered)"
         )
-    return OpenAICompatBackend(name, config.remote)
+    return OpenAICompatBackend(name, options)

@@ -116,7 +116,7 @@ def measure_setting(path: Path, setting: Setting) -> Measured:
     """Prefill a few hundred tokens, then decode from the cached prompt, in an engine worker with
     ``setting``'s threads and batch (a fresh one per setting: llama.cpp takes them when it loads)."""
     from rotscope.backends.llamacpp import LlamaCppBackend
-    from rotscope.config import LlamaCppOptions
+    from rotscope.backends.llamacpp_options import LlamaCppOptions
     from rotscope.execution.executors.worker import WorkerBackend
     from rotscope.types import GenerateRequest, GenerationParams
 
