@@ -122,9 +122,13 @@ class ExperimentConfig(_Strict):
     knowledge): asking more of it is an error naming the maximum. ``reasoning`` counts
     ``reasoning.items``; ``codebase`` and ``cases`` have the cases written for them."""
     filler: FillerConfig = Field(default_factory=FillerConfig)
+    """Where the haystack's text comes from: a registered filler source and its settings."""
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
+    """Where evidence other than the answer piece (support pieces, decoys) goes in the haystack."""
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
+    """How replies are decoded (temperature, reply length, seed), the same for every call."""
     executor: Annotated[ExecutorConfig, RuntimeOption()] = Field(default_factory=ExecutorConfig)
+    """Where calls run: a worker process, this process, or Ray actors."""
     system_prompt: str | None = None
     """A system message before every prompt (unset: none)."""
     chat_template: Annotated[str | None, PathOption(by_content="subject.template_digest")] = None
@@ -141,7 +145,9 @@ class ExperimentConfig(_Strict):
     """The share of error rows above which every view warns that accuracy rests on fewer items than
     planned (the summary's ``error_cap``)."""
     cache: Annotated[CacheConfig, RuntimeOption()] = Field(default_factory=CacheConfig)
+    """The on-disk response cache of remote calls."""
     judge: JudgeConfig | None = None
+    """A model grading the replies deterministic scoring cannot decide (unset: none)."""
     length_tolerance: Float = Field(default=0.05, gt=0.0, lt=1.0)
     """How far a built prompt's length may be from the asked length, as a fraction of it; a
     prompt outside is refused by verification, never run."""
@@ -152,7 +158,9 @@ class ExperimentConfig(_Strict):
     """The run folder; unset: ``runs/NAME-TIMESTAMP`` in the current folder. Relative to the
     experiment file."""
     gate: GateConfig = Field(default_factory=GateConfig)
+    """The release gate's pre-registered analysis (frozen by ``rotscope plan``)."""
     analysis: Annotated[AnalysisConfig, RuntimeOption()] = Field(default_factory=AnalysisConfig)
+    """How ``show`` and ``report`` analyse the run (read again at each analysis)."""
     order: Annotated[Literal["interleaved", "grouped", "prefix"], RuntimeOption()] = "grouped"
     """The order of a remote run's calls (a local engine always runs in prefix-trie order):
     ``interleaved`` shuffles all calls, ``grouped`` shuffles whole prefix groups and keeps each

@@ -439,8 +439,8 @@ class JudgeConfig(_Strict):
     remote: Annotated[Any, _REMOTE, AfterValidator(_REMOTE.validate)] = Field(
         default_factory=dict, validate_default=True
     )
-    """The judge's own connection settings, the keys of the ``remote`` section: it never inherits the main model's ``remote`` (its
-    server, key variable or parameters belong to another provider)."""
+    """The judge's own connection settings (the keys of ``remote``): it never inherits the main
+    model's ``remote`` (its server, key variable or parameters belong to another provider)."""
 
 
 class SearchConfig(_Strict):
