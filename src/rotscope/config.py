@@ -43,7 +43,14 @@ from rotscope.config_sections import SubjectConfig as SubjectConfig
 from rotscope.config_sections import _Strict as _Strict
 from rotscope.config_sections import dumped, placed
 from rotscope.errors import BadInput
-from rotscope.options import PathOption, RuntimeOption, absolute, claimed_sections, resolve_marked_paths
+from rotscope.options import (
+    PathOption,
+    RuntimeOption,
+    absolute,
+    claimed_sections,
+    registered_sections,
+    resolve_marked_paths,
+)
 from rotscope.position import NAMED_POSITIONS as NAMED_POSITIONS
 from rotscope.position import OFFSET_PREFIX as OFFSET_PREFIX
 from rotscope.position import Position
@@ -222,7 +229,9 @@ class ExperimentConfig(_Strict):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _sections_valid(cls, data: Any, handler: ModelWrapValidatorHandler[ExperimentConfig]) -> ExperimentConfig:
+    def _sections_valid(
+        cls, data: Any, handler: ModelWrapValidatorHandler[ExperimentConfig]
+    ) -> ExperimentConfig:
         """Each registered section's key validated by its class (strict): the built-in ones always
         (their defaults, or ``None`` for a class with a required key, when the file leaves them out),
         the outside ones when given; any other unknown key stays an error. Then each subject's
@@ -232,13 +241,16 @@ class ExperimentConfig(_Strict):
         data = _typed_filler_options(data)
         claimed = claimed_sections([key for key in data if key not in cls.model_fields])
         config = handler({key: value for key, value in data.items() if key not in claimed})
-        present = {name: item.model for name, item in registry.sections().items() if item.present}
+        known = registry.sections()
+        present = {name: model for name, model in registered_sections(cls).items() if known[name].present}
         validated: dict[str, BaseModel | None] = {}
         for name, model in {**present, **claimed}.items():
             optional = any(field.is_required() for field in model.model_fields.values())
             try:
                 if name in data:
-                    validated[name] = None if optional and data[name] is None else model.model_validate(data[name])
+                    validated[name] = (
+                        None if optional and data[name] is None else model.model_validate(data[name])
+                    )
                 else:
                     validated[name] = None if optional else model()
             except ValidationError as error:

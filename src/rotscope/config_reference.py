@@ -125,7 +125,14 @@ def key_rows(outside: bool = False) -> list[KeyRow]:
         if not section.present:
             about = f"{about} (from {section.module})" if about else f"From {section.module}."
         optional = any(field.is_required() for field in model.model_fields.values())
-        rows.append(KeyRow(name, "mapping or null" if optional else "mapping", "`null`" if optional else "see its keys", about))
+        rows.append(
+            KeyRow(
+                name,
+                "mapping or null" if optional else "mapping",
+                "`null`" if optional else "see its keys",
+                about,
+            )
+        )
         rows.extend(_walk(model, f"{name}.", ()))
     return rows
 

@@ -222,8 +222,9 @@ def content_keys(model: type[BaseModel], prefix: str = "", *, top: bool = True) 
 
 
 class _WithOutside(Mapping[str, frozenset[str]]):
-    """The runtime keys of a model's own sections, and those of the sections registered
-    now (built-in and outside) (read on each access: a section registered after the model's keys were taken counts)."""
+    """The runtime keys of a model's own sections, and those of the sections registered now,
+    built-in and outside (read on each access: a section registered after the model's keys were
+    taken counts)."""
 
     def __init__(self, own: dict[str, frozenset[str]], model: type[BaseModel]) -> None:
         self._own = own

@@ -117,7 +117,9 @@ def test_every_key_has_a_description() -> None:
     assert undescribed == []
 
 
-def _own_undescribed(model: type[BaseModel], prefix: str, seen: tuple[type[BaseModel], ...] = ()) -> list[str]:
+def _own_undescribed(
+    model: type[BaseModel], prefix: str, seen: tuple[type[BaseModel], ...] = ()
+) -> list[str]:
     if model in seen:
         return []
     found = []

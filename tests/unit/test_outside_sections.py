@@ -44,12 +44,21 @@ SECTIONS = {
     "model": "fake/lexical",
     "tasks": ["niah", "reasoning", "codebase"],
     "llamacpp": {"n_batch": 128, "n_threads": 2},
-    "remote": {"base_url": "http://127.0.0.1:9/v1", "tokenizer": "tiktoken:o200k_base", "server_log": "/tmp/s.log"},
+    "remote": {
+        "base_url": "http://127.0.0.1:9/v1",
+        "tokenizer": "tiktoken:o200k_base",
+        "server_log": "/tmp/s.log",
+    },
     "cmd": {"args": ["{prompt_file}"], "prompt": "file", "timeout_s": 5.0},
     "reasoning": {"items": 4, "layouts": ["end"]},
     "codebase": {
         "cases": [
-            {"id": "c1", "question": "q?", "answer": 719, "evidence": {"file": "a.py", "line_contains": "x = 1"}}
+            {
+                "id": "c1",
+                "question": "q?",
+                "answer": 719,
+                "evidence": {"file": "a.py", "line_contains": "x = 1"},
+            }
         ]
     },
     "judge": {"model": "openai/gpt-4o-mini", "remote": {"timeout_s": 30.0}},

@@ -16,8 +16,8 @@ from typing import Any
 
 from rotscope.backends import register_backend
 from rotscope.backends.remote import RemoteBackend, min_cacheable_tokens, missing_extra, require_reply
-from rotscope.backends.retry import Permanent, Transient, Unreachable
 from rotscope.backends.remote_options import RemoteOptions
+from rotscope.backends.retry import Permanent, Transient, Unreachable
 from rotscope.config import ExperimentConfig
 from rotscope.types import Completion, GenerateRequest, PrefixGroup
 

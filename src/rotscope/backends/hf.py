@@ -30,8 +30,8 @@ from rotscope._util.cpus import usable_cpus
 from rotscope._util.quiet import quiet_stderr
 from rotscope._util.tokens import common_prefix
 from rotscope.backends import register_backend
-from rotscope.backends.llamacpp import bundled_model_path
 from rotscope.backends.hf_options import HfOptions
+from rotscope.backends.llamacpp import bundled_model_path
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.gguf import check_gguf, file_digest

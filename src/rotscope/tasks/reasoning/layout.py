@@ -17,7 +17,6 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from rotscope.config import ExperimentConfig
-from rotscope.tasks.reasoning.options import ReasoningConfig, ReasoningFiller
 from rotscope.errors import BadInput
 from rotscope.filler import Document
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
@@ -31,6 +30,7 @@ from rotscope.tasks.reasoning.family import (
     load_pool,
 )
 from rotscope.tasks.reasoning.items import ReasoningItem
+from rotscope.tasks.reasoning.options import ReasoningConfig, ReasoningFiller
 from rotscope.types import Case, Layout, Rejection, RenderedPrompt, Tokenizer
 
 _WINDOW_TRIES = 12
