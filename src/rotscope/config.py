@@ -10,19 +10,23 @@ from pydantic import (
     BaseModel,
     Field,
     ModelWrapValidatorHandler,
-    PrivateAttr,
-    SerializationInfo,
-    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
     field_validator,
-    model_serializer,
     model_validator,
 )
-from pydantic_core import InitErrorDetails
 
 from rotscope import registry
 from rotscope._util.strict_yaml import read_yaml
+from rotscope.config_assembly import (
+    SectionHolder,
+    check_overrides,
+    filler_model,
+    first_error,
+    typed_filler_options,
+    validate_sections,
+)
+from rotscope.config_assembly import SubjectConfig as SubjectConfig
 from rotscope.config_sections import AnalysisConfig as AnalysisConfig
 from rotscope.config_sections import CacheConfig as CacheConfig
 from rotscope.config_sections import Depth as Depth
@@ -39,9 +43,7 @@ from rotscope.config_sections import PlacementConfig as PlacementConfig
 from rotscope.config_sections import Price as Price
 from rotscope.config_sections import ProviderLimits as ProviderLimits
 from rotscope.config_sections import SearchConfig as SearchConfig
-from rotscope.config_sections import SubjectConfig as SubjectConfig
 from rotscope.config_sections import _Strict as _Strict
-from rotscope.config_sections import dumped, placed
 from rotscope.errors import BadInput
 from rotscope.options import (
     PathOption,
@@ -77,13 +79,12 @@ def _model_path(model: object, base: Path) -> object:
     return absolute(model, base) if model.endswith(".gguf") else model
 
 
-class ExperimentConfig(_Strict):
+class ExperimentConfig(SectionHolder):
     OUTSIDE_SECTIONS: ClassVar[bool] = True
     """A top-level key that is no field below may be a component's own options section (the
     built-in ones through the ``rotscope.sections`` entry points, an outside one also through
     ``rotscope.registry.register_section``): validated by its class, kept in ``sections``, read as
     ``config.section(Class)``."""
-    _sections: dict[str, BaseModel | None] = PrivateAttr(default_factory=dict)
 
     name: str = "experiment"
     """The experiment's name, shown in every view and in the run folder's metadata."""
@@ -238,80 +239,15 @@ class ExperimentConfig(_Strict):
         engine overrides, checked against the experiment's sections."""
         if not isinstance(data, dict):
             return handler(data)
-        data = _typed_filler_options(data)
+        data = typed_filler_options(data)
         claimed = claimed_sections([key for key in data if key not in cls.model_fields])
         config = handler({key: value for key, value in data.items() if key not in claimed})
         known = registry.sections()
         present = {name: model for name, model in registered_sections(cls).items() if known[name].present}
-        validated: dict[str, BaseModel | None] = {}
-        for name, model in {**present, **claimed}.items():
-            optional = any(field.is_required() for field in model.model_fields.values())
-            try:
-                if name in data:
-                    validated[name] = (
-                        None if optional and data[name] is None else model.model_validate(data[name])
-                    )
-                else:
-                    validated[name] = None if optional else model()
-            except ValidationError as error:
-                details = [placed(name, item) for item in error.errors()]
-                raise ValidationError.from_exception_data(cls.__name__, details) from None
-        config._sections = validated
+        config._sections = validate_sections(cls.__name__, data, {**present, **claimed})
         config.__pydantic_fields_set__.update(key for key in claimed if key in data)
-        _check_overrides(config)
+        check_overrides(config.subjects, config._sections)
         return config
-
-    @model_serializer(mode="wrap")
-    def _dump_sections(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
-        """The fields as pydantic dumps them, then each section: the built-in ones always (as when
-        they were fields), an outside one when the file gave it."""
-        data = handler(self)
-        if not isinstance(data, dict):
-            return data
-        exclude: Any = info.exclude
-        for name, section in self._sections.items():
-            if not dumped(name, info, self.model_fields_set):
-                continue
-            inner = exclude.get(name) if isinstance(exclude, dict) else None
-            if section is None:
-                if not info.exclude_none:
-                    data[name] = None
-                continue
-            data[name] = section.model_dump(
-                mode=info.mode,
-                by_alias=bool(info.by_alias),
-                exclude=inner or None,
-                exclude_unset=info.exclude_unset,
-                exclude_defaults=info.exclude_defaults,
-                exclude_none=info.exclude_none,
-            )
-        return data
-
-    @property
-    def sections(self) -> dict[str, BaseModel]:
-        """The sections this config holds, validated, by key: the built-in ones and the outside
-        ones the experiment file gives (a built-in one left out with a required key is absent)."""
-        return {name: value for name, value in self._sections.items() if value is not None}
-
-    def section(self, model: type[S]) -> S:
-        """The section of class ``model``: as the experiment file gives it, else its defaults (a
-        section with a required key the file leaves out is bad input naming it)."""
-        found = self.optional_section(model)
-        if found is not None:
-            return found
-        try:
-            return model()
-        except ValidationError as error:
-            name = next((item.name for item in registry.sections().values() if item.model is model), None)
-            raise BadInput(_first_error(error, f"config: section {name or model.__name__!r}")) from None
-
-    def optional_section(self, model: type[S]) -> S | None:
-        """The section of class ``model`` as the experiment file gives it, else ``None`` for a
-        section left out that has a required key (``codebase``), else its defaults."""
-        for value in self._sections.values():
-            if isinstance(value, model):
-                return value
-        return None
 
     def parsed_positions(self) -> list[Position]:
         """The depths of the grid, each parsed once, in the order given, without repeats."""
@@ -331,78 +267,12 @@ class ExperimentConfig(_Strict):
         return [p.offset_tokens for p in self.parsed_positions() if p.offset_tokens is not None]
 
 
-def _check_overrides(config: ExperimentConfig) -> None:
-    """Subject names unique; each engine override a key its section knows, with a value it accepts
-    (an error placed at ``subjects``)."""
-    seen: set[str] = set()
-    for subject in config.subjects:
-        problem = f"subject name {subject.name!r} is defined twice" if subject.name in seen else None
-        seen.add(subject.name)
-        for name, override in subject.overrides().items():
-            base = config._sections.get(name)
-            if problem is not None or not isinstance(override, dict) or base is None:
-                continue
-            try:
-                type(base).model_validate({**base.model_dump(), **override})
-            except ValidationError as error:
-                first = error.errors()[0]
-                key = ".".join(str(part) for part in first["loc"])
-                wrong = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-                problem = f"subject {subject.name!r}: {name}.{key}: {wrong}"
-        if problem is not None:
-            detail: InitErrorDetails = {
-                "type": "value_error",
-                "loc": ("subjects",),
-                "input": [item.model_dump(mode="json") for item in config.subjects],
-                "ctx": {"error": ValueError(problem)},
-            }
-            raise ValidationError.from_exception_data("ExperimentConfig", [detail])
-
-
-def _filler_model(filler: object) -> type[BaseModel] | None:
-    """The class an outside filler source types its ``filler.options`` with, if any (outside
-    components imported only for a kind that is not known yet and has options given)."""
-    if not isinstance(filler, dict) or not isinstance(filler.get("kind"), str):
-        return None
-    kind = filler["kind"]
-    if registry.filler_options(kind) is None and filler.get("options"):
-        registry.load_outside()
-    section = registry.filler_options(kind)
-    if section is None or not (isinstance(section.model, type) and issubclass(section.model, BaseModel)):
-        return None
-    return section.model
-
-
-def _typed_filler_options(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with ``filler.options`` validated by its source's class (its defaults filled in),
-    or the validation error placed at ``filler.options``."""
-    filler = data.get("filler")
-    model = _filler_model(filler)
-    if model is None or not isinstance(filler, dict):
-        return data
-    try:
-        options = model.model_validate(filler.get("options") or {})
-    except ValidationError as error:
-        details = [placed("filler", {**item, "loc": ("options", *item["loc"])}) for item in error.errors()]
-        raise ValidationError.from_exception_data("ExperimentConfig", details) from None
-    return {**data, "filler": {**filler, "options": options.model_dump(mode="json")}}
-
-
-def _first_error(error: ValidationError, source: str) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    if first["type"] == "extra_forbidden":
-        return f"{source}: unknown key {where!r}"
-    message = first["msg"].removeprefix("Value error, ")
-    return f"{source}: field {where!r}: {message} (got {first.get('input')!r})"
-
-
 def build_config(data: dict[str, Any], source: str = "config") -> ExperimentConfig:
     """Validate a mapping into an ``ExperimentConfig``; bad input raises ``BadInput`` in one line."""
     try:
         return ExperimentConfig.model_validate(data)
     except ValidationError as error:
-        raise BadInput(_first_error(error, source)) from None
+        raise BadInput(first_error(error, source)) from None
 
 
 def read_config_file(path: Path, paths_from: Path | None = None) -> dict[str, Any]:
@@ -426,7 +296,7 @@ def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     (``subjects``), read as the experiment's own keys."""
     data = _own_paths(data, base)
     filler = data.get("filler")
-    model_of_options = _filler_model(filler)
+    model_of_options = filler_model(filler)
     if model_of_options is not None and isinstance(filler, dict) and isinstance(filler.get("options"), dict):
         data["filler"] = {
             **filler,

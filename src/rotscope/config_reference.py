@@ -41,7 +41,7 @@ from pydantic_core import to_jsonable_python
 
 from rotscope import registry
 from rotscope.config import ExperimentConfig, SubjectConfig
-from rotscope.config_sections import subject_sections
+from rotscope.config_assembly import subject_sections
 from rotscope.errors import BadInput
 from rotscope.options import SectionOf, marker
 

@@ -8,7 +8,7 @@ with the component and is registered through the ``rotscope.sections`` entry poi
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any, ClassVar, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
@@ -16,21 +16,12 @@ from pydantic import (
     BeforeValidator,
     ConfigDict,
     Field,
-    ModelWrapValidatorHandler,
-    PrivateAttr,
-    SerializationInfo,
-    SerializerFunctionWrapHandler,
-    TypeAdapter,
-    ValidationError,
     field_validator,
-    model_serializer,
     model_validator,
 )
-from pydantic_core import InitErrorDetails
 
-from rotscope import registry
 from rotscope._util.decode import check_encoding
-from rotscope.options import PathOption, SectionOf, claimed_sections
+from rotscope.options import PathOption, SectionOf
 
 
 def _not_a_boolean(value: object) -> object:
@@ -182,115 +173,6 @@ class GenerationConfig(_Strict):
     """The most tokens a reply may have."""
     seed: Int = 0
     """The decoding seed of trial 0 (trial ``t`` uses ``seed + t``), for engines that take one."""
-
-
-SUBJECT_NAME = r"^[A-Za-z][A-Za-z0-9_-]*$"
-"""A subject's name: a word (letters, digits, ``_``, ``-``), so it can never be read as a model name
-(``provider/NAME``, a ``.gguf`` path, ``bundled``)."""
-_MAPPING: TypeAdapter[dict[str, Any]] = TypeAdapter(dict[str, Any])
-
-
-def subject_sections() -> list[str]:
-    """The registered sections a subject may override key by key (the engines' options), the
-    built-in ones first."""
-    return [name for name, section in registry.sections().items() if section.subject]
-
-
-def placed(name: str, item: Any) -> InitErrorDetails:
-    """A section's validation error placed under its key."""
-    detail: InitErrorDetails = {"type": item["type"], "loc": (name, *item["loc"]), "input": item["input"]}
-    if "ctx" in item:
-        detail["ctx"] = item["ctx"]
-    return detail
-
-
-class SubjectConfig(_Strict):
-    """One subject of a release (``subjects:``): a name, a model, and the overrides it carries over
-    the experiment's own settings. ``--pair A,B`` takes subject names (or plain model names); the
-    cases, grid, seeds, decoding and gate stay the experiment's, so both subjects get the same items.
-    Beside the keys below, each engine section (``registry.Section.subject``: ``llamacpp``, ``hf``,
-    ``vllm``, ``cmd``, ``remote``) is a key holding the keys of it this subject sets
-    (``llamacpp: {n_batch: 512}``), the rest the experiment's."""
-
-    TAKES_SECTIONS: ClassVar[bool] = True
-    """Keys of the subject-overridable sections are taken, as mappings (``subject_sections``)."""
-    _engines: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
-
-    name: str = Field(pattern=SUBJECT_NAME, max_length=64)
-    """How ``--pair`` names it; unique among the subjects, never ``bundled``."""
-    model: str
-    """The subject's model, as ``model:`` takes it (a GGUF path, ``bundled``, ``provider/NAME``)."""
-    system_prompt: str | None = None
-    """Replaces the experiment's ``system_prompt`` for this subject (unset: the experiment's)."""
-    chat_template: str | None = None
-    """A Jinja chat template file replacing the model's own for this subject (local engines that take
-    token ids only); relative to the experiment file. Unset: the experiment's ``chat_template``."""
-
-    @model_validator(mode="wrap")
-    @classmethod
-    def _engine_keys(cls, data: Any, handler: ModelWrapValidatorHandler[SubjectConfig]) -> SubjectConfig:
-        """The engine sections' keys kept as given (checked against the experiment's sections by
-        ``ExperimentConfig``); any other unknown key stays an error."""
-        if not isinstance(data, dict):
-            return handler(data)
-        engines = claimed_sections([key for key in data if key not in cls.model_fields], subject=True)
-        subject = handler({key: value for key, value in data.items() if key not in engines})
-        given: dict[str, dict[str, Any]] = {}
-        for name in engines:
-            try:
-                given[name] = _MAPPING.validate_python(data[name])
-            except ValidationError as error:
-                details = [placed(name, item) for item in error.errors()]
-                raise ValidationError.from_exception_data(cls.__name__, details) from None
-        subject._engines = {name: value for name, value in given.items() if value}
-        subject.__pydantic_fields_set__.update(given)
-        return subject
-
-    @model_serializer(mode="wrap")
-    def _dump_engines(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
-        """The fields, then each built-in engine section's overrides (``{}``: none) and each other
-        one this subject gives."""
-        data = handler(self)
-        if isinstance(data, dict):
-            present = [name for name, item in registry.sections().items() if item.subject and item.present]
-            for name in dict.fromkeys([*present, *self._engines]):
-                if not dumped(name, info, self.model_fields_set):
-                    continue
-                value = dict(self._engines.get(name, {}))
-                if value or not info.exclude_defaults:
-                    data[name] = value
-        return data
-
-    def engine(self, section: str) -> dict[str, Any]:
-        """The keys of ``section`` this subject sets (none: ``{}``)."""
-        return dict(self._engines.get(section, {}))
-
-    @field_validator("name")
-    @classmethod
-    def _not_a_model_name(cls, name: str) -> str:
-        if name == "bundled":
-            raise ValueError("'bundled' names the bundled model; give the subject another name")
-        return name
-
-    def overrides(self) -> dict[str, Any]:
-        """What this subject sets over the experiment: top-level keys, and engine keys by section."""
-        found: dict[str, Any] = {"model": self.model}
-        for key in ("system_prompt", "chat_template"):
-            if getattr(self, key) is not None:
-                found[key] = getattr(self, key)
-        for section, keys in self._engines.items():
-            found[section] = dict(keys)
-        return found
-
-    def override_fields(self) -> list[str]:
-        """The dotted config fields this subject sets (``model``, ``llamacpp.n_batch``)."""
-        fields: list[str] = []
-        for key, value in self.overrides().items():
-            if isinstance(value, dict):
-                fields.extend(f"{key}.{inner}" for inner in value)
-            else:
-                fields.append(key)
-        return fields
 
 
 class ExecutorConfig(_Strict):
@@ -484,15 +366,3 @@ class SearchConfig(_Strict):
         if not 0 < ends[0] < ends[1]:
             raise ValueError(f"range must be [min, max] with 0 < min < max, got {ends}")
         return ends
-
-
-def dumped(name: str, info: SerializationInfo, given: set[str]) -> bool:
-    """Whether a registered section ``name`` is part of a dump asked with ``info`` (its ``include``,
-    ``exclude`` and ``exclude_unset``; ``given``: the keys the input set)."""
-    include: Any = info.include
-    exclude: Any = info.exclude
-    if include is not None and name not in include:
-        return False
-    if exclude is not None and name in exclude and (not isinstance(exclude, dict) or exclude[name] is True):
-        return False
-    return not (info.exclude_unset and name not in given)
