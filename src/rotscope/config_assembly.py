@@ -110,11 +110,15 @@ def check_overrides(subjects: Sequence[SubjectConfig], sections: Mapping[str, Ba
         problem = f"subject name {subject.name!r} is defined twice" if subject.name in seen else None
         seen.add(subject.name)
         for name, override in subject.overrides().items():
-            base = sections.get(name)
-            if problem is not None or not isinstance(override, dict) or base is None:
+            if problem is not None or not isinstance(override, dict):
                 continue
-            try:
-                type(base).model_validate({**base.model_dump(), **override})
+            base = sections.get(name)
+            known = registry.sections().get(name)
+            model = type(base) if base is not None else known.model if known is not None else None
+            if model is None or not issubclass(model, BaseModel) or takes_keys(model):
+                continue
+            try:  # over the experiment's section, or over its defaults when the file has none
+                model.model_validate({**(base.model_dump() if base is not None else {}), **override})
             except ValidationError as error:
                 first = error.errors()[0]
                 key = ".".join(str(part) for part in first["loc"])
