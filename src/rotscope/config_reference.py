@@ -185,12 +185,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="print the key table, installed outside components' sections included",
     )
     args = parser.parse_args(argv)
+    try:
+        return _act(args)
+    except BadInput as error:  # stale metadata, an outside section that does not import
+        print(f"rotscope: {error}", file=sys.stderr)
+        return 2
+
+
+def _act(args: argparse.Namespace) -> int:
     if args.show:
-        try:
-            registry.load_outside()
-        except BadInput as error:
-            print(f"rotscope: {error}", file=sys.stderr)
-            return 2
+        registry.load_outside()
         print(key_table(outside=True), end="")
         return 0
     if args.write:
