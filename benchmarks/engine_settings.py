@@ -37,7 +37,8 @@ import llama_cpp
 
 from rotscope._util.quiet import quiet_stderr
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
-from rotscope.config import LlamaCppOptions, build_config
+from rotscope.backends.llamacpp_options import LlamaCppOptions
+from rotscope.config import build_config
 from rotscope.plan.workitems import build_plan
 from rotscope.types import GenerateRequest
 
@@ -76,7 +77,7 @@ def answers(path: Path) -> list[str]:
     config = build_config(
         {"tasks": ["niah", "nolima"], "limit": 4, "lengths": [300, 600], "depths": [0.0, 0.5, 1.0]}
     )
-    backend = LlamaCppBackend(path, config.llamacpp)
+    backend = LlamaCppBackend(path, config.section(LlamaCppOptions))
     plan = build_plan(config, backend)
     backend.reserve(plan.max_prompt_tokens, config.generation.max_tokens)
     texts = []

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from rotscope.backends.extra_buffers import extra_buffers_verdict
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
-from rotscope.config import LlamaCppOptions
+from rotscope.backends.llamacpp_options import LlamaCppOptions
 from rotscope.execution.executors.worker import WorkerBackend
 from rotscope.tokenizers.gguf import file_digest
 from rotscope.types import GenerateRequest, GenerationParams

@@ -36,8 +36,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from engine_settings import CONVERSIONS, convert
 
 from rotscope.backends.hf import HfBackend
+from rotscope.backends.hf_options import HfOptions
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
-from rotscope.config import HfOptions, LlamaCppOptions, load_config
+from rotscope.backends.llamacpp_options import LlamaCppOptions
+from rotscope.config import load_config
 from rotscope.plan.schedule import prefix_order
 from rotscope.plan.workitems import build_plan
 from rotscope.types import GenerateRequest, GenerationParams, WorkItem
@@ -98,7 +100,7 @@ def compare_ids(items: list[WorkItem]) -> None:
     from transformers import AutoTokenizer
 
     hf_config = load_config(QUICK_V1, {"model": "hf/bundled"})
-    hf_plan = build_plan(hf_config, HfBackend(bundled_model_path(), hf_config.hf))
+    hf_plan = build_plan(hf_config, HfBackend(bundled_model_path(), hf_config.section(HfOptions)))
     cell = {(i.case.task, i.case.case_id, i.layout, i.trial): i.prompt.token_ids for i in items}
     same = sum(
         cell.get((i.case.task, i.case.case_id, i.layout, i.trial)) == i.prompt.token_ids
@@ -123,7 +125,7 @@ def main() -> None:
     engines = args.engines.split(",")
     config = load_config(QUICK_V1)
     shipped = bundled_model_path()
-    plan = build_plan(config, LlamaCppBackend(shipped, config.llamacpp))
+    plan = build_plan(config, LlamaCppBackend(shipped, config.section(LlamaCppOptions)))
     ids = [item.prompt.token_ids for item in plan.items]
     items = [plan.items[i] for i in prefix_order(ids)]
     print(f"quick-v1: {len(items)} items, {sum(map(len, ids))} prompt tokens, trie lower bound "

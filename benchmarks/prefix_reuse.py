@@ -16,6 +16,7 @@ import resource
 import time
 
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
+from rotscope.backends.llamacpp_options import LlamaCppOptions
 from rotscope.config import build_config
 from rotscope.plan.schedule import prefix_order
 from rotscope.plan.workitems import build_plan
@@ -41,7 +42,7 @@ def reuse(cases: int, lengths: list[int]) -> None:
          "depths": ["beginning", "early-middle", "midpoint", "late-middle", "end"]}
     )  # fmt: skip
     path = bundled_model_path()
-    plan = build_plan(config, LlamaCppBackend(path, config.llamacpp))
+    plan = build_plan(config, LlamaCppBackend(path, config.section(LlamaCppOptions)))
     grid = plan.items
     trie = [grid[i] for i in prefix_order([item.prompt.token_ids for item in grid])]
     print(
@@ -52,7 +53,9 @@ def reuse(cases: int, lengths: list[int]) -> None:
     for name, items, cache in (("naive (cold, grid order)", grid, False),
                                ("engine reuse (grid order)", grid, True),
                                ("rotscope (trie order)", trie, True)):  # fmt: skip
-        backend = LlamaCppBackend(path, config.llamacpp.model_copy(update={"prefix_cache": cache}))
+        backend = LlamaCppBackend(
+            path, config.section(LlamaCppOptions).model_copy(update={"prefix_cache": cache})
+        )
         backend.reserve(plan.max_prompt_tokens, config.generation.max_tokens)
         wall, evaluated, responses = _run(items, backend)
         backend.close()
@@ -70,7 +73,7 @@ def build(prompts: int, length: int) -> None:
         {"tasks": ["niah", "nolima"], "lengths": [length], "controls": False,
          "depths": [round(i / 31, 4) for i in range(32)], "length_tolerance": 0.01}
     )  # fmt: skip
-    backend = LlamaCppBackend(bundled_model_path(), config.llamacpp)
+    backend = LlamaCppBackend(bundled_model_path(), config.section(LlamaCppOptions))
     backend.context_window = max(backend.context_window, length + 64)  # building only, no model call
     started = time.perf_counter()
     plan = build_plan(config, backend)

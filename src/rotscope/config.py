@@ -10,53 +10,49 @@ from pydantic import (
     BaseModel,
     Field,
     ModelWrapValidatorHandler,
-    PrivateAttr,
-    SerializationInfo,
-    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
     field_validator,
-    model_serializer,
     model_validator,
 )
-from pydantic_core import InitErrorDetails
 
 from rotscope import registry
 from rotscope._util.strict_yaml import read_yaml
-from rotscope.config_sections import ENGINE_SECTIONS
+from rotscope.config_assembly import (
+    SectionHolder,
+    check_overrides,
+    filler_model,
+    first_error,
+    typed_filler_options,
+    validate_sections,
+)
+from rotscope.config_assembly import SubjectConfig as SubjectConfig
 from rotscope.config_sections import AnalysisConfig as AnalysisConfig
-from rotscope.config_sections import AnswerText as AnswerText
 from rotscope.config_sections import CacheConfig as CacheConfig
-from rotscope.config_sections import CmdOptions as CmdOptions
-from rotscope.config_sections import CodebaseCase as CodebaseCase
-from rotscope.config_sections import CodebaseConfig as CodebaseConfig
-from rotscope.config_sections import CodeLine as CodeLine
 from rotscope.config_sections import Depth as Depth
 from rotscope.config_sections import ExecutorConfig as ExecutorConfig
 from rotscope.config_sections import FillerConfig as FillerConfig
 from rotscope.config_sections import Float as Float
 from rotscope.config_sections import GateConfig as GateConfig
 from rotscope.config_sections import GenerationConfig as GenerationConfig
-from rotscope.config_sections import HfOptions as HfOptions
 from rotscope.config_sections import Int as Int
 from rotscope.config_sections import JudgeConfig as JudgeConfig
-from rotscope.config_sections import LlamaCppOptions as LlamaCppOptions
 from rotscope.config_sections import OptionalFloat as OptionalFloat
 from rotscope.config_sections import OptionalInt as OptionalInt
 from rotscope.config_sections import PlacementConfig as PlacementConfig
 from rotscope.config_sections import Price as Price
 from rotscope.config_sections import ProviderLimits as ProviderLimits
-from rotscope.config_sections import ReasoningConfig as ReasoningConfig
-from rotscope.config_sections import ReasoningFiller as ReasoningFiller
-from rotscope.config_sections import ReasoningLayout as ReasoningLayout
-from rotscope.config_sections import ReasoningSource as ReasoningSource
-from rotscope.config_sections import RemoteOptions as RemoteOptions
 from rotscope.config_sections import SearchConfig as SearchConfig
-from rotscope.config_sections import SubjectConfig as SubjectConfig
-from rotscope.config_sections import VllmOptions as VllmOptions
 from rotscope.config_sections import _Strict as _Strict
 from rotscope.errors import BadInput
-from rotscope.options import PathOption, RuntimeOption, absolute, resolve_marked_paths
+from rotscope.options import (
+    PathOption,
+    RuntimeOption,
+    absolute,
+    claimed_sections,
+    registered_sections,
+    resolve_marked_paths,
+)
 from rotscope.position import NAMED_POSITIONS as NAMED_POSITIONS
 from rotscope.position import OFFSET_PREFIX as OFFSET_PREFIX
 from rotscope.position import Position
@@ -83,11 +79,12 @@ def _model_path(model: object, base: Path) -> object:
     return absolute(model, base) if model.endswith(".gguf") else model
 
 
-class ExperimentConfig(_Strict):
+class ExperimentConfig(SectionHolder):
     OUTSIDE_SECTIONS: ClassVar[bool] = True
-    """A top-level key that is no field below may be an outside component's own options section
-    (``rotscope.registry.register_section``): validated by its class, kept in ``sections``."""
-    _sections: dict[str, BaseModel] = PrivateAttr(default_factory=dict)
+    """A top-level key that is no field below may be a component's own options section (the
+    built-in ones through the ``rotscope.sections`` entry points, an outside one also through
+    ``rotscope.registry.register_section``): validated by its class, kept in ``sections``, read as
+    ``config.section(Class)``."""
 
     name: str = "experiment"
     """The experiment's name, shown in every view and in the run folder's metadata."""
@@ -133,18 +130,13 @@ class ExperimentConfig(_Strict):
     knowledge): asking more of it is an error naming the maximum. ``reasoning`` counts
     ``reasoning.items``; ``codebase`` and ``cases`` have the cases written for them."""
     filler: FillerConfig = Field(default_factory=FillerConfig)
+    """Where the haystack's text comes from: a registered filler source and its settings."""
     placement: PlacementConfig = Field(default_factory=PlacementConfig)
+    """Where evidence other than the answer piece (support pieces, decoys) goes in the haystack."""
     generation: GenerationConfig = Field(default_factory=GenerationConfig)
-    llamacpp: LlamaCppOptions = Field(default_factory=LlamaCppOptions)
-    hf: HfOptions = Field(default_factory=HfOptions)
-    """Options of an ``hf/PATH`` model (transformers, in-process or in a worker process)."""
+    """How replies are decoded (temperature, reply length, seed), the same for every call."""
     executor: Annotated[ExecutorConfig, RuntimeOption()] = Field(default_factory=ExecutorConfig)
-    reasoning: ReasoningConfig = Field(default_factory=ReasoningConfig)
-    remote: RemoteOptions = Field(default_factory=RemoteOptions)
-    cmd: CmdOptions = Field(default_factory=CmdOptions)
-    """Options of a ``cmd/PATH`` model (a command run once per prompt, such as an agent CLI)."""
-    vllm: VllmOptions = Field(default_factory=VllmOptions)
-    """Options of a ``vllm/PATH`` model (vLLM in this process on a local model folder)."""
+    """Where calls run: a worker process, this process, or Ray actors."""
     system_prompt: str | None = None
     """A system message before every prompt (unset: none)."""
     chat_template: Annotated[str | None, PathOption(by_content="subject.template_digest")] = None
@@ -161,7 +153,9 @@ class ExperimentConfig(_Strict):
     """The share of error rows above which every view warns that accuracy rests on fewer items than
     planned (the summary's ``error_cap``)."""
     cache: Annotated[CacheConfig, RuntimeOption()] = Field(default_factory=CacheConfig)
+    """The on-disk response cache of remote calls."""
     judge: JudgeConfig | None = None
+    """A model grading the replies deterministic scoring cannot decide (unset: none)."""
     length_tolerance: Float = Field(default=0.05, gt=0.0, lt=1.0)
     """How far a built prompt's length may be from the asked length, as a fraction of it; a
     prompt outside is refused by verification, never run."""
@@ -172,7 +166,9 @@ class ExperimentConfig(_Strict):
     """The run folder; unset: ``runs/NAME-TIMESTAMP`` in the current folder. Relative to the
     experiment file."""
     gate: GateConfig = Field(default_factory=GateConfig)
+    """The release gate's pre-registered analysis (frozen by ``rotscope plan``)."""
     analysis: Annotated[AnalysisConfig, RuntimeOption()] = Field(default_factory=AnalysisConfig)
+    """How ``show`` and ``report`` analyse the run (read again at each analysis)."""
     order: Annotated[Literal["interleaved", "grouped", "prefix"], RuntimeOption()] = "grouped"
     """The order of a remote run's calls (a local engine always runs in prefix-trie order):
     ``interleaved`` shuffles all calls, ``grouped`` shuffles whole prefix groups and keeps each
@@ -182,7 +178,6 @@ class ExperimentConfig(_Strict):
     """After the run, re-run a seeded sample of items with the engine's cache cleared and compare."""
     cache_control_sample: Int = Field(default=8, gt=0)
     """``cache_control``: how many items are run again with the cache cleared."""
-    codebase: CodebaseConfig | None = None
     case_offset: Int = Field(default=0, ge=0)
     """Skip the first N cases of each task (before ``limit``): a search's later steps at a length
     take the instances after those it has."""
@@ -225,29 +220,6 @@ class ExperimentConfig(_Strict):
             raise ValueError("the replay task family needs a file of recorded prompts: replay: PATH.jsonl")
         return replay
 
-    @field_validator("subjects")
-    @classmethod
-    def _subjects_valid(cls, subjects: list[SubjectConfig], info: ValidationInfo) -> list[SubjectConfig]:
-        """Names unique; each engine override a key its section knows, with a value it accepts."""
-        seen: set[str] = set()
-        for subject in subjects:
-            if subject.name in seen:
-                raise ValueError(f"subject name {subject.name!r} is defined twice")
-            seen.add(subject.name)
-            for section in ENGINE_SECTIONS:
-                override = getattr(subject, section)
-                base = info.data.get(section)
-                if not override or base is None:
-                    continue
-                try:
-                    type(base).model_validate({**base.model_dump(), **override})
-                except ValidationError as error:
-                    first = error.errors()[0]
-                    key = ".".join(str(part) for part in first["loc"])
-                    problem = "unknown key" if first["type"] == "extra_forbidden" else first["msg"]
-                    raise ValueError(f"subject {subject.name!r}: {section}.{key}: {problem}") from None
-        return subjects
-
     @field_validator("subject")
     @classmethod
     def _subject_defined(cls, subject: str | None, info: ValidationInfo) -> str | None:
@@ -258,61 +230,24 @@ class ExperimentConfig(_Strict):
 
     @model_validator(mode="wrap")
     @classmethod
-    def _outside_sections(
+    def _sections_valid(
         cls, data: Any, handler: ModelWrapValidatorHandler[ExperimentConfig]
     ) -> ExperimentConfig:
-        """Keys that outside components claim validated by their section's class (strict, as the
-        built-in sections are); any other unknown key stays an error."""
+        """Each registered section's key validated by its class (strict): the built-in ones always
+        (their defaults, or ``None`` for a class with a required key, when the file leaves them out),
+        the outside ones when given; any other unknown key stays an error. Then each subject's
+        engine overrides, checked against the experiment's sections."""
         if not isinstance(data, dict):
             return handler(data)
-        data = _typed_filler_options(data)
-        claimed = outside_sections([key for key in data if key not in cls.model_fields])
-        if not claimed:
-            return handler(data)
+        data = typed_filler_options(data)
+        claimed = claimed_sections([key for key in data if key not in cls.model_fields])
         config = handler({key: value for key, value in data.items() if key not in claimed})
-        validated: dict[str, BaseModel] = {}
-        for name, model in claimed.items():
-            try:
-                validated[name] = model.model_validate(data[name])
-            except ValidationError as error:
-                details = [_inside(name, item) for item in error.errors()]
-                raise ValidationError.from_exception_data(cls.__name__, details) from None
-        config._sections = validated
+        known = registry.sections()
+        present = {name: model for name, model in registered_sections(cls).items() if known[name].present}
+        config._sections = validate_sections(cls.__name__, data, {**present, **claimed})
+        config.__pydantic_fields_set__.update(key for key in claimed if key in data)
+        check_overrides(config.subjects, config._sections)
         return config
-
-    @model_serializer(mode="wrap")
-    def _dump_sections(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
-        """The built-in fields as pydantic dumps them, then each outside section (none: unchanged)."""
-        data = handler(self)
-        if self._sections and isinstance(data, dict):
-            exclude: Any = info.exclude or {}
-            for name, section in self._sections.items():
-                inner = (
-                    exclude.get(name) if isinstance(exclude, dict) else (True if name in exclude else None)
-                )
-                if inner is True:
-                    continue
-                data[name] = section.model_dump(
-                    mode=info.mode, by_alias=bool(info.by_alias), exclude=inner if inner else None
-                )
-        return data
-
-    @property
-    def sections(self) -> dict[str, BaseModel]:
-        """The outside sections the experiment file gives, validated, by key."""
-        return dict(self._sections)
-
-    def section(self, model: type[S]) -> S:
-        """The outside section of class ``model``: as the experiment file gives it, else its defaults
-        (a section with a required key the file leaves out is bad input naming it)."""
-        for value in self._sections.values():
-            if isinstance(value, model):
-                return value
-        try:
-            return model()
-        except ValidationError as error:
-            name = next((item.name for item in registry.sections().values() if item.model is model), None)
-            raise BadInput(_first_error(error, f"config: section {name or model.__name__!r}")) from None
 
     def parsed_positions(self) -> list[Position]:
         """The depths of the grid, each parsed once, in the order given, without repeats."""
@@ -332,78 +267,12 @@ class ExperimentConfig(_Strict):
         return [p.offset_tokens for p in self.parsed_positions() if p.offset_tokens is not None]
 
 
-def _inside(name: str, item: Any) -> InitErrorDetails:
-    """A section's validation error placed under its key."""
-    detail: InitErrorDetails = {"type": item["type"], "loc": (name, *item["loc"]), "input": item["input"]}
-    if "ctx" in item:
-        detail["ctx"] = item["ctx"]
-    return detail
-
-
-def _filler_model(filler: object) -> type[BaseModel] | None:
-    """The class an outside filler source types its ``filler.options`` with, if any (outside
-    components imported only for a kind that is not known yet and has options given)."""
-    if not isinstance(filler, dict) or not isinstance(filler.get("kind"), str):
-        return None
-    kind = filler["kind"]
-    if registry.filler_options(kind) is None and filler.get("options"):
-        registry.load_outside()
-    section = registry.filler_options(kind)
-    if section is None or not (isinstance(section.model, type) and issubclass(section.model, BaseModel)):
-        return None
-    return section.model
-
-
-def _typed_filler_options(data: dict[str, Any]) -> dict[str, Any]:
-    """``data`` with ``filler.options`` validated by its source's class (its defaults filled in),
-    or the validation error placed at ``filler.options``."""
-    filler = data.get("filler")
-    model = _filler_model(filler)
-    if model is None or not isinstance(filler, dict):
-        return data
-    try:
-        options = model.model_validate(filler.get("options") or {})
-    except ValidationError as error:
-        details = [_inside("filler", {**item, "loc": ("options", *item["loc"])}) for item in error.errors()]
-        raise ValidationError.from_exception_data("ExperimentConfig", details) from None
-    return {**data, "filler": {**filler, "options": options.model_dump(mode="json")}}
-
-
-def outside_sections(keys: list[str]) -> dict[str, type[BaseModel]]:
-    """The section classes of those ``keys`` that outside components claim; the outside
-    components' modules are imported only when one of ``keys`` is not registered yet."""
-    if not keys:
-        return {}
-    known = registry.sections()
-    if any(key not in known for key in keys):
-        registry.load_outside()
-        known = registry.sections()
-    found: dict[str, type[BaseModel]] = {}
-    for key in keys:
-        section = known.get(key)
-        if section is None:
-            continue
-        if not (isinstance(section.model, type) and issubclass(section.model, BaseModel)):
-            raise BadInput(f"{key}: the options section of {section.module} is not a pydantic model")
-        found[key] = section.model
-    return found
-
-
-def _first_error(error: ValidationError, source: str) -> str:
-    first = error.errors()[0]
-    where = ".".join(str(part) for part in first["loc"]) or "(top level)"
-    if first["type"] == "extra_forbidden":
-        return f"{source}: unknown key {where!r}"
-    message = first["msg"].removeprefix("Value error, ")
-    return f"{source}: field {where!r}: {message} (got {first.get('input')!r})"
-
-
 def build_config(data: dict[str, Any], source: str = "config") -> ExperimentConfig:
     """Validate a mapping into an ``ExperimentConfig``; bad input raises ``BadInput`` in one line."""
     try:
         return ExperimentConfig.model_validate(data)
     except ValidationError as error:
-        raise BadInput(_first_error(error, source)) from None
+        raise BadInput(first_error(error, source)) from None
 
 
 def read_config_file(path: Path, paths_from: Path | None = None) -> dict[str, Any]:
@@ -427,15 +296,20 @@ def resolve_paths(data: dict[str, Any], base: Path) -> dict[str, Any]:
     (``subjects``), read as the experiment's own keys."""
     data = _own_paths(data, base)
     filler = data.get("filler")
-    model_of_options = _filler_model(filler)
+    model_of_options = filler_model(filler)
     if model_of_options is not None and isinstance(filler, dict) and isinstance(filler.get("options"), dict):
         data["filler"] = {
             **filler,
             "options": resolve_marked_paths(model_of_options, filler["options"], base),
         }
-    for key, model in outside_sections(
-        [key for key in data if key not in ExperimentConfig.model_fields]
-    ).items():
+    return _section_paths(data, base, subject=False)
+
+
+def _section_paths(data: dict[str, Any], base: Path, *, subject: bool) -> dict[str, Any]:
+    """``data`` with the paths of each registered section it gives resolved (``subject``: only the
+    sections a subject may override)."""
+    keys = [key for key in data if key not in (SubjectConfig if subject else ExperimentConfig).model_fields]
+    for key, model in claimed_sections(keys, subject=subject).items():
         if isinstance(data[key], dict):
             data[key] = resolve_marked_paths(model, data[key], base)
     return data
@@ -453,7 +327,7 @@ def _subject_paths(subject: object, base: Path) -> object:
     if not isinstance(subject, dict):
         return subject  # wrong: validation names it
     resolved = {key: value for key, value in _own_paths(subject, base).items() if key in subject}
-    return resolved
+    return _section_paths(resolved, base, subject=True)
 
 
 def load_config(

@@ -1,13 +1,17 @@
-"""The sections of the experiment file: one pydantic model per section, unknown keys an error,
-numbers never taken from YAML booleans. ``rotscope.config`` assembles them into the experiment."""
+"""The sections of the experiment file that are run policy (filler, placement, generation, gate,
+analysis, limits, prices, cache, judge, search, executor, subjects), and the field types every
+section shares (``Int``, ``Float``, ``Depth``, ``_Strict``...): one pydantic model per section,
+unknown keys an error, numbers never taken from YAML booleans. ``rotscope.config`` assembles them
+into the experiment. A component's own section (``llamacpp``, ``remote``, ``reasoning``...) lives
+with the component and is registered through the ``rotscope.sections`` entry points."""
 
 from __future__ import annotations
 
 import re
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
 
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -17,7 +21,7 @@ from pydantic import (
 )
 
 from rotscope._util.decode import check_encoding
-from rotscope.options import PathOption, RuntimeOption
+from rotscope.options import PathOption, SectionOf
 
 
 def _not_a_boolean(value: object) -> object:
@@ -160,86 +164,6 @@ class PlacementConfig(_Strict):
         return depths
 
 
-ReasoningSource = Literal["generated", "gsm8k", "arc"]
-ReasoningFiller = Literal["with_solutions", "questions_only", "neutral"]
-ReasoningLayout = Literal["end", "middle", "middle_twice", "middle_dup"]
-_DEFAULT_FILLERS: tuple[ReasoningFiller, ...] = ("with_solutions", "questions_only")
-_DEFAULT_LAYOUTS: tuple[ReasoningLayout, ...] = ("end", "middle", "middle_twice", "middle_dup")
-
-
-class ReasoningConfig(_Strict):
-    """The ``reasoning`` family: where its items come from, which fillers and layouts it crosses.
-
-    ``source``: ``generated`` (seeded arithmetic word problems), ``gsm8k`` or ``arc`` (a local JSONL
-    file, or Parquet for ARC, at ``path``). ``items``: how many target items; the rest of the pool
-    is filler. ``neutral`` filler comes from the experiment's ``filler`` source.
-    """
-
-    source: ReasoningSource = "generated"
-    """Where the items come from: ``generated`` word problems, or a local ``gsm8k`` or ``arc`` file."""
-    path: Annotated[str | None, PathOption()] = None
-    """The ``gsm8k`` JSONL or ``arc`` JSONL/Parquet file; relative to the experiment file."""
-    items: Int = Field(default=20, gt=0)
-    """How many target items are asked; the rest of the pool is filler."""
-    fillers: list[ReasoningFiller] = Field(default_factory=lambda: list(_DEFAULT_FILLERS), min_length=1)
-    """The fillers crossed: other items ``with_solutions``, their ``questions_only``, or ``neutral``
-    text (the experiment's filler source)."""
-    layouts: list[ReasoningLayout] = Field(default_factory=lambda: list(_DEFAULT_LAYOUTS), min_length=1)
-    """The layouts crossed: the target item at the ``end``, in the ``middle``, ``middle_twice`` (two
-    copies at the midpoint) or ``middle_dup`` (one at the midpoint, one at the end)."""
-
-    @field_validator("fillers", "layouts")
-    @classmethod
-    def _no_repeats(cls, names: list[str]) -> list[str]:
-        return list(dict.fromkeys(names))
-
-    @model_validator(mode="after")
-    def _file_sources_need_a_path(self) -> ReasoningConfig:
-        if self.source != "generated" and not self.path:
-            raise ValueError(f"source {self.source!r} reads a local file: set reasoning.path")
-        return self
-
-
-def _text(value: object) -> object:
-    """Numbers written unquoted in YAML (``answer: 719``) are answers as text."""
-    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
-
-
-AnswerText = Annotated[str, BeforeValidator(_text, json_schema_input_type=str | int | float)]
-
-
-class CodeLine(_Strict):
-    """A line that exists in the code filler: the one line of ``file`` (a path relative to the
-    filler's root) that contains ``line_contains``."""
-
-    file: str
-    """The file's path relative to the code filler's root."""
-    line_contains: str = Field(min_length=1)
-    """Text that exactly one line of ``file`` contains: that line is the evidence."""
-
-
-class CodebaseCase(_Strict):
-    id: str
-    """The case's id, unique in the family; part of each of its items' ids."""
-    question: str
-    """What the prompt asks about the code."""
-    answer: AnswerText
-    """The expected answer (a number written unquoted is read as text)."""
-    aliases: list[AnswerText] = Field(default_factory=list)
-    """Other spellings accepted as the answer."""
-    decoys: list[AnswerText] = Field(default_factory=list)
-    """Values present in the corpus that a wrong answer may name; scored as ``decoy``."""
-    evidence: CodeLine
-    """The line of the code filler that answers the question."""
-
-
-class CodebaseConfig(_Strict):
-    """Cases of the ``codebase`` family, whose evidence is a line already in the code filler."""
-
-    cases: list[CodebaseCase] = Field(min_length=1)
-    """The family's cases, each a question answered by one line of the code filler."""
-
-
 class GenerationConfig(_Strict):
     """How replies are decoded: the same settings for every call of the run."""
 
@@ -249,125 +173,6 @@ class GenerationConfig(_Strict):
     """The most tokens a reply may have."""
     seed: Int = 0
     """The decoding seed of trial 0 (trial ``t`` uses ``seed + t``), for engines that take one."""
-
-
-class LlamaCppOptions(_Strict):
-    """Engine settings of the llama.cpp backend. A thread count left unset is tuned per machine by
-    ``rotscope doctor``, else one per usable CPU; the batch default is measured on 2 CPU cores with
-    the bundled model (benchmarks/engine_settings.py): 256 prefills 2,000 tokens at 226 tok/s
-    against 173 tok/s with 2,048."""
-
-    n_threads: Annotated[OptionalInt, RuntimeOption()] = Field(default=None, gt=0)
-    """``None``: the thread count ``rotscope doctor`` measured prefilling fastest on this machine with
-    this model file and as many usable CPUs (its affinity) as now, else one thread per usable CPU.
-    The run's metadata and engine line say which it used and why."""
-    n_batch: Int = Field(default=256, gt=0)
-    """Prompt tokens per prefill batch (``n_batch`` and ``n_ubatch``). Never tuned behind a run's
-    back: it is part of the experiment's identity (it can change the logits in their last bits), so
-    ``rotscope doctor`` times 128, 256 and 512 and says when another is faster here."""
-    prefix_cache: Annotated[bool, RuntimeOption()] = True
-    """Keep the KV cache of the previous prompt and evaluate only what differs; ``false`` runs
-    every prompt cold (the correctness guard compares both)."""
-    state_cache_mb: Annotated[Int, RuntimeOption()] = Field(default=0, ge=0)
-    """Memory for saved engine states (llama.cpp's RAM cache), so a prompt whose prefix was
-    evaluated earlier, but not just before, starts from it. Off by default: the trie order already
-    evaluates each distinct prefix once; it helps orders that are not prefix-sorted."""
-    extra_buffers: Annotated[Literal["auto", "on", "off"], RuntimeOption()] = "auto"
-    """llama.cpp's extra weight buffers (CPU repack, AMX): ``auto`` uses them where a probe in a child
-    process showed a multi-token prefill runs with them (once per machine and model file; AMX
-    crashes there), ``off`` never, ``on`` always."""
-
-
-class HfOptions(_Strict):
-    """Engine settings of the Hugging Face transformers backend (``hf/PATH``, ``rotscope[hf]``)."""
-
-    device: Literal["auto", "cpu", "cuda"] = "auto"
-    """``auto``: the first CUDA device when torch sees one, else the CPU."""
-    dtype: Literal["float32", "bfloat16", "float16"] = "float32"
-    """The weights' type in memory (a GGUF file is dequantized to it)."""
-    n_threads: Annotated[OptionalInt, RuntimeOption()] = Field(default=None, gt=0)
-    """torch's CPU threads (``torch.set_num_threads``); ``None``: one per usable CPU (its affinity)."""
-    prefix_cache: Annotated[bool, RuntimeOption()] = True
-    """Keep the KV cache of the previous prompt, cropped to the prefix the next prompt shares, and
-    evaluate only the rest; ``false`` runs every prompt cold."""
-
-
-class VllmOptions(_Strict):
-    """Engine settings of the ``vllm/PATH`` backend (an in-process ``vllm.LLM`` on a local model
-    folder). Prefix caching is always on; prompts go as token ids, decoding is greedy."""
-
-    batch_size: Annotated[Int, RuntimeOption()] = Field(default=64, gt=0)
-    """Consecutive work items (in prefix order) handed to the engine at once; it schedules them
-    together and reuses their shared prefixes."""
-    gpu_memory_utilization: Annotated[Float, RuntimeOption()] = Field(default=0.9, gt=0.0, le=1.0)
-    """The share of GPU memory vLLM may take for weights and KV cache."""
-    tensor_parallel_size: Annotated[Int, RuntimeOption()] = Field(default=1, gt=0)
-    """GPUs the model is split over (tensor parallelism)."""
-    dtype: str = "auto"
-    """The weights' and activations' type (``auto``, ``bfloat16``, ``float16``, ``float32``)."""
-    enforce_eager: Annotated[bool, RuntimeOption()] = False
-    """Skip CUDA graph capture (faster start, slower decoding)."""
-
-
-SUBJECT_NAME = r"^[A-Za-z][A-Za-z0-9_-]*$"
-"""A subject's name: a word (letters, digits, ``_``, ``-``), so it can never be read as a model name
-(``provider/NAME``, a ``.gguf`` path, ``bundled``)."""
-ENGINE_SECTIONS = ("llamacpp", "hf", "vllm", "cmd", "remote")
-"""The engine option sections a subject may override, key by key."""
-
-
-class SubjectConfig(_Strict):
-    """One subject of a release (``subjects:``): a name, a model, and the overrides it carries over
-    the experiment's own settings. ``--pair A,B`` takes subject names (or plain model names); the
-    cases, grid, seeds, decoding and gate stay the experiment's, so both subjects get the same items."""
-
-    name: str = Field(pattern=SUBJECT_NAME, max_length=64)
-    """How ``--pair`` names it; unique among the subjects, never ``bundled``."""
-    model: str
-    """The subject's model, as ``model:`` takes it (a GGUF path, ``bundled``, ``provider/NAME``)."""
-    system_prompt: str | None = None
-    """Replaces the experiment's ``system_prompt`` for this subject (unset: the experiment's)."""
-    chat_template: str | None = None
-    """A Jinja chat template file replacing the model's own for this subject (local engines that take
-    token ids only); relative to the experiment file. Unset: the experiment's ``chat_template``."""
-    llamacpp: dict[str, Any] = Field(default_factory=dict)
-    """Keys of the ``llamacpp`` section this subject sets (``n_batch: 512``), the rest the experiment's."""
-    hf: dict[str, Any] = Field(default_factory=dict)
-    """Keys of the ``hf`` section this subject sets."""
-    vllm: dict[str, Any] = Field(default_factory=dict)
-    """Keys of the ``vllm`` section this subject sets."""
-    cmd: dict[str, Any] = Field(default_factory=dict)
-    """Keys of the ``cmd`` section this subject sets."""
-    remote: dict[str, Any] = Field(default_factory=dict)
-    """Keys of the ``remote`` section this subject sets (``base_url`` of its server...)."""
-
-    @field_validator("name")
-    @classmethod
-    def _not_a_model_name(cls, name: str) -> str:
-        if name == "bundled":
-            raise ValueError("'bundled' names the bundled model; give the subject another name")
-        return name
-
-    def overrides(self) -> dict[str, Any]:
-        """What this subject sets over the experiment: top-level keys, and engine keys by section."""
-        found: dict[str, Any] = {"model": self.model}
-        for key in ("system_prompt", "chat_template"):
-            if getattr(self, key) is not None:
-                found[key] = getattr(self, key)
-        for section in ENGINE_SECTIONS:
-            if getattr(self, section):
-                found[section] = dict(getattr(self, section))
-        return found
-
-    def override_fields(self) -> list[str]:
-        """The dotted config fields this subject sets (``model``, ``llamacpp.n_batch``)."""
-        fields: list[str] = []
-        for key, value in self.overrides().items():
-            if isinstance(value, dict):
-                fields.extend(f"{key}.{inner}" for inner in value)
-            else:
-                fields.append(key)
-        return fields
 
 
 class ExecutorConfig(_Strict):
@@ -466,132 +271,6 @@ class AnalysisConfig(_Strict):
         return lengths
 
 
-class RemoteOptions(_Strict):
-    """How to reach a model served elsewhere (``openai/…``, ``anthropic/…``, ``gemini/…``).
-
-    The API key is read at call time from the environment variable ``api_key_env`` names (the
-    provider's usual variable when unset); the key itself is never part of the config.
-    ``tokenizer`` counts lengths locally: a GGUF file (its vocabulary and chat template), a Hugging
-    Face ``tokenizer.json``, or ``tiktoken:NAME`` (only when the encoding is cached locally); with
-    none, lengths are an estimate and the run is marked approximate.
-    """
-
-    base_url: str | None = None
-    """The server's address (``http(s)://HOST[:PORT][/PATH]``); unset: the provider's own."""
-    api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
-    """The environment variable holding the API key; unset: the provider's usual one."""
-    timeout_s: Float = Field(default=120.0, gt=0.0)
-    """Seconds one request may take before it is retried."""
-    max_attempts: Int = Field(default=6, ge=1)
-    """Attempts per call for a fault another attempt may cure (a timeout, a rate limit, a server
-    error); a refused request is not retried."""
-    backoff_initial_s: Float = Field(default=1.0, ge=0.0)
-    """Seconds before the first retry; each further wait doubles, up to ``backoff_max_s``."""
-    backoff_max_s: Float = Field(default=60.0, ge=0.0)
-    """The longest wait between two attempts."""
-    tokenizer: Annotated[
-        str | None, PathOption(keep_prefix="tiktoken:", by_content="subject.tokenizer_digest")
-    ] = None
-    """What counts lengths locally: a GGUF file, a ``tokenizer.json`` or ``tiktoken:NAME``;
-    relative to the experiment file."""
-    max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens"
-    """OpenAI reasoning models take ``max_completion_tokens``; most compatible servers ``max_tokens``."""
-    reasoning_effort: str | None = None
-    """Sent as the request's ``reasoning_effort`` (OpenAI reasoning models); unset: not sent."""
-    params: dict[str, Any] = Field(default_factory=dict)
-    """Extra request fields passed through unchanged (e.g. ``top_p``, provider-specific options)."""
-    server_log: Annotated[str | None, PathOption(), RuntimeOption()] = None
-    """``openai/`` only: the log file of a llama-cpp-python server run verbose (its default), from
-    which each row's cached tokens are counted where the server's usage reports none (its
-    ``prefix-match hit`` lines, matched to requests in order, so it needs
-    ``limits.openai.concurrency: 1``). Unset, such a server's rows have unknown cached tokens."""
-
-    @field_validator("base_url")
-    @classmethod
-    def _http_url(cls, url: str | None) -> str | None:
-        """A server address is ``http(s)://HOST[:PORT][/PATH]``: anything else could only be
-        retried until every row is an error."""
-        if url is None:
-            return None
-        try:
-            parts = urlsplit(url)
-            parts.port  # noqa: B018 (raises ValueError on a port that is not a number)
-        except ValueError:
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("not an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
-        return url
-
-
-CMD_PLACEHOLDERS = ("{prompt_file}", "{system}", "{system_file}", "{usage_file}", "{usage_fd}")
-"""What ``cmd.args`` may contain, replaced on every call (see ``CmdOptions``)."""
-_PLACEHOLDER = re.compile(r"\{[A-Za-z_]+\}")
-_ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
-
-
-class CmdOptions(_Strict):
-    """How the ``cmd/PATH`` backend runs the executable at ``PATH`` (or a command name found on
-    ``$PATH``): once per prompt, the reply read from its standard output. In ``args``,
-    ``{prompt_file}``, ``{system}``, ``{system_file}``, ``{usage_file}`` and ``{usage_fd}`` are
-    replaced on every call. Usage's prompt tokens minus rotscope's own count are the harness
-    overhead. A non-zero exit, a timeout or an empty reply is an error row, retried up to
-    ``max_attempts`` times and again on ``--resume``.
-    """
-
-    args: list[str] = Field(default_factory=list)
-    """Arguments after the executable, each one word (no shell)."""
-    prompt: Literal["stdin", "file"] = "stdin"
-    """Where the prompt goes: the command's standard input, or a file named by ``{prompt_file}``."""
-    parts: Literal["conversation", "split"] = "conversation"
-    """``conversation``: every message's content, joined by blank lines; ``split``: the user's part as
-    the prompt, the system prompt apart as ``{system}`` or ``{system_file}``."""
-    usage: Literal["none", "file", "fd"] = "none"
-    """Where the command reports usage as JSON (``prompt_tokens``, ``completion_tokens``,
-    ``cached_tokens``, ``cost``): ``file`` (``{usage_file}``, ``$ROTSCOPE_USAGE_FILE``), ``fd``
-    (``{usage_fd}``, ``$ROTSCOPE_USAGE_FD``) or ``none``."""
-    env: list[Annotated[str, Field(pattern=_ENV_NAME)]] = Field(default_factory=list)
-    """Names of environment variables passed through (an API key, a model choice); only these,
-    besides ``PATH``, ``HOME``, the user and the locale, reach the command. Their values never enter
-    the run folder, and values of eight characters or more are redacted from replies and errors."""
-    cwd: Annotated[str | None, PathOption()] = None
-    """Working folder of the command; unset, each call gets an empty folder of its own, so an agent
-    sees no project files it could read."""
-    timeout_s: Annotated[Float, RuntimeOption()] = Field(default=600.0, gt=0.0)
-    """Seconds one attempt may run; then its whole process group is killed (SIGTERM, then SIGKILL)."""
-    max_attempts: Annotated[Int, RuntimeOption()] = Field(default=2, ge=1)
-    """Attempts per call for a non-zero exit or a timeout; an empty reply is not retried."""
-    backoff_initial_s: Annotated[Float, RuntimeOption()] = Field(default=1.0, ge=0.0)
-    """Seconds before the first retry; each further wait doubles, up to ``backoff_max_s``."""
-    backoff_max_s: Annotated[Float, RuntimeOption()] = Field(default=30.0, ge=0.0)
-    """The longest wait between two attempts."""
-    tokenizer: Annotated[
-        str | None, PathOption(keep_prefix="tiktoken:", by_content="subject.tokenizer_digest")
-    ] = None
-    """Counts lengths, as ``remote.tokenizer`` does: a GGUF file, a ``tokenizer.json`` or
-    ``tiktoken:NAME``; with none, lengths are an estimate and the run is marked approximate."""
-    context_window: OptionalInt = Field(default=None, gt=0)
-    """The window of the model behind the command, when the tokenizer does not say: longer planned
-    lengths are refused, and ``--dry-run`` warns when a measured harness overhead would exceed it."""
-
-    @field_validator("args")
-    @classmethod
-    def _known_placeholders(cls, args: list[str]) -> list[str]:
-        for arg in args:
-            for found in _PLACEHOLDER.findall(arg):
-                if found not in CMD_PLACEHOLDERS:
-                    raise ValueError(f"unknown placeholder {found} (known: {', '.join(CMD_PLACEHOLDERS)})")
-        return args
-
-    @model_validator(mode="after")
-    def _placeholders_for_parts(self) -> CmdOptions:
-        joined = " ".join(self.args)
-        if self.prompt == "file" and "{prompt_file}" not in joined:
-            raise ValueError("prompt: file needs {prompt_file} in cmd.args")
-        if self.parts == "split" and "{system}" not in joined and "{system_file}" not in joined:
-            raise ValueError("parts: split needs {system} or {system_file} in cmd.args")
-        return self
-
-
 class ProviderLimits(_Strict):
     """How hard a run may press one provider: calls in flight, requests and tokens per minute.
     A call is charged its prompt tokens plus ``max_tokens`` against the token limit, so long
@@ -629,6 +308,9 @@ class CacheConfig(_Strict):
     """The cache's folder; unset: the user's cache folder. Relative to the experiment file."""
 
 
+_REMOTE = SectionOf("remote")
+
+
 class JudgeConfig(_Strict):
     """An optional model that grades the replies deterministic scoring cannot decide."""
 
@@ -636,9 +318,11 @@ class JudgeConfig(_Strict):
     """The judge's model, as ``model:`` takes it (``provider/NAME``)."""
     max_tokens: Int = Field(default=8, gt=0)
     """The most tokens of the judge's reply (a verdict word)."""
-    remote: RemoteOptions = Field(default_factory=RemoteOptions)
-    """The judge's own connection settings: it never inherits the main model's ``remote`` (its
-    server, key variable or parameters belong to another provider)."""
+    remote: Annotated[Any, _REMOTE, AfterValidator(_REMOTE.validate)] = Field(
+        default_factory=dict, validate_default=True
+    )
+    """The judge's own connection settings (the keys of ``remote``): it never inherits the main
+    model's ``remote`` (its server, key variable or parameters belong to another provider)."""
 
 
 class SearchConfig(_Strict):

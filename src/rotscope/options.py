@@ -15,7 +15,12 @@ A component's options class marks its own fields; no central table lists them. A
 component's own section (``rotscope.registry.register_section``, a top-level key of the experiment
 file) is walked as a built-in section is: its ``PathOption`` fields resolved, its ``RuntimeOption``
 fields left out of the identity (the mapping ``runtime_keys`` gives for a model that takes outside
-sections, ``OUTSIDE_SECTIONS``, reads the registered sections each time it is read).
+sections, ``OUTSIDE_SECTIONS``, reads the registered sections each time it is read). The built-in
+components' sections (``llamacpp``, ``remote``, ``reasoning``...) are registered the same way, through
+the ``rotscope.sections`` entry points, and walked with them (``registered_sections``).
+
+``SectionOf``: a field holding another section's mapping (the judge's own ``remote``), validated,
+resolved and documented by the class registered for that section.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from rotscope import registry
+from rotscope.errors import BadInput
 
 
 def absolute(value: object, base: Path) -> object:
@@ -73,12 +79,76 @@ class RuntimeOption:
     """Marks a field that says how a run is executed, never what it answers: outside the identity."""
 
 
-_Marker = TypeVar("_Marker", PathOption, RuntimeOption)
+@dataclass(frozen=True)
+class SectionOf:
+    """Marks a field whose value is a mapping of the registered section ``name`` (the judge's own
+    ``remote``): validated by that section's class (``validate``, an ``AfterValidator``), its paths
+    resolved and its keys documented as that section's are."""
+
+    name: str
+
+    def model(self) -> type[BaseModel]:
+        section = registry.sections().get(self.name)
+        if section is None or not issubclass(section.model, BaseModel):
+            raise BadInput(f"no options section {self.name!r} is registered")
+        return section.model
+
+    def validate(self, value: object) -> BaseModel:
+        return self.model().model_validate(value)
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> Any:
+        return handler(self.model().__pydantic_core_schema__)
+
+
+_Marker = TypeVar("_Marker", PathOption, RuntimeOption, SectionOf)
 
 
 def marker(field: FieldInfo, kind: type[_Marker]) -> _Marker | None:
     """The field's marker of ``kind``, if it declares one."""
     return next((item for item in field.metadata if isinstance(item, kind)), None)
+
+
+def field_models(field: FieldInfo) -> Iterator[type[BaseModel]]:
+    """The models a field's value may be: its annotation's (``section_models``), or the class of
+    the section it is marked ``SectionOf``."""
+    referred = marker(field, SectionOf)
+    if referred is not None:
+        yield referred.model()
+    else:
+        yield from section_models(field.annotation)
+
+
+def registered_sections(model: type[BaseModel]) -> dict[str, type[BaseModel]]:
+    """The sections registered for a model that takes them (``OUTSIDE_SECTIONS``), by key: the
+    built-in ones and the outside ones known now; none for any other model."""
+    if not getattr(model, "OUTSIDE_SECTIONS", False):
+        return {}
+    return {
+        name: section.model
+        for name, section in registry.sections().items()
+        if isinstance(section.model, type) and issubclass(section.model, BaseModel)
+    }
+
+
+def claimed_sections(keys: list[str], *, subject: bool = False) -> dict[str, type[BaseModel]]:
+    """The section classes of those ``keys`` that a registered section claims (``subject``: only
+    those a subject may override); the outside components' modules are imported only when one of
+    ``keys`` is not registered yet (``registry.load_outside``)."""
+    if not keys:
+        return {}
+    known = registry.sections()
+    if any(key not in known for key in keys):
+        registry.load_outside()
+        known = registry.sections()
+    found: dict[str, type[BaseModel]] = {}
+    for key in keys:
+        section = known.get(key)
+        if section is None or (subject and not section.subject):
+            continue
+        if not (isinstance(section.model, type) and issubclass(section.model, BaseModel)):
+            raise BadInput(f"{key}: the options section of {section.module} is not a pydantic model")
+        found[key] = section.model
+    return found
 
 
 def section_models(annotation: Any) -> Iterator[type[BaseModel]]:
@@ -106,7 +176,7 @@ def resolve_marked_paths(model: type[BaseModel], data: dict[str, Any], base: Pat
         if path is not None:
             data[key] = path.resolved(data[key], base)
             continue
-        for section in section_models(field.annotation):
+        for section in field_models(field):
             if isinstance(data[key], dict):
                 data[key] = resolve_marked_paths(section, data[key], base)
     return data
@@ -114,16 +184,19 @@ def resolve_marked_paths(model: type[BaseModel], data: dict[str, Any], base: Pat
 
 def path_keys(model: type[BaseModel], prefix: str = "", seen: tuple[type[BaseModel], ...] = ()) -> list[str]:
     """The dotted keys of every ``PathOption`` field, nested sections included (a model nested in
-    itself, such as the session filler's ``static``, is entered once more)."""
+    itself, such as the session filler's ``static``, is entered once more), and those of the
+    registered sections of a model that takes them."""
     found: list[str] = []
     for name, field in model.model_fields.items():
         key = f"{prefix}{field.alias or name}"
         if marker(field, PathOption) is not None:
             found.append(key)
         branch = (*seen, model)
-        for section in section_models(field.annotation):
+        for section in field_models(field):
             if branch.count(section) < 2:
                 found.extend(path_keys(section, f"{key}.", branch))
+    for name, section in registered_sections(model).items():
+        found.extend(path_keys(section, f"{prefix}{name}.", (*seen, model)))
     return found
 
 
@@ -131,7 +204,8 @@ def content_keys(model: type[BaseModel], prefix: str = "", *, top: bool = True) 
     """The dotted keys of every ``PathOption`` field declaring ``by_content``, each with its digest
     field: ``model``'s own fields, those of its sections, and once more those of a section nested in
     itself (the session filler's ``static``). Any other nested section (the judge's ``remote``) is
-    compared as it is: no digest of the manifest covers its files."""
+    compared as it is: no digest of the manifest covers its files. The registered sections of a
+    model that takes them count as its own sections."""
     found: dict[str, str] = {}
     for name, field in model.model_fields.items():
         key = f"{prefix}{field.alias or name}"
@@ -141,23 +215,28 @@ def content_keys(model: type[BaseModel], prefix: str = "", *, top: bool = True) 
         for section in section_models(field.annotation):
             if top or (section is model and prefix.count(".") < 2):
                 found.update(content_keys(section, f"{key}.", top=False))
+    if top:
+        for name, section in registered_sections(model).items():
+            found.update(content_keys(section, f"{prefix}{name}.", top=False))
     return found
 
 
 class _WithOutside(Mapping[str, frozenset[str]]):
-    """The runtime keys of a model's own sections, and those of the outside sections registered
-    now (read on each access: a section registered after the model's keys were taken counts)."""
+    """The runtime keys of a model's own sections, and those of the sections registered now,
+    built-in and outside (read on each access: a section registered after the model's keys were
+    taken counts)."""
 
-    def __init__(self, own: dict[str, frozenset[str]]) -> None:
+    def __init__(self, own: dict[str, frozenset[str]], model: type[BaseModel]) -> None:
         self._own = own
+        self._model = model
 
     def _all(self) -> dict[str, frozenset[str]]:
-        outside = {
+        registered = {
             name: keys
-            for name, section in registry.sections().items()
-            if issubclass(section.model, BaseModel) and (keys := runtime_fields(section.model))
+            for name, section in registered_sections(self._model).items()
+            if (keys := runtime_fields(section))
         }
-        return {**outside, **self._own}
+        return {**registered, **self._own}
 
     def __getitem__(self, key: str) -> frozenset[str]:
         return self._all()[key]
@@ -199,5 +278,5 @@ def runtime_keys(model: type[BaseModel]) -> tuple[frozenset[str], Mapping[str, f
         if inner:
             sections[key] = frozenset(inner)
     if getattr(model, "OUTSIDE_SECTIONS", False):
-        return frozenset(top), _WithOutside(sections)
+        return frozenset(top), _WithOutside(sections, model)
     return frozenset(top), sections

@@ -1,7 +1,8 @@
 """One registry for every kind of component: task families, filler sources, backends, scorers.
 
 Components are found through one entry-point group per kind (``rotscope.backends``,
-``rotscope.tasks``, ``rotscope.fillers``, ``rotscope.scorers``), and rotscope's built-ins are
+``rotscope.tasks``, ``rotscope.fillers``, ``rotscope.scorers``; their options sections through
+``rotscope.sections``), and rotscope's built-ins are
 listed there exactly as an outside package lists its own (``pyproject.toml``). An entry point's
 name is the component's name and its value a module whose import registers it with the kind's
 decorator (or ``module:object``, an entry of the kind). The groups are read on first use, and a
@@ -91,8 +92,9 @@ def _entry_points(group: str) -> list[importlib.metadata.EntryPoint]:
 def rediscover() -> None:
     """Read the entry points again on next use (after ``sys.path`` changed: tests, a plugin installed
     into a running process). Components already loaded stay registered."""
-    global _DISCOVERED
+    global _DISCOVERED, _SECTIONS_LOADED
     _DISCOVERED = None
+    _SECTIONS_LOADED = False
     for registry in _REGISTRIES:
         registry._points = None
 
@@ -290,23 +292,38 @@ class Registry(Generic[T]):
 
 # --- options sections --------------------------------------------------------------------------------
 
+SECTIONS_GROUP = f"{OWN}.sections"
+"""The entry-point group of options sections: ``KEY = "module:Class"`` claims the experiment
+file's top-level key ``KEY`` for ``Class``, imported on the first config read (not by name)."""
+SUBJECT_OVERRIDES = "SUBJECT_OVERRIDES"
+"""A section class's ``ClassVar[bool]``: a subject (``subjects:``) may override its keys one by one
+(an engine's options)."""
+
 
 @dataclass(frozen=True)
 class Section:
-    """An outside component's own section of the experiment file: a top-level key ``name`` whose
-    mapping ``model`` (a pydantic model, its fields marked ``PathOption``/``RuntimeOption`` as the
-    built-in sections' are) validates, registered from ``module``."""
+    """A component's own section of the experiment file: a top-level key ``name`` whose mapping
+    ``model`` (a pydantic model, its fields marked ``PathOption``/``RuntimeOption``) validates,
+    registered from ``module``. ``present``: a built-in's (rotscope's own ``rotscope.sections``
+    entry point), part of every config, at its defaults when the file leaves it out (``None`` for a
+    class with a required key), as when it was a field of the experiment model; any other section
+    is dumped only when given. ``subject``: a subject may override its keys."""
 
     name: str
     model: type
     module: str
+    present: bool = False
+    subject: bool = False
 
 
 _SECTIONS: dict[str, Section] = {}
 _FILLER_OPTIONS: dict[str, Section] = {}
+_SECTIONS_LOADED = False
 
 
-def _claim(table: dict[str, Section], what: str, name: str, model: type, module: str | None) -> type:
+def _claim(
+    table: dict[str, Section], what: str, name: str, model: type, module: str | None, present: bool = False
+) -> type:
     origin = module or getattr(model, "__module__", None) or "?"
     held = table.get(name)
     if held is not None and held.module != origin:
@@ -314,7 +331,8 @@ def _claim(table: dict[str, Section], what: str, name: str, model: type, module:
             f"{what} {name!r} is registered by {_module_provider(held.module).label()} "
             f"and by {_module_provider(origin).label()}"
         )
-    table[name] = Section(name, model, origin)
+    subject = bool(getattr(model, SUBJECT_OVERRIDES, False))
+    table[name] = Section(name, model, origin, present=present, subject=subject)
     return model
 
 
@@ -326,8 +344,42 @@ def register_section(name: str, model: type, *, module: str | None = None) -> ty
     return _claim(_SECTIONS, "options section", name, model, module)
 
 
+def load_sections() -> None:
+    """Register the sections of the ``rotscope.sections`` entry points (once): each names its class
+    as ``module:Class``; rotscope's own are the built-in, always-present sections. rotscope's
+    group missing, or an entry naming what is gone, is stale metadata (or a reinstall to name)."""
+    global _SECTIONS_LOADED
+    if _SECTIONS_LOADED:
+        return
+    points = _entry_points(SECTIONS_GROUP)
+    if not any(_point_provider(point).builtin for point in points):
+        raise BadInput(STALE)
+    for point in points:
+        provider = _point_provider(point)
+        try:
+            model = point.load()
+        except (ModuleNotFoundError, AttributeError) as error:
+            missing = getattr(error, "name", None)
+            if isinstance(error, ModuleNotFoundError) and (
+                missing is None or not (point.module + ".").startswith(missing + ".")
+            ):
+                raise  # a module the section's own module imports: its own error
+            if provider.builtin:
+                raise BadInput(STALE) from error
+            raise BadInput(
+                f"{SECTIONS_GROUP}: {point.name} of {provider.describe()} names {point.value}, "
+                f"which does not import (reinstall {provider.distribution})"
+            ) from error
+        if not isinstance(model, type) or point.attr is None:
+            raise BadInput(f"{SECTIONS_GROUP}: {point.name} = {point.value} names no class (module:Class)")
+        _claim(_SECTIONS, "options section", point.name, model, point.module, present=provider.builtin)
+    _SECTIONS_LOADED = True
+
+
 def sections() -> dict[str, Section]:
-    """The options sections registered so far, by name (see ``load_outside``)."""
+    """The options sections: those of the ``rotscope.sections`` entry points (``load_sections``) and
+    those registered so far, by name (see ``load_outside``)."""
+    load_sections()
     return dict(_SECTIONS)
 
 
@@ -361,8 +413,9 @@ def _all_groups() -> set[str]:
 def load_outside() -> None:
     """Import the module of every entry point that is not rotscope's own (in every rotscope group),
     so that the options sections outside components register are known: the experiment file's
-    reader calls it only for a top-level key that is not a built-in field. A module that is gone is
+    reader calls it only for a top-level key that no section claims yet. A module that is gone is
     bad input naming the entry point."""
+    load_sections()
     for group in sorted(_all_groups()):
         for point in _entry_points(group):
             provider = _point_provider(point)

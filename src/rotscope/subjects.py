@@ -21,7 +21,7 @@ from rotscope.errors import BadInput
 
 def looks_like_model(value: str) -> bool:
     """A model name as ``model:`` takes it (``provider/NAME``, a path with a suffix, ``bundled``);
-    a subject's name never does (``config_sections.SUBJECT_NAME``)."""
+    a subject's name never does (``config_assembly.SUBJECT_NAME``)."""
     return value == BUNDLED_MODEL or "/" in value or bool(Path(value).suffix)
 
 

@@ -17,6 +17,7 @@ import yaml
 import rotscope
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.cmd import CmdBackend, read_usage
+from rotscope.backends.cmd_options import CmdOptions
 from rotscope.backends.process import TimedOut, run_in_group
 from rotscope.backends.retry import Permanent
 from rotscope.config import ExperimentConfig, build_config, load_config
@@ -288,7 +289,7 @@ def test_relative_paths_resolve_against_the_experiment_file(tmp_path: Path) -> N
 
 
 def _backend(tmp_path: Path, **cmd: Any) -> CmdBackend:
-    return CmdBackend(str(agent(tmp_path)), config("cmd/x", ONE_CALL, **cmd).cmd)
+    return CmdBackend(str(agent(tmp_path)), config("cmd/x", ONE_CALL, **cmd).section(CmdOptions))
 
 
 def test_a_harness_may_add_to_the_prompt_but_never_cut_it(tmp_path: Path) -> None:

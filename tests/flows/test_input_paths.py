@@ -11,8 +11,10 @@ import pytest
 import yaml
 from click.testing import Result
 
+from rotscope.backends.remote_options import RemoteOptions
 from rotscope.config import load_config
 from rotscope.filler import documents
+from rotscope.tasks.reasoning.options import ReasoningConfig
 from tests.support.cli_helpers import invoke, nonsense_corpus
 
 
@@ -70,9 +72,9 @@ def test_every_path_resolves_against_the_experiment_file(
     assert config.filler.glob == str(base / "corpus" / "**" / "*.md")
     assert config.filler.jsonl == str(base / "docs.jsonl")
     assert config.filler.path == str(tmp_path.resolve() / "code")
-    assert config.reasoning.path == str(base / "items.jsonl")
+    assert config.section(ReasoningConfig).path == str(base / "items.jsonl")
     assert config.cache.path == str(Path("~/cache.sqlite").expanduser())
-    assert config.remote.tokenizer == str(base / "tok" / "tokenizer.json")
+    assert config.section(RemoteOptions).tokenizer == str(base / "tok" / "tokenizer.json")
     assert config.judge is not None and config.judge.remote.tokenizer == "tiktoken:o200k_base"
     assert load_config(path).model_dump() == config.model_dump()  # the same wherever it is read from
 

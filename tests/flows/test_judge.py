@@ -16,6 +16,7 @@ import pytest
 
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
+from rotscope.backends.remote_options import RemoteOptions
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.html import render_report
@@ -258,8 +259,9 @@ def test_the_judge_never_inherits_the_main_models_connection(
     )
     (judge_config,) = built
     assert judge_config.model == "fake/lexical"
-    assert judge_config.remote.base_url is None and judge_config.remote.params == {}
-    assert judge_config.remote.api_key_env == "JUDGE_KEY"
+    judge_remote = judge_config.section(RemoteOptions)
+    assert judge_remote.base_url is None and judge_remote.params == {}
+    assert judge_remote.api_key_env == "JUDGE_KEY"
 
 
 def test_each_question_of_a_multi_question_prompt_is_judged_on_its_own_answer(

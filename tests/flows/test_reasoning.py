@@ -20,7 +20,7 @@ from rich.console import Console
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend
-from rotscope.config import ExperimentConfig, ReasoningConfig, build_config
+from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.plan.workitems import build_plan
@@ -33,6 +33,7 @@ from rotscope.scoring.deterministic import final_choice, final_number, score_fin
 from rotscope.tasks.reasoning.analysis import interference as _interference
 from rotscope.tasks.reasoning.analysis import layout_drops as _layout_drops
 from rotscope.tasks.reasoning.family import TARGET_LABEL, load_pool
+from rotscope.tasks.reasoning.options import ReasoningConfig
 from rotscope.types import Completion, GenerateRequest, Oracle, WorkItem
 
 LENGTHS = [400, 700]

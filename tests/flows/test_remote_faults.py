@@ -17,9 +17,10 @@ from typer.testing import CliRunner
 
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.openai_compat import OpenAICompatBackend, parse_chat_completion
+from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Permanent
 from rotscope.cli import app
-from rotscope.config import ExperimentConfig, RemoteOptions, build_config
+from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BackendRefused
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.report.html import render_report

@@ -19,6 +19,7 @@ import pytest
 from rotscope._util.tokens import common_prefix
 from rotscope.backends.fake import lexical_responder
 from rotscope.backends.vllm import VllmBackend, first_difference
+from rotscope.backends.vllm_options import VllmOptions
 from rotscope.config import build_config
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.plan.workitems import build_plan
@@ -150,7 +151,9 @@ def test_prompts_go_as_the_verified_ids_in_batches_with_greedy_seeded_params(
     config = experiment(model_folder, vllm={"batch_size": 5}, generation={"max_tokens": 12, "seed": 7})
     run_dir = run_experiment(config, run_dir=tmp_path / "run")
     sent = [prompt["prompt_token_ids"] for prompts, _ in engine.calls for prompt in prompts]
-    planned = build_plan(config, VllmBackend(model_folder, config.vllm, 7, sys.modules["vllm"])).items
+    planned = build_plan(
+        config, VllmBackend(model_folder, config.section(VllmOptions), 7, sys.modules["vllm"])
+    ).items
 
     assert sorted(map(tuple, sent)) == sorted(item.prompt.token_ids for item in planned)
     assert [len(prompts) for prompts, _ in engine.calls] == [5] * (len(sent) // 5) + (
@@ -214,7 +217,9 @@ def test_a_batch_that_raises_is_error_rows_that_resume_runs_again(
 
 
 def test_cache_clears_reach_the_engine(engine: Engine, model_folder: Path) -> None:
-    backend = VllmBackend(model_folder, build_config({"name": "x"}).vllm, 0, sys.modules["vllm"])
+    backend = VllmBackend(
+        model_folder, build_config({"name": "x"}).section(VllmOptions), 0, sys.modules["vllm"]
+    )
     backend.clear_cache()  # nothing loaded yet: nothing to clear
     request = GenerateRequest(({"role": "user", "content": "hi"},), (5, 6, 7), GenerationParams())
     completion = asyncio.run(backend.generate(request))

@@ -14,6 +14,7 @@ import pytest
 
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
+from rotscope.backends.llamacpp_options import LlamaCppOptions
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.types import Completion, GenerateRequest
@@ -102,7 +103,7 @@ def test_prompt_tokens_sent_are_the_planned_ids(tiny_run: Path) -> None:
 
 def test_kv_cache_reuse_does_not_change_answers(tiny_run: Path, tmp_path: Path) -> None:
     config = tiny_config()
-    fresh = NoCacheBackend(bundled_model_path(), config.llamacpp)
+    fresh = NoCacheBackend(bundled_model_path(), config.section(LlamaCppOptions))
     run_dir = run_experiment(config, run_dir=tmp_path / "nocache", backend=fresh)
     without = read_rows(run_dir)
     with_cache = read_rows(tiny_run)

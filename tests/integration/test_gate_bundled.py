@@ -13,7 +13,8 @@ import pytest
 
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
-from rotscope.config import LlamaCppOptions, build_config
+from rotscope.backends.llamacpp_options import LlamaCppOptions
+from rotscope.config import build_config
 from rotscope.execution.workflows.dry_run import freeze_plan
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.gate.judgement import EXIT_CODES

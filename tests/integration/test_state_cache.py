@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
-from rotscope.config import LlamaCppOptions
+from rotscope.backends.llamacpp_options import LlamaCppOptions
 from rotscope.types import GenerateRequest, GenerationParams
 
 

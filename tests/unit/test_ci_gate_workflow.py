@@ -11,6 +11,7 @@ from typing import Any
 
 import yaml
 
+from rotscope.backends.llamacpp_options import LlamaCppOptions
 from rotscope.config import build_config, load_config
 from rotscope.subjects import read_subjects_file, resolve_subject, with_subjects
 
@@ -84,11 +85,13 @@ def test_the_workflows_subjects_resolve_against_the_gate_experiment() -> None:
     config = with_subjects(experiment, subjects, env["SUBJECTS"])
     baseline = resolve_subject(config, "baseline", "baseline")
     shipped = resolve_subject(config, "candidate", "candidate")
-    for key in ("model", "system_prompt", "chat_template", "llamacpp"):
+    for key in ("model", "system_prompt", "chat_template"):
         assert getattr(shipped, key) == getattr(baseline, key) == getattr(experiment, key)
+    engine = (config.section(LlamaCppOptions) for config in (shipped, baseline, experiment))
+    assert len(set(engine)) == 1
     edited = [subjects[0], {**subjects[1], "system_prompt": "Be exact.", "llamacpp": {"n_batch": 128}}]
     candidate = resolve_subject(with_subjects(experiment, edited, "edited"), "candidate", "candidate")
-    assert (candidate.system_prompt, candidate.llamacpp.n_batch) == ("Be exact.", 128)
+    assert (candidate.system_prompt, candidate.section(LlamaCppOptions).n_batch) == ("Be exact.", 128)
     assert (
         candidate.cases == baseline.cases and candidate.gate == baseline.gate
     )  # the same items, judged alike

@@ -38,13 +38,21 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("readinglog", "src/rotscope/config.py"): (1, CONFIG),
     ("replay", "src/rotscope/config.py"): (2, CONFIG),
     ("vllm", "src/rotscope/config.py"): (1, CONFIG),
-    ("cmd", "src/rotscope/config_sections.py"): (1, CONFIG),
     ("code", "src/rotscope/config_sections.py"): (1, CONFIG),
-    ("hf", "src/rotscope/config_sections.py"): (1, CONFIG),
-    ("llamacpp", "src/rotscope/config_sections.py"): (1, CONFIG),
+    ("remote", "src/rotscope/config_sections.py"): (
+        1,
+        "the judge's own remote section, validated as the remote section (SectionOf)",
+    ),
+    ("remote", "src/rotscope/cli/run.py"): (
+        1,
+        "the remote section's key, set by the --base-url/--api-key-env flags",
+    ),
+    ("remote", "src/rotscope/execution/workflows/run_steps.py"): (
+        1,
+        "the judge's remote section, passed on as a section key",
+    ),
     ("session", "src/rotscope/config_sections.py"): (3, CONFIG),
     ("text", "src/rotscope/config_sections.py"): (1, CONFIG),
-    ("vllm", "src/rotscope/config_sections.py"): (1, CONFIG),
     # The Inspect integration's published tasks.
     ("niah", "src/rotscope/integrations/inspect/registry.py"): (1, PUBLISHED),
     ("nolima", "src/rotscope/integrations/inspect/registry.py"): (1, PUBLISHED),
@@ -149,7 +157,7 @@ def test_no_module_names_a_built_in_component_outside_this_table() -> None:
 
 def test_the_search_sees_a_name_outside_its_module_and_not_inside() -> None:
     names = builtin_names()
-    assert names["llamacpp"] == {"rotscope.backends.llamacpp"}
+    assert names["llamacpp"] == {"rotscope.backends.llamacpp", "rotscope.backends.llamacpp_options"}
     assert names["instruction"] == {"rotscope.tasks.instruction", "rotscope.scoring.instruction"}
     assert is_own("rotscope.backends.llamacpp", names["llamacpp"])
     assert is_own("rotscope.backends.llamacpp_doctor", names["llamacpp"]), "a helper beside it"

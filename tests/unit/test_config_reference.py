@@ -14,7 +14,7 @@ import pytest
 import yaml
 from pydantic import BaseModel, Field
 
-from rotscope import config_reference
+from rotscope import config_reference, registry
 from rotscope.config import ExperimentConfig, build_config, load_config
 from rotscope.config_reference import experiment_schema, key_rows, key_table, main
 from rotscope.errors import BadInput
@@ -115,6 +115,32 @@ def test_rows_carry_type_default_and_description() -> None:
 def test_every_key_has_a_description() -> None:
     undescribed = [row.key for row in key_rows() if not row.description.strip()]
     assert undescribed == []
+
+
+def _own_undescribed(
+    model: type[BaseModel], prefix: str, seen: tuple[type[BaseModel], ...] = ()
+) -> list[str]:
+    if model in seen:
+        return []
+    found = []
+    for name, field in model.model_fields.items():
+        if not (field.description or config_reference._attribute_docstrings(model).get(name)):
+            found.append(f"{prefix}{name}")
+        for inner, suffix in dict.fromkeys(config_reference._models_in(field.annotation, "")):
+            found.extend(_own_undescribed(inner, f"{prefix}{name}{suffix}.", (*seen, model)))
+    return found
+
+
+def test_every_field_has_a_docstring_of_its_own() -> None:
+    """Not only the class docstring of the section it holds: the experiment model's fields and
+    those of every registered section (and of the models nested in them)."""
+    undescribed = _own_undescribed(ExperimentConfig, "")
+    for name, section in registry.sections().items():
+        undescribed.extend(_own_undescribed(section.model, f"{name}."))
+    assert undescribed == []
+    assert {"llamacpp.n_batch", "remote.tokenizer", "codebase.cases", "subjects[].remote"} <= {
+        row.key for row in key_rows()
+    }
 
 
 class _Plain(BaseModel):

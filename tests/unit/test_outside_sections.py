@@ -25,7 +25,11 @@ MAIN_DIGESTS = {
     "default": "a5e9a011d64cbfc9",
     "quick": "1b8dabc17b93160b",
     "mixed": "ffdfde15dab1065c",
+    "sections": "15c495703dbbac0b",
 }
+"""``sections``: computed with the code of main at d0ae691, when the built-in sections were still
+fields of the experiment model and ``SubjectConfig`` had one field per engine section."""
+BUILT_IN_SECTIONS = ("llamacpp", "hf", "reasoning", "remote", "cmd", "vllm", "codebase")
 MIXED = {
     "name": "m",
     "model": "fake/lexical",
@@ -35,6 +39,41 @@ MIXED = {
     "filler": {"kind": "text", "glob": "/tmp/c/*.txt", "options": {"a": 1}},
     "max_cost": 1.5,
 }
+SECTIONS = {
+    "name": "s",
+    "model": "fake/lexical",
+    "tasks": ["niah", "reasoning", "codebase"],
+    "llamacpp": {"n_batch": 128, "n_threads": 2},
+    "remote": {
+        "base_url": "http://127.0.0.1:9/v1",
+        "tokenizer": "tiktoken:o200k_base",
+        "server_log": "/tmp/s.log",
+    },
+    "cmd": {"args": ["{prompt_file}"], "prompt": "file", "timeout_s": 5.0},
+    "reasoning": {"items": 4, "layouts": ["end"]},
+    "codebase": {
+        "cases": [
+            {
+                "id": "c1",
+                "question": "q?",
+                "answer": 719,
+                "evidence": {"file": "a.py", "line_contains": "x = 1"},
+            }
+        ]
+    },
+    "judge": {"model": "openai/gpt-4o-mini", "remote": {"timeout_s": 30.0}},
+    "subjects": [
+        {"name": "base", "model": "fake/lexical", "llamacpp": {"n_batch": 512}},
+        {
+            "name": "cand",
+            "model": "openai/x",
+            "remote": {"base_url": "http://127.0.0.1:8/v1"},
+            "system_prompt": "hi",
+            "hf": {"dtype": "bfloat16"},
+        },
+    ],
+}
+"""Every built-in section given, the judge's own ``remote`` and subjects overriding engine keys."""
 
 
 class AcmeOptions(BaseModel):
@@ -57,7 +96,7 @@ def acme(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def test_configs_without_outside_sections_keep_main_s_digests() -> None:
-    given = {"default": {}, "quick": quick_config_data(), "mixed": MIXED}
+    given = {"default": {}, "quick": quick_config_data(), "mixed": MIXED, "sections": SECTIONS}
     assert {name: config_digest(build_config(data)) for name, data in given.items()} == MAIN_DIGESTS
 
 
@@ -65,7 +104,8 @@ def test_a_section_is_validated_resolved_and_its_runtime_fields_stay_out_of_the_
     config = build_config(resolve_paths({"acme": {"weights": "w.bin", "threads": 3}}, Path("/data/exp")))
     options = config.section(AcmeOptions)
     assert options == AcmeOptions(weights="/data/exp/w.bin", threads=3)
-    assert config.sections == {"acme": options}
+    assert config.sections["acme"] == options
+    assert set(config.sections) == {*BUILT_IN_SECTIONS, "acme"} - {"codebase"}  # codebase left out: None
     assert config.model_dump()["acme"] == {"weights": "/data/exp/w.bin", "threads": 3, "temperature": 0.0}
     assert config_fields(config)["acme"] == {"weights": "/data/exp/w.bin", "temperature": 0.0}
     assert "acme" not in config.model_dump(exclude={"acme"})

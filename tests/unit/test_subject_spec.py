@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from rotscope.backends import create_backend
+from rotscope.backends.llamacpp_options import LlamaCppOptions
 from rotscope.config import build_config
 from rotscope.errors import BadInput
 from rotscope.execution.state.identity import config_fields
@@ -49,10 +50,14 @@ def test_subjects_are_validated_strictly(subjects: list[dict[str, Any]], fragmen
 def test_a_subject_resolves_to_its_overrides_and_its_own_definition_alone() -> None:
     config = build_config(BASE)
     batched = resolve_subject(config, "batched", "--pair candidate")
-    assert (batched.llamacpp.n_batch, batched.system_prompt, batched.subject) == (512, "S.", "batched")
+    assert (batched.section(LlamaCppOptions).n_batch, batched.system_prompt, batched.subject) == (
+        512,
+        "S.",
+        "batched",
+    )
     assert [subject.name for subject in batched.subjects] == ["batched"]
     current = resolve_subject(config, "current", "--pair baseline")
-    assert (current.llamacpp.n_batch, current.system_prompt) == (256, None)
+    assert (current.section(LlamaCppOptions).n_batch, current.system_prompt) == (256, None)
     # each run's identity holds its own overrides, never the other subject's
     assert config_fields(batched)["subjects"] != config_fields(current)["subjects"]
     assert (

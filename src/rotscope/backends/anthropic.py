@@ -16,8 +16,9 @@ from typing import Any
 
 from rotscope.backends import SHORTEST_CACHED, Extra, PromptCache, register_backend
 from rotscope.backends.remote import RemoteBackend, missing_extra, require_reply
+from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Permanent, Transient, Unreachable
-from rotscope.config import ExperimentConfig, Price, RemoteOptions
+from rotscope.config import ExperimentConfig, Price
 from rotscope.types import Completion, GenerateRequest, PrefixGroup
 
 STOPPED_BY_PROVIDER = {"refusal", "max_tokens"}
@@ -175,4 +176,4 @@ write (5-minute cache) at 1.25 times it."""
     prompt_cache=PromptCache(shortest=shortest_cached),
 )
 def anthropic_backend(name: str, config: ExperimentConfig) -> AnthropicBackend:
-    return AnthropicBackend(name, config.remote)
+    return AnthropicBackend(name, config.section(RemoteOptions))

@@ -24,10 +24,11 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.backends import register_backend
+from rotscope.backends.cmd_options import CmdOptions
 from rotscope.backends.harness_overhead import overhead_key, remember_overhead, remembered_overhead
 from rotscope.backends.process import Finished, TimedOut, run_in_group
 from rotscope.backends.retry import Permanent, RetryPolicy, Transient, call_with_retries
-from rotscope.config import CmdOptions, ExperimentConfig
+from rotscope.config import ExperimentConfig
 from rotscope.errors import BackendRefused, BadInput
 from rotscope.tokenizers.remote import is_approximate, load_tokenizer, render_plain
 from rotscope.types import Capabilities, Completion, GenerateRequest, Tokenizer
@@ -343,4 +344,4 @@ def _alive(pid: int) -> bool:
     "on stdin or in a file, reply on stdout, usage optional; options under cmd: (examples/agent-cli.yaml)",
 )
 def cmd_backend(name: str, config: ExperimentConfig) -> CmdBackend:
-    return CmdBackend(name, config.cmd)
+    return CmdBackend(name, config.section(CmdOptions))

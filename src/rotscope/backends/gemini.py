@@ -7,8 +7,9 @@ from typing import Any
 
 from rotscope.backends import Extra, PromptCache, register_backend
 from rotscope.backends.remote import RemoteBackend, missing_extra, require_reply
+from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Permanent, Transient, Unreachable
-from rotscope.config import ExperimentConfig, Price, RemoteOptions
+from rotscope.config import ExperimentConfig, Price
 from rotscope.types import Completion, GenerateRequest
 
 SDK = Extra("google-genai", "google.genai", "gemini")
@@ -141,4 +142,4 @@ PROMPT_CACHE = PromptCache(automatic_step=1)
     prompt_cache=PROMPT_CACHE,
 )
 def gemini_backend(name: str, config: ExperimentConfig) -> GeminiBackend:
-    return GeminiBackend(name, config.remote)
+    return GeminiBackend(name, config.section(RemoteOptions))

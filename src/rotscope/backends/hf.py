@@ -30,8 +30,9 @@ from rotscope._util.cpus import usable_cpus
 from rotscope._util.quiet import quiet_stderr
 from rotscope._util.tokens import common_prefix
 from rotscope.backends import register_backend
+from rotscope.backends.hf_options import HfOptions
 from rotscope.backends.llamacpp import bundled_model_path
-from rotscope.config import ExperimentConfig, HfOptions
+from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.gguf import check_gguf, file_digest
 from rotscope.tokenizers.local import LlamaCppTokenizer
@@ -328,4 +329,4 @@ def _local_models() -> list[str]:
     models=_local_models,
 )
 def hf_backend(name: str, config: ExperimentConfig) -> HfBackend:
-    return HfBackend(resolve_model(name), config.hf)
+    return HfBackend(resolve_model(name), config.section(HfOptions))

@@ -25,7 +25,8 @@ from rotscope.backends.extra_buffers import (
     mark_unsafe,
     probe_key,
 )
-from rotscope.config import BUNDLED_MODEL, ExperimentConfig, LlamaCppOptions
+from rotscope.backends.llamacpp_options import LlamaCppOptions
+from rotscope.config import BUNDLED_MODEL, ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.gguf import check_gguf, file_digest
 from rotscope.tokenizers.local import LlamaCppTokenizer
@@ -302,4 +303,4 @@ def _machine_checks(in_worker: Callable[[Backend], Any]) -> list[Check]:
     checks=_machine_checks,
 )
 def llamacpp_backend(name: str, config: ExperimentConfig) -> LlamaCppBackend:
-    return LlamaCppBackend(Path(name).expanduser(), config.llamacpp)
+    return LlamaCppBackend(Path(name).expanduser(), config.section(LlamaCppOptions))

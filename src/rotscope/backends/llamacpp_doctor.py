@@ -111,7 +111,7 @@ def measure_setting(path: Path, setting: Setting, in_worker: InWorker) -> Measur
     """Prefill a few hundred tokens, then decode from the cached prompt, in an engine worker with
     ``setting``'s threads and batch (a fresh one per setting: llama.cpp takes them when it loads)."""
     from rotscope.backends.llamacpp import LlamaCppBackend
-    from rotscope.config import LlamaCppOptions
+    from rotscope.backends.llamacpp_options import LlamaCppOptions
     from rotscope.types import GenerateRequest, GenerationParams
 
     engine = LlamaCppBackend(path, LlamaCppOptions(n_threads=setting[0], n_batch=setting[1]))

@@ -21,9 +21,10 @@ import httpx
 
 from rotscope.backends import PromptCache, register_backend
 from rotscope.backends.remote import RemoteBackend, require_reply
+from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Transient, Unreachable
 from rotscope.backends.server_log import ServerLog
-from rotscope.config import ExperimentConfig, Price, ProviderLimits, RemoteOptions
+from rotscope.config import ExperimentConfig, Price, ProviderLimits
 from rotscope.errors import BadInput
 from rotscope.types import Completion, GenerateRequest
 
@@ -152,9 +153,10 @@ PROMPT_CACHE = PromptCache(automatic_step=128)
 )
 def openai_backend(name: str, config: ExperimentConfig) -> OpenAICompatBackend:
     concurrency = config.limits.get("openai", ProviderLimits()).concurrency
-    if config.remote.server_log is not None and concurrency != 1:
+    options = config.section(RemoteOptions)
+    if options.server_log is not None and concurrency != 1:
         raise BadInput(
-            f"remote.server_log: {config.remote.server_log!r} needs limits.openai.concurrency: 1, not "
+            f"remote.server_log: {options.server_log!r} needs limits.openai.concurrency: 1, not "
             f"{concurrency} (the log's lines are matched to requests in the order they are answered)"
         )
-    return OpenAICompatBackend(name, config.remote)
+    return OpenAICompatBackend(name, options)

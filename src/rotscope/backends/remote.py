@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any, ClassVar
 
+from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import (
     Permanent,
     RetryPolicy,
@@ -22,7 +23,6 @@ from rotscope.backends.retry import (
     is_retry_status,
     retry_after_seconds,
 )
-from rotscope.config import RemoteOptions
 from rotscope.errors import BackendRefused
 from rotscope.tokenizers.remote import is_approximate, load_tokenizer
 from rotscope.types import Capabilities, Completion, GenerateRequest, Tokenizer

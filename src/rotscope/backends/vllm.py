@@ -26,7 +26,8 @@ from typing import Any
 
 from rotscope.backends import register_backend
 from rotscope.backends.remote import missing_extra
-from rotscope.config import ExperimentConfig, VllmOptions
+from rotscope.backends.vllm_options import VllmOptions
+from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.gguf import file_digest
 from rotscope.tokenizers.remote import HFTokenizer
@@ -210,4 +211,4 @@ def vllm_backend(name: str, config: ExperimentConfig) -> VllmBackend:
     folder = Path(name).expanduser()
     if not folder.is_dir():
         raise BadInput(f"model: vllm/ needs a local model folder; {name!r} is not one")
-    return VllmBackend(folder, config.vllm, config.generation.seed, import_vllm())
+    return VllmBackend(folder, config.section(VllmOptions), config.generation.seed, import_vllm())

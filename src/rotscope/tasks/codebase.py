@@ -11,12 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from rotscope._util.decode import read_text
-from rotscope.config import CodebaseCase, ExperimentConfig
+from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import ENCODING_HINT
 from rotscope.filler.code import KIND as CODE_FILLER
 from rotscope.filler.code import code_root
 from rotscope.tasks import BuiltCases, register_task
+from rotscope.tasks.codebase_options import CodebaseCase, CodebaseConfig
 from rotscope.types import Case, Evidence, Oracle, TaskFamily
 
 
@@ -36,13 +37,14 @@ def _evidence_line(root: Path, record: CodebaseCase, where: str, encoding: str) 
 
 
 def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
-    if config.codebase is None:
+    given = config.optional_section(CodebaseConfig)
+    if given is None:
         raise BadInput("codebase: the task family codebase needs codebase.cases in the experiment file")
     if config.filler.kind != CODE_FILLER:
         raise BadInput(f"filler.kind: the codebase family reads a code filler, got {config.filler.kind!r}")
     root = code_root(config.filler)
     cases = []
-    for number, record in enumerate(config.codebase.cases):
+    for number, record in enumerate(given.cases):
         where = f"codebase.cases.{number}"
         line = _evidence_line(root, record, where, config.filler.encoding)
         if not any(answer in line for answer in (record.answer, *record.aliases)):

@@ -14,6 +14,7 @@ import pytest
 
 from rotscope.backends import cmd as cmd_backend
 from rotscope.backends.cmd import CmdBackend
+from rotscope.backends.cmd_options import CmdOptions
 from rotscope.backends.process import run_in_group
 from rotscope.config import build_config
 from rotscope.types import GenerateRequest, GenerationParams
@@ -110,7 +111,7 @@ def test_placeholders_are_filled_in_one_pass(tmp_path: Path) -> None:
     config = build_config(
         {"model": f"cmd/{script}", "cmd": {"args": ["--sys={system}"], "usage": "file", "parts": "split"}}
     )
-    backend = CmdBackend(str(script), config.cmd)
+    backend = CmdBackend(str(script), config.section(CmdOptions))
     completion = asyncio.run(backend.generate(_request("Mind {usage_file} and {prompt_file}.")))
     assert completion.error is None and completion.text == "reply"
     assert (tmp_path / "argv").read_text() == "--sys=Mind {usage_file} and {prompt_file}."
@@ -124,6 +125,6 @@ def test_a_reply_over_the_stated_size_is_an_error_row(
     script.chmod(0o755)
     monkeypatch.setattr(cmd_backend, "MAX_REPLY_BYTES", 50_000)
     config = build_config({"model": f"cmd/{script}", "cmd": {"max_attempts": 1}})
-    completion = asyncio.run(CmdBackend(str(script), config.cmd).generate(_request("")))
+    completion = asyncio.run(CmdBackend(str(script), config.section(CmdOptions)).generate(_request("")))
     assert completion.text == "" and completion.error is not None
     assert "reply over 50000 bytes" in completion.error

@@ -16,7 +16,7 @@ from rotscope.backends import extra_buffers
 from rotscope.backends.engine_speed import BATCH_CANDIDATES, Setting, Speed, remember_speed, remembered_speed
 from rotscope.backends.extra_buffers import probe_key
 from rotscope.backends.llamacpp_doctor import Measured, measure_speed
-from rotscope.config import LlamaCppOptions
+from rotscope.backends.llamacpp_options import LlamaCppOptions
 from rotscope.report.terminal import engine_note
 from rotscope.tokenizers.gguf import file_digest
 

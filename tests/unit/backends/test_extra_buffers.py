@@ -57,7 +57,7 @@ def test_an_unreadable_cache_only_means_probing_again() -> None:
 
 def test_the_verdict_decides_the_mode_and_a_crash_turns_extra_buffers_off(bundled_path: Path) -> None:
     from rotscope.backends.llamacpp import LlamaCppBackend
-    from rotscope.config import LlamaCppOptions
+    from rotscope.backends.llamacpp_options import LlamaCppOptions
     from rotscope.tokenizers.gguf import file_digest
 
     remember(probe_key(file_digest(bundled_path)), Verdict(True, "ran"))

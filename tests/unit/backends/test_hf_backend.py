@@ -18,7 +18,7 @@ transformers = pytest.importorskip("transformers")
 
 from rotscope.backends import create_backend  # noqa: E402
 from rotscope.backends.hf import HfBackend, KvCachedModel, require_extra, resolve_model, reusable_prefix  # noqa: E402
-from rotscope.config import ExperimentConfig, HfOptions  # noqa: E402
+from rotscope.config import build_config  # noqa: E402
 from rotscope.errors import BadInput  # noqa: E402
 from rotscope.types import GenerateRequest, GenerationParams  # noqa: E402
 from tests.support.cli_helpers import assert_bad_input, invoke  # noqa: E402
@@ -137,7 +137,7 @@ def model_folder(tiny_model: Any, tmp_path_factory: pytest.TempPathFactory) -> P
 
 def test_a_model_folder_loads_offline_and_reuses_its_cache(model_folder: Path) -> None:
     backend = create_backend(
-        ExperimentConfig(model=f"hf/{model_folder}", hf=HfOptions(device="cpu", n_threads=1))
+        build_config({"model": f"hf/{model_folder}", "hf": {"device": "cpu", "n_threads": 1}})
     )
     assert isinstance(backend, HfBackend) and backend.context_window == 256
     description = backend.describe()

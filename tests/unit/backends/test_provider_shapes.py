@@ -19,7 +19,7 @@ import pytest
 from rotscope.backends.anthropic import AnthropicBackend
 from rotscope.backends.gemini import GeminiBackend
 from rotscope.backends.openai_compat import OpenAICompatBackend
-from rotscope.config import RemoteOptions
+from rotscope.backends.remote_options import RemoteOptions
 from rotscope.errors import BackendRefused
 from rotscope.types import Completion, GenerateRequest, GenerationParams, PrefixGroup
 

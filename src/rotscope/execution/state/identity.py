@@ -3,7 +3,8 @@ experiments in one run folder.
 
 The identity is every config field except those that only say how a run is executed or judged
 (``RUNTIME_FIELDS``, ``SECTION_RUNTIME_FIELDS``: the fields marked ``RuntimeOption`` on the config's
-models, see ``rotscope.options``), plus the digests of the model file, its tokenizer
+models and on the registered sections' classes, built-in and outside, read live; see
+``rotscope.options``), plus the digests of the model file, its tokenizer
 and its chat template: editing ``model``, ``lengths`` or ``seed`` in ``DIR/config.yaml``, or
 replacing the GGUF file behind the same path, is refused on resume, naming the first changed field.
 

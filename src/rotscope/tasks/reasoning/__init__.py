@@ -10,13 +10,23 @@ from dataclasses import dataclass
 from typing import Any
 
 from rotscope.config import ExperimentConfig
+from rotscope.rows import Row
 from rotscope.tasks import FamilyHooks, register_task
-from rotscope.tasks.reasoning.analysis import analyse
 from rotscope.tasks.reasoning.family import LAYOUT_COPIES, TASK, build_reasoning_cases
 from rotscope.tasks.reasoning.layout import plan_reasoning
+from rotscope.tasks.reasoning.options import ReasoningConfig
 from rotscope.types import Case, FamilyPrompts, Tokenizer
 
 __all__ = ["ReasoningFamily", "analyse", "plan_reasoning"]
+
+
+def analyse(rows: list[Row]) -> dict[str, Any]:
+    """The family's own analysis (``analysis.analyse``), imported when the summary asks for it:
+    reading a config imports this package for its options section (``options``), and the analysis
+    brings the statistics libraries."""
+    from rotscope.tasks.reasoning.analysis import analyse as own
+
+    return own(rows)
 
 
 @dataclass(frozen=True)
@@ -28,7 +38,7 @@ class ReasoningFamily:
         return build_reasoning_cases()
 
     def plan_prompts(self, tokenizer: Tokenizer, neutral_corpus: Callable[[], Any]) -> FamilyPrompts:
-        source = self.config.reasoning.source
+        source = self.config.section(ReasoningConfig).source
         plan = plan_reasoning(self.config, tokenizer, neutral_corpus)
         return FamilyPrompts(
             rendered=tuple((placed.case, placed.layout, placed.prompt) for placed in plan.placed),

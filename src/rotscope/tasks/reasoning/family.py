@@ -21,8 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from rotscope.config import ReasoningConfig, ReasoningLayout
 from rotscope.tasks.reasoning.items import ReasoningItem, generated_items, load_arc, load_gsm8k
+from rotscope.tasks.reasoning.options import ReasoningConfig, ReasoningLayout
 from rotscope.types import Case, Evidence, Oracle
 
 TASK = "reasoning"

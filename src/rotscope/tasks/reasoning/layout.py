@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from rotscope.config import ExperimentConfig, ReasoningFiller
+from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import Document
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
@@ -30,6 +30,7 @@ from rotscope.tasks.reasoning.family import (
     load_pool,
 )
 from rotscope.tasks.reasoning.items import ReasoningItem
+from rotscope.tasks.reasoning.options import ReasoningConfig, ReasoningFiller
 from rotscope.types import Case, Layout, Rejection, RenderedPrompt, Tokenizer
 
 _WINDOW_TRIES = 12
@@ -193,7 +194,7 @@ def plan_reasoning(
     config: ExperimentConfig, tokenizer: Tokenizer, neutral: Callable[[], TokenizedCorpus]
 ) -> ReasoningPlan:
     """Every target x filler x layout x length, rendered and verified; failures are listed."""
-    settings = config.reasoning
+    settings = config.section(ReasoningConfig)
     pool = load_pool(settings, config.seed, config.limit)
     placed: list[Placed] = []
     rejected: list[Rejection] = []

@@ -1,0 +1,50 @@
+"""The codebase family's own section of the experiment file (``codebase:``): its cases, each a
+question answered by a line of the code filler. A config without it has ``None`` there."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BeforeValidator, Field
+
+from rotscope.config_sections import _Strict
+
+
+def _text(value: object) -> object:
+    """Numbers written unquoted in YAML (``answer: 719``) are answers as text."""
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else value
+
+
+AnswerText = Annotated[str, BeforeValidator(_text, json_schema_input_type=str | int | float)]
+
+
+class CodeLine(_Strict):
+    """A line that exists in the code filler: the one line of ``file`` (a path relative to the
+    filler's root) that contains ``line_contains``."""
+
+    file: str
+    """The file's path relative to the code filler's root."""
+    line_contains: str = Field(min_length=1)
+    """Text that exactly one line of ``file`` contains: that line is the evidence."""
+
+
+class CodebaseCase(_Strict):
+    id: str
+    """The case's id, unique in the family; part of each of its items' ids."""
+    question: str
+    """What the prompt asks about the code."""
+    answer: AnswerText
+    """The expected answer (a number written unquoted is read as text)."""
+    aliases: list[AnswerText] = Field(default_factory=list)
+    """Other spellings accepted as the answer."""
+    decoys: list[AnswerText] = Field(default_factory=list)
+    """Values present in the corpus that a wrong answer may name; scored as ``decoy``."""
+    evidence: CodeLine
+    """The line of the code filler that answers the question."""
+
+
+class CodebaseConfig(_Strict):
+    """Cases of the ``codebase`` family, whose evidence is a line already in the code filler."""
+
+    cases: list[CodebaseCase] = Field(min_length=1)
+    """The family's cases, each a question answered by one line of the code filler."""
