@@ -52,12 +52,15 @@ class FamilyHooks:
     (``spread`` pieces), and its cells carry the ``region`` its pieces reached; ``control_kind``:
     what its evidence-absent control measures, written into the summary's ``controls`` so the
     views word it without knowing the family (``abstention``: the right reply is "not in the
-    context"; ``compliance``: the base rate of following an instruction the prompt lacks)."""
+    context"; ``compliance``: the base rate of following an instruction the prompt lacks);
+    ``own_lengths``: its prompts keep a length of their own (recordings), so the grid's ``lengths``
+    do not apply to it and the plan's lines say so."""
 
     analyse: Analysis | None = None
     layout_order: tuple[str, ...] = ()
     region: bool = False
     control_kind: str = "abstention"
+    own_lengths: bool = False
 
 
 NO_HOOKS = FamilyHooks()

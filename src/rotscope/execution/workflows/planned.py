@@ -17,6 +17,7 @@ from rotscope.execution.state.run_folder import (
 from rotscope.plan.manifest import Deviation, deviations, manifest_digest
 from rotscope.plan.workitems import Plan
 from rotscope.store import RunStore
+from rotscope.tasks import TASKS
 
 
 def check_plan(
@@ -86,15 +87,18 @@ def same_corpus(run_dir: Path, corpus: Mapping[str, Any]) -> None:
             )
 
 
-OWN_LENGTH_TASKS = ("replay",)
-"""Families whose prompts keep their recorded length: the grid's ``lengths`` do not apply to them."""
+def own_length_tasks(config: ExperimentConfig) -> list[str]:
+    """The tasks whose prompts keep a length of their own (``FamilyHooks.own_lengths``): the grid's
+    ``lengths`` do not apply to them."""
+    found = [(task, TASKS.find(task)) for task in config.tasks]
+    return [task for task, family in found if family is not None and family.hooks.own_lengths]
 
 
 def grid_line(config: ExperimentConfig) -> str:
     """What the run will do: its tasks, lengths, depths and trials. Replayed recordings run each at
     its own length, so the grid's lengths are named only for the tasks that use them."""
     depths = ", ".join(str(depth) for depth in config.depths)
-    own = [task for task in config.tasks if task in OWN_LENGTH_TASKS]
+    own = own_length_tasks(config)
     lengths = f"lengths {', '.join(f'{n:,}' for n in config.lengths)} tokens"
     if own:
         recorded = f"{', '.join(own)}: each recording at its own length"
@@ -131,9 +135,9 @@ def planned_line(plan: Plan) -> str:
 
 
 __all__ = [
-    "OWN_LENGTH_TASKS",
     "check_plan",
     "grid_line",
+    "own_length_tasks",
     "planned_line",
     "refuse_nothing_to_measure",
     "same_corpus",

@@ -10,7 +10,7 @@ from typing import Any
 
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
-from rotscope.tasks import register_task
+from rotscope.tasks import FamilyHooks, register_task
 from rotscope.tasks.replay.layout import digest, render_recording
 from rotscope.tasks.replay.records import TASK, Recording, read_replay_file
 from rotscope.types import Case, FamilyPrompts, Layout, Rejection, RenderedPrompt, Tokenizer
@@ -55,6 +55,6 @@ class ReplayFamily:
         )
 
 
-@register_task(TASK)
+@register_task(TASK, hooks=FamilyHooks(own_lengths=True))
 def replay_family(config: ExperimentConfig) -> ReplayFamily:
     return ReplayFamily(config)
