@@ -58,24 +58,29 @@ from rotscope.position import OFFSET_PREFIX as OFFSET_PREFIX
 from rotscope.position import Position
 
 BUNDLED_MODEL = "bundled"
-HF_BUNDLED_MODEL = "hf/bundled"
-"""The bundled GGUF run by the transformers backend (``rotscope[hf]``)."""
 DEFAULT_DEPTHS: tuple[float | str, ...] = ("beginning", "midpoint", "end")
 S = TypeVar("S", bound=BaseModel)
+MODEL_NAME_FORM = "MODEL_NAME_FORM"
+"""A section class's ``ClassVar[str]``, for the provider named like its key: how the model name after
+``PROVIDER/`` is read. ``path``: a file or folder, made absolute against the experiment file
+(``bundled`` stays the bundled model); ``path-or-command``: a path where it holds a ``/``, else a
+command looked up on ``$PATH`` when run. Unset: a name the provider knows (an API's model name)."""
 
 
 def _model_path(model: object, base: Path) -> object:
-    """A model given by path (``PATH.gguf``, ``llamacpp/PATH``, ``vllm/PATH``, ``cmd/PATH``) made absolute."""
+    """A model given by path (``PATH.gguf``, or ``PROVIDER/PATH`` for a provider whose section
+    declares ``MODEL_NAME_FORM``) made absolute."""
     if not isinstance(model, str) or model == BUNDLED_MODEL:
         return model
-    for provider in ("llamacpp/", "vllm/"):
-        if model.startswith(provider):
-            return f"{provider}{absolute(model.removeprefix(provider), base)}"
-    if model.startswith("hf/") and model != HF_BUNDLED_MODEL:
-        return f"hf/{absolute(model.removeprefix('hf/'), base)}"
-    if model.startswith("cmd/"):  # a path; a bare command name is looked up on $PATH when run
-        command = model.removeprefix("cmd/")
-        return f"cmd/{absolute(command, base)}" if "/" in command else model
+    provider, slash, name = model.partition("/")
+    if slash:
+        section = registry.sections().get(provider)
+        form = getattr(section.model, MODEL_NAME_FORM, None) if section is not None else None
+        if form == "path" and name != BUNDLED_MODEL:
+            return f"{provider}/{absolute(name, base)}"
+        if form == "path-or-command" and "/" in name:
+            return f"{provider}/{absolute(name, base)}"
+        return model
     return absolute(model, base) if model.endswith(".gguf") else model
 
 

@@ -27,6 +27,8 @@ class CmdOptions(_Strict):
 
     SUBJECT_OVERRIDES: ClassVar[bool] = True
     """A subject (``subjects:``) may set its keys one by one."""
+    MODEL_NAME_FORM: ClassVar[str] = "path-or-command"
+    """How the model name after ``cmd/`` is read (``rotscope.config.MODEL_NAME_FORM``)."""
 
     args: list[str] = Field(default_factory=list)
     """Arguments after the executable, each one word (no shell)."""

@@ -16,6 +16,8 @@ class HfOptions(_Strict):
 
     SUBJECT_OVERRIDES: ClassVar[bool] = True
     """A subject (``subjects:``) may set its keys one by one."""
+    MODEL_NAME_FORM: ClassVar[str] = "path"
+    """How the model name after ``hf/`` is read (``rotscope.config.MODEL_NAME_FORM``)."""
 
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """``auto``: the first CUDA device when torch sees one, else the CPU."""

@@ -19,6 +19,8 @@ class LlamaCppOptions(_Strict):
 
     SUBJECT_OVERRIDES: ClassVar[bool] = True
     """A subject (``subjects:``) may set its keys one by one."""
+    MODEL_NAME_FORM: ClassVar[str] = "path"
+    """How the model name after ``llamacpp/`` is read (``rotscope.config.MODEL_NAME_FORM``)."""
 
     n_threads: Annotated[OptionalInt, RuntimeOption()] = Field(default=None, gt=0)
     """``None``: the thread count ``rotscope doctor`` measured prefilling fastest on this machine with

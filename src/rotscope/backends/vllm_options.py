@@ -17,6 +17,8 @@ class VllmOptions(_Strict):
 
     SUBJECT_OVERRIDES: ClassVar[bool] = True
     """A subject (``subjects:``) may set its keys one by one."""
+    MODEL_NAME_FORM: ClassVar[str] = "path"
+    """How the model name after ``vllm/`` is read (``rotscope.config.MODEL_NAME_FORM``)."""
 
     batch_size: Annotated[Int, RuntimeOption()] = Field(default=64, gt=0)
     """Consecutive work items (in prefix order) handed to the engine at once; it schedules them
