@@ -80,7 +80,8 @@ def _model_path(model: object, base: Path) -> object:
             return f"{provider}/{absolute(name, base)}"
         if form == "path-or-command" and "/" in name:
             return f"{provider}/{absolute(name, base)}"
-        return model
+        if form is not None:
+            return model
     return absolute(model, base) if model.endswith(".gguf") else model
 
 

@@ -28,13 +28,9 @@ PUBLISHED = (
 ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     # The experiment file: built-in defaults and sections, not yet registered by their components.
     ("cases", "src/rotscope/config.py"): (2, CONFIG),
-    ("cmd", "src/rotscope/config.py"): (3, CONFIG),
-    ("hf", "src/rotscope/config.py"): (3, CONFIG),
-    ("llamacpp", "src/rotscope/config.py"): (1, CONFIG),
     ("niah", "src/rotscope/config.py"): (2, CONFIG),
     ("readinglog", "src/rotscope/config.py"): (1, CONFIG),
     ("replay", "src/rotscope/config.py"): (2, CONFIG),
-    ("vllm", "src/rotscope/config.py"): (1, CONFIG),
     ("code", "src/rotscope/config_sections.py"): (1, CONFIG),
     ("remote", "src/rotscope/config_sections.py"): (
         1,
