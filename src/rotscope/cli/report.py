@@ -19,14 +19,17 @@ def report(
     ] = None,
     figures: Annotated[
         Path | None,
-        typer.Option("--figures", help="Also write the figures as SVG and PNG into this folder (kaleido)."),
+        typer.Option(
+            "--figures",
+            help="Also write each task's figures as SVG, PNG and PDF into this folder (matplotlib; no browser).",
+        ),
     ] = None,
 ) -> None:
     """Write a self-contained HTML report (opens offline), and with --figures its figures as files."""
     from rotscope.analysis.summary import load_summary
     from rotscope.execution.workflows.dispatch import read_search_record, refuse_unfinished_search
     from rotscope.execution.workflows.search_run import is_search_folder
-    from rotscope.report.figures import write_figures
+    from rotscope.report.figure_files import write_figures
     from rotscope.report.html import write_report
     from rotscope.report.search_html import write_search_report
 
