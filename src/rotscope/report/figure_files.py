@@ -46,7 +46,7 @@ SIZE_INCHES = (9.0, 5.4)
 DPI = 200  # 1800 x 1080 pixels, as the plotly export's 900 x 540 at scale 2 was
 INSTALL = "pip install 'rotscope[figures]'"
 # plotly's dashes and markers (figures.DASHES, figures.MARKERS) in matplotlib's words, same order.
-LINE_STYLES: tuple[Any, ...] = ("-", (0, (6, 3)), (0, (1, 2)), "-.", (0, (10, 4)), (0, (10, 3, 2, 3)))
+LINE_STYLES: tuple[Any, ...] = ("-", "--", ":", "-.", (0, (10, 4)), (0, (10, 3, 2, 3)))
 MARKER_STYLES = ("o", "s", "D", "^", "x", "P", "*", "v")
 COLOUR_MAP = "cividis"
 GRID = "#ebf0f8"  # plotly_white's grid lines
@@ -180,7 +180,10 @@ def heatmap_figure(summary: dict[str, Any], task: str) -> Figure:
     lengths, labels, grid = heatmap_grid(summary, task)
     values = np.ma.masked_invalid(
         np.array(
-            [[np.nan if cell is None or cell["accuracy"] is None else cell["accuracy"] for cell in line] for line in grid],
+            [
+                [np.nan if cell is None or cell["accuracy"] is None else cell["accuracy"] for cell in line]
+                for line in grid
+            ],
             dtype=float,
         ).reshape(len(labels), len(lengths))
     )
@@ -189,18 +192,17 @@ def heatmap_figure(summary: dict[str, Any], task: str) -> Figure:
         figure.colorbar(image, ax=axes, label=drawable(ACCURACY_AXIS))
         for row, line in enumerate(grid):
             for column, cell in enumerate(line):
-                if cell is None or cell["accuracy"] is None:
-                    continue
-                accuracy = cell["accuracy"]
-                axes.text(
-                    column,
-                    row,
-                    f"{accuracy:.2f}\nn={cell['n']}",
-                    horizontalalignment="center",
-                    verticalalignment="center",
-                    fontsize=9,
-                    color="white" if accuracy < 0.6 else "black",  # cividis is dark below ~0.6
-                )
+                label = _cell_label(cell)
+                if label is not None:
+                    axes.text(
+                        column,
+                        row,
+                        label[0],
+                        horizontalalignment="center",
+                        verticalalignment="center",
+                        fontsize=9,
+                        color=label[1],
+                    )
         axes.set_xticks(range(len(lengths)), [f"{length:,}" for length in lengths])
         axes.set_yticks(range(len(labels)), [drawable(label) for label in labels])
     else:
@@ -208,6 +210,24 @@ def heatmap_figure(summary: dict[str, Any], task: str) -> Figure:
     axes.set_xlabel(drawable(LENGTH_AXIS))
     axes.set_ylabel(drawable(POSITION_AXIS))
     return figure
+
+
+def _cell_label(cell: dict[str, Any] | None) -> tuple[str, str] | None:
+    """What a heatmap cell prints and in which colour: its accuracy and n (the HTML report's
+    values); on a cell without a score, why (every prompt rejected, every row an error)."""
+    if cell is None:
+        return None
+    accuracy = cell["accuracy"]
+    if accuracy is not None:
+        return (
+            f"{accuracy:.2f}\nn={cell['n']}",
+            "white" if accuracy < 0.6 else "black",
+        )  # cividis is dark below ~0.6
+    if cell.get("all_rejected"):
+        return f"rejected\n{cell.get('rejected', 0)} cases", "#666666"
+    if cell.get("errors"):
+        return f"no score\n{cell['errors']} errors", "#666666"
+    return None
 
 
 def _nothing_scored(axes: Axes) -> None:

@@ -9,7 +9,6 @@ colour scale (cividis) rises in lightness monotonically and each cell prints its
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
@@ -96,7 +95,11 @@ def heatmap_grid(
     lengths = sorted({cell["length"] for cell in cells})
     rows = sorted({row_key(cell) for cell in cells})
     lookup = {(row_key(cell), cell["length"]): cell for cell in cells}
-    return lengths, [key[2] for key in rows], [[lookup.get((key, length)) for length in lengths] for key in rows]
+    return (
+        lengths,
+        [key[2] for key in rows],
+        [[lookup.get((key, length)) for length in lengths] for key in rows],
+    )
 
 
 def length_figure(summary: dict[str, Any]) -> go.Figure:
