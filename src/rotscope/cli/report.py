@@ -21,7 +21,7 @@ def report(
         Path | None,
         typer.Option(
             "--figures",
-            help="Also write each task's figures as SVG, PNG and PDF into this folder (matplotlib; no browser).",
+            help="Also write each task's figures as SVG, PNG and PDF into this folder (matplotlib).",
         ),
     ] = None,
 ) -> None:

@@ -3,9 +3,10 @@ llama.cpp backend's engine build, CPU features, extra-buffer verdict, prefill be
 tokenizer round trip: ``rotscope.backends.llamacpp_doctor``), the cache folder, optional extras.
 
 A check that fails (``FAIL``) means a run cannot work; ``warn`` means a part of rotscope is
-unavailable (an optional extra, the browser for the HTML report's browser test; figures need none). The measured speeds are kept in
-the user's cache folder, so ``rotscope run --dry-run`` can estimate a local run's time, with the
-fastest thread count, which a llama.cpp run uses where its config leaves it unset.
+unavailable (an optional extra, or Chromium, which only the HTML report's browser test uses; the
+figures need no browser). The measured speeds are kept in the user's cache folder, so
+``rotscope run --dry-run`` can estimate a local run's time, with the fastest thread count, which a
+llama.cpp run uses where its config leaves it unset.
 """
 
 from __future__ import annotations
