@@ -126,13 +126,6 @@ def test_a_model_name_with_escape_and_bell_gives_well_formed_svg_and_lists_only_
         assert r"fake/lexical-recent\x1b[31m\x07 · niah" in text  # drawn as its escapes
 
 
-def test_drawable_text_is_xml_safe_and_keeps_a_dollar() -> None:
-    assert figure_files.drawable("a\x1b[31m\x07b") == r"a\x1b[31m\x07b"
-    assert figure_files.drawable("\x00\ufffe\uffff\ud800") == "\\x00\ufffd\ufffd\\ud800"
-    assert figure_files.drawable("$x^$ 5$") == r"\$x^\$ 5\$"
-    assert figure_files.drawable("niah · 1,000 tokens, é") == "niah · 1,000 tokens, é"
-
-
 def test_each_task_has_three_figures_titled_with_model_task_and_effective_length(run_dir: Path) -> None:
     drawn = figure_files.run_figures(shareable(load_summary(run_dir)))
     assert sorted(drawn) == STEMS
