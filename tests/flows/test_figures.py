@@ -164,6 +164,34 @@ def test_a_task_whose_rows_are_all_errors_is_drawn_saying_so(tmp_path: Path) -> 
     assert [text.get_text() for text in drawn["niah-length"].axes[0].texts] == ["no scored cell"]
 
 
+def test_named_layouts_are_a_category_axis_in_their_family_order(tmp_path: Path) -> None:
+    config = build_config(
+        {
+            "model": "fake/lexical",
+            "tasks": ["reasoning"],
+            "lengths": [500],
+            "reasoning": {"items": 2, "fillers": ["with_solutions", "neutral"]},
+        }
+    )
+    summary = shareable(load_summary(run_experiment(config, run_dir=tmp_path / "run")))
+    axes = figure_files.run_figures(summary)["reasoning-position"].axes[0]
+    assert [label.get_text() for label in axes.get_xticklabels()] == [
+        "end",
+        "middle",
+        "middle_twice",
+        "middle_dup",
+    ]
+    assert [text.get_text() for text in axes.get_legend().get_texts()] == [
+        "500 tokens, neutral",
+        "500 tokens, with_solutions",
+    ]
+    heatmap = figure_files.run_figures(summary)["reasoning-heatmap"].axes[0]
+    assert [label.get_text() for label in heatmap.get_yticklabels()][:2] == [
+        "neutral · end",
+        "neutral · middle",
+    ]
+
+
 def test_figures_without_matplotlib_are_one_line_naming_the_extra(run_dir: Path, tmp_path: Path) -> None:
     result = _cli(
         NO_MATPLOTLIB,

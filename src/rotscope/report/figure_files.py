@@ -158,6 +158,7 @@ def position_figure(summary: dict[str, Any], task: str) -> Figure:
         )
     if named:
         axes.set_xticks(range(len(labels)), [drawable(label) for label in labels])
+        axes.set_xlim(-0.5, len(labels) - 0.5)
         axes.set_xlabel(drawable(LAYOUT_AXIS))
     else:
         axes.set_xlim(-0.05, 1.05)
