@@ -126,6 +126,15 @@ def test_a_model_name_with_escape_and_bell_gives_well_formed_svg_and_lists_only_
         assert r"fake/lexical-recent\x1b[31m\x07 · niah" in text  # drawn as its escapes
 
 
+def test_the_same_run_draws_the_same_files(run_dir: Path, tmp_path: Path) -> None:
+    summary = load_summary(run_dir)
+    first = figure_files.write_figures(summary, tmp_path / "first")
+    second = figure_files.write_figures(summary, tmp_path / "second")
+    assert [path.name for path in first] == [path.name for path in second] and len(first) == 18
+    for one, other in zip(first, second, strict=True):
+        assert one.read_bytes() == other.read_bytes(), one.name
+
+
 def test_each_task_has_three_figures_titled_with_model_task_and_effective_length(run_dir: Path) -> None:
     drawn = figure_files.run_figures(shareable(load_summary(run_dir)))
     assert sorted(drawn) == STEMS

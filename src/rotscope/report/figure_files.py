@@ -15,6 +15,8 @@ disk and not empty.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +59,9 @@ METADATA: dict[str, dict[str, Any]] = {
     "pdf": {"CreationDate": None},
 }
 _NOT_XML = re.compile("[\ufffe\uffff]")
+# matplotlib's defaults whatever the user's matplotlibrc says, and files that are the same for the
+# same run: fixed SVG ids; TrueType fonts in the PDF (Type 3 fonts are refused by some journals).
+HOUSE_STYLE: dict[str, Any] = {"svg.hashsalt": "rotscope", "svg.fonttype": "path", "pdf.fonttype": 42}
 
 
 def drawable(text: str) -> str:
@@ -66,13 +71,16 @@ def drawable(text: str) -> str:
     return _NOT_XML.sub("\ufffd", terminal_safe(text)).replace("$", r"\$")
 
 
-def _matplotlib() -> None:
-    """Import matplotlib, or say which extra installs it."""
+@contextmanager
+def _house_style() -> Iterator[None]:
+    """matplotlib imported (or the extra that installs it named) and its house style in force."""
     try:
-        import matplotlib  # noqa: F401
+        import matplotlib.style
         from matplotlib.backends import backend_agg  # noqa: F401
     except ImportError:
         raise BadInput(f"--figures: drawing the figures needs matplotlib: {INSTALL}") from None
+    with matplotlib.style.context(["default", HOUSE_STYLE]):
+        yield
 
 
 def _new_figure(title: str, subtitle: str) -> tuple[Figure, Axes]:
@@ -250,14 +258,14 @@ def _file_part(text: str) -> str:
 def run_figures(summary: dict[str, Any]) -> dict[str, Figure]:
     """Each task's three figures by file stem: ``TASK-heatmap``, ``TASK-length``, ``TASK-position``
     (``summary`` as the views show it: ``names.shareable``)."""
-    _matplotlib()
     figures: dict[str, Figure] = {}
-    for analysis in summary["tasks"]:
-        task = analysis["task"]
-        stem = _file_part(task)
-        figures[f"{stem}-heatmap"] = heatmap_figure(summary, task)
-        figures[f"{stem}-length"] = length_figure(summary, analysis)
-        figures[f"{stem}-position"] = position_figure(summary, task)
+    with _house_style():
+        for analysis in summary["tasks"]:
+            task = analysis["task"]
+            stem = _file_part(task)
+            figures[f"{stem}-heatmap"] = heatmap_figure(summary, task)
+            figures[f"{stem}-length"] = length_figure(summary, analysis)
+            figures[f"{stem}-position"] = position_figure(summary, task)
     return figures
 
 
@@ -272,14 +280,15 @@ def write_figures(summary: dict[str, Any], folder: Path) -> list[Path]:
     except OSError as error:
         raise BadInput(f"--figures: cannot create {folder} ({error.strerror})") from None
     written = []
-    for kind in FORMATS:
-        for stem, figure in figures.items():
-            path = folder / f"{stem}.{kind}"
-            try:
-                figure.savefig(path, format=kind, dpi=DPI, metadata=METADATA[kind], facecolor="white")
-            except OSError as error:
-                raise BadInput(f"--figures: cannot write {path} ({error.strerror})") from None
-            if not path.is_file() or path.stat().st_size == 0:
-                raise BadInput(f"--figures: {path} was not written")
-            written.append(path)
+    with _house_style():
+        for kind in FORMATS:
+            for stem, figure in figures.items():
+                path = folder / f"{stem}.{kind}"
+                try:
+                    figure.savefig(path, format=kind, dpi=DPI, metadata=METADATA[kind], facecolor="white")
+                except OSError as error:
+                    raise BadInput(f"--figures: cannot write {path} ({error.strerror})") from None
+                if not path.is_file() or path.stat().st_size == 0:
+                    raise BadInput(f"--figures: {path} was not written")
+                written.append(path)
     return written
