@@ -5,6 +5,7 @@ control characters still gives well-formed SVG; a missing matplotlib is one line
 
 from __future__ import annotations
 
+import copy
 import os
 import subprocess
 import sys
@@ -171,6 +172,23 @@ def test_a_task_whose_rows_are_all_errors_is_drawn_saying_so(tmp_path: Path) -> 
     drawn = figure_files.run_figures(shareable(load_summary(run)))
     assert {text.get_text() for text in drawn["niah-heatmap"].axes[0].texts} == {"no score\n3 errors"}
     assert [text.get_text() for text in drawn["niah-length"].axes[0].texts] == ["no scored cell"]
+
+
+def test_an_all_rejected_row_and_an_empty_task_are_drawn_saying_so(run_dir: Path, tmp_path: Path) -> None:
+    summary = copy.deepcopy(load_summary(run_dir))
+    for cell in summary["cells"]:
+        if cell["task"] == "niah" and cell["depth"] == 0.0:  # the verifier rejected every prompt
+            cell.update(accuracy=None, ci_low=None, ci_high=None, n=0, all_rejected=True, rejected=3)
+    summary["tasks"].append({**summary["tasks"][0], "task": "empty", "lengths": []})
+    drawn = figure_files.run_figures(shareable(summary))
+    texts = [text.get_text() for text in drawn["niah-heatmap"].axes[0].texts]
+    assert texts.count("rejected\n3 cases") == 3 and len(texts) == 9
+    for stem in ("empty-heatmap", "empty-length", "empty-position"):
+        assert [text.get_text() for text in drawn[stem].axes[0].texts] == ["no scored cell"], stem
+    written = figure_files.write_figures(summary, tmp_path / "figs")
+    assert len(written) == 27
+    for path in written:
+        _assert_valid(path)
 
 
 def test_named_layouts_are_a_category_axis_in_their_family_order(tmp_path: Path) -> None:
