@@ -68,3 +68,18 @@ def test_doctor_lists_where_each_kind_of_component_comes_from(monkeypatch: pytes
         line = next(line for line in components if line.startswith(f"  {kind} from rotscope "))
         assert line.split(" (built-in): ", 1)[1].split(", ").count(member) == 1, line
     assert lines[-1] == "ready for a run"
+
+
+def test_without_chromium_doctor_says_it_serves_only_the_report_browser_test_and_figures_need_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PATH", str(tmp_path))  # no chromium, chromium-browser or chrome here
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    checks = {check.name: check for check in run_checks()}
+    browser = checks["chromium"]
+    assert browser.status == "warn"
+    assert "only by the browser test of the HTML report" in browser.detail
+    assert "--figures need no browser" in browser.detail
+    assert checks["matplotlib"].status == "warn" and "rotscope[figures]" in checks["matplotlib"].detail
+    assert "kaleido" not in checks

@@ -119,7 +119,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("text", "src/rotscope/execution/state/run_folder.py"): (1, HOMONYM + ": an evidence span's text"),
     ("text", "src/rotscope/gate/pairing.py"): (1, HOMONYM + ": a stored span's text"),
     ("text", "src/rotscope/report/html.py"): (1, HOMONYM + ": a stored span's text"),
-    ("text", "src/rotscope/report/figures.py"): (1, HOMONYM + ": a plotly title's text"),
     ("text", "src/rotscope/report/names.py"): (1, HOMONYM + ": an example in a comment on shortening paths"),
     ("text", "src/rotscope/tasks/case_lines.py"): (1, HOMONYM + ": a case-file line's evidence text"),
     ("text", "src/rotscope/tasks/competitive.py"): (1, HOMONYM + ": a decoy's text"),

@@ -19,14 +19,17 @@ def report(
     ] = None,
     figures: Annotated[
         Path | None,
-        typer.Option("--figures", help="Also write the figures as SVG and PNG into this folder (kaleido)."),
+        typer.Option(
+            "--figures",
+            help="Also write each task's figures as SVG, PNG and PDF into this folder (matplotlib).",
+        ),
     ] = None,
 ) -> None:
     """Write a self-contained HTML report (opens offline), and with --figures its figures as files."""
     from rotscope.analysis.summary import load_summary
     from rotscope.execution.workflows.dispatch import read_search_record, refuse_unfinished_search
     from rotscope.execution.workflows.search_run import is_search_folder
-    from rotscope.report.figures import write_figures
+    from rotscope.report.figure_files import write_figures
     from rotscope.report.html import write_report
     from rotscope.report.search_html import write_search_report
 
@@ -36,11 +39,13 @@ def report(
             _fail("--figures: a search folder's figure is in its report; use it on a step (DIR/steps/…)")
         target = output or run_dir / "report.html"
         record = _guarded(lambda: read_search_record(run_dir))
-        console.print(f"report: {_guarded(lambda: write_search_report(record, run_dir.name, target))}")
+        written = _guarded(lambda: write_search_report(record, run_dir.name, target))
+        console.print(f"report: {terminal_safe(str(written))}", markup=False, soft_wrap=True)
         return
     if figures is not None:  # first: a missing extra is refused before anything is written
         folder = figures
         for path in _guarded(lambda: write_figures(load_summary(run_dir), folder)):
-            console.print(f"figure: {terminal_safe(str(path))}", markup=False)
+            # One line a path, never wrapped: each is copied as it is.
+            console.print(f"figure: {terminal_safe(str(path))}", markup=False, soft_wrap=True)
     written = _guarded(lambda: write_report(run_dir, output or run_dir / "report.html"))
-    console.print(f"report: {written}")
+    console.print(f"report: {terminal_safe(str(written))}", markup=False, soft_wrap=True)

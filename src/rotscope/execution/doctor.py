@@ -3,9 +3,10 @@ llama.cpp backend's engine build, CPU features, extra-buffer verdict, prefill be
 tokenizer round trip: ``rotscope.backends.llamacpp_doctor``), the cache folder, optional extras.
 
 A check that fails (``FAIL``) means a run cannot work; ``warn`` means a part of rotscope is
-unavailable (an optional extra, the browser for the report test). The measured speeds are kept in
-the user's cache folder, so ``rotscope run --dry-run`` can estimate a local run's time, with the
-fastest thread count, which a llama.cpp run uses where its config leaves it unset.
+unavailable (an optional extra, or Chromium, which only the HTML report's browser test uses; the
+figures need no browser). The measured speeds are kept in the user's cache folder, so
+``rotscope run --dry-run`` can estimate a local run's time, with the fastest thread count, which a
+llama.cpp run uses where its config leaves it unset.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from rotscope.types import Backend
 
 _OPTIONAL = (
     Extra("pyarrow", "pyarrow", "parquet"),
-    Extra("kaleido", "kaleido", "figures"),
+    Extra("matplotlib", "matplotlib", "figures"),
     Extra("ray", "ray", "ray"),
     Extra("inspect-ai", "inspect_ai", "inspect"),
 )
@@ -49,7 +50,10 @@ def _browser_check() -> Check:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
         return Check(
-            "chromium", "warn", "not found: the report's browser test is skipped (apt install chromium)"
+            "chromium",
+            "warn",
+            "not found: used only by the browser test of the HTML report, which is skipped "
+            "(apt install chromium); reports and --figures need no browser",
         )
     return Check("chromium", "ok", found)
 
