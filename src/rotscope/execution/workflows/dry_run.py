@@ -3,6 +3,7 @@ engine's time and memory."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ from rotscope.execution.calls.cost import CostEstimate, estimate_plan
 from rotscope.execution.calls.response_cache import ResponseCache, default_cache_path
 from rotscope.execution.workflows.planned import check_plan
 from rotscope.execution.workflows.self_session import self_written
-from rotscope.plan.manifest import build_manifest, write_manifest
+from rotscope.plan.manifest import Deviation, build_manifest, write_manifest
 from rotscope.plan.session_prompts import stand_in
 from rotscope.plan.workitems import Plan, build_plan
 from rotscope.types import Backend
@@ -109,17 +110,21 @@ def local_estimate(backend: Backend, plan: Plan, max_tokens: int) -> LocalEstima
 
 
 def dry_run(
-    config: ExperimentConfig, frozen_plan: dict[str, Any] | None = None, allow_deviation: bool = False
+    config: ExperimentConfig,
+    frozen_plan: dict[str, Any] | None = None,
+    allow_deviation: bool = False,
+    intended: Callable[[Deviation], bool] = lambda deviation: False,
 ) -> DryRun:
     """Plan and verify without calling a model; estimate calls, tokens and cost. With a frozen
-    plan, a deviating run is refused here as it would be by ``run_experiment``."""
+    plan, a deviating run is refused here as it would be by ``run_experiment`` (``intended``: the
+    deviations a paired subject makes on purpose)."""
     backend = create_backend(config)
     try:
         # a session the model writes is planned with the generator's invented notes in its place
         writer = stand_in(config) if self_written(config) else None
         plan = build_plan(config, backend, writer)
         if frozen_plan is not None:
-            check_plan(frozen_plan, build_manifest(config, plan, backend), allow_deviation)
+            check_plan(frozen_plan, build_manifest(config, plan, backend), allow_deviation, intended)
         resources = local_estimate(backend, plan, config.generation.max_tokens)
         overhead = overhead_check(backend, plan, config.generation.max_tokens)
     finally:
