@@ -5,6 +5,7 @@ and writes nothing: no run folder, no file anywhere under the working folder."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -113,3 +114,5 @@ def test_a_paired_dry_run_shows_both_subjects(here: Path, monkeypatch: pytest.Mo
     assert baseline < candidate
     assert "for fake/lexical" in text[baseline:candidate]
     assert "for fake/lexical-recent" in text[candidate:]
+    each = [int(n.replace(",", "")) for n in re.findall(r"calls: ([\d,]+) ", text)]
+    assert len(each) == 2 and f"paired session: {sum(each):,} calls in all ({each[0]:,} + {each[1]:,}" in text

@@ -78,7 +78,7 @@ def run(
     """Run an experiment (or continue one with --resume) and show its heatmap."""
     from rotscope.analysis.summary import load_summary
     from rotscope.execution.workflows import dispatch
-    from rotscope.report.dry_run import print_dry_run
+    from rotscope.report.dry_run import pair_total_line, print_dry_run
     from rotscope.report.progress import progress_reporter
     from rotscope.report.search import print_search_dry_run
     from rotscope.report.terminal import print_summary
@@ -134,6 +134,7 @@ def run(
             for role, planned in outcome.dry_runs.items():
                 console.print(f"{role}:", markup=False)
                 print_dry_run(planned, console)
+            console.print(pair_total_line(outcome.dry_runs), markup=False)
         elif isinstance(outcome, dispatch.Planned):
             print_dry_run(outcome.dry_run, console)
         else:

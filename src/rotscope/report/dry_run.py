@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING
 
 from rich.console import Console
@@ -70,6 +70,18 @@ def print_dry_run(planned: DryRun, console: Console) -> None:
         )
     for reason in plan.rejected:
         console.print(f"rejected: {reason}", markup=False)
+
+
+def pair_total_line(dry_runs: Mapping[str, DryRun]) -> str:
+    """A paired session's dry run in one line: both subjects' calls and cost together."""
+    estimates = [planned.estimate for planned in dry_runs.values()]
+    calls = " + ".join(f"{estimate.calls:,}" for estimate in estimates)
+    costs = [estimate.cost for estimate in estimates]
+    cost = "unknown (a subject has no price)" if None in costs else f"${sum(c or 0.0 for c in costs):.4f}"
+    return (
+        f"paired session: {sum(e.calls for e in estimates):,} calls in all ({calls}, interleaved in "
+        f"one session); estimated cost {cost}"
+    )
 
 
 def _counter(planned: DryRun) -> Callable[[int], str]:
