@@ -179,15 +179,18 @@ def test_bad_pairs_are_one_line_of_bad_input(folder: Path) -> None:
 
 
 @pytest.mark.parametrize("planned", [True, False])
-def test_a_paired_dry_run_is_refused_before_any_model_is_called(
+def test_a_paired_dry_run_plans_both_subjects_and_calls_no_model(
     folder: Path, monkeypatch: pytest.MonkeyPatch, planned: bool
 ) -> None:
     calls = count_fake_calls(monkeypatch)
     out = folder / f"dry-pair-{planned}"
     plan = ("--plan", folder / "plan.json") if planned else ()
     result = invoke("run", folder / "exp.yaml", *plan, "--pair", PAIR, "--dry-run", "--out", out)
-    assert_bad_input(result, "--pair", "--dry-run")
+    assert result.exit_code == 0, result.output
+    assert "baseline:" in result.stdout and "candidate:" in result.stdout
     assert calls == [] and not out.exists()
+    with_model = invoke("run", folder / "exp.yaml", "--pair", PAIR, "--model", "fake/echo", "--dry-run")
+    assert_bad_input(with_model, "--pair", "--model")
 
 
 def test_paired_rounds_hold_one_group_of_each_subject_in_a_seeded_order() -> None:

@@ -15,10 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from rotscope.backends import SHORTEST_CACHED, Extra, PromptCache, register_backend
+from rotscope.backends.price_table import provider_prices
 from rotscope.backends.remote import RemoteBackend, missing_extra, require_reply
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Permanent, Transient, Unreachable
-from rotscope.config import ExperimentConfig, Price
+from rotscope.config import ExperimentConfig
 from rotscope.types import Completion, GenerateRequest, PrefixGroup
 
 STOPPED_BY_PROVIDER = {"refusal", "max_tokens"}
@@ -160,12 +161,8 @@ def shortest_cached(name: str) -> int:
     return 2 * SHORTEST_CACHED if "haiku" in name else SHORTEST_CACHED
 
 
-PRICES = {
-    "claude-3-5-haiku-latest": Price(input=0.80, output=4.00, cached_input=0.08, cache_write=1.00),
-    "claude-sonnet-4-0": Price(input=3.00, output=15.00, cached_input=0.30, cache_write=3.75),
-}
-"""List prices, USD per million tokens (checked 2025): a read at a tenth of the input price, a
-write (5-minute cache) at 1.25 times it."""
+PRICES = provider_prices("anthropic")
+"""Anthropic's list prices, USD per million tokens, each with its source and date (``data/prices.yaml``)."""
 
 
 @register_backend(

@@ -6,10 +6,11 @@ from __future__ import annotations
 from typing import Any
 
 from rotscope.backends import Extra, PromptCache, register_backend
+from rotscope.backends.price_table import provider_prices
 from rotscope.backends.remote import RemoteBackend, missing_extra, require_reply
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Permanent, Transient, Unreachable
-from rotscope.config import ExperimentConfig, Price
+from rotscope.config import ExperimentConfig
 from rotscope.types import Completion, GenerateRequest
 
 SDK = Extra("google-genai", "google.genai", "gemini")
@@ -125,11 +126,8 @@ class GeminiBackend(RemoteBackend):
             raise Transient("malformed response") from None
 
 
-PRICES = {
-    "gemini-2.0-flash": Price(input=0.10, output=0.40, cached_input=0.025),
-    "gemini-2.5-flash": Price(input=0.30, output=2.50, cached_input=0.075),
-}
-"""Gemini's list prices, USD per million tokens (checked 2025); no cache write is billed."""
+PRICES = provider_prices("gemini")
+"""Gemini's list prices, USD per million tokens, each with its source and date (``data/prices.yaml``)."""
 PROMPT_CACHE = PromptCache(automatic_step=1)
 """Gemini's implicit cache: automatic, from 1,024 tokens, no stated step."""
 

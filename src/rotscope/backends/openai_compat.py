@@ -20,11 +20,12 @@ from typing import Any
 import httpx
 
 from rotscope.backends import PromptCache, register_backend
+from rotscope.backends.price_table import provider_prices
 from rotscope.backends.remote import RemoteBackend, require_reply
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Transient, Unreachable
 from rotscope.backends.server_log import ServerLog
-from rotscope.config import ExperimentConfig, Price, ProviderLimits
+from rotscope.config import ExperimentConfig, ProviderLimits
 from rotscope.errors import BadInput
 from rotscope.types import Completion, GenerateRequest
 
@@ -133,13 +134,8 @@ STOPPED_BY_PROVIDER = {"content_filter", "length"}
 """``finish_reason`` values that, with no text, mean the provider cut the reply short."""
 
 
-PRICES = {
-    "gpt-4o": Price(input=2.50, output=10.00, cached_input=1.25),
-    "gpt-4o-mini": Price(input=0.15, output=0.60, cached_input=0.075),
-    "gpt-4.1": Price(input=2.00, output=8.00, cached_input=0.50),
-    "gpt-4.1-mini": Price(input=0.40, output=1.60, cached_input=0.10),
-}
-"""OpenAI's list prices, USD per million tokens (checked 2025); no cache write is billed."""
+PRICES = provider_prices("openai")
+"""OpenAI's list prices, USD per million tokens, each with its source and date (``data/prices.yaml``)."""
 PROMPT_CACHE = PromptCache(automatic_step=128)
 """OpenAI's automatic cache: prefixes from 1,024 tokens on, counted in steps of 128."""
 

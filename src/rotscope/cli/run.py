@@ -78,8 +78,8 @@ def run(
     """Run an experiment (or continue one with --resume) and show its heatmap."""
     from rotscope.analysis.summary import load_summary
     from rotscope.execution.workflows import dispatch
-    from rotscope.report.dry_run import print_dry_run
-    from rotscope.report.progress import ProgressBar
+    from rotscope.report.dry_run import pair_total_line, print_dry_run
+    from rotscope.report.progress import progress_reporter
     from rotscope.report.search import print_search_dry_run
     from rotscope.report.terminal import print_summary
 
@@ -123,13 +123,18 @@ def run(
     )
 
     def body() -> None:
-        outcome = dispatch.run_from_options(options, progress=lambda: ProgressBar(console), warn=_warn)
+        outcome = dispatch.run_from_options(options, progress=lambda: progress_reporter(console), warn=_warn)
         if isinstance(outcome, dispatch.SearchFinished):
             _print_search(outcome.folder)
         elif isinstance(outcome, dispatch.SearchPlanned):
             print_search_dry_run(outcome.dry_run, console, _warn)
         elif isinstance(outcome, dispatch.PairFinished):
             _show_pair(outcome.out)
+        elif isinstance(outcome, dispatch.PairPlanned):
+            for role, planned in outcome.dry_runs.items():
+                console.print(f"{role}:", markup=False)
+                print_dry_run(planned, console)
+            console.print(pair_total_line(outcome.dry_runs), markup=False)
         elif isinstance(outcome, dispatch.Planned):
             print_dry_run(outcome.dry_run, console)
         else:

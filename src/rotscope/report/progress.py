@@ -1,14 +1,28 @@
-"""The run's progress bar: items done, prompt tokens per second, time left."""
+"""The run's progress: a bar on a terminal (items done, prompt tokens per second, time left), and
+plain lines where stdout is a file, a pipe or a CI log."""
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
+from typing import IO
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
 from rotscope._util.safe_text import terminal_safe
 from rotscope.types import Completion, WorkItem
+
+PLAIN_INTERVAL_S = 30.0
+"""Outside a terminal, the longest wait between two progress lines."""
+
+
+def progress_reporter(console: Console) -> ProgressBar | PlainProgress:
+    """The bar on a terminal, plain lines (``PlainProgress``) anywhere else (both ``Reporter``s)."""
+    if console.is_terminal:
+        return ProgressBar(console)
+    return PlainProgress(console.file)
 
 
 class ProgressBar:
@@ -57,3 +71,117 @@ class ProgressBar:
 
     def notice(self, message: str) -> None:
         self._progress.console.print(terminal_safe(message), markup=False, highlight=False, soft_wrap=True)
+
+
+def duration(seconds: float) -> str:
+    """``1m10s``, ``2h05m``, ``40s``: a short time without control characters."""
+    whole = max(round(seconds), 0)
+    hours, rest = divmod(whole, 3600)
+    minutes, secs = divmod(rest, 60)
+    if hours:
+        return f"{hours}h{minutes:02d}m"
+    if minutes:
+        return f"{minutes}m{secs:02d}s"
+    return f"{secs}s"
+
+
+class PlainProgress:
+    """A ``runner.Reporter`` for a log: one plain line (no ANSI, no carriage return) such as
+    ``12/48 items (25%), 0 errors, 277 prompt tok/s, ETA 1m10s`` at every tenth of the items and,
+    while calls are slow, at least every ``interval_s`` seconds (a background thread), ending with
+    the 100% line, each written whole and flushed to ``stream``; ``clock`` is injectable for tests."""
+
+    def __init__(
+        self,
+        stream: IO[str],
+        interval_s: float = PLAIN_INTERVAL_S,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._stream = stream
+        self._writing = threading.Lock()
+        self._interval_s = interval_s
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._items_total = 0
+        self._tokens_total = 0
+        self._items_done = 0
+        self._tokens_done = 0
+        self._errors = 0
+        self._started = clock()
+        self._last_line = self._started
+        self._next_tenth = 1
+        self._stop: threading.Event | None = None
+        self._thread: threading.Thread | None = None
+
+    def start(self, items: int, prompt_tokens: int) -> None:
+        with self._lock:
+            self._items_total = items
+            self._tokens_total = prompt_tokens
+            self._items_done = self._tokens_done = self._errors = 0
+            self._next_tenth = 1
+            self._started = self._last_line = self._clock()
+        self._emit(f"{items} items to run, {prompt_tokens:,} prompt tokens")
+        stop = threading.Event()
+        self._stop = stop
+        self._thread = threading.Thread(target=self._tick, args=(stop,), daemon=True, name="progress")
+        self._thread.start()
+
+    def advance(self, item: WorkItem, completion: Completion) -> None:
+        with self._lock:
+            self._items_done += 1
+            self._tokens_done += item.prompt.prompt_tokens
+            self._errors += completion.error is not None
+            total = max(self._items_total, 1)
+            due = self._items_done * 10 >= self._next_tenth * total
+            while self._next_tenth * total <= self._items_done * 10:
+                self._next_tenth += 1
+            line = self._line() if due or self._clock() - self._last_line >= self._interval_s else None
+        if line is not None:
+            self._emit(line)
+
+    def finish(self) -> None:
+        stop, thread = self._stop, self._thread
+        self._stop = self._thread = None
+        if stop is not None:
+            stop.set()
+        if thread is not None:
+            thread.join()
+
+    def notice(self, message: str) -> None:
+        self._emit(terminal_safe(message))
+
+    def _tick(self, stop: threading.Event) -> None:
+        while not stop.wait(min(self._interval_s, 1.0)):
+            with self._lock:
+                quiet = self._clock() - self._last_line >= self._interval_s
+                line = self._line() if quiet and self._items_done < self._items_total else None
+            if line is not None:
+                self._emit(line)
+
+    def _line(self) -> str:
+        """The line of now; the lock is held."""
+        now = self._clock()
+        self._last_line = now
+        elapsed = max(now - self._started, 1e-9)
+        total = self._items_total
+        percent = 100 * self._items_done // total if total else 100
+        rate = self._tokens_done / elapsed
+        if self._items_done >= total:
+            eta = "done"
+        elif self._tokens_done and self._tokens_total:
+            eta = "ETA " + duration((self._tokens_total - self._tokens_done) / max(rate, 1e-9))
+        else:
+            eta = "ETA unknown"
+        errors = "1 error" if self._errors == 1 else f"{self._errors} errors"
+        return (
+            f"{self._items_done}/{total} items ({percent}%), {errors}, {rate:,.0f} prompt tok/s, "
+            f"{duration(elapsed)} elapsed, {eta}"
+        )
+
+    def _emit(self, line: str) -> None:
+        try:
+            with self._writing:
+                self._stream.write(line + "\n")
+                self._stream.flush()
+        except (BrokenPipeError, ValueError):  # a closed log: progress is not worth failing a run
+            pass

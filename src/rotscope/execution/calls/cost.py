@@ -1,9 +1,10 @@
 """What calls cost: a price table per model, the cost of one call, and the run's budget.
 
 Prices are USD per million tokens. Each remote backend lists a few of its provider's list prices
-(``register_backend(prices=...)``); they change, so the config's ``prices:`` adds models and
-overrides these. Cached reads and cache writes are priced apart, as each price says.
-Local engines cost nothing; a remote model without a price has an unknown (``None``) cost.
+(``register_backend(prices=...)``, read from ``backends/data/prices.yaml`` with the pricing page and
+date of each); they change, so the config's ``prices:`` adds models and overrides these. Cached
+reads and cache writes are priced apart, as each price says. Local engines cost nothing; a remote
+model without a price has an unknown (``None``) cost.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from rotscope._util.tokens import common_prefix
 from rotscope.backends import listed_prices, prompt_cache
+from rotscope.backends.price_table import listed_price
 from rotscope.config import ExperimentConfig, Price
 from rotscope.errors import BadInput
 from rotscope.execution.calls.response_cache import ResponseCache, cache_key
@@ -135,6 +137,25 @@ class CostEstimate:
     (``prompt_cache_estimate``)."""
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
+    prompt_tokens_to_call: int = 0
+    """Prompt tokens of the calls the response cache cannot answer (what the provider is sent)."""
+    price_origin: str | None = None
+    """Where the price came from: ``prices: of the experiment file``, or the listed price's date and
+    pricing page (``prices as of DATE, from URL``); ``None`` when unpriced or a free local engine."""
+    price_note: str | None = None
+    """What the listed price leaves out (a long-context tier), from the price table."""
+
+
+def price_origin(config: ExperimentConfig, model: str) -> tuple[str | None, str | None]:
+    """(origin, note) of ``model``'s price: the experiment file's ``prices:`` first, then the
+    listed price with its date and source; ``(None, None)`` when neither prices it."""
+    if model in config.prices:
+        return "prices: of the experiment file", None
+    listed = listed_price(model)
+    if listed is None:
+        return None, None
+    via = f" (read via {listed.read_via})" if listed.read_via else ""
+    return f"prices as of {listed.as_of}, from {listed.source}{via}", listed.note
 
 
 def estimate_plan(
@@ -162,6 +183,7 @@ def estimate_plan(
     ):  # the same calls, their shared prefixes cached
         saved = call_cost(price, reads + writes, 0, 0) - call_cost(price, reads + writes, 0, reads, writes)
         with_caching = without - saved
+    origin, note = (None, None) if price is None else price_origin(config, config.model)
     return CostEstimate(
         model=config.model,
         calls=len(plan.items),
@@ -172,6 +194,9 @@ def estimate_plan(
         cost_with_caching=with_caching,
         cache_read_tokens=reads,
         cache_write_tokens=writes,
+        prompt_tokens_to_call=sum(lengths),
+        price_origin=origin,
+        price_note=note,
     )
 
 

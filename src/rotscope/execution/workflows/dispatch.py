@@ -128,7 +128,14 @@ class SearchPlanned:
     dry_run: SearchDryRun
 
 
-Outcome = RunFinished | PairFinished | SearchFinished | Planned | SearchPlanned
+@dataclass(frozen=True)
+class PairPlanned:
+    """A paired session's dry run: each subject's, by role (``pair.SUBJECTS``)."""
+
+    dry_runs: dict[str, DryRun]
+
+
+Outcome = RunFinished | PairFinished | SearchFinished | Planned | SearchPlanned | PairPlanned
 
 
 def run_from_options(
@@ -200,7 +207,7 @@ def _new(
     options: RunOptions, progress: Callable[[], Reporter | None], warn: Callable[[str], None]
 ) -> Outcome:
     from rotscope.execution.workflows.dry_run import dry_run
-    from rotscope.execution.workflows.pair import parse_pair, run_pair
+    from rotscope.execution.workflows.pair import pair_dry_run, parse_pair, run_pair
     from rotscope.execution.workflows.runner import run_experiment
     from rotscope.plan.manifest import read_manifest
     from rotscope.subjects import read_subjects_file, with_subjects
@@ -213,8 +220,19 @@ def _new(
         return _search(experiment, options, progress, warn)
     frozen = read_manifest(options.plan_file) if options.plan_file is not None else None
     if options.pair is not None:
-        if options.model is not None or options.dry_run or options.out is None:
-            raise BadInput("--pair needs --out DIR and takes neither --model nor --dry-run")
+        if options.model is not None:
+            raise BadInput("--pair takes no --model: BASELINE,CANDIDATE name both subjects")
+        if options.dry_run:
+            return PairPlanned(
+                pair_dry_run(
+                    experiment,
+                    parse_pair(options.pair),
+                    frozen_plan=frozen,
+                    allow_deviation=options.allow_deviation,
+                )
+            )
+        if options.out is None:
+            raise BadInput("--pair needs --out DIR (it writes DIR/baseline and DIR/candidate)")
         run_pair(
             experiment,
             parse_pair(options.pair),

@@ -3,18 +3,22 @@ engine's time and memory."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel
+
+from rotscope import registry
 from rotscope.backends import create_backend
-from rotscope.config import ExperimentConfig
+from rotscope.config import ExperimentConfig, ProviderLimits
 from rotscope.execution.calls.cachecheck import require_clearable
 from rotscope.execution.calls.cost import CostEstimate, estimate_plan
 from rotscope.execution.calls.response_cache import ResponseCache, default_cache_path
 from rotscope.execution.workflows.planned import check_plan
 from rotscope.execution.workflows.self_session import self_written
-from rotscope.plan.manifest import build_manifest, write_manifest
+from rotscope.plan.manifest import Deviation, build_manifest, write_manifest
 from rotscope.plan.session_prompts import stand_in
 from rotscope.plan.workitems import Plan, build_plan
 from rotscope.types import Backend
@@ -66,6 +70,44 @@ class OverheadCheck:
 
 
 @dataclass(frozen=True)
+class TokenCounts:
+    """How the dry run's prompt tokens were counted: ``exact`` on the model's own tokenizer, or
+    ``approximate`` (an estimate, e.g. the regex estimate of a remote model without a tokenizer)."""
+
+    method: str = "exact"
+    tokenizer: str | None = None
+    option: str = "remote.tokenizer"
+    """The setting that names the model's tokenizer (``remote.tokenizer``, ``cmd.tokenizer``)."""
+
+    @property
+    def approximate(self) -> bool:
+        return self.method == "approximate"
+
+
+@dataclass(frozen=True)
+class WallTime:
+    """A remote run's wall time estimated from its provider's configured rate limits: the calls
+    the response cache cannot answer at ``requests_per_minute``, their prompt tokens plus
+    ``max_tokens`` each at ``tokens_per_minute``, whichever takes longer. Latency is unknown
+    before a call, so it is a lower estimate; ``minutes`` is ``None`` when neither limit is set."""
+
+    provider: str
+    limits: ProviderLimits
+    calls: int
+    charged_tokens: int
+    minutes: float | None
+
+
+def wall_time(provider: str, limits: ProviderLimits, calls: int, charged_tokens: int) -> WallTime:
+    bounds = []
+    if limits.requests_per_minute:
+        bounds.append(calls / limits.requests_per_minute)
+    if limits.tokens_per_minute:
+        bounds.append(charged_tokens / limits.tokens_per_minute)
+    return WallTime(provider, limits, calls, charged_tokens, max(bounds) if bounds else None)
+
+
+@dataclass(frozen=True)
 class DryRun:
     plan: Plan
     estimate: CostEstimate
@@ -74,6 +116,9 @@ class DryRun:
     overhead: OverheadCheck | None = None
     self_written: bool = False
     """The model writes its session first (``filler.assistant: model``): calls not in ``estimate``."""
+    token_counts: TokenCounts = TokenCounts()
+    wall_time: WallTime | None = None
+    """A remote run's time from its provider's ``limits:``; ``None`` for a local engine."""
 
 
 def overhead_check(backend: Backend, plan: Plan, max_tokens: int) -> OverheadCheck | None:
@@ -108,20 +153,38 @@ def local_estimate(backend: Backend, plan: Plan, max_tokens: int) -> LocalEstima
     return LocalEstimate(memory(), speed.prefill_tps, seconds, speed.threads)
 
 
+def tokenizer_option(backend: Backend) -> str:
+    """The setting that names ``backend``'s tokenizer (``SECTION.tokenizer`` of its options
+    section, e.g. ``remote.tokenizer``), for the line that says how to make counts exact."""
+    options = getattr(backend, "options", None)
+    if not isinstance(options, BaseModel) or "tokenizer" not in type(options).model_fields:
+        return "the backend's tokenizer option"
+    for section in registry.sections().values():
+        if isinstance(options, section.model):
+            return f"{section.name}.tokenizer"
+    return "the backend's tokenizer option"
+
+
 def dry_run(
-    config: ExperimentConfig, frozen_plan: dict[str, Any] | None = None, allow_deviation: bool = False
+    config: ExperimentConfig,
+    frozen_plan: dict[str, Any] | None = None,
+    allow_deviation: bool = False,
+    intended: Callable[[Deviation], bool] = lambda deviation: False,
 ) -> DryRun:
     """Plan and verify without calling a model; estimate calls, tokens and cost. With a frozen
-    plan, a deviating run is refused here as it would be by ``run_experiment``."""
+    plan, a deviating run is refused here as it would be by ``run_experiment`` (``intended``: the
+    deviations a paired subject makes on purpose)."""
     backend = create_backend(config)
     try:
         # a session the model writes is planned with the generator's invented notes in its place
         writer = stand_in(config) if self_written(config) else None
         plan = build_plan(config, backend, writer)
         if frozen_plan is not None:
-            check_plan(frozen_plan, build_manifest(config, plan, backend), allow_deviation)
+            check_plan(frozen_plan, build_manifest(config, plan, backend), allow_deviation, intended)
         resources = local_estimate(backend, plan, config.generation.max_tokens)
         overhead = overhead_check(backend, plan, config.generation.max_tokens)
+        description = backend.describe()
+        option = tokenizer_option(backend)
     finally:
         backend.close()
     local = backend.capabilities.local
@@ -132,7 +195,18 @@ def dry_run(
     try:
         judge = config.judge.model if config.judge else None
         estimate = estimate_plan(config, plan, local=local, cache=cache)
-        return DryRun(plan, estimate, judge, resources, overhead, writer is not None)
+        provider = str(description.get("backend", ""))
+        counts = TokenCounts(
+            str(description.get("token_count", "exact")),
+            description.get("tokenizer"),
+            option,
+        )
+        timing = None
+        if not local:
+            calls = estimate.calls - estimate.cached_calls
+            charged = estimate.prompt_tokens_to_call + calls * config.generation.max_tokens
+            timing = wall_time(provider, config.limits.get(provider, ProviderLimits()), calls, charged)
+        return DryRun(plan, estimate, judge, resources, overhead, writer is not None, counts, timing)
     finally:
         if cache is not None:
             cache.close()

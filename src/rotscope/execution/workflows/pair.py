@@ -37,6 +37,7 @@ from rotscope.execution.calls.limits import Limiters
 from rotscope.execution.calls.order import execution_order
 from rotscope.execution.state.lock import LOCK_FILE
 from rotscope.execution.state.run_folder import PAIR_FILE, writing
+from rotscope.execution.workflows.dry_run import DryRun, dry_run
 from rotscope.execution.workflows.intended import intended_by, upgrade_line
 from rotscope.execution.workflows.planned import refuse_nothing_to_measure
 from rotscope.execution.workflows.run_steps import RunSteps, open_run_steps
@@ -98,6 +99,26 @@ def run_pair(
             if not _read_record(out).get("planned", True):
                 (out / PAIR_FILE).unlink()  # a refused pair leaves nothing behind, as a refused run does
             raise
+
+
+def pair_dry_run(
+    config: ExperimentConfig,
+    models: tuple[str, str],
+    *,
+    frozen_plan: dict[str, Any] | None = None,
+    allow_deviation: bool = False,
+) -> dict[str, DryRun]:
+    """Each subject's dry run, as ``run_pair`` would plan it: no model is called and nothing is
+    written (no ``--out`` folder is made); a deviation from ``frozen_plan`` is refused as the
+    session would refuse it."""
+    experiment = config.model_dump(mode="json")
+    planned = {}
+    for role, model in zip(SUBJECTS, models, strict=True):
+        resolved = resolve_subject(build_config(experiment, "--pair"), model, f"--pair {role}")
+        subject = build_config(resolved.model_dump(), f"--pair {role}")
+        intended = intended_by(subject, frozen_plan, role)
+        planned[role] = dry_run(subject, frozen_plan, allow_deviation, intended)
+    return planned
 
 
 def is_pair(folder: Path) -> bool:
