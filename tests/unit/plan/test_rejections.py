@@ -78,7 +78,8 @@ def test_a_shared_cause_is_counted_once_and_a_case_left_with_nothing_is_said() -
     ]
     measured = summary_lines(rejections[:1], {("cases", "renewal")})
     assert measured == [
-        "rejected: case renewal, 512 tokens at the beginning: the filler contains '45 days', a competing value"
+        "rejected: case renewal, 512 tokens at the beginning: "
+        "the filler contains '45 days', a competing value"
     ]
 
 
