@@ -67,16 +67,15 @@ def test_a_competing_value_in_the_filler_is_said_once_with_its_count(
     result = invoke("run", experiment, "--out", run)
     assert result.exit_code == 0, result.output
     output = " ".join(result.output.split())  # rich may wrap a long line
-    assert (
-        "8 layouts of case renewal rejected: the filler contains '45 days', a competing value "
-        "— remove it or exclude the file" in output
-    )
+    files = f"{experiment.parent / 'filler' / 'a.txt'}, {experiment.parent / 'filler' / 'b.txt'}"
+    cause = f"the filler contains '45 days' (in {files}), a competing value"
+    assert f"8 layouts of case renewal rejected: {cause} — remove it or exclude the file" in output
     assert "case renewal (cases) is not measured: the verifier rejected all 8 of its layouts" in output
     assert f"every rejection in full (retries, layouts): {run / 'rejections.jsonl'}" in output
     assert "Layout(" not in output and "sits at depth" not in output
     records = [json.loads(line) for line in (run / "rejections.jsonl").read_text().splitlines()]
     assert len(records) == 8
-    assert {record["cause"] for record in records} == {"the filler contains '45 days', a competing value"}
+    assert {record["cause"] for record in records} == {cause}
     assert all("Layout(length_tokens=" in record["reason"] for record in records)  # the detail is kept
     assert "512 tokens, evidence absent" in {record["layout"] for record in records}
     assert not any(case_id == "renewal" for case_id, _, _ in _rows(run))
@@ -86,10 +85,10 @@ def test_the_dry_run_lists_each_rejected_layout(experiment: Path) -> None:
     result = invoke("run", experiment, "--dry-run")
     assert result.exit_code == 0, result.output
     lines = [line.strip() for line in result.output.splitlines()]
-    assert (
-        "case renewal, 1,024 tokens at the midpoint: the filler contains '45 days', a competing value"
-        in lines
-    )
+    files = f"{experiment.parent / 'filler' / 'a.txt'}, {experiment.parent / 'filler' / 'b.txt'}"
+    cause = f"the filler contains '45 days' (in {files}), a competing value"
+    expected = f"case renewal, 1,024 tokens at the midpoint: {cause}"
+    assert expected in lines
     assert sum(line.startswith("case renewal, ") for line in lines) == 8
 
 
