@@ -1,5 +1,7 @@
-"""``python -m llama_cpp.server`` with llama.cpp's extra buffers set by the first argument (``on`` or
-``off``): the server takes no option for them, and on CPUs with AMX they crash its first prompt.
+"""llama-cpp-python's own server started the way users are told to (``rotscope serve-llama MODEL
+[server options]``, ``rotscope.backends.llamacpp_server``): the server takes no option for
+llama.cpp's extra buffers, and on CPUs with AMX they crash its first prompt, so the command decides
+them from this machine's CPU flags and probe.
 
 ``served`` starts it on the bundled model for a test or a benchmark and reads its prefix-hit log
 (the server reports no cached tokens in its usage, but says per request how much of the prompt it
@@ -9,7 +11,6 @@ from __future__ import annotations
 
 import os
 import re
-import runpy
 import socket
 import subprocess
 import sys
@@ -20,9 +21,7 @@ from pathlib import Path
 
 import httpx
 
-from rotscope.backends.extra_buffers import extra_buffers_set, extra_buffers_verdict
-from rotscope.tokenizers.gguf import file_digest
-
+ROTSCOPE = Path(sys.executable).with_name("rotscope")
 SERVED_NAME = "smollm2"
 BATCH = 256  # the in-process fallback, so both engines split prompts into the same batches
 PREFIX_HIT = re.compile(r"Llama\.generate: (\d+) prefix-match hit, remaining (\d+) prompt tokens to eval")
@@ -38,17 +37,16 @@ def free_port() -> int:
 def served(
     model: Path, log_path: Path, n_ctx: int = 512, threads: int | None = None, state_cache_mb: int = 0
 ) -> Iterator[str]:
-    """The server on 127.0.0.1 with ``model``, extra buffers as this machine's probe decided, its
+    """The server on 127.0.0.1 with ``model``, extra buffers as ``rotscope serve-llama`` decides, its
     log in ``log_path``, ``threads`` threads (one per core by default), and with ``state_cache_mb``
     its ``--cache`` RAM state cache of that size (a saved state is restored when it shares more of
     the prompt than the live KV cache; the log's prefix hits then count from the restored state);
     yields its base URL."""
-    verdict = extra_buffers_verdict(model, file_digest(model))
     port = free_port()
     threads_arg = str(threads or os.cpu_count() or 1)
     log = log_path.open("w")
     process = subprocess.Popen(
-        [sys.executable, __file__, "on" if verdict.safe else "off", "--model", str(model),
+        [str(ROTSCOPE), "serve-llama", str(model),
          "--model_alias", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port), "--n_ctx", str(n_ctx),
          "--n_batch", str(BATCH), "--n_ubatch", str(BATCH), "--n_threads", threads_arg,
          "--n_threads_batch", threads_arg,
@@ -82,10 +80,3 @@ def prefix_hits(log_text: str) -> list[int]:
     """The prompt tokens the server kept from the previous prompt, one entry per request that kept
     any (a request that kept none logs no hit and evaluates its whole prompt)."""
     return [int(match.group(1)) for match in PREFIX_HIT.finditer(log_text)]
-
-
-if __name__ == "__main__":
-    mode, *arguments = sys.argv[1:]
-    sys.argv = ["llama_cpp.server", *arguments]
-    with extra_buffers_set(mode == "on"):
-        runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)

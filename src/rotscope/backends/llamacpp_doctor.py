@@ -93,9 +93,29 @@ def _engine_checks(in_worker: InWorker) -> list[Check]:
     state = "on" if verdict.safe else "off"
     buffers = f"; buffers used: {', '.join(verdict.buffer_types)}" if verdict.buffer_types else ""
     checks.append(Check("extra buffers", "ok", f"{state}: {verdict.reason}{buffers}"))
+    if cpu_has_amx():
+        checks.append(server_check(verdict.safe))
     checks.append(_prefill_check(path, probe_key(digest), in_worker))
     checks.append(_round_trip_check(path))
     return checks
+
+
+def server_check(extra_buffers_safe: bool) -> Check:
+    """On a CPU with AMX: how to start llama-cpp-python's own server (``python -m llama_cpp.server``
+    takes no option for the extra buffers, and where they crash so does its first request)."""
+    from rotscope.backends.llamacpp_server import START_COMMAND, server_missing
+
+    missing = server_missing()
+    needs = f" ({missing.partition(': ')[2]} first)" if missing else ""
+    if extra_buffers_safe:
+        return Check(
+            "llama.cpp server", "ok", f"extra buffers ran on this AMX CPU; `{START_COMMAND}` starts it{needs}"
+        )
+    return Check(
+        "llama.cpp server",
+        "warn",
+        f"llama-cpp-python's own server crashes on this CPU; start it with `{START_COMMAND}`{needs}",
+    )
 
 
 @dataclass(frozen=True)

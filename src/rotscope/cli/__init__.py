@@ -10,6 +10,7 @@ from rotscope.cli import perturb as _perturb  # noqa: F401
 from rotscope.cli import plan as _plan  # noqa: F401
 from rotscope.cli import report as _report  # noqa: F401
 from rotscope.cli import run as _run  # noqa: F401  (the order here is the order of --help)
+from rotscope.cli import serve_llama as _serve_llama  # noqa: F401
 from rotscope.cli import show as _show  # noqa: F401
 from rotscope.cli.common import (
     EXIT_BAD_INPUT,

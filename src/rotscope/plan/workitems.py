@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import hashlib
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from rotscope._util.text import mentions
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import Document, describe_filler, documents
@@ -25,6 +29,7 @@ from rotscope.prompt.variants import keep_consistent
 from rotscope.tasks import get_task
 from rotscope.tasks.bundles import bundle_all
 from rotscope.types import (
+    ABSENT_SUFFIX,
     EVIDENCE_ONLY_POSITION,
     Backend,
     Case,
@@ -96,17 +101,25 @@ def select_cases(config: ExperimentConfig) -> list[Case]:
     return [case for case, _ in numbered_cases(config)]
 
 
+def without_evidence(case: Case) -> bool:
+    """A single-question case with nothing to place (no document, no distractor): every depth
+    renders the same prompt, so it has one layout per length (``absent``), and an abstain one is
+    its own evidence-absent control (the control's prompt and oracle are the same)."""
+    return not case.control and not case.evidence and not case.parts and not case.pins
+
+
 def layouts_for(
-    case: Case, config: ExperimentConfig, builder: PromptBuilder
+    case: Case, config: ExperimentConfig, builder: PromptBuilder, *, evidence_less_once: bool = True
 ) -> tuple[list[Layout], list[Rejection]]:
     """The layouts of ``case`` and, for absolute offsets a length cannot hold, a rejection each.
 
     An evidence-only control has one layout: no filler, its length the prompt's fixed parts; so has,
-    per length, a prompt whose questions sit at depths of their own. An offset ``@N`` becomes the
-    depth N / filler tokens at each length."""
+    per length, a prompt whose questions sit at depths of their own, and (``evidence_less_once``) a
+    case without evidence (``without_evidence``). An offset ``@N`` becomes the depth N / filler
+    tokens at each length."""
     if case.evidence_only:
         return [Layout(builder.fixed_tokens(case), 0.0, EVIDENCE_ONLY_POSITION)], []
-    if case.control:
+    if case.control or (evidence_less_once and without_evidence(case)):
         return [Layout(length, 0.0, CONTROL_POSITION) for length in case_lengths(case, config)], []
     if case.pins:
         return _pinned_layouts(case, builder)
@@ -158,6 +171,40 @@ def _pinned_layouts(case: Case, builder: PromptBuilder) -> tuple[list[Layout], l
     return layouts, skipped
 
 
+_COMPETING_VALUE = re.compile(
+    r"the filler contains ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"), a competing value"
+)
+
+
+def name_competing_files(rejected: list[Rejection], filler: Iterable[Document]) -> list[Rejection]:
+    """Rejections for a competing value in the filler, with the filler documents that hold it named
+    (``the filler contains '45 days' (in notes/a.txt), a competing value``): what to remove or
+    exclude. The documents are read only when some rejection names such a value."""
+    values: set[str] = set()
+    for rejection in rejected:
+        for found in _COMPETING_VALUE.finditer(rejection.reason):
+            with contextlib.suppress(ValueError, SyntaxError):
+                values.add(ast.literal_eval(found.group(1)))
+    if not values:
+        return rejected
+    holders: dict[str, list[str]] = {}
+    for document in filler:
+        for value in values:
+            if mentions(document.text, value):
+                holders.setdefault(value, []).append(document.name)
+
+    def named(reason: str) -> str:
+        for value, names in holders.items():
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            reason = reason.replace(
+                f"the filler contains {value!r}, a competing value",
+                f"the filler contains {value!r} (in {shown}), a competing value",
+            )
+        return reason
+
+    return [replace(rejection, reason=named(rejection.reason)) for rejection in rejected]
+
+
 def item_id(
     model_key: dict[str, Any],
     token_ids: tuple[int, ...],
@@ -204,16 +251,31 @@ def anchor_documents(
     }
 
 
-def build_plan(config: ExperimentConfig, backend: Backend, writer: SessionWriter | None = None) -> Plan:
+def build_plan(
+    config: ExperimentConfig,
+    backend: Backend,
+    writer: SessionWriter | None = None,
+    *,
+    evidence_less_once: bool = True,
+) -> Plan:
     """Render and verify every prompt of the experiment; prompts that fail verification are
     listed in ``rejected`` with the reason and never sent. On session filler the cases are
     rendered in the session and, with ``filler.static``, in that static filler as well; a session
-    whose notes the model writes (``filler.assistant: model``) comes from ``writer``."""
+    whose notes the model writes (``filler.assistant: model``) comes from ``writer``.
+
+    A case without evidence (``without_evidence``) is planned once per length, and an abstain one
+    without its identical control; ``evidence_less_once=False`` plans it at every depth and with
+    its control, as plans frozen before this did (``RunSteps.prepare`` falls back to it when a
+    frozen plan counts those items)."""
     if config.filler.kind != SESSION_FILLER:
-        return _build_plan(config, config, backend)
+        return _build_plan(config, config, backend, evidence_less_once=evidence_less_once)
     static = config.filler.static
     return _build_plan(
-        config, None if static is None else config.model_copy(update={"filler": static}), backend, writer
+        config,
+        None if static is None else config.model_copy(update={"filler": static}),
+        backend,
+        writer,
+        evidence_less_once=evidence_less_once,
     )
 
 
@@ -222,9 +284,18 @@ def _build_plan(
     static: ExperimentConfig | None,
     backend: Backend,
     writer: SessionWriter | None = None,
+    *,
+    evidence_less_once: bool = True,
 ) -> Plan:
     """``build_plan`` with the static filler's experiment ``static`` (``None``: session only)."""
     numbered = numbered_cases(config)
+    if evidence_less_once:  # an abstain case without evidence is its own control: drop the copy
+        own_controls = {
+            (case.task, f"{case.case_id}{ABSENT_SUFFIX}")
+            for case, _ in numbered
+            if without_evidence(case) and case.oracle.abstain
+        }
+        numbered = [(case, i) for case, i in numbered if (case.task, case.case_id) not in own_controls]
     cases = [case for case, _ in numbered]
     longest = max([*config.lengths, *(length for case in cases for length, _ in case.pins)])
     needed = longest + config.generation.max_tokens
@@ -293,13 +364,14 @@ def _build_plan(
         for case, index in numbered:
             builder = builders[index % len(builders)]
             static_variants[(case.task, case.case_id)] = index % len(builders)
-            layouts, skipped = layouts_for(case, config, builder)
+            layouts, skipped = layouts_for(case, config, builder, evidence_less_once=evidence_less_once)
             rejected.extend(skipped)
             for layout in layouts:
                 try:
                     rendered.append((case, layout, builder.render(case, layout)))
                 except PlacementError as error:
                     rejected.append(Rejection.of(case, layout, str(error)))
+        rejected = name_competing_files(rejected, filler_documents(config.seed))
     if session is not None:
         rendered.extend(in_session)
         rejected.extend(session_rejected)

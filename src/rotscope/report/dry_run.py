@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 
 from rich.console import Console
 
+from rotscope.plan.rejections import layout_line, summary_lines
+
 if TYPE_CHECKING:  # a view reads what the dry run made, never runs one
     from rotscope.execution.workflows.dry_run import DryRun, OverheadCheck, WallTime
 
@@ -68,8 +70,11 @@ def print_dry_run(planned: DryRun, console: Console) -> None:
             markup=False,
             soft_wrap=True,
         )
-    for reason in plan.rejected:
-        console.print(f"rejected: {reason}", markup=False)
+    measured = {(item.case.task, item.case.case_id) for item in plan.items if not item.case.control}
+    for line in summary_lines(plan.rejections, measured):
+        console.print(line, markup=False, soft_wrap=True)
+    for rejection in plan.rejections if plan.rejections else ():
+        console.print(f"  {layout_line(rejection)}", markup=False, soft_wrap=True)
 
 
 def pair_total_line(dry_runs: Mapping[str, DryRun]) -> str:

@@ -28,9 +28,10 @@ from rotscope.errors import BadInput, OutputFailed, write_failure
 from rotscope.execution.calls.execute import row_id
 from rotscope.execution.state.identity import RUNTIME_FIELDS, config_digest
 from rotscope.execution.state.lock import LOCK_FILE, STORE_FILE, RunLock, held
+from rotscope.plan.rejections import REJECTIONS_FILE, detail_records
 from rotscope.plan.workitems import Plan
 from rotscope.store import RunStore
-from rotscope.types import WorkItem
+from rotscope.types import Rejection, WorkItem
 
 __all__ = [
     "CONFIG_FILE",
@@ -155,6 +156,21 @@ def write_config(run_dir: Path, text: str) -> None:
     temporary = run_dir / f".{CONFIG_FILE}.writing"
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, run_dir / CONFIG_FILE)
+
+
+def write_rejections(run_dir: Path, rejections: list[Rejection]) -> None:
+    """``rejections.jsonl``: every prompt the verifier rejected, one JSON line each with its cause
+    and layout in words, the case ids and the verifier's full reason (every placement retry); a
+    plan without rejections leaves none (and removes one a previous plan of the folder wrote)."""
+    path = run_dir / REJECTIONS_FILE
+    if not rejections:
+        path.unlink(missing_ok=True)
+        return
+    temporary = run_dir / f".{REJECTIONS_FILE}.writing"
+    with temporary.open("w", encoding="utf-8") as out:
+        for record in detail_records(rejections):
+            out.write(json.dumps(record, sort_keys=True) + "\n")
+    os.replace(temporary, path)
 
 
 def create_store(run_dir: Path, fill: Callable[[RunStore], None], config_text: str) -> RunStore:

@@ -1,7 +1,7 @@
 """A planned run before anything is stored: what it is checked against (the frozen plan's
 deviations, ``check_plan``; on ``--resume``, the folder's own items and filler corpus,
 ``same_items`` and ``same_corpus``; a plan with nothing to measure) and what the run says of it
-(``grid_line`` before planning, ``planned_line`` after)."""
+(``grid_line`` before planning, ``planned_line`` and ``rejection_lines`` after)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from rotscope.execution.state.run_folder import (
     has_store,
 )
 from rotscope.plan.manifest import Deviation, deviations, manifest_digest
+from rotscope.plan.rejections import summary_lines
 from rotscope.plan.workitems import Plan
 from rotscope.store import RunStore
 from rotscope.tasks import TASKS
@@ -112,9 +113,10 @@ def refuse_nothing_to_measure(plan: Plan) -> None:
     zero rows with exit 0 would pass for a finished measurement. (A search step is exempt: the
     search decides what a length without a placed prompt means.)"""
     if not plan.items and plan.rejected:
+        first = summary_lines(plan.rejections, ())[0]
         raise BadInput(
             f"nothing to measure: every prompt was rejected ({len(plan.rejected)}; "
-            f"first: {plan.rejected[0]}); change depths or lengths so the evidence fits the filler"
+            f"first: {first}); change depths or lengths so the evidence fits the filler"
         )
 
 
@@ -129,9 +131,15 @@ def planned_line(plan: Plan) -> str:
         f"{len(plan.rejected)} rejected; prompt tokens {plan.naive_prefill:,} "
         f"(distinct prefixes {plan.lower_bound:,})"
     )
-    if plan.rejected:
-        line += f"; first rejection: {plan.rejected[0]}"
     return line
+
+
+def rejection_lines(plan: Plan, detail: str | None = None) -> list[str]:
+    """The plan's rejections in plain words, after ``planned_line``: one line per rejected layout,
+    a cause shared by several layouts of a case once with its count, a case left without a prompt
+    said not measured, and ``detail`` (the run folder's ``rejections.jsonl``) named."""
+    measured = {(item.case.task, item.case.case_id) for item in plan.items if not item.case.control}
+    return summary_lines(plan.rejections, measured, detail)
 
 
 __all__ = [
@@ -140,6 +148,7 @@ __all__ = [
     "own_length_tasks",
     "planned_line",
     "refuse_nothing_to_measure",
+    "rejection_lines",
     "same_corpus",
     "same_items",
 ]

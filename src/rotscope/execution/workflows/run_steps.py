@@ -30,13 +30,34 @@ from rotscope.execution.state.run_folder import (
     has_store,
     store_plan,
     write_config,
+    write_rejections,
 )
-from rotscope.execution.workflows.planned import check_plan, grid_line, planned_line, same_corpus, same_items
+from rotscope.execution.workflows.planned import (
+    check_plan,
+    grid_line,
+    planned_line,
+    rejection_lines,
+    same_corpus,
+    same_items,
+)
 from rotscope.execution.workflows.self_session import SessionWriter, self_written, written_notice
 from rotscope.plan.manifest import Deviation, build_manifest, manifest_digest
-from rotscope.plan.workitems import Plan, build_plan
+from rotscope.plan.rejections import REJECTIONS_FILE
+from rotscope.plan.workitems import Plan, build_plan, without_evidence
 from rotscope.store import RunStore
 from rotscope.types import Backend, WorkItem
+
+
+def _frozen_with_every_depth(frozen: Mapping[str, Any], plan: Plan) -> bool:
+    """Whether ``frozen`` counts more work items than ``plan`` while ``plan`` holds a case without
+    evidence planned once per length (``without_evidence``): the plan was frozen when such a case
+    ran at every depth and as its own control, and the run keeps that plan unchanged."""
+    counted = (frozen.get("planned") or {}).get("work_items")
+    return (
+        isinstance(counted, int)
+        and counted > len(plan.items)
+        and any(without_evidence(item.case) for item in plan.items)
+    )
 
 
 def in_worker(backend: Backend, config: ExperimentConfig, reporter: Reporter | None) -> Backend:
@@ -95,10 +116,15 @@ class RunSteps:
             self.judge_backend = create_backend(build_config({**config.model_dump(), **judge_config}))
         writer = SessionWriter(config, run_dir, self.backend, self.reporter) if self_written(config) else None
         self.plan = build_plan(config, self.backend, writer)
+        if frozen_plan is not None and _frozen_with_every_depth(frozen_plan, self.plan):
+            # frozen before cases without evidence were planned once per length: plan them as it did
+            self.plan = build_plan(config, self.backend, writer, evidence_less_once=False)
         if writer is not None:
             self._generation = writer.cost()
             _notice(self.reporter, written_notice(self._generation, writer.calls_made))
         _notice(self.reporter, planned_line(self.plan))
+        for line in rejection_lines(self.plan, str(run_dir / REJECTIONS_FILE)):
+            _notice(self.reporter, line)
         self._manifest = build_manifest(config, self.plan, self.backend)
         if frozen_plan is not None:
             self._plan_meta = check_plan(frozen_plan, self._manifest, allow_deviation, intended)
@@ -115,6 +141,7 @@ class RunSteps:
         (``run_folder.create_store``)."""
         config, run_dir = self.config, self.run_dir
         run_dir.mkdir(parents=True, exist_ok=True)
+        write_rejections(run_dir, self.plan.rejections)
         self.ordered = ordered
 
         def fill(store: RunStore) -> None:
