@@ -90,7 +90,14 @@ async def run_in_group(
             await _stop(process, signal.SIGTERM, KILL_GRACE_S + 2.0)
             raise TimedOut(f"timed out after {timeout_s:g} s (it and what it started were killed)") from None
         if over_limit:
-            await _stop(process, signal.SIGHUP, KEEPER_END_S)
+            # Read on, discarding, while it stops: a pipe nobody reads is paused by asyncio's flow
+            # control, its end of file never seen, and ``wait()`` waits for the pipes to close.
+            draining = [asyncio.ensure_future(_discard(pipe)) for pipe in (process.stdout, process.stderr)]
+            try:
+                await _stop(process, signal.SIGHUP, KEEPER_END_S)
+            finally:
+                for task in draining:
+                    task.cancel()
         else:
             await process.wait()
         return Finished(_returncode(status_read, process.returncode), stdout, stderr, over_limit)
@@ -99,6 +106,13 @@ async def run_in_group(
             await _stop_despite_cancel(process)
         _LIVE.discard(process.pid)
         os.close(status_read)
+
+
+async def _discard(stream: asyncio.StreamReader | None) -> None:
+    """Read ``stream`` to its end, keeping nothing."""
+    if stream is not None:
+        while await stream.read(_READ_BYTES):
+            pass
 
 
 async def _communicate(
