@@ -129,7 +129,7 @@ def _run_locked(
     try:
         plan = steps.prepare(frozen_plan, allow_deviation)
         if not resume and not allow_empty:
-            refuse_nothing_to_measure(plan)
+            refuse_nothing_to_measure(plan, config)
         order = execution_order(plan.items, steps.local, config.seed, config.order)
         steps.open(order.items, described=order.describe())
         with stops(run_dir, [steps]):
