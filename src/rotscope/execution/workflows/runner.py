@@ -49,6 +49,13 @@ class Interrupted(Exception):
     done: int
     total: int
 
+    def line(self) -> str:
+        """What the command line says: what is kept, where, and the command that goes on."""
+        return (
+            f"interrupted: {self.done} of {self.total} items done and kept in {self.run_dir}; "
+            f"continue with: rotscope run --resume {self.run_dir}"
+        )
+
 
 @dataclass
 class BudgetReached(Exception):
