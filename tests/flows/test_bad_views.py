@@ -296,6 +296,12 @@ def test_a_search_record_of_wrong_types_is_one_line(
     assert f"rotscope run --resume {folder}" in line
 
 
+@pytest.mark.parametrize("form", ["csv", "jsonl"])
+def test_export_of_a_search_folder_names_its_steps(search_folder: Path, form: str) -> None:
+    line = assert_bad_input(invoke("export", search_folder, "--format", form), "a search folder")
+    assert f"rotscope export {search_folder / 'steps'}/NAME" in line
+
+
 def test_a_damaged_search_record_is_rebuilt_by_the_resume_it_names(
     search_folder: Path, tmp_path: Path
 ) -> None:
