@@ -113,7 +113,7 @@ def test_all_error_show_json_holds_the_top_error(all_error: tuple[Path, Result])
     (analysis,) = json.loads(result.stdout)["tasks"]
     assert analysis["data"] == "all-error"
     assert analysis["top_error"]["count"] == analysis["top_error"]["errors"] == 8
-    assert analysis["top_error"]["text"].startswith(TRUNCATED)
+    assert analysis["top_error"]["message"].startswith(TRUNCATED)
 
 
 def test_all_error_markdown_names_the_most_common_error(all_error: tuple[Path, Result]) -> None:

@@ -259,7 +259,7 @@ def top_error(rows: list[Row]) -> dict[str, Any] | None:
         return None
     shapes = [re.sub(r"[0-9]+", "#", error) for error in errors]
     shape, count = Counter(shapes).most_common(1)[0]
-    return {"text": errors[shapes.index(shape)], "count": count, "errors": len(errors)}
+    return {"message": errors[shapes.index(shape)], "count": count, "errors": len(errors)}
 
 
 def _no_calibration(length: int) -> dict[str, Any]:

@@ -161,7 +161,7 @@ class TopError(Record):
     """A task's most common error text among its error rows (a task whose every row is an error
     shows it, so the cause is on the first screen)."""
 
-    text: str
+    message: str
     """The error text, as stored in its first row."""
     count: Count
     """Rows with this text, their numbers aside (a count of tokens differs by length)."""

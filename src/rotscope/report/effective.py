@@ -38,7 +38,7 @@ def no_scores_text(analysis: dict[str, Any]) -> str | None:
     top = analysis.get("top_error")
     if analysis.get("data") != "all-error" or not top:
         return why
-    text = " ".join(str(top["text"]).split())
+    text = " ".join(str(top["message"]).split())
     if len(text) > ERROR_SHOWN:
         text = text[: ERROR_SHOWN - 1].rstrip() + "…"
     others = top["errors"] - top["count"]
