@@ -29,6 +29,9 @@ WHY = {
     "all-rejected": "the verifier rejected every prompt",
     "empty": "no rows (the task had no cases)",
 }
+SHOWN = {**WHY, "all-error": "every row an error — 12 × 'engine down'"}
+"""What show and the report say of the task: an all-error task names its most common error with its
+count (3 cases x 2 lengths x 2 depths, controls off: 12 rows)."""
 LEXICAL = lexical_responder()
 
 
@@ -115,7 +118,7 @@ def test_show_says_why_the_task_has_no_score(runs: dict[str, Path], kind: str) -
     result = invoke("show", runs[kind])
     assert result.exit_code == 0, result.output
     text = " ".join(result.stdout.split())
-    assert f"nolima: no scores: {WHY[kind]}" in text
+    assert f"nolima: no scores: {SHOWN[kind]}" in text
     assert "Effective length of fake/lexical on" in text
 
 
@@ -131,7 +134,7 @@ def test_markdown_says_why_the_task_has_no_score(runs: dict[str, Path], kind: st
 @pytest.mark.parametrize("kind", KINDS)
 def test_the_report_says_why_the_task_has_no_score(runs: dict[str, Path], kind: str) -> None:
     report = " ".join(render_report(runs[kind]).split("</script>", 1)[1].split())
-    assert f"No scores: {WHY[kind]}" in report.replace("&#39;", "'")
+    assert f"No scores: {SHOWN[kind]}" in report.replace("&#39;", "'")
 
 
 def _engine_down(request: object) -> str:
@@ -150,4 +153,6 @@ def test_a_run_whose_every_call_failed_shows_and_reports(tmp_path: Path) -> None
     assert shown.exit_code == 0, shown.output
     assert "not measured (no data: every call failed" in " ".join(shown.stdout.split())
     assert invoke("show", run_dir, "--markdown").exit_code == 0
-    assert "No scores: every call failed" in render_report(run_dir)
+    assert "No scores: every row an error — 12 × &#39;RuntimeError: engine down&#39;" in render_report(
+        run_dir
+    )

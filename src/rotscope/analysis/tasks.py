@@ -3,7 +3,8 @@ length, degradation as the paired gap to it, and the position effect (or a famil
 
 from __future__ import annotations
 
-from collections import defaultdict
+import re
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from typing import Any, Literal
 
@@ -248,6 +249,19 @@ def task_data(rows: list[Row]) -> TaskData:
     return "pending" if rows else "empty"
 
 
+def top_error(rows: list[Row]) -> dict[str, Any] | None:
+    """The most common error text of ``rows`` (texts that differ only in their numbers count as
+    one: "the backend reports 7 prompt tokens, 160 were sent" at every length), its first example,
+    its count and the error rows in all; ``None`` without an error row. Ties go to the text met
+    first."""
+    errors = [str(row["error"] or "unknown error") for row in rows if row["status"] == "error"]
+    if not errors:
+        return None
+    shapes = [re.sub(r"[0-9]+", "#", error) for error in errors]
+    shape, count = Counter(shapes).most_common(1)[0]
+    return {"message": errors[shapes.index(shape)], "count": count, "errors": len(errors)}
+
+
 def _no_calibration(length: int) -> dict[str, Any]:
     return {"length": length, "accuracy": None, "instance_accuracy": None, "ci_low": None, "ci_high": None,
             "band": [TOO_HARD_POINT, SATURATED_POINT], "verdict": calibration(None),
@@ -316,4 +330,5 @@ def task_analysis(task: str, rows: list[Row], base_lengths: Sequence[int] = BASE
         if own_analysis
         else position_effect(rows, sorted({row["depth"] for row in rows})),
         **(own_analysis(rows) if own_analysis else {}),
+        **({"top_error": found} if (found := top_error(rows)) is not None else {}),
     }

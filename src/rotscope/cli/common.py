@@ -132,11 +132,7 @@ def _guarded(action: Callable[[], T]) -> T:
             raise
         _fail(f"cannot write {error.filename or 'an output'} ({reason})")
     except Interrupted as stop:
-        _fail(
-            f"interrupted: {stop.done} of {stop.total} items done and kept in {stop.run_dir}; "
-            f"continue with: rotscope run --resume {stop.run_dir}",
-            _interrupted_code(),
-        )
+        _fail(stop.line(), _interrupted_code())
     except BudgetReached as stop:
         _fail(
             f"stopped at budget: ${stop.spent:.4f} spent of --max-cost ${stop.max_cost:.4f}, the next call "

@@ -21,12 +21,23 @@ def export(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="File; default stdout.")] = None,
 ) -> None:
     """Export one row per work item (with --format inspect: one Inspect sample per work item)."""
+    from rotscope.execution.workflows.search_run import is_search_folder
     from rotscope.report.export import export_rows
 
+    if is_search_folder(run_dir):
+        _guarded(lambda: _refuse_search_folder(run_dir))
     if format == "inspect":
         _guarded(lambda: _export_inspect(run_dir, output))
         return
     _guarded(lambda: export_rows(run_dir, format, output, sys.stdout))
+
+
+def _refuse_search_folder(run_dir: Path) -> None:
+    """A search folder holds no rows of its own: each step under ``DIR/steps`` is a run folder."""
+    raise BadInput(
+        f"{run_dir}: a search folder has no rows of its own; export one of its steps, a run folder "
+        f"each (rotscope export {run_dir / 'steps'}/NAME)"
+    )
 
 
 def _export_inspect(run_dir: Path, output: Path | None) -> None:

@@ -157,6 +157,18 @@ class Reasoning(Record):
     """Per filler and layout: where wrong answers came from."""
 
 
+class TopError(Record):
+    """A task's most common error text among its error rows (a task whose every row is an error
+    shows it, so the cause is on the first screen)."""
+
+    message: str
+    """The error text, as stored in its first row."""
+    count: Count
+    """Rows with this text, their numbers aside (a count of tokens differs by length)."""
+    errors: Count
+    """Error rows of the task in all."""
+
+
 class TaskAnalysis(Record):
     """One task's analysis. Open: a family's own analysis (``FamilyHooks.analyse``) adds its keys
     beside these (reasoning's ``reasoning``; an outside family's any)."""
@@ -167,6 +179,8 @@ class TaskAnalysis(Record):
     """The task family."""
     data: TaskData | None = None
     """What the task's rows hold."""
+    top_error: TopError | None = None
+    """The most common error among the task's error rows (none without error rows)."""
     lengths: list[LengthCell] | None = None
     """The task's probes per length, pooled over depths."""
     effective_length: EffectiveLength | None = None

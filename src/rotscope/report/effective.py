@@ -26,6 +26,29 @@ def data_text(data: str | None) -> str | None:
     return DATA_TEXT.get(data or "scored")
 
 
+ERROR_SHOWN = 120
+"""Characters of a task's most common error a view shows (the whole text is in each row)."""
+
+
+def no_scores_text(analysis: dict[str, Any]) -> str | None:
+    """Why a task of the summary has no score (``None`` when it has scores); a task whose every row
+    is an error names its most common error with its count, so the cause is in the view:
+    ``every row an error — 48 × 'prompt truncated: …'; ...``."""
+    why = data_text(analysis.get("data"))
+    top = analysis.get("top_error")
+    if analysis.get("data") != "all-error" or not top:
+        return why
+    text = " ".join(str(top["message"]).split())
+    if len(text) > ERROR_SHOWN:
+        text = text[: ERROR_SHOWN - 1].rstrip() + "…"
+    others = top["errors"] - top["count"]
+    more = f" (and {others} other errors)" if others else ""
+    return (
+        f"every row an error — {top['count']} × {text!r}{more}; see each row's error with rotscope "
+        "export on the run folder; rotscope run --resume retries them once the cause is fixed"
+    )
+
+
 def effective_text(value: int | None, state: str | None, data: str | None = None) -> str:
     """An effective length as its state says to read it (an older summary has no state); a task
     without scores says why (``data``)."""

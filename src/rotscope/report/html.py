@@ -17,7 +17,7 @@ from markupsafe import Markup, escape
 from rotscope.analysis.summary import build_summary
 from rotscope.errors import write_output
 from rotscope.report.cells import depth_label, row_key
-from rotscope.report.effective import base_lengths_text, bracket_text, data_text, near_text
+from rotscope.report.effective import base_lengths_text, bracket_text, near_text, no_scores_text
 from rotscope.report.figures import length_figure, position_figure
 from rotscope.report.names import shareable, without_paths
 from rotscope.report.sentence import one_sentence
@@ -116,7 +116,7 @@ def render_report(run_dir: Path) -> str:
         bracket_text=bracket_text,
         near_text=near_text,
         base_lengths_text=base_lengths_text,
-        data_text=data_text,
+        no_scores_text=no_scores_text,
     )
     tasks = [analysis["task"] for analysis in summary["tasks"]]
     return environment.get_template("report.html.j2").render(

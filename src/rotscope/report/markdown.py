@@ -12,7 +12,13 @@ from typing import Any
 
 from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.cells import depth_label
-from rotscope.report.effective import base_lengths_text, bracket_text, effective_text, near_text
+from rotscope.report.effective import (
+    base_lengths_text,
+    bracket_text,
+    effective_text,
+    near_text,
+    no_scores_text,
+)
 from rotscope.report.names import shareable
 from rotscope.report.numbers import score as _fmt
 from rotscope.report.verdict import layout_lines, pooled_line, support_lines
@@ -222,6 +228,9 @@ def run_markdown(summary: dict[str, Any]) -> str:
                 f"[{_fmt(line['ci_low'])}, {_fmt(line['ci_high'])}] | {line['instances']} | {gap_text} "
                 f"| {at} |"
             )
+    for analysis in summary["tasks"]:
+        if analysis.get("data") == "all-error" and analysis.get("top_error"):
+            lines += ["", f"**{_text(analysis['task'])}**: {_text(no_scores_text(analysis))}"]
     cap = summary.get("error_cap")
     if cap and cap["exceeded"]:
         lines += [

@@ -12,7 +12,7 @@ from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.cells import depth_label, row_key
 from rotscope.report.effective import (
     band_text,
-    data_text,
+    no_scores_text,
 )
 from rotscope.report.names import shareable
 from rotscope.report.numbers import score as _fmt
@@ -105,7 +105,7 @@ def _gap(estimate: float | None, entry: dict[str, Any]) -> str:
 
 
 def _print_task(analysis: dict[str, Any], console: Console) -> None:
-    why = data_text(analysis.get("data"))
+    why = no_scores_text(analysis)
     if why:
         console.print(f"  {analysis['task']}: no scores: {why}", markup=False)
     gaps = {gap["length"]: gap for gap in analysis["degradation"]}

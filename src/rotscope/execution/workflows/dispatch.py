@@ -8,10 +8,13 @@ decides and calls, and reports bad input as ``BadInput``."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from rotscope.config import ExperimentConfig, build_config, quick_config_data, read_config_file, resolve_paths
 from rotscope.errors import BadInput
@@ -41,8 +44,81 @@ def build_experiment(
     return build_config(data, str(config_path) if config_path else "quick experiment")
 
 
+class _Part(BaseModel):
+    model_config = ConfigDict(strict=True, extra="allow")
+
+
+class _Decision(_Part):
+    length: int
+    instances: int
+    score: float
+    base: float
+    lower: float
+    upper: float
+    state: Literal["pass", "fail", "open"]
+
+
+class _Bracket(_Part):
+    passes: int | None
+    fails: int | None
+
+
+class _Definition(_Part):
+    relative: bool
+    value: float
+
+
+class _Grid(_Part):
+    lengths: int
+    instances_per_length: int
+    calls: int
+
+
+class _Budget(_Part):
+    max_calls: int | None = None
+    max_tokens: int | None = None
+    max_cost: float | None = None
+
+
+class SearchRecordCheck(_Part):
+    """The keys of ``search.json`` its readers (``show``, ``report``, ``run --resume``) use, with
+    their types: a record that fails it is bad input naming the key, not a ``KeyError`` or
+    ``TypeError`` inside a view. Keys written only by later versions have defaults."""
+
+    verdict: Literal["decided", "undecided", "inconclusive"]
+    reason: str | None = None
+    bracket: _Bracket
+    pass_decision: _Decision | None
+    fail_decision: _Decision | None
+    definition: _Definition
+    confidence: float
+    range: list[int] = Field(min_length=2, max_length=2)
+    decisions: list[_Decision]
+    non_monotone: list[list[int]] = []
+    calls: int
+    prompt_tokens: int
+    budget: _Budget
+    stopped_by: list[str] = []
+    cost: float = 0.0
+    shared_haystacks: int | None = None
+    fixed_grid: _Grid
+    fixed_grid_hindsight: _Grid | None = None
+    method: str = ""
+
+
+def _first_problem(error: ValidationError) -> str:
+    """The first problem of ``error`` as ``key 'a.b': what it should be``."""
+    problem = error.errors()[0]
+    key = ".".join(str(part) for part in problem["loc"]) or "(top)"
+    if problem["type"] == "missing":
+        return f"key {key!r} is missing"
+    said = re.sub(r" or instance of \w+", "", str(problem["msg"]).removeprefix("Input "))
+    return f"key {key!r} {said[0].lower()}{said[1:]}, got {problem['input']!r:.40}"
+
+
 def read_search_record(run_dir: Path) -> dict[str, Any]:
-    """``DIR/search.json``; ``BadInput`` when it is not the record a search writes."""
+    """``DIR/search.json``; ``BadInput`` when it is not the record a search writes: not JSON, not a
+    mapping, or a key its readers use missing or of the wrong type (``SearchRecordCheck``)."""
     path = run_dir / SEARCH_RECORD
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -50,6 +126,13 @@ def read_search_record(run_dir: Path) -> dict[str, Any]:
         raise BadInput(f"{path}: not a readable search record ({error})") from None
     if not isinstance(record, dict) or not {"verdict", "bracket", "decisions"} <= record.keys():
         raise BadInput(f"{path}: not a search record (no verdict, bracket and decisions)")
+    try:
+        SearchRecordCheck.model_validate(record)
+    except ValidationError as error:
+        raise BadInput(
+            f"{path}: not a valid search record: {_first_problem(error)}; remove it and run "
+            f"rotscope run --resume {run_dir}, which rebuilds it from the search's steps"
+        ) from None
     return record
 
 

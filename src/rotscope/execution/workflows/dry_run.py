@@ -16,7 +16,7 @@ from rotscope.config import ExperimentConfig, ProviderLimits
 from rotscope.execution.calls.cachecheck import require_clearable
 from rotscope.execution.calls.cost import CostEstimate, estimate_plan
 from rotscope.execution.calls.response_cache import ResponseCache, default_cache_path
-from rotscope.execution.workflows.planned import check_plan
+from rotscope.execution.workflows.planned import check_plan, refuse_no_case
 from rotscope.execution.workflows.self_session import self_written
 from rotscope.plan.manifest import Deviation, build_manifest, write_manifest
 from rotscope.plan.session_prompts import stand_in
@@ -31,6 +31,7 @@ def planned_manifest(config: ExperimentConfig) -> tuple[dict[str, Any], Plan]:
         if config.cache_control:
             require_clearable(backend)
         plan = build_plan(config, backend)
+        refuse_no_case(plan, config)
         manifest = build_manifest(config, plan, backend)
     finally:
         backend.close()
@@ -179,6 +180,7 @@ def dry_run(
         # a session the model writes is planned with the generator's invented notes in its place
         writer = stand_in(config) if self_written(config) else None
         plan = build_plan(config, backend, writer)
+        refuse_no_case(plan, config)
         if frozen_plan is not None:
             check_plan(frozen_plan, build_manifest(config, plan, backend), allow_deviation, intended)
         resources = local_estimate(backend, plan, config.generation.max_tokens)

@@ -234,7 +234,7 @@ def _run(
                     frozen_plan, allow_deviation, intended_by(configs[role], frozen_plan, role)
                 )
                 if not resume:
-                    refuse_nothing_to_measure(plan)
+                    refuse_nothing_to_measure(plan, configs[role])
             upgraded = upgrade_line(frozen_plan)
             if upgraded is not None and reporter is not None:
                 reporter.notice(upgraded)

@@ -107,16 +107,31 @@ def grid_line(config: ExperimentConfig) -> str:
     return f"tasks {', '.join(config.tasks)}; {lengths}; depths {depths}; {config.trials} trial(s)"
 
 
-def refuse_nothing_to_measure(plan: Plan) -> None:
+def refuse_nothing_to_measure(plan: Plan, config: ExperimentConfig) -> None:
     """A run whose every prompt was rejected (``depths: ["@5000"]`` at 512 tokens) is bad input in
     one line, before anything is written or spent: it could measure nothing, and a run folder of
-    zero rows with exit 0 would pass for a finished measurement. (A search step is exempt: the
+    zero rows with exit 0 would pass for a finished measurement; so is a plan of no case at all
+    (``case_offset`` past every task's cases). (A search step is exempt: the
     search decides what a length without a placed prompt means.)"""
     if not plan.items and plan.rejected:
         first = summary_lines(plan.rejections, ())[0]
         raise BadInput(
             f"nothing to measure: every prompt was rejected ({len(plan.rejected)}; "
             f"first: {first}); change depths or lengths so the evidence fits the filler"
+        )
+    refuse_no_case(plan, config)
+
+
+def refuse_no_case(plan: Plan, config: ExperimentConfig) -> None:
+    """A plan of no case at all (``case_offset`` past every task's cases) is bad input naming the
+    window; a dry run or ``rotscope plan`` refuses it too (an all-rejected plan they print)."""
+    if not plan.items and not plan.rejections:
+        window = f"case_offset {config.case_offset}" if config.case_offset else "the task's cases"
+        if config.limit is not None:
+            window += f", limit {config.limit}"
+        raise BadInput(
+            f"nothing to measure: no case was selected ({', '.join(config.tasks)}; {window}); "
+            "lower case_offset, or give the task a case file that holds cases"
         )
 
 
@@ -147,6 +162,7 @@ __all__ = [
     "grid_line",
     "own_length_tasks",
     "planned_line",
+    "refuse_no_case",
     "refuse_nothing_to_measure",
     "rejection_lines",
     "same_corpus",

@@ -49,6 +49,13 @@ class Interrupted(Exception):
     done: int
     total: int
 
+    def line(self) -> str:
+        """What the command line says: what is kept, where, and the command that goes on."""
+        return (
+            f"interrupted: {self.done} of {self.total} items done and kept in {self.run_dir}; "
+            f"continue with: rotscope run --resume {self.run_dir}"
+        )
+
 
 @dataclass
 class BudgetReached(Exception):
@@ -129,7 +136,7 @@ def _run_locked(
     try:
         plan = steps.prepare(frozen_plan, allow_deviation)
         if not resume and not allow_empty:
-            refuse_nothing_to_measure(plan)
+            refuse_nothing_to_measure(plan, config)
         order = execution_order(plan.items, steps.local, config.seed, config.order)
         steps.open(order.items, described=order.describe())
         with stops(run_dir, [steps]):

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +105,30 @@ def _means(rows: list[Row], case_ids: list[str], step: Step, folder: Path) -> li
     return [sum(v) / len(v) for v in outcomes.values()]
 
 
+@dataclass
+class SearchInterrupted(Interrupted):
+    """Ctrl-C during a search, whichever part was running (a step's planning, its calls, the
+    search's decisions between steps): every finished step is kept in the search folder, and
+    ``--resume`` of the folder goes on. ``done``/``total`` are the interrupted step's items (0 of 0
+    between steps)."""
+
+    steps: int = 0
+    """Steps finished before the interruption."""
+    step: str | None = None
+    """The step that was running, when one was."""
+
+    def line(self) -> str:
+        within = ""
+        if self.step and self.total:
+            within = f"; in step {self.step} {self.done} of {self.total} items done and kept"
+        elif self.step:
+            within = f"; step {self.step} was being planned, none of its calls made"
+        return (
+            f"interrupted: the search in {self.run_dir} keeps its {self.steps} finished step(s){within}; "
+            f"continue with: rotscope run --resume {self.run_dir}"
+        )
+
+
 class _Steps:
     """Runs (or resumes, or reads) each step's run folder and keeps what it spent."""
 
@@ -139,7 +163,9 @@ class _Steps:
                     raise BudgetSpent(name)
                 resume_experiment(folder, reporter=self.reporter(), max_cost=remaining)
         except Interrupted as stop:
-            raise Interrupted(self.run_dir, stop.done, stop.total) from None
+            raise SearchInterrupted(self.run_dir, stop.done, stop.total, self.count - 1, name) from None
+        except KeyboardInterrupt:  # in the step's planning or store creation, before its calls
+            raise SearchInterrupted(self.run_dir, 0, 0, self.count - 1, name) from None
         except BudgetReached:
             self._spend(folder, name)
             raise BudgetSpent(name) from None
@@ -191,8 +217,17 @@ def run_search_experiment(
     (run_dir / "steps").mkdir(parents=True, exist_ok=True)
     _write_config(run_dir, config)
     record = _search(config, run_dir, reporter)
-    write_output(run_dir / SEARCH_FILE, json.dumps(record, indent=2) + "\n", "search")
+    _write_record(run_dir, record)
     return run_dir
+
+
+def _write_record(run_dir: Path, record: dict[str, Any]) -> None:
+    """``search.json``. A Ctrl-C while it is written may leave it cut short: the steps are kept,
+    and a resume (which takes an unreadable record for none) writes it again."""
+    try:
+        write_output(run_dir / SEARCH_FILE, json.dumps(record, indent=2) + "\n", "search")
+    except KeyboardInterrupt:
+        raise SearchInterrupted(run_dir, 0, 0, len(record["steps"])) from None
 
 
 def resume_search(
@@ -248,7 +283,7 @@ def resume_search(
         return run_dir
     if changes and lowered:
         _write_config(run_dir, config)
-    write_output(run_dir / SEARCH_FILE, json.dumps(record, indent=2) + "\n", "search")
+    _write_record(run_dir, record)
     return run_dir
 
 
@@ -309,10 +344,15 @@ def _notice(reporter: Reporters, message: str) -> None:
 def _search(config: ExperimentConfig, run_dir: Path, reporter: Reporters) -> dict[str, Any]:
     """Run (or replay, from the steps' stores) the search; returns its record, not yet written."""
     assert config.search is not None
-    ids = case_ids(config, config.search.cap)
-    resolved = measured_settings(config, search_settings(config, config.search, len(ids)))
-    steps = _Steps(config, run_dir, ids, reporter)
-    result = run_search(resolved, steps)
+    steps: _Steps | None = None
+    try:
+        ids = case_ids(config, config.search.cap)
+        resolved = measured_settings(config, search_settings(config, config.search, len(ids)))
+        steps = _Steps(config, run_dir, ids, reporter)
+        result = run_search(resolved, steps)
+    except KeyboardInterrupt:  # before the first step, or between steps: the search's own work
+        raise SearchInterrupted(run_dir, 0, 0, len(steps.folders) if steps else 0) from None
+    assert steps is not None
     return search_record(resolved, result, steps, config.max_cost)
 
 

@@ -13,6 +13,7 @@ from inspect_ai.solver import generate
 
 from rotscope.backends import create_backend
 from rotscope.config import BUNDLED_MODEL
+from rotscope.errors import BadInput
 from rotscope.integrations.inspect.dataset import SPANS_NOTE, samples, task_config
 from rotscope.integrations.inspect.provider import RotscopeModelAPI
 from rotscope.integrations.inspect.scorer import deterministic
@@ -29,15 +30,33 @@ def inspect_model_tokenizer() -> str:
     return api.model_name if isinstance(api, RotscopeModelAPI) else BUNDLED_MODEL
 
 
+def task_argument_error(error: BadInput) -> Exception:
+    """Bad task arguments (``-T lengths=256,99999999999``) as the error Inspect's command line
+    prints as its one message (``PrerequisiteError``), not a traceback of its task group with the
+    cause at its bottom; rotscope's own ``BadInput`` where this Inspect has no such class."""
+    try:
+        from inspect_ai._util.error import PrerequisiteError
+    except ImportError:  # pragma: no cover - an Inspect without it: the traceback, cause last
+        return error
+    prerequisite = PrerequisiteError(f"rotscope: {error}")
+    prerequisite.args = (f"rotscope: {error}",)  # str() of it, for a caller of inspect_ai.eval()
+    return prerequisite
+
+
 def rotscope_task(family: str | None, tokenizer: str | None, fields: dict[str, Any]) -> Task:
     tokenizer_model = tokenizer or inspect_model_tokenizer()
-    config = task_config(family, tokenizer_model, **fields)
-    backend = create_backend(config)
+    try:
+        config = task_config(family, tokenizer_model, **fields)
+        backend = create_backend(config)
+    except BadInput as error:
+        raise task_argument_error(error) from None
     try:
         items = build_plan(config, backend).items  # verified; rejected prompts are never samples
         used = backend.tokenizer()
         named = {"tokenizer_model": tokenizer_model, "tokenizer": used.name}
         named["tokenizer_digest"] = used.digest()
+    except BadInput as error:
+        raise task_argument_error(error) from None
     finally:
         backend.close()
     name = config.tasks[0] if family is None and len(config.tasks) == 1 else family or config.name
