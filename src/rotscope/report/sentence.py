@@ -79,6 +79,12 @@ def _chosen(per_task: dict[str, Any]) -> dict[str, Any] | None:
     return next(fell, entries[0])
 
 
+def closing_task(per_task: dict[str, Any]) -> str | None:
+    """The task the closing sentence is on (``None`` for a run with no task)."""
+    entry = _chosen(per_task)
+    return None if entry is None else str(entry["task"])
+
+
 def _unled(entry: dict[str, Any]) -> str:
     """Why this probe was taken without leading the headline: none is in the reference band by its
     point, said as its interval allows (an interval that overlaps the band cannot place it)."""
