@@ -306,7 +306,7 @@ def test_summary_reports_layout_cells_drops_and_interference(tmp_path: Path) -> 
     print_summary(summary, console)
     shown = console.export_text()
     assert "with_solutions · middle_twice" in shown  # a heatmap row per filler type and layout
-    assert re.search(r"length +500 with_solutions +middle +end 1\.00 vs 0\.00: drop 1\.00", shown), shown
+    assert re.search(r"length +500 with_solutions +middle +end 1\.00 vs 0\.00: drop \+1\.00", shown), shown
     assert re.search(
         r"with_solutions +middle +4 wrong: filler answer 4.*-> 4 of 4 wrong answers from the filler \(100%\)",
         shown,

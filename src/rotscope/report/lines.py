@@ -4,6 +4,8 @@ terminal does."""
 
 from __future__ import annotations
 
+from rich.console import Console
+
 
 def _clauses(text: str, deepest: int = 0) -> list[str]:
     """``text`` cut after each ``"; "`` or ``", "`` at bracket depth ``deepest`` or less (each piece
@@ -63,3 +65,12 @@ def clause_wrap(text: str, width: int, indent: str = "") -> list[str]:
         line = (indent if lines else "") + piece
     lines.append(line)
     return lines
+
+
+def say(console: Console, text: str, style: str | None = None, indent: str | None = None) -> None:
+    """A plain line (never markup), broken after clauses to the console's width; a continuation is
+    indented four columns past the line's own indent unless ``indent`` says otherwise."""
+    if indent is None:
+        indent = " " * (len(text) - len(text.lstrip(" ")) + 4)
+    for line in clause_wrap(text, console.width, indent):
+        console.print(line, style=style, markup=False, highlight=False, soft_wrap=True)

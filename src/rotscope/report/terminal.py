@@ -11,20 +11,11 @@ from rich.text import Text
 from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.cells import depth_label, row_key
 from rotscope.report.effective import data_text
-from rotscope.report.lines import clause_wrap
+from rotscope.report.lines import say as _say
 from rotscope.report.names import shareable
 from rotscope.report.numbers import score as _fmt
 from rotscope.report.sentence import closing_task, one_sentence
 from rotscope.report.wording import band_verdict, effective_short, lead_line, order_note, token_count_line
-
-
-def _say(console: Console, text: str, style: str | None = None, indent: str | None = None) -> None:
-    """A plain line (never markup), broken after clauses to the console's width; a continuation is
-    indented past the line's own indent unless ``indent`` says otherwise."""
-    if indent is None:
-        indent = " " * (len(text) - len(text.lstrip(" ")) + 4)
-    for line in clause_wrap(text, console.width, indent):
-        console.print(line, style=style, markup=False, highlight=False, soft_wrap=True)
 
 
 def _colour(accuracy: float) -> str:
