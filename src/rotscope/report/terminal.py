@@ -119,7 +119,7 @@ def length_lines(analysis: dict[str, Any], show_accuracy: bool = True) -> list[s
     rows = analysis.get("lengths") or []
     if not rows:
         return []
-    accuracy_head = "accuracy [95%] on instances (items)" if show_accuracy else "instances (items)"
+    accuracy_head = "accuracy [95%] on instances" if show_accuracy else "the heat map's accuracy on instances"
     gap_head = f"; paired gap to {base:,} [95%]" if base is not None and gaps else ""
     lines = [f"  by length: {accuracy_head}{gap_head}"]
     width = max(len(f"{row['length']:,}") for row in rows)
@@ -137,8 +137,9 @@ def length_lines(analysis: dict[str, Any], show_accuracy: bool = True) -> list[s
             after = "  base"
         else:
             after = ""
+        items = "" if line["n"] == line["instances"] else f", {line['n']} items"
         lines.append(
-            f"    {line['length']:>{width},}  {accuracy}{line['instances']} ({line['n']}{errors}){after}"
+            f"    {line['length']:>{width},}  {accuracy}{line['instances']} instances{items}{errors}{after}"
         )
     return lines
 
