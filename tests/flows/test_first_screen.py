@@ -66,7 +66,9 @@ def test_the_effective_length_is_said_once(screen: str, run_dir: Path) -> None:
     summary = load_summary(run_dir)
     per_task = summary["effective_lengths"]["tasks"]
     flat = " ".join(screen.split())
-    assert flat.lower().count("effective length of ") == len(per_task)  # the sentence, then one per other task
+    assert flat.lower().count("effective length of ") == len(
+        per_task
+    )  # the sentence, then one per other task
     assert "Effective length per task" not in flat and "Effective length:" not in flat
     for entry in per_task:
         if entry["value"] is not None:
@@ -75,7 +77,9 @@ def test_the_effective_length_is_said_once(screen: str, run_dir: Path) -> None:
     for task in summary["tasks"]:
         base = task["calibration"]["length"]
         line = next(line for line in task["lengths"] if line["length"] == base)
-        shown = f"{line['accuracy']:.2f} [{line['ci_low']:.2f}, {line['ci_high']:.2f}] on {line['instances']} "
+        shown = (
+            f"{line['accuracy']:.2f} [{line['ci_low']:.2f}, {line['ci_high']:.2f}] on {line['instances']} "
+        )
         assert shown in flat
 
 

@@ -70,7 +70,8 @@ class _Console(Console):
         """The terminal's size; ``LOG_WIDTH`` columns for a file or pipe (rich would take 80, or the
         width of whatever terminal stdin happens to be)."""
         size = super().size
-        if self._width is None and not self.is_terminal:
+        columns = self._environ.get("COLUMNS") or ""
+        if self._width is None and not columns.isdigit() and not self.is_terminal:
             return ConsoleDimensions(LOG_WIDTH, size.height)
         return size
 

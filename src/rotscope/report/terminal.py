@@ -189,6 +189,13 @@ def _print_task(
     if "reasoning" in analysis:
         _print_reasoning(analysis["reasoning"], console)
     effective = analysis.get("effective_length")
+    if task == closing and effective and effective.get("unbalanced_lengths"):
+        # The closing sentence has no room for it; the lengths it compares hold different pairs.
+        lacks = ", ".join(
+            f"length {entry['length']:,} lacks {entry['missing']} (case, position) pairs"
+            for entry in effective["unbalanced_lengths"]
+        )
+        _say(console, f"  unbalanced against the base: {lacks}")
     if task != closing and effective:
         shown = effective_short({**effective, "data": analysis.get("data")})
         _say(console, f"  effective length of {task}: {shown}")
