@@ -382,5 +382,5 @@ def test_reasoning_cells_over_the_error_cap_are_named_by_filler_and_layout(tmp_p
     assert [cell["depth"] for cell in summary["error_cap"]["cells_over"]] == ["middle"]
     console = Console(record=True, width=300)
     print_summary(summary, console)
-    assert "reasoning 500@with_solutions · middle (100%)" in console.export_text()
+    assert "reasoning 500 at with_solutions · middle (100%)" in console.export_text()
     assert "reasoning 500 @ with_solutions · middle (100%)" in render_report(run_dir)

@@ -46,7 +46,7 @@ def error_cap_warning(summary: dict[str, Any]) -> str | None:
     if not cap or not cap["exceeded"]:
         return None
     cells = ", ".join(
-        f"{cell['task']} {cell['length']:,}@{depth_label(cell)} ({cell['error_rate']:.0%})"
+        f"{cell['task']} {cell['length']:,} at {depth_label(cell)} ({cell['error_rate']:.0%})"
         for cell in cap["cells_over"]
     )
     return (
@@ -64,9 +64,12 @@ def spend_line(summary: dict[str, Any]) -> str:
     return f"cost {usd}{budget}; {cost.get('cached_responses', 0)} responses from the cache{judged}"
 
 
-def heatmap_title(task: str) -> str:
-    """The heat map's title, a line of its own (a table's title wraps at the table's width)."""
-    return f"{task}: accuracy by depth × length (n items; Wilson 95% on instances)"
+def heatmap_title(summary: dict[str, Any], task: str) -> str:
+    """The heat map's title, a line of its own (a table's title wraps at the table's width), naming
+    the cells' interval as the summary does (``ci_method``)."""
+    methods = {cell.get("ci_method") for cell in summary["cells"] if cell["task"] == task} - {None}
+    method = methods.pop() if len(methods) == 1 else "interval on instances"
+    return f"{task}: accuracy by depth × length (n items; 95% {method})"
 
 
 def heatmap(summary: dict[str, Any], task: str) -> Table:
@@ -117,8 +120,8 @@ def length_lines(analysis: dict[str, Any], show_accuracy: bool = True) -> list[s
     gaps = {gap["length"]: gap for gap in analysis.get("degradation") or []}
     base = (analysis.get("calibration") or {}).get("length")
     rows = analysis.get("lengths") or []
-    if not rows:
-        return []
+    if all(row.get("accuracy") is None for row in rows):
+        return []  # no scores: the task's line says why
     accuracy_head = "accuracy [95%] on instances" if show_accuracy else "the heat map's accuracy on instances"
     gap_head = f"; paired gap to {base:,} [95%]" if base is not None and gaps else ""
     lines = [f"  by length: {accuracy_head}{gap_head}"]
@@ -172,7 +175,7 @@ def _print_task(
     """A task's block: its heat map, a line per length, its failure categories, its calibration and,
     unless the closing sentence is on it, its effective length."""
     task = analysis["task"]
-    _say(console, heatmap_title(task), style="bold")
+    _say(console, heatmap_title(summary, task), style="bold")
     console.print(heatmap(summary, task))
     why = data_text(analysis.get("data"))
     if why:
@@ -444,7 +447,7 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     _print_cases(summary, console)
     warning = error_cap_warning(summary)
     if warning is not None:
-        console.print(Text(warning, style="bold white on red"))
+        _say(console, warning, style="bold white on red")
     if per_task.get("lead") is not None and len(per_task["tasks"]) > 1:
         _say(console, lead_line(per_task), style="bold")
     sentence = one_sentence(summary)
