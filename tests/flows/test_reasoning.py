@@ -306,7 +306,7 @@ def test_summary_reports_layout_cells_drops_and_interference(tmp_path: Path) -> 
     print_summary(summary, console)
     shown = console.export_text()
     assert "with_solutions · middle_twice" in shown  # a heatmap row per filler type and layout
-    assert re.search(r"length +500 with_solutions +middle +end 1\.00 vs 0\.00: drop 1\.00", shown), shown
+    assert re.search(r"length +500 with_solutions +middle +end 1\.00 vs 0\.00: drop \+1\.00", shown), shown
     assert re.search(
         r"with_solutions +middle +4 wrong: filler answer 4.*-> 4 of 4 wrong answers from the filler \(100%\)",
         shown,
@@ -382,5 +382,5 @@ def test_reasoning_cells_over_the_error_cap_are_named_by_filler_and_layout(tmp_p
     assert [cell["depth"] for cell in summary["error_cap"]["cells_over"]] == ["middle"]
     console = Console(record=True, width=300)
     print_summary(summary, console)
-    assert "reasoning 500@with_solutions · middle (100%)" in console.export_text()
+    assert "reasoning 500 at with_solutions · middle (100%)" in console.export_text()
     assert "reasoning 500 @ with_solutions · middle (100%)" in render_report(run_dir)

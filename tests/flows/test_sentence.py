@@ -37,6 +37,14 @@ def experiment(tmp_path: Path, model: str) -> Path:
     return path
 
 
+def closing(stdout: str) -> str:
+    """The closing sentence of a run's screen: its last lines from the last "Effective length of",
+    broken after clauses with no indent, so one space joins them back."""
+    lines = stdout.rstrip().splitlines()
+    start = max(index for index, line in enumerate(lines) if line.startswith("Effective length of"))
+    return " ".join(lines[start:])
+
+
 def summary(run_dir: Path) -> dict[str, Any]:
     result = invoke("show", run_dir, "--json")
     assert result.exit_code == 0, result.output
@@ -56,8 +64,8 @@ def test_a_run_whose_accuracy_falls_ends_with_its_effective_length_and_the_gap_t
     fallen = min(line["length"] for line in niah["lengths"] if line["length"] > entry["value"])
     gap = next(gap for gap in niah["degradation"] if gap["length"] == fallen)
     assert gap["ci_high"] < 0  # the curve falls beyond noise: the interval excludes no loss
-    sentence = " ".join(run.stdout.strip().splitlines()[-8:])
-    sentence = sentence[sentence.index("Effective length of fake/curve-600 on cases:") :]
+    sentence = closing(run.stdout)
+    assert sentence.startswith("Effective length of fake/curve-600 on cases:")
     assert f"cases: {entry['value']:,} tokens (nolima-0.85" in sentence
     interval = f"[{gap['ci_low']:+.2f}, {gap['ci_high']:+.2f}]"
     assert f"at {fallen:,} tokens, a paired gap of {gap['gap']:+.2f} {interval}" in sentence
@@ -73,7 +81,7 @@ def test_a_model_that_never_falls_is_at_least_the_longest_length_and_says_the_ga
 ) -> None:
     run = invoke("run", experiment(tmp_path, "fake/lexical"), "--out", tmp_path / "run")
     assert run.exit_code == 0, run.output
-    tail = " ".join(" ".join(run.stdout.strip().splitlines()[-4:]).split())
+    tail = closing(run.stdout)
     assert "Effective length of fake/lexical on cases: at least 1,024 tokens, the longest tested" in tail
     assert "a paired gap of +0.00" in tail and "an interval that does not rule out no loss" in tail
 

@@ -13,7 +13,7 @@ from types import FrameType
 from typing import Any, NoReturn, TypeVar
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
 from typer.core import TyperGroup
 
 from rotscope._util.safe_text import terminal_safe
@@ -59,7 +59,26 @@ app = typer.Typer(
 )
 
 
+LOG_WIDTH = 100
+"""The width of output that is not a terminal (a file, a pipe, a CI log) unless ``COLUMNS`` says
+otherwise: wide enough for a heat map's row and a line per length without wrapping mid-phrase."""
+
+
 class _Console(Console):
+    @property
+    def size(self) -> ConsoleDimensions:
+        """The terminal's size; ``LOG_WIDTH`` columns for a file or pipe (rich would take 80, or the
+        width of whatever terminal stdin happens to be)."""
+        size = super().size
+        columns = self._environ.get("COLUMNS") or ""
+        if self._width is None and not columns.isdigit() and not self.is_terminal:
+            return ConsoleDimensions(LOG_WIDTH, size.height)
+        return size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        self._width, self._height = new_size
+
     def on_broken_pipe(self) -> None:
         """rich would exit 1; a closed pipe ends the command as ``_Commands`` says."""
         self.quiet = True

@@ -79,19 +79,27 @@ def _chosen(per_task: dict[str, Any]) -> dict[str, Any] | None:
     return next(fell, entries[0])
 
 
-def _unled(entry: dict[str, Any]) -> str:
+def closing_task(per_task: dict[str, Any]) -> str | None:
+    """The task the closing sentence is on (``None`` for a run with no task)."""
+    entry = _chosen(per_task)
+    return None if entry is None else str(entry["task"])
+
+
+def _unled(entry: dict[str, Any], stated: bool = False) -> str:
     """Why this probe was taken without leading the headline: none is in the reference band by its
-    point, said as its interval allows (an interval that overlaps the band cannot place it)."""
+    point, said as its interval allows (an interval that overlaps the band cannot place it). Where
+    the sentence has ``stated`` the control length's accuracy already, the band alone is named."""
     calibration = entry["calibration"]
     verdict = calibration.get("band_verdict")
     at = f"at {calibration['length']:,} tokens"
+    numbers = f"band {BAND}" if stated else band_numbers(calibration)
     if verdict == "overlaps the band":
         shown = (
             f"the accuracy of {entry['task']} {at} overlaps the reference band, its point "
-            f"{calibration['verdict']} ({band_numbers(calibration)})"
+            f"{calibration['verdict']} ({numbers})"
         )
     elif verdict is not None:
-        shown = f"{entry['task']} is {verdict} {at} ({band_numbers(calibration)})"
+        shown = f"{entry['task']} is {verdict} {at} ({numbers})"
     else:
         shown = f"{entry['task']} is {calibration['verdict']} {at} for the reference band ({BAND})"
     return f"; {shown}, so no probe leads the headline"
@@ -122,7 +130,8 @@ def one_sentence(summary: dict[str, Any]) -> str | None:
             else f"no scored calls at the control length, {control:,} tokens"
         )  # fmt: skip
         return f"{subject} ({entry['definition']}): not measured ({reason})."
-    unled = _unled(entry) if per_task["lead"] is None else ""
+    lead = per_task["lead"]
+    unled = _unled(entry, stated=True) if lead is None else ""
     rule = _rule(entry)
     hedge = _hedge(entry, min(lines))
     if value is None:
@@ -130,6 +139,7 @@ def one_sentence(summary: dict[str, Any]) -> str | None:
         accuracy = _accuracy(lines[shortest])
         # An older summary's conservative value can say nothing here the point does not.
         hedge = hedge if entry.get("bracket") else ""
+        unled = _unled(entry, stated=shortest == control) if lead is None else ""
         return (
             f"{subject} ({rule}{hedge}): below {shortest:,} tokens, the shortest tested; accuracy "
             f"{accuracy}{unled}."

@@ -10,14 +10,12 @@ from rich.text import Text
 
 from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.cells import depth_label, row_key
-from rotscope.report.effective import (
-    band_text,
-    no_scores_text,
-)
+from rotscope.report.effective import no_scores_text
+from rotscope.report.lines import say as _say
 from rotscope.report.names import shareable
 from rotscope.report.numbers import score as _fmt
-from rotscope.report.sentence import one_sentence
-from rotscope.report.wording import headline, headline_entries, headline_intro, order_note, token_count_line
+from rotscope.report.sentence import closing_task, one_sentence
+from rotscope.report.wording import band_verdict, effective_short, lead_line, order_note, token_count_line
 
 
 def _colour(accuracy: float) -> str:
@@ -48,7 +46,7 @@ def error_cap_warning(summary: dict[str, Any]) -> str | None:
     if not cap or not cap["exceeded"]:
         return None
     cells = ", ".join(
-        f"{cell['task']} {cell['length']:,}@{depth_label(cell)} ({cell['error_rate']:.0%})"
+        f"{cell['task']} {cell['length']:,} at {depth_label(cell)} ({cell['error_rate']:.0%})"
         for cell in cap["cells_over"]
     )
     return (
@@ -66,16 +64,22 @@ def spend_line(summary: dict[str, Any]) -> str:
     return f"cost {usd}{budget}; {cost.get('cached_responses', 0)} responses from the cache{judged}"
 
 
+def heatmap_title(summary: dict[str, Any], task: str) -> str:
+    """The heat map's title, a line of its own (a table's title wraps at the table's width), naming
+    the cells' interval as the summary does (``ci_method``)."""
+    methods = {cell.get("ci_method") for cell in summary["cells"] if cell["task"] == task} - {None}
+    method = methods.pop() if len(methods) == 1 else "interval on instances"
+    return f"{task}: accuracy by depth × length (n items; 95% {method})"
+
+
 def heatmap(summary: dict[str, Any], task: str) -> Table:
     cells = [cell for cell in summary["cells"] if cell["task"] == task]
     lengths = sorted({cell["length"] for cell in cells})
     rows = sorted({row_key(cell) for cell in cells})
-    table = Table(
-        title=f"{task}: accuracy by depth x length (n items, Wilson 95% on instances)", title_justify="left"
-    )
-    table.add_column("depth \\ length", justify="right")
+    table = Table()
+    table.add_column("depth \\ length", justify="right", no_wrap=True)
     for length in lengths:
-        table.add_column(f"{length:,}", justify="center")
+        table.add_column(f"{length:,}", justify="center", no_wrap=True)
     lookup = {(row_key(cell), cell["length"]): cell for cell in cells}
     for key in rows:
         row: list[Text | str] = [key[2]]
@@ -99,33 +103,105 @@ def _gap(estimate: float | None, entry: dict[str, Any]) -> str:
     """A paired gap with its interval, or the note that it has too few pairs for one."""
     unmatched = f" ({entry['unmatched']} unmatched left out)" if entry.get("unmatched") else ""
     if entry.get("too_few"):
-        return f"{_fmt(estimate)} on {entry['pairs']} pairs (too few pairs for an interval){unmatched}"
-    interval = f"[{_fmt(entry['ci_low'])}, {_fmt(entry['ci_high'])}]"
-    return f"{_fmt(estimate)} {interval} on {entry['pairs']} pairs{unmatched}"
+        return f"{_fmt(estimate, True)} on {entry['pairs']} pairs (too few pairs for an interval){unmatched}"
+    interval = f"[{_fmt(entry['ci_low'], True)}, {_fmt(entry['ci_high'], True)}]"
+    return f"{_fmt(estimate, True)} {interval} on {entry['pairs']} pairs{unmatched}"
 
 
-def _print_task(analysis: dict[str, Any], console: Console) -> None:
+def heatmap_rows(summary: dict[str, Any], task: str) -> int:
+    """How many rows the task's heat map has (one: its cells are the per-length accuracies)."""
+    return len({row_key(cell) for cell in summary["cells"] if cell["task"] == task})
+
+
+def length_lines(analysis: dict[str, Any], show_accuracy: bool = True) -> list[str]:
+    """A header, then a line per length: accuracy with its interval on instances (left out where
+    the heat map's one row already shows it), instances and items, errors when there are any, and
+    the paired gap to the base."""
+    gaps = {gap["length"]: gap for gap in analysis.get("degradation") or []}
+    base = (analysis.get("calibration") or {}).get("length")
+    rows = analysis.get("lengths") or []
+    if all(row.get("accuracy") is None for row in rows):
+        return []  # no scores: the task's line says why
+    accuracy_head = "accuracy [95%] on instances" if show_accuracy else "the heat map's accuracy on instances"
+    gap_head = f"; paired gap to {base:,} [95%]" if base is not None and gaps else ""
+    lines = [f"  by length: {accuracy_head}{gap_head}"]
+    width = max(len(f"{row['length']:,}") for row in rows)
+    for line in rows:
+        gap = gaps.get(line["length"])
+        accuracy = (
+            f"{_fmt(line['accuracy'])} [{_fmt(line['ci_low'])}, {_fmt(line['ci_high'])}] on "
+            if show_accuracy
+            else ""
+        )
+        errors = f", {line['errors']} errors" if line.get("errors") else ""
+        if gap:
+            after = f"  gap {_gap(gap['gap'], gap)}"
+        elif line["length"] == base:
+            after = "  base"
+        else:
+            after = ""
+        items = "" if line["n"] == line["instances"] else f", {line['n']} items"
+        lines.append(
+            f"    {line['length']:>{width},}  {accuracy}{line['instances']} instances{items}{errors}{after}"
+        )
+    return lines
+
+
+TOP_CATEGORIES = 4
+"""How many failure categories a task's line names (the rest are counted together)."""
+
+
+def category_line(summary: dict[str, Any], task: str) -> str | None:
+    """``wrong answers by category: decoy 12, filter_ignored 5, other 3`` over the task's cells
+    (most frequent first; the full table is in the JSON and the HTML report), or ``None``."""
+    counts: dict[str, int] = {}
+    for cell in summary["cells"]:
+        if cell["task"] == task:
+            for name, count in (cell.get("categories") or {}).items():
+                counts[name] = counts.get(name, 0) + count
+    if not counts:
+        return None
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    shown = [f"{name} {count}" for name, count in ranked[:TOP_CATEGORIES]]
+    rest = sum(count for _, count in ranked[TOP_CATEGORIES:])
+    if rest:
+        shown.append(f"{len(ranked) - TOP_CATEGORIES} more {rest}")
+    return f"  failures by category ({sum(counts.values())} items): " + ", ".join(shown)
+
+
+def _print_task(
+    summary: dict[str, Any], analysis: dict[str, Any], console: Console, closing: str | None, unled: bool
+) -> None:
+    """A task's block: its heat map, a line per length, its failure categories, its calibration and,
+    unless the closing sentence is on it, its effective length."""
+    task = analysis["task"]
+    _say(console, heatmap_title(summary, task), style="bold")
+    console.print(heatmap(summary, task))
     why = no_scores_text(analysis)
     if why:
-        console.print(f"  {analysis['task']}: no scores: {why}", markup=False)
-    gaps = {gap["length"]: gap for gap in analysis["degradation"]}
-    for line in analysis["lengths"]:
-        gap = gaps.get(line["length"])
-        gap_text = (
-            f"; gap to {analysis['calibration']['length']:,}: {_gap(gap['gap'], gap)}"
-            if gap
-            else " (control length)"
-        )
-        console.print(
-            f"  length {line['length']:>6,}: accuracy {_fmt(line['accuracy'])} "
-            f"[{_fmt(line['ci_low'])}, {_fmt(line['ci_high'])}] on {line['instances']} instances, "
-            f"n={line['n']}, errors={line['errors']}{gap_text}"
-        )
-    calibration = analysis["calibration"]
-    console.print(f"  calibration at {calibration['length']:,}: {band_text(calibration)}")
+        _say(console, f"  {task}: no scores: {why}")
+    for line in length_lines(analysis, show_accuracy=heatmap_rows(summary, task) > 1):
+        _say(console, line)
+    categories = category_line(summary, task)
+    if categories:
+        _say(console, categories)
+    calibration = analysis.get("calibration")
+    # Without a lead, the closing sentence says its task's calibration with the numbers.
+    if calibration and not (task == closing and unled):
+        _say(console, f"  calibration at {calibration['length']:,}: {band_verdict(calibration)}")
     if "reasoning" in analysis:
         _print_reasoning(analysis["reasoning"], console)
-    console.print(f"  {headline({**analysis['effective_length'], 'data': analysis.get('data')})}")
+    effective = analysis.get("effective_length")
+    if task == closing and effective and effective.get("unbalanced_lengths"):
+        # The closing sentence has no room for it; the lengths it compares hold different pairs.
+        lacks = ", ".join(
+            f"length {entry['length']:,} lacks {entry['missing']} (case, position) pairs"
+            for entry in effective["unbalanced_lengths"]
+        )
+        _say(console, f"  unbalanced against the base: {lacks}")
+    if task != closing and effective:
+        shown = effective_short({**effective, "data": analysis.get("data")})
+        _say(console, f"  effective length of {task}: {shown}")
 
 
 def _case_list(summary: dict[str, Any], ids: list[str]) -> str:
@@ -220,7 +296,7 @@ def generation_line(generation: dict[str, Any]) -> str:
 def _print_plan_and_cache(summary: dict[str, Any], console: Console) -> None:
     generation = summary.get("session_generation")
     if generation:
-        console.print(generation_line(generation), markup=False)
+        _say(console, generation_line(generation))
     plan = summary.get("plan")
     if plan:
         deviations = plan["deviations"]
@@ -246,7 +322,7 @@ def _print_plan_and_cache(summary: dict[str, Any], console: Console) -> None:
                     markup=False,
                 )
         else:
-            console.print(line, markup=False)
+            _say(console, line)
 
 
 def _count(tokens: int | None) -> str:
@@ -307,55 +383,73 @@ def filler_gap_lines(gaps: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def print_summary(summary: dict[str, Any], console: Console) -> None:
-    # Case ids, replies and errors come from outside: none of their control characters reaches
-    # the terminal (a reply's clear-screen or window title is shown as its escape).
-    summary = shareable(terminal_safe_tree(summary))
-    console.print(f"run {summary['run']}: model {summary['model']}", markup=False, highlight=False)
-    for analysis in summary["tasks"]:
-        console.print(heatmap(summary, analysis["task"]))
-        _print_task(analysis, console)
+def _print_controls(summary: dict[str, Any], console: Console) -> None:
+    """The evidence-absent controls, a line per task and filler: each length's outcome."""
+    grouped: dict[tuple[str, str | None, str], list[dict[str, Any]]] = {}
     for control in summary["controls"]:
-        scored = control["n"] - control["errors"] - control["pending"]
-        where = f" in {control['filler']} filler" if control.get("filler") else ""
-        outcome = (
-            f"{control['correct']}/{scored} complied by chance (base rate without the instruction)"
-            if control.get("kind") == "compliance"
-            else f"{control['correct']}/{scored} abstained correctly, "
-            f"{control['hallucinated']} answered anyway"
+        key = (control["task"], control.get("filler"), control.get("kind") or "abstain")
+        grouped.setdefault(key, []).append(control)
+    for (task, filler, kind), controls in grouped.items():
+        where = f" in {filler} filler" if filler else ""
+        outcomes = ", ".join(
+            f"{control['correct']}/{control['n'] - control['errors'] - control['pending']} at "
+            f"{control['length']:,}"
+            for control in controls
         )
-        console.print(f"evidence-absent control {control['task']} @ {control['length']:,}{where}: {outcome}")
-    for line in filler_gap_lines(summary.get("filler_gap") or []):
-        console.print(line, markup=False, highlight=False)
-    _print_cases(summary, console)
-    per_task = summary["effective_lengths"]
-    console.print(headline_intro(per_task), style="bold", markup=False)
-    for task, text in headline_entries(per_task):
-        console.print(f"  {task}: {text}", style="bold", markup=False)
+        if kind == "compliance":
+            what = f"complied by chance (the base rate without the instruction): {outcomes}"
+        else:
+            answered = sum(control["hallucinated"] for control in controls)
+            what = f"abstained correctly {outcomes}; {answered} answered anyway"
+        _say(console, f"evidence-absent control {task}{where}: {what}")
+
+
+def _print_run(summary: dict[str, Any], console: Console) -> None:
+    """What ran: the model, the items, the tokens and their counting, the order and the cost."""
+    _say(console, f"run {summary['run']}: model {summary['model']}")
     items = summary["items"]
     tokens = summary["tokens"]
     execution = summary["execution"]
-    reuse = {True: "on", False: "off (cold)", None: "n/a"}[execution["prefix_cache"]]
-    console.print(
-        f"order: {execution['order']}{order_note(execution['order'])}; KV prefix reuse: {reuse}"
-        f"{engine_note(execution)}",
-        markup=False,
-    )
-    approximate = (summary.get("token_counts") or {}).get("method") == "approximate"
-    console.print(
-        token_count_line(summary), style="bold yellow" if approximate else None, markup=False, soft_wrap=True
-    )
-    console.print(
+    reuse = {True: "on", False: "off (cold)", None: "n/a"}[execution.get("prefix_cache")]
+    _say(
+        console,
         f"items {items['done']}/{items['total']} done, {items['errors']} errors, "
         f"{items['rejected_prompts']} prompts rejected by the verifier; prompt tokens evaluated "
         f"{_count(tokens['evaluated'])}, from cache {_count(tokens['cached'])} "
-        f"(naive {tokens['naive_prefill']:,}, lower bound {tokens['lower_bound']:,}){cached_note(tokens)}"
+        f"(naive {tokens['naive_prefill']:,}, lower bound {tokens['lower_bound']:,}){cached_note(tokens)}",
     )
-    console.print(spend_line(summary), markup=False)
+    approximate = (summary.get("token_counts") or {}).get("method") == "approximate"
+    _say(console, token_count_line(summary), style="bold yellow" if approximate else None)
+    _say(
+        console,
+        f"order: {execution['order']}{order_note(execution['order'])}; KV prefix reuse: {reuse}"
+        f"{engine_note(execution)}",
+    )
+    _say(console, spend_line(summary))
+    _print_plan_and_cache(summary, console)
+
+
+def print_summary(summary: dict[str, Any], console: Console) -> None:
+    """The first screen: what ran, then per task its heat map, a line per length (accuracy with its
+    interval, the gap to the base), its failure categories and calibration, then the one closing
+    sentence; the effective length of the sentence's task is said there only."""
+    # Case ids, replies and errors come from outside: none of their control characters reaches
+    # the terminal (a reply's clear-screen or window title is shown as its escape).
+    summary = shareable(terminal_safe_tree(summary))
+    _print_run(summary, console)
+    per_task = summary["effective_lengths"]
+    closing = closing_task(per_task)
+    for analysis in summary["tasks"]:
+        _print_task(summary, analysis, console, closing, per_task.get("lead") is None)
+    _print_controls(summary, console)
+    for line in filler_gap_lines(summary.get("filler_gap") or []):
+        _say(console, line)
+    _print_cases(summary, console)
     warning = error_cap_warning(summary)
     if warning is not None:
-        console.print(Text(warning, style="bold white on red"))
-    _print_plan_and_cache(summary, console)
+        _say(console, warning, style="bold white on red")
+    if per_task.get("lead") is not None and len(per_task["tasks"]) > 1:
+        _say(console, lead_line(per_task), style="bold")
     sentence = one_sentence(summary)
     if sentence is not None:
-        console.print(sentence, style="bold", markup=False, highlight=False, soft_wrap=True)
+        _say(console, sentence, style="bold", indent="")

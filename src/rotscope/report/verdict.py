@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
 from rotscope._util.safe_text import terminal_safe_tree
+from rotscope.report.lines import say
 from rotscope.report.numbers import score as _fmt
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
@@ -17,19 +19,29 @@ _WORST_SHOWN = 10
 _CLAIM_LABELS = {"missing": "missing claims", "forbidden": "forbidden claims (high risk)"}
 
 
-def slice_table(record: dict[str, Any]) -> Table:
+def slice_title(record: dict[str, Any]) -> str:
+    """What the slice table shows, a line of its own (a table's title wraps at the table's width)."""
     analysis = record["analysis"]
-    table = Table(
-        title=(
-            f"candidate − baseline per slice: paired instance accuracy, {_method(record)}, one-sided "
-            f"bounds at Holm levels, alpha {analysis['alpha']}, margin {analysis['margin']}, "
-            f"floor {analysis['floor']}, min {analysis['min_instances']} instances; "
-            "Holm p of the slice's FAIL test"
-        ),
-        title_justify="left",
+    return (
+        f"candidate − baseline per slice: paired instance accuracy, {_method(record)}, one-sided "
+        f"bounds at Holm levels, alpha {analysis['alpha']}, margin {analysis['margin']}, "
+        f"floor {analysis['floor']}, min {analysis['min_instances']} instances; "
+        "Holm p of the slice's FAIL test"
     )
+
+
+SLICE_MIN_WIDTH = 16
+"""The slice column keeps this many columns (task, length, position and fields, folded onto more
+lines where they need them) however narrow the console; the numbers take the rest."""
+
+
+def slice_table(record: dict[str, Any]) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_edge=False, collapse_padding=True)
     for name in ("slice", "inst.", "base", "cand.", "diff", "bounds", "Holm p", "verdict"):
-        table.add_column(name, justify="left" if name == "slice" else "right", no_wrap=name != "slice")
+        if name == "slice":
+            table.add_column(name, justify="left", min_width=SLICE_MIN_WIDTH, overflow="fold")
+        else:
+            table.add_column(name, justify="right", no_wrap=True)
     for item in record["slices"]:
         fields = "".join(f" {key}={value}" for key, value in item["fields"].items())
         table.add_row(
@@ -84,12 +96,14 @@ def support_lines(record: dict[str, Any]) -> list[str]:
 
 def print_record(record: dict[str, Any], console: Console) -> None:
     record = terminal_safe_tree(record)  # case ids and reasons: no control character reaches the terminal
+    say(console, slice_title(record), indent="  ")
     console.print(slice_table(record))
     worst = [entry for entry in record["worst_positions"] if entry["range"] or entry["worst_accuracy"] < 1]
     if worst:
-        console.print(
+        say(
+            console,
             f"worst position per case (candidate; cases wrong somewhere, largest range across positions "
-            f"first, top {_WORST_SHOWN}):"
+            f"first, top {_WORST_SHOWN}):",
         )
         for entry in worst[:_WORST_SHOWN]:
             baseline = "-" if entry["baseline_range"] is None else f"{entry['baseline_range']:.2f}"
@@ -118,17 +132,17 @@ def print_record(record: dict[str, Any], console: Console) -> None:
             )
     if "power" in record:  # a record written before the gate stated its power has none
         for line in power_lines(record["power"]):
-            console.print(line, markup=False, soft_wrap=True)
+            say(console, line)
     pooled = pooled_line(record)
     if pooled is not None:
-        console.print(pooled, markup=False, soft_wrap=True)
+        say(console, pooled)
     for line in support_lines(record):
-        console.print(line, markup=False, soft_wrap=True)
+        say(console, line)
     note = (record.get("tests") or {}).get("note")
     if note:
-        console.print(f"note: {note}", markup=False, soft_wrap=True)
+        say(console, f"note: {note}")
     for line in layout_lines(record.get("layouts")):
-        console.print(line, markup=False, soft_wrap=True)
+        say(console, line)
     verdict = record["verdict"]
     decided = record.get("decided_by")
     console.print(

@@ -5,7 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from rotscope.report.effective import band_text, base_lengths_text, bracket_text, effective_text, near_text
+from rotscope.report.effective import (
+    BAND,
+    band_text,
+    base_lengths_text,
+    bracket_text,
+    effective_text,
+    near_text,
+)
 from rotscope.report.numbers import score as _fmt
 
 
@@ -32,6 +39,47 @@ def effective_phrase(effective: dict[str, Any]) -> str:
     )
     where = base_lengths_text(effective.get("base_lengths"))
     return f"{shown} ({effective['definition']}{hedge}); base score {base}{interval}{where}{unbalanced}"
+
+
+def effective_short(effective: dict[str, Any]) -> str:
+    """``512 tokens (nolima-0.85; 95% bracket: 256 to beyond 1,024 tokens)``: the point and its
+    bracket without the base score, for a view that shows the base's accuracy on a line of its own."""
+    if effective.get("no_curve"):
+        return f"not measured ({effective['no_curve']})"
+    shown = effective_text(effective.get("value"), effective.get("state"), effective.get("data"))
+    bracket = bracket_text(effective.get("bracket")) if effective.get("bracket") else ""
+    hedge = f"; {bracket}{near_text(effective)}" if bracket else ""
+    unbalanced = "".join(
+        f"; length {entry['length']:,} lacks {entry['missing']} (case, position) pairs"
+        for entry in effective.get("unbalanced_lengths") or []
+    )
+    return f"{shown} ({effective.get('definition', 'effective length')}{hedge}){unbalanced}"
+
+
+def band_verdict(calibration: dict[str, Any]) -> str:
+    """``overlaps the band 0.90-0.95 (point too hard)``: the calibration verdict without the
+    accuracy it is read from, for a view that shows that accuracy beside its length."""
+    verdict = calibration.get("band_verdict") or calibration.get("verdict") or "not placed"
+    by_point = (
+        f" (point {calibration['verdict']})"
+        if verdict == "overlaps the band" and calibration.get("verdict")
+        else ""
+    )
+    shown = (
+        verdict.replace("the band", f"the band {BAND}")
+        if "the band" in verdict
+        else f"{verdict} (band {BAND})"
+    )
+    return f"{shown}{by_point}"
+
+
+def lead_line(per_task: dict[str, Any]) -> str:
+    """Which probe the closing sentence is on and why, in words (the numbers are on its lines)."""
+    entries = per_task["tasks"]
+    if per_task["lead"] is None:
+        verdicts = ", ".join(f"{entry['task']} {entry['calibration']['verdict']}" for entry in entries)
+        return f"No probe is in band at its control length ({verdicts}), so none leads."
+    return f"Led by {per_task['lead']}, the hardest probe in band at its control length."
 
 
 def headline(effective: dict[str, Any]) -> str:

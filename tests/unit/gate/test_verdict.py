@@ -433,3 +433,25 @@ def test_a_release_record_written_by_an_earlier_version_still_prints() -> None:
     assert "cluster bootstrap (4000 resamples, seed 0)" in text
     assert "a drop of 0.10 in one of 3 slices FAILs with probability 0.50" in text
     assert "PASS (exit 0)" in text
+
+
+@pytest.mark.parametrize("width", [80, 100])
+def test_the_slice_table_keeps_every_column_and_whole_slices_in_a_log(width: int) -> None:
+    """Issue 35: at 80 columns the slice column read "cas… / 300 / beg… / ris…"; now every column
+    keeps its head and each slice its words (on one line at 100 columns)."""
+
+    def risk(position: str, number: int) -> dict[str, Any]:
+        return {"slices": json.dumps({"risk": "high" if number % 2 else "low"})}
+
+    record = compare(make_run(always, extra=risk), make_run(always, extra=risk, name="c"))
+    console = Console(record=True, width=width)
+    print_record(record, console)
+    lines = console.export_text().splitlines()
+    assert max(len(line.rstrip()) for line in lines) <= width
+    head = next(line for line in lines if line.startswith("slice"))
+    assert head.split() == ["slice", "inst.", "base", "cand.", "diff", "bounds", "Holm", "p", "verdict"]
+    assert "…" not in "\n".join(lines)
+    rows = [line for line in lines if line.startswith("niah 300")]
+    assert len(rows) == len(record["slices"]) == 6 and all(line.rstrip().endswith("PASS") for line in rows)
+    if width == 100:
+        assert "niah 300 beginning risk=high" in "\n".join(rows)
