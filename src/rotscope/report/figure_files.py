@@ -114,7 +114,7 @@ def _style(index: int) -> dict[str, Any]:
 
 
 def length_figure(summary: dict[str, Any], analysis: dict[str, Any]) -> Figure:
-    """One task's accuracy per length with its Wilson band."""
+    """One task's accuracy per length with its interval band (adjusted t on instance means)."""
     task = analysis["task"]
     figure, axes = _new_figure(*title_lines(summary, task, LENGTH_WHAT))
     lines = scored_lengths(analysis)

@@ -20,7 +20,7 @@ MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "
 COLOUR_SCALE = "Cividis"
 COLOURS = ("#636efa", "#EF553B", "#00cc96", "#ab63fa", "#FFA15A", "#19d3f3", "#FF6692", "#B6E880")
 """plotly's default colour sequence, which the report's figures use; the figure files too."""
-LENGTH_WHAT = "accuracy vs length (Wilson 95% on instances)"
+LENGTH_WHAT = "accuracy vs length (95% adjusted t on instance means)"
 POSITION_WHAT = "accuracy by position"
 HEATMAP_WHAT = "accuracy by position x length"
 LENGTH_AXIS = "prompt length (model tokens)"
@@ -103,7 +103,7 @@ def heatmap_grid(
 
 
 def length_figure(summary: dict[str, Any]) -> go.Figure:
-    """Accuracy per length with its Wilson band, a line per task."""
+    """Accuracy per length with its interval band (adjusted t on instance means), a line per task."""
     figure = go.Figure()
     for analysis, style in zip(summary["tasks"], _styles(), strict=False):
         lines = scored_lengths(analysis)
