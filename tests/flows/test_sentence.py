@@ -68,12 +68,18 @@ def test_a_run_whose_accuracy_falls_ends_with_its_effective_length_and_the_gap_t
     assert sentence.startswith("Effective length of fake/curve-600 on cases:")
     assert f"cases: {entry['value']:,} tokens (nolima-0.85" in sentence
     interval = f"[{gap['ci_low']:+.2f}, {gap['ci_high']:+.2f}]"
-    assert f"at {fallen:,} tokens, a paired gap of {gap['gap']:+.2f} {interval}" in sentence
-    assert "does not rule out" not in sentence
+    # On the terminal the gap is said once, in its length's line, and the sentence names the length.
+    assert f"its accuracy falls below the threshold at {fallen:,} tokens" in sentence
+    assert interval not in sentence and run.stdout.count(interval) == 1
+    assert f"gap {gap['gap']:+.2f} {interval}" in run.stdout
     shown = invoke("show", tmp_path / "run")
     assert shown.stdout.rstrip().endswith(run.stdout.rstrip().splitlines()[-1])  # show ends the same way
-    report = render_report(tmp_path / "run")  # and the report's headline holds the sentence
-    assert f'<p id="sentence">{html.escape(sentence)}</p>' in " ".join(report.split())
+    # The report's headline has no lines above it: its sentence carries the numbers.
+    worded = one_sentence(summary(tmp_path / "run"))
+    assert worded is not None and f"at {fallen:,} tokens, a paired gap of {gap['gap']:+.2f} {interval}" in worded
+    assert "does not rule out" not in worded
+    report = render_report(tmp_path / "run")
+    assert f'<p id="sentence">{html.escape(worded)}</p>' in " ".join(report.split())
 
 
 def test_a_model_that_never_falls_is_at_least_the_longest_length_and_says_the_gap_is_noise(
@@ -83,7 +89,10 @@ def test_a_model_that_never_falls_is_at_least_the_longest_length_and_says_the_ga
     assert run.exit_code == 0, run.output
     tail = closing(run.stdout)
     assert "Effective length of fake/lexical on cases: at least 1,024 tokens, the longest tested" in tail
-    assert "a paired gap of +0.00" in tail and "an interval that does not rule out no loss" in tail
+    worded = one_sentence(summary(tmp_path / "run"))  # the report's, with its numbers
+    assert worded is not None and "a paired gap of +0.00" in worded
+    assert "an interval that does not rule out no loss" in worded
+    assert "paired gap" not in tail  # the terminal's: the gap is in its length's line above
 
 
 def _line(length: int, accuracy: float | None) -> dict[str, Any]:

@@ -105,10 +105,12 @@ def _unled(entry: dict[str, Any], stated: bool = False) -> str:
     return f"; {shown}, so no probe leads the headline"
 
 
-def one_sentence(summary: dict[str, Any]) -> str | None:
+def one_sentence(summary: dict[str, Any], *, with_numbers: bool = True) -> str | None:
     """The run's result in one sentence, on the task the headline leads with (or, without a lead,
     the first whose accuracy fell below its threshold, saying that none leads); ``None`` for a run
-    with no task."""
+    with no task. Without ``with_numbers`` (the terminal, whose heat map and lines per length show
+    every accuracy and gap just above it) the sentence names the lengths and not their numbers, so
+    each number is on the screen once."""
     per_task = summary["effective_lengths"]
     entry = _chosen(per_task)
     if entry is None:
@@ -136,15 +138,18 @@ def one_sentence(summary: dict[str, Any]) -> str | None:
     hedge = _hedge(entry, min(lines))
     if value is None:
         shortest = min(lines)
-        accuracy = _accuracy(lines[shortest])
         # An older summary's conservative value can say nothing here the point does not.
         hedge = hedge if entry.get("bracket") else ""
+        if not with_numbers:
+            return f"{subject} ({rule}{hedge}): below {shortest:,} tokens, the shortest tested{unled}."
         unled = _unled(entry, stated=shortest == control) if lead is None else ""
         return (
             f"{subject} ({rule}{hedge}): below {shortest:,} tokens, the shortest tested; accuracy "
-            f"{accuracy}{unled}."
+            f"{_accuracy(lines[shortest])}{unled}."
         )
     if state == "at-least-longest":
+        if not with_numbers:
+            return f"{subject}: at least {value:,} tokens, the longest tested ({rule}{hedge}){unled}."
         longest = max(lines)
         after = "" if longest == control else f", {_accuracy(lines[longest])}{_gap(gaps.get(longest))}"
         return (
@@ -152,6 +157,11 @@ def one_sentence(summary: dict[str, Any]) -> str | None:
             f"{_accuracy(lines[control])}{after}{unled}."
         )
     fallen = min(length for length in lines if length > value)
+    if not with_numbers:
+        return (
+            f"{subject}: {value:,} tokens ({rule}{hedge}); its accuracy falls below the threshold "
+            f"at {fallen:,} tokens{unled}."
+        )
     own = "" if value == control else f", {_accuracy(lines[value])} (its effective length)"
     return (
         f"{subject}: {value:,} tokens ({rule}{hedge}); accuracy {_accuracy(lines[control])}{own}, "

@@ -450,6 +450,6 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
         _say(console, warning, style="bold white on red")
     if per_task.get("lead") is not None and len(per_task["tasks"]) > 1:
         _say(console, lead_line(per_task), style="bold")
-    sentence = one_sentence(summary)
+    sentence = one_sentence(summary, with_numbers=False)
     if sentence is not None:
         _say(console, sentence, style="bold", indent="")
