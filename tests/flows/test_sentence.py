@@ -76,7 +76,8 @@ def test_a_run_whose_accuracy_falls_ends_with_its_effective_length_and_the_gap_t
     assert shown.stdout.rstrip().endswith(run.stdout.rstrip().splitlines()[-1])  # show ends the same way
     # The report's headline has no lines above it: its sentence carries the numbers.
     worded = one_sentence(summary(tmp_path / "run"))
-    assert worded is not None and f"at {fallen:,} tokens, a paired gap of {gap['gap']:+.2f} {interval}" in worded
+    assert worded is not None
+    assert f"at {fallen:,} tokens, a paired gap of {gap['gap']:+.2f} {interval}" in worded
     assert "does not rule out" not in worded
     report = render_report(tmp_path / "run")
     assert f'<p id="sentence">{html.escape(worded)}</p>' in " ".join(report.split())
