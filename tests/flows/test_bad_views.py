@@ -160,7 +160,7 @@ REJECTED_LINE = "nolima: no scores: the verifier rejected every prompt"
 
 def test_all_rejected_run_finishes_saying_so(all_rejected: tuple[Path, Result]) -> None:
     text = _finished(all_rejected[1])
-    assert REJECTED_LINE in text and "niah: accuracy by depth x length" in text
+    assert REJECTED_LINE in text and "niah: accuracy by depth × length" in text
 
 
 def test_all_rejected_show_says_so(all_rejected: tuple[Path, Result]) -> None:
