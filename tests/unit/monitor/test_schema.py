@@ -81,7 +81,7 @@ def test_a_field_name_that_is_text_is_refused_without_being_named() -> None:
         ("evidence_quantile", SECRET), ("evidence_quantile", float("nan")), ("outcome", "wrong"),
         ("outcome", SECRET), ("outcome", ["answered"]), ("evidence_count", -1), ("hops", 0), ("hops", "2"),
         ("cluster_id", "conversation-12"), ("cluster_id", "abc"), ("cluster_id", SECRET),
-        ("cluster_id", "AB" * 8),
+        ("cluster_id", "AB" * 8), ("hops", None), ("cluster_id", None), ("risk", None),
     ],
 )  # fmt: skip
 def test_wrong_types_and_values_of_known_fields_are_refused(field: str, value: Any) -> None:
