@@ -135,6 +135,19 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         1,
         HOMONYM + ": the tokenizer.json tokenizer's name, stored in runs",
     ),
+    # The monitor's refused field names: words for text in a production record, not components.
+    ("instruction", "src/rotscope/monitor/schema.py"): (
+        1,
+        "the monitor's allow-list refuses fields named for text; a field name, not the component",
+    ),
+    ("text", "src/rotscope/monitor/schema.py"): (
+        1,
+        "the monitor's allow-list refuses fields named for text; a field name, not the component",
+    ),
+    ("reply", "src/rotscope/monitor/schema.py"): (
+        1,
+        "the monitor's allow-list refuses fields named for text; a field name, not the component",
+    ),
 }
 
 

@@ -1,5 +1,5 @@
 """The records rotscope writes for others to read, each a typed model: the summary of a run and
-the gate's release record (later: the comparison, the monitor store).
+the gate's release record (later: the comparison), and the monitor's rates.
 
 Each record's JSON Schema (``schemas/NAME.schema.json``) and its key table (``docs/records.md``)
 are generated from its model by ``rotscope.config_reference`` with the experiment file's; a test
@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from rotscope.records.gate import GateRecord
+from rotscope.records.monitor import MonitorRates
 from rotscope.records.summary import Summary
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
@@ -67,6 +68,7 @@ RECORDS: dict[str, RecordKind] = {
         RecordKind(
             "gate", GateRecord, "rotscope gate record", "`rotscope gate`, `CANDIDATE/gate-vs-BASELINE.json`"
         ),
+        RecordKind("monitor", MonitorRates, "rotscope monitor rates", "`rotscope monitor show --json STORE`"),
     )
 }
-"""Every record, by name: a new record (the comparison, the monitor store) adds one line here."""
+"""Every record, by name: a new record (the comparison) adds one line here."""

@@ -114,6 +114,24 @@ def cluster_t_interval(
     membership[np.arange(count), labels] = 1.0
     sizes = membership.sum(axis=0)
     totals = data @ membership
+    return cluster_t_from_totals(totals, sizes, bounds=bounds, confidence=confidence, weight=weight)
+
+
+def cluster_t_from_totals(
+    totals: np.ndarray,
+    sizes: np.ndarray,
+    *,
+    bounds: tuple[float, float],
+    confidence: float = 0.95,
+    weight: float = PSEUDO_PAIR_WEIGHT,
+) -> tuple[np.ndarray, np.ndarray]:
+    """``cluster_t_interval`` from each cluster's total of values (``totals``, clusters on the last
+    axis) and its number of instances (``sizes``): what a store's grouped counts give without one
+    value per instance in memory (``monitor.rates``)."""
+    totals = np.asarray(totals, dtype=float)
+    sizes = np.asarray(sizes, dtype=float)
+    count = float(sizes.sum())
+    groups = sizes.shape[-1]
     lowest, highest = bounds
     total = count + 2 * weight
     centre = (totals.sum(axis=-1) + weight * (lowest + highest)) / total

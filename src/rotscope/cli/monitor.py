@@ -1,0 +1,79 @@
+"""rotscope monitor: ``ingest`` production outcome records (privacy-safe, allow-listed) into a
+monitoring store and ``show`` their rates."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from rotscope.cli.common import _guarded, _warn, app, console
+from rotscope.errors import BadInput
+
+monitor_app = typer.Typer(no_args_is_help=True, help="Watch production outcomes without keeping a prompt.")
+app.add_typer(monitor_app, name="monitor")
+
+
+@monitor_app.command("ingest")
+def ingest(
+    store: Annotated[Path, typer.Argument(help="The monitoring store (an SQLite file; made when missing).")],
+    file: Annotated[Path, typer.Argument(help="A JSONL file: one outcome record per line.")],
+    skip_bad: Annotated[
+        bool,
+        typer.Option("--skip-bad", help="Skip and count refused records instead of refusing the whole file."),
+    ] = False,
+) -> None:
+    """Ingest outcome records. The whole file or nothing: a refused record (a field not on the
+    allow-list, text in a label) stops the ingest before anything is stored, naming its line and
+    field; --skip-bad stores the others. Re-ingesting a file stores nothing twice."""
+    from rotscope.monitor.ingest import ingest as run_ingest
+
+    result = _guarded(lambda: run_ingest(store, file, skip_bad=skip_bad, warn=_warn))
+    refused = f", {result.refused} refused and skipped" if skip_bad else ""
+    console.print(
+        f"{result.records} records read, {result.added} new, "
+        f"{result.records - result.added} already stored{refused}: {store}",
+        markup=False,
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+@monitor_app.command("show")
+def show(
+    store: Annotated[Path, typer.Argument(help="The monitoring store.")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the rates as JSON (the monitor record).")
+    ] = False,
+    by: Annotated[
+        list[str] | None,
+        typer.Option("--by", help="A further dimension to break down by (repeatable); default all."),
+    ] = None,
+    position_bins: Annotated[
+        int,
+        typer.Option("--position-bins", help="Evidence-position bins: 3 (thirds) or 5 (quintiles), 2-10."),
+    ] = 3,
+) -> None:
+    """Outcome rates by length bin, evidence-position bin and each further dimension, with
+    intervals; forbidden claims on their own line."""
+    from rotscope.monitor.rates import lines, rates
+    from rotscope.monitor.store import MonitorStore
+    from rotscope.records import RECORDS
+
+    def body() -> str:
+        if not 2 <= position_bins <= 10:
+            raise BadInput("--position-bins: between 2 and 10")
+        with MonitorStore.read(store) as opened:
+            record = rates(opened, by=by or (), position_bins=position_bins)
+        text = json.dumps(record, indent=2)
+        RECORDS["monitor"].validate_json(text)
+        return text if as_json else "\n".join(lines(record))
+
+    text = _guarded(body)
+    if as_json:
+        sys.stdout.write(text + "\n")
+    else:
+        console.print(text, markup=False, highlight=False, soft_wrap=True)

@@ -1,0 +1,161 @@
+"""The rates ``rotscope monitor show`` prints: each rated outcome's share of a group's rated
+records (every outcome but ``forbidden_claim``), per length bin (powers of two), per
+evidence-position bin (``position_bins`` equal parts of [0, 1] of the mean quantile: thirds by
+default) and per value of each further dimension.
+
+Intervals are the project's own: Wilson on records where no record of the group carries a
+``cluster_id``; otherwise the cluster-robust adjusted t of ``stats.intervals``
+(``cluster_t_from_totals``) on the clusters (requests of one conversation share a cause; a record
+without a ``cluster_id`` is a cluster of its own). A forbidden claim is counted, per group and in
+all, on its own: never averaged into a rate."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from rotscope.monitor.schema import OUTCOMES, RATED_OUTCOMES
+from rotscope.monitor.store import SCHEMA_VERSION, MonitorStore
+from rotscope.stats.intervals import CELL_PSEUDO_WEIGHT, cluster_t_from_totals, proportion_interval
+
+KNOWN_DIMENSIONS = ("language", "risk", "evidence_count", "hops", "model_digest", "template_digest")
+_FORBIDDEN = OUTCOMES.index("forbidden_claim")
+
+
+def length_bin(tokens: int) -> tuple[int, str]:
+    low = 1 << (tokens.bit_length() - 1)
+    return low, f"[{low}, {2 * low})"
+
+
+def position_bin(position: float, bins: int) -> tuple[int, str]:
+    index = min(int(position * bins), bins - 1)
+    return index, f"{index / bins:.2f}-{(index + 1) / bins:.2f}"
+
+
+class _Tally:
+    """A group's counts per outcome, and per cluster where records carry one."""
+
+    __slots__ = ("clusters", "counts", "singles")
+
+    def __init__(self) -> None:
+        self.counts = [0] * len(OUTCOMES)
+        self.clusters: dict[str, list[int]] = {}
+        self.singles = 0  # rated records without a cluster id
+
+    def add(self, outcome: int, cluster: str | None) -> None:
+        self.counts[outcome] += 1
+        if outcome == _FORBIDDEN:
+            return
+        if cluster is None:
+            self.singles += 1
+        else:
+            self.clusters.setdefault(cluster, [0] * len(OUTCOMES))[outcome] += 1
+
+
+def _interval(tally: _Tally, outcome: int, rated: int, confidence: float) -> tuple[float, float]:
+    if not tally.clusters or rated == 0:
+        return proportion_interval(tally.counts[outcome], rated, confidence)
+    cluster_counts = list(tally.clusters.values())
+    sizes = [sum(c) - c[_FORBIDDEN] for c in cluster_counts]
+    totals = [c[outcome] for c in cluster_counts]
+    clustered = sum(totals)
+    singles_hit = tally.counts[outcome] - clustered
+    totals += [1] * singles_hit + [0] * (tally.singles - singles_hit)
+    sizes += [1] * tally.singles
+    low, high = cluster_t_from_totals(
+        np.array(totals), np.array(sizes), bounds=(0.0, 1.0), confidence=confidence, weight=CELL_PSEUDO_WEIGHT
+    )
+    return float(np.clip(round(float(low), 12), 0, 1)), float(np.clip(round(float(high), 12), 0, 1))
+
+
+def _group(value: str, tally: _Tally, confidence: float) -> dict[str, Any]:
+    forbidden = tally.counts[_FORBIDDEN]
+    rated = sum(tally.counts) - forbidden
+    rates = {}
+    for index, name in enumerate(RATED_OUTCOMES):
+        low, high = _interval(tally, index, rated, confidence)
+        count = tally.counts[index]
+        rates[name] = {"count": count, "rate": count / rated if rated else 0.0, "low": low, "high": high}
+    clusters = len(tally.clusters) + tally.singles if tally.clusters else None
+    return {
+        "value": value,
+        "records": rated + forbidden,
+        "rated": rated,
+        "forbidden_claim": forbidden,
+        "clusters": clusters,
+        "rates": rates,
+    }
+
+
+def rates(
+    store: MonitorStore, *, by: Sequence[str] = (), position_bins: int = 3, confidence: float = 0.95
+) -> dict[str, Any]:
+    """The ``monitor`` record of ``store``: rates by length, by position and by each dimension in
+    ``by`` (every dimension the records carry where ``by`` is empty)."""
+    index = {name: number for number, name in enumerate(OUTCOMES)}
+    tallies: dict[str, dict[tuple[Any, str], _Tally]] = defaultdict(lambda: defaultdict(_Tally))
+    total = forbidden = 0
+    first: str | None = None
+    last: str | None = None
+    wanted = set(by)
+    for length, position, outcome, cluster, *known, labels, ts in store.outcomes():
+        total += 1
+        number = index[outcome]
+        forbidden += number == _FORBIDDEN
+        first = ts if first is None or ts < first else first
+        last = ts if last is None or ts > last else last
+        tallies["length"][length_bin(length)].add(number, cluster)
+        tallies["position"][position_bin(position, position_bins)].add(number, cluster)
+        dims = [
+            (name, value) for name, value in zip(KNOWN_DIMENSIONS, known, strict=True) if value is not None
+        ]
+        if labels != "{}":
+            dims += json.loads(labels).items()
+        for name, value in dims:
+            if wanted and name not in wanted:
+                continue
+            key = (value, str(value)) if isinstance(value, int) else ("", value)
+            tallies[name][key].add(number, cluster)
+    order = ["length", "position"]
+    order += [name for name in KNOWN_DIMENSIONS if name in tallies]
+    order += sorted(name for name in tallies if name not in order)
+    breakdowns = [
+        {
+            "dimension": name,
+            "groups": [_group(key[1], tallies[name][key], confidence) for key in sorted(tallies[name])],
+        }
+        for name in order
+        if name in tallies
+    ]
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "records": total,
+        "first_ts": first,
+        "last_ts": last,
+        "confidence": confidence,
+        "forbidden_claim": forbidden,
+        "breakdowns": breakdowns,
+    }
+
+
+def lines(record: dict[str, Any]) -> list[str]:
+    """``record`` as terminal lines: per dimension a line per value, each rated outcome's rate and
+    interval; forbidden claims on their own line."""
+    out = [f"{record['records']} records, {record['first_ts'] or '-'} to {record['last_ts'] or '-'}"]
+    out.append(f"forbidden_claim: {record['forbidden_claim']} records (counted on its own, in no rate)")
+    level = f"{record['confidence']:.0%}"
+    for breakdown in record["breakdowns"]:
+        out.append(f"by {breakdown['dimension']} (rates of rated records, {level} intervals):")
+        for group in breakdown["groups"]:
+            parts = [
+                f"{name} {rate['rate']:.1%} [{rate['low']:.1%}, {rate['high']:.1%}]"
+                for name, rate in group["rates"].items()
+            ]
+            clustered = f", {group['clusters']} clusters" if group["clusters"] is not None else ""
+            extra = f"; forbidden_claim {group['forbidden_claim']}" if group["forbidden_claim"] else ""
+            out.append(f"  {group['value']}: n={group['rated']}{clustered}: {', '.join(parts)}{extra}")
+    return out
