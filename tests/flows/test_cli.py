@@ -447,3 +447,20 @@ def test_remote_flags_land_in_the_remote_section(tmp_path: Path) -> None:
     )  # fmt: skip
     assert result.exit_code == 2
     assert "remote.api_key_env" in result.output
+
+
+@pytest.mark.parametrize("args", [["--help"], ["monitor", "--help"]])
+def test_a_command_listing_wraps_each_help_text_to_the_terminal(args: list[str]) -> None:
+    """A docstring's source line breaks do not reach the listing: each command's description is
+    one paragraph, so no row of the listing ends mid-sentence with the next row starting a new
+    line of the same sentence at a narrower width (the models command's docstring spans lines)."""
+    listing = CliRunner().invoke(app, args, env={"COLUMNS": "200"}, terminal_width=200).output
+    rows = [line.strip("│ ").strip() for line in listing.splitlines() if line.startswith("│")]
+    commands = [row for row in rows if row and not row.startswith("--")]
+    assert commands
+    # At 200 columns every paragraph fits on one row: a row that is neither a command's nor a new
+    # paragraph's (which starts with a capital) continues a sentence the docstring broke.
+    names = {"cases", "models", "doctor", "export", "gate", "perturb", "plan", "report", "run"}
+    names |= {"serve-llama", "show", "monitor", "ingest", "canary", "compare", "import"}
+    broken = [row for row in commands if row.split(" ", 1)[0] not in names and not row[0].isupper()]
+    assert broken == []

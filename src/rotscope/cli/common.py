@@ -36,8 +36,22 @@ def _quiet_closed_stdout() -> None:
         pass
 
 
+def unwrap_paragraphs(text: str) -> str:
+    """A docstring's paragraphs each on one line: rich keeps a docstring's line breaks, so a help
+    text wrapped at the source's 100 columns would break mid-sentence in a narrower listing."""
+    paragraphs = [" ".join(line.strip() for line in part.splitlines()) for part in text.split("\n\n")]
+    return "\n\n".join(paragraph for paragraph in paragraphs if paragraph)
+
+
 class _Commands(TyperGroup):
-    """Every command: a closed stdout pipe ends it quietly with ``EXIT_BROKEN_PIPE``."""
+    """Every command: a closed stdout pipe ends it quietly with ``EXIT_BROKEN_PIPE``; its help text
+    is wrapped to the terminal, not to the source (``unwrap_paragraphs``)."""
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        command = super().get_command(ctx, cmd_name)
+        if command is not None and command.help:
+            command.help = unwrap_paragraphs(command.help)
+        return command
 
     def invoke(self, ctx: Any) -> Any:  # a click context (typer vendors click)
         try:

@@ -10,10 +10,12 @@ from typing import Annotated
 
 import typer
 
-from rotscope.cli.common import _guarded, _warn, app, console
+from rotscope.cli.common import _Commands, _guarded, _warn, app, console
 from rotscope.errors import BadInput
 
-monitor_app = typer.Typer(no_args_is_help=True, help="Watch production outcomes without keeping a prompt.")
+monitor_app = typer.Typer(
+    cls=_Commands, no_args_is_help=True, help="Watch production outcomes without keeping a prompt."
+)
 app.add_typer(monitor_app, name="monitor")
 
 
