@@ -91,14 +91,14 @@ def session(tmp_path_factory: pytest.TempPathFactory) -> Path:
             deadline = time.monotonic() + 30
             while process.poll() is None and _done(out) < kill_at and time.monotonic() < deadline:
                 time.sleep(0.01)
-            assert process.poll() is None, "the session ended before it could be killed"
+            assert process.poll() is None, process.communicate()[1]  # ended before it could be killed
             process.kill()
             process.wait()
         finally:
             if process.poll() is None:
                 process.kill()
                 process.wait()
-        assert 0 < _done(out) < total
+        assert 0 < _done(out) < total, (kill_at, _done(out))
     finished = subprocess.run(
         [sys.executable, str(SLOW), "run", "--resume", str(out)],
         cwd=root,
