@@ -194,3 +194,8 @@ def test_an_out_folder_that_is_no_session_is_refused(tmp_path: Path) -> None:
     assert_bad_input(
         invoke("run", "--models", "fake/lexical,fake/curve-600", "--out", tmp_path / "s"), "not empty"
     )
+
+
+def test_a_subject_folder_resumes_only_with_its_session(session: Path) -> None:
+    out = session / "session"
+    assert_bad_input(invoke("run", "--resume", out / FOLDERS[1]), "resumes only as a whole", str(out))
