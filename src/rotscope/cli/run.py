@@ -55,6 +55,14 @@ def run(
             "interleaved session, into OUT/baseline and OUT/candidate.",
         ),
     ] = None,
+    models: Annotated[
+        str | None,
+        typer.Option(
+            "--models",
+            help="A,B,C (subject names or models): all in one interleaved session on one plan, a run "
+            "folder per subject in OUT.",
+        ),
+    ] = None,
     subjects_file: Annotated[
         Path | None,
         typer.Option(
@@ -78,7 +86,7 @@ def run(
     """Run an experiment (or continue one with --resume) and show its heatmap."""
     from rotscope.analysis.summary import load_summary
     from rotscope.execution.workflows import dispatch
-    from rotscope.report.dry_run import pair_total_line, print_dry_run
+    from rotscope.report.dry_run import models_total_line, pair_total_line, print_dry_run
     from rotscope.report.progress import progress_reporter
     from rotscope.report.search import print_search_dry_run
     from rotscope.report.terminal import print_summary
@@ -115,6 +123,7 @@ def run(
         plan_file=plan_file,
         allow_deviation=allow_deviation,
         pair=pair,
+        models=models,
         subjects_file=subjects_file,
         search=search,
         max_calls=max_calls,
@@ -130,6 +139,13 @@ def run(
             print_search_dry_run(outcome.dry_run, console, _warn)
         elif isinstance(outcome, dispatch.PairFinished):
             _show_pair(outcome.out)
+        elif isinstance(outcome, dispatch.ModelsFinished):
+            _show_models(outcome.out)
+        elif isinstance(outcome, dispatch.ModelsPlanned):
+            console.print(models_total_line(outcome.dry_runs), markup=False)
+            for name, planned in outcome.dry_runs.items():
+                console.print(f"{name}:", markup=False)
+                print_dry_run(planned, console)
         elif isinstance(outcome, dispatch.PairPlanned):
             for role, planned in outcome.dry_runs.items():
                 console.print(f"{role}:", markup=False)
@@ -155,6 +171,21 @@ def _show_pair(out: Path) -> None:
         print_summary(load_summary(out / role), console)
     folders = ", ".join(terminal_safe(str(out / role)) for role in SUBJECTS)
     console.print(f"paired run folders: {folders}; judge them with rotscope gate", markup=False)
+
+
+def _show_models(out: Path) -> None:
+    """Each subject's heatmap, then how the prompts relate and where the folders are."""
+    from rotscope.analysis.summary import load_summary
+    from rotscope.execution.workflows.models_session import session_prompts, session_subjects
+    from rotscope.report.terminal import print_summary
+
+    names = session_subjects(out)
+    for name in names:
+        console.print(f"{name}:", markup=False)
+        print_summary(load_summary(out / name), console)
+    console.print(f"prompts: {session_prompts(out)}", markup=False)
+    folders = ", ".join(terminal_safe(str(out / name)) for name in names)
+    console.print(f"session run folders: {folders}", markup=False)
 
 
 def _print_search(run_dir: Path) -> None:

@@ -141,3 +141,18 @@ def paired_rounds(counts: tuple[int, int], seed: int) -> list[tuple[int, int]]:
             present.reverse()
         order.extend((subject, number) for subject in present)
     return order
+
+
+def subject_rounds(counts: Sequence[int], seed: int) -> list[tuple[int, int]]:
+    """One seeded interleaving of N subjects' groups, as (subject, group index): round r holds
+    group r of every subject that has one, in an order a seeded shuffle decides, so every stretch of
+    time holds all subjects (drift over time falls on all alike) and none always goes first. Groups
+    one subject has more of follow, in order. A session's --models; ``paired_rounds`` stays the
+    stored order of --pair sessions."""
+    rng = random.Random(f"models:{seed}")
+    order: list[tuple[int, int]] = []
+    for number in range(max(counts, default=0)):
+        present = [subject for subject, count in enumerate(counts) if number < count]
+        rng.shuffle(present)
+        order.extend((subject, number) for subject in present)
+    return order

@@ -89,6 +89,18 @@ def pair_total_line(dry_runs: Mapping[str, DryRun]) -> str:
     )
 
 
+def models_total_line(dry_runs: Mapping[str, DryRun]) -> str:
+    """A --models session's dry run in one line: every subject's calls, tokens and cost together."""
+    estimates = [planned.estimate for planned in dry_runs.values()]
+    costs = [estimate.cost for estimate in estimates]
+    cost = "unknown (a subject has no price)" if None in costs else f"${sum(c or 0.0 for c in costs):.4f}"
+    return (
+        f"session of {len(estimates)} subjects: {sum(e.calls for e in estimates):,} calls, "
+        f"{sum(e.prompt_tokens for e in estimates):,} prompt tokens in all, interleaved in one session; "
+        f"estimated cost {cost}"
+    )
+
+
 def _counter(planned: DryRun) -> Callable[[int], str]:
     """A token count as printed: ``≈ N`` when the counts are estimates."""
     mark = "≈ " if planned.token_counts.approximate else ""

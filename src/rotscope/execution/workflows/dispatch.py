@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -179,6 +179,7 @@ class RunOptions:
     plan_file: Path | None = None
     allow_deviation: bool = False
     pair: str | None = None
+    models: str | None = None
     subjects_file: Path | None = None
     search: bool = False
     max_calls: int | None = None
@@ -218,7 +219,30 @@ class PairPlanned:
     dry_runs: dict[str, DryRun]
 
 
-Outcome = RunFinished | PairFinished | SearchFinished | Planned | SearchPlanned | PairPlanned
+@dataclass(frozen=True)
+class ModelsFinished:
+    """A --models session's folder (``models_session``)."""
+
+    out: Path
+
+
+@dataclass(frozen=True)
+class ModelsPlanned:
+    """A --models session's dry run: each subject's, by folder name."""
+
+    dry_runs: dict[str, DryRun]
+
+
+Outcome = (
+    ModelsFinished
+    | ModelsPlanned
+    | RunFinished
+    | PairFinished
+    | SearchFinished
+    | Planned
+    | SearchPlanned
+    | PairPlanned
+)
 
 
 def run_from_options(
@@ -278,6 +302,13 @@ def _resume(resume: Path, options: RunOptions, progress: Callable[[], Reporter |
     if options.pair is not None:
         raise BadInput("--resume takes the run folder alone; a paired session's folder resumes both")
     use_cache = not options.no_cache
+    if options.models is not None:
+        raise BadInput("--resume takes the session folder alone; a --models session resumes all its subjects")
+    from rotscope.execution.workflows.models_session import is_models_session, resume_models
+
+    if is_models_session(resume):
+        resume_models(resume, reporter=progress(), max_cost=options.max_cost, use_cache=use_cache)
+        return ModelsFinished(resume)
     if is_pair(resume):
         resume_pair(resume, reporter=progress(), max_cost=options.max_cost, use_cache=use_cache)
         return PairFinished(resume)
@@ -302,6 +333,8 @@ def _new(
     if options.search:
         return _search(experiment, options, progress, warn)
     frozen = read_manifest(options.plan_file) if options.plan_file is not None else None
+    if options.models is not None:
+        return _models(experiment, options, progress, frozen)
     if options.pair is not None:
         if options.model is not None:
             raise BadInput("--pair takes no --model: BASELINE,CANDIDATE name both subjects")
@@ -343,7 +376,12 @@ def _search(
     from rotscope.execution.workflows.search_run import run_search_experiment
     from rotscope.execution.workflows.search_setup import search_dry_run
 
-    if options.pair is not None or options.plan_file is not None or options.allow_deviation:
+    if (
+        options.pair is not None
+        or options.models is not None
+        or options.plan_file is not None
+        or options.allow_deviation
+    ):
         raise BadInput(
             "--search takes neither --pair nor --plan: a search plans each step from the "
             "last one's results (run --search once per model; --dry-run shows its worst case)"
@@ -358,3 +396,25 @@ def _search(
     if options.dry_run:
         return SearchPlanned(search_dry_run(experiment))
     return SearchFinished(run_search_experiment(experiment, reporter=progress, warn=warn))
+
+
+def _models(
+    experiment: ExperimentConfig,
+    options: RunOptions,
+    progress: Callable[[], Reporter | None],
+    frozen: Mapping[str, Any] | None,
+) -> Outcome:
+    """``--models A,B,C``: N subjects in one interleaved session (``models_session``)."""
+    from rotscope.execution.workflows.models_session import models_dry_run, parse_models, run_models
+
+    if options.pair is not None or options.model is not None:
+        raise BadInput("--models takes neither --pair nor --model: A,B,C name every subject")
+    if frozen is not None or options.allow_deviation:
+        raise BadInput("--models takes no --plan: use --pair BASELINE,CANDIDATE against a frozen plan")
+    subjects = parse_models(options.models or "")
+    if options.dry_run:
+        return ModelsPlanned(models_dry_run(experiment, subjects))
+    if options.out is None:
+        raise BadInput("--models needs --out DIR (it writes a run folder per subject into DIR)")
+    run_models(experiment, subjects, options.out, reporter=progress())
+    return ModelsFinished(options.out)

@@ -201,7 +201,8 @@ def refuse_pair_subject(run_dir: Path) -> None:
     pair = None
     if has_store(run_dir):  # a store whose creation was cut short holds no session yet
         with RunStore.read(run_dir) as store:
-            pair = store.meta().get("pair")
+            meta = store.meta()
+            pair = meta.get("pair") or meta.get("session")  # --pair, or a --models session
     session = Path(pair["folder"]) if isinstance(pair, dict) and pair.get("folder") else None
     if session is None and (run_dir.absolute().parent / PAIR_FILE).is_file():
         session = run_dir.absolute().parent
