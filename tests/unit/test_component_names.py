@@ -135,6 +135,15 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         1,
         HOMONYM + ": the tokenizer.json tokenizer's name, stored in runs",
     ),
+    # The run meta's key for a --models session (as "pair" is for --pair), not the session filler.
+    ("session", "src/rotscope/execution/workflows/models_session.py"): (
+        1,
+        HOMONYM + ": the run meta's `session` key of a --models session",
+    ),
+    ("session", "src/rotscope/execution/workflows/runner.py"): (
+        1,
+        HOMONYM + ": the run meta's `session` key of a --models session",
+    ),
     # The monitor's refused field names: words for text in a production record, not components.
     ("instruction", "src/rotscope/monitor/schema.py"): (
         1,
