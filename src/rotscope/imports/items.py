@@ -12,12 +12,13 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any
 
 from rotscope._version import __version__
 from rotscope.position import Position
 from rotscope.store import IMPORTED_KEY
+from rotscope.types import ClaimReport
 
 UNKNOWN_POSITION = "unknown"
 """The ``position`` of a row whose place in its context the file does not say."""
@@ -120,7 +121,8 @@ def result_values(item: ImportedItem) -> dict[str, Any]:
     if item.outcome is None:
         error = item.error or "no outcome in the imported file"
         return {"status": "error", "error": error, "cost": item.cost_usd}
-    report = {"partial": {SCORE_MEASURE: item.score}} if item.score is not None else None
+    # a claim report as a scorer stores one, with the score as its partial credit
+    report = asdict(ClaimReport(partial={SCORE_MEASURE: item.score})) if item.score is not None else None
     return {
         "status": "ok",
         "outcome": item.outcome,
