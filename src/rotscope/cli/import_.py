@@ -22,9 +22,10 @@ def import_results(
     ],
     out: Annotated[Path, typer.Option("--out", help="The run folder to make (new or empty).")],
 ) -> None:
-    """Bring per-item results from another harness into a run folder that show, report, compare and
-    gate read (no prompts, spans or verification; every view says so). A bad file is one line
-    naming its line and column."""
+    """Bring per-item results of another harness into a run folder that every view reads.
+
+    The folder has no prompts, spans or verification, and every view says so. A bad file is one
+    line naming its line and column (exit 2); the columns are in docs/commands.md."""
 
     def body() -> int:
         from rotscope.imports.folder import write_import
