@@ -121,6 +121,9 @@ def test_every_view_says_the_folder_was_imported(imported: dict[str, object]) ->
     assert f"candidate a: {note}" in printed.stdout
     resumed = invoke("run", "--resume", root / "a")
     assert_bad_input(resumed, note, "nothing to resume")
+    assert_bad_input(invoke("cases", root / "a", "--failing"), note, "no cases to write")
+    exported = invoke("export", root / "a", "--format", "csv")
+    assert exported.exit_code == 0 and len(exported.stdout.splitlines()) == 1 + 2 * QUESTIONS
 
 
 def test_an_import_never_writes_into_a_folder_that_holds_something(imported: dict[str, object]) -> None:

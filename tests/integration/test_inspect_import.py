@@ -86,6 +86,8 @@ def test_both_logs_import_back_to_the_cells_of_the_run(logs: dict[str, Path]) ->
             == f"imported from {logs[name].name} (no prompts, spans or verification)"
         )
         assert summary["model"] == f"rotscope/{MODEL}"
+    again = invoke("export", root / "inspect", "--format", "inspect", "-o", root / "again.eval")
+    assert_bad_input(again, "no prompts to put in an Inspect log")
 
 
 def test_a_log_of_no_rotscope_task_is_one_line(tmp_path: Path) -> None:
