@@ -6,7 +6,9 @@ one line naming its line and column, exit 2, and nothing is written."""
 from __future__ import annotations
 
 import json
+import sqlite3
 from collections import defaultdict
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +16,7 @@ import pytest
 
 from rotscope.records import RECORDS
 from rotscope.stats import paired_gap
+from rotscope.store import SCHEMA_VERSION
 from tests.support.cli_helpers import assert_bad_input, invoke
 
 QUESTIONS = 300
@@ -97,6 +100,11 @@ def test_the_imported_summary_is_a_summary_record_marked_imported(imported: dict
     assert marked["format"] == "csv" and marked["items"] == 2 * QUESTIONS
     assert marked["ignored_columns"] == ["notes"]
     assert {cell["position"] for cell in summary["cells"]} == {"unknown"}
+    root = imported["root"]
+    assert isinstance(root, Path)
+    with closing(sqlite3.connect(root / "a" / "run.db")) as db:  # a run store like any run's
+        assert db.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
+        assert db.execute("SELECT count(*) FROM prompts").fetchone()[0] == 0
 
 
 def test_every_view_says_the_folder_was_imported(imported: dict[str, object]) -> None:
