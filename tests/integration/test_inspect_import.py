@@ -22,6 +22,7 @@ from tests.support.cli_helpers import assert_bad_input, invoke, valve_corpus
 inspect_ai = pytest.importorskip("inspect_ai")
 from inspect_ai.log import EvalDataset, EvalLog, EvalSample, EvalSpec, write_eval_log  # noqa: E402
 from inspect_ai.model import ModelOutput  # noqa: E402
+from inspect_ai.scorer import Score  # noqa: E402
 
 MODEL = "fake/lexical-recent"
 """Finds a needle near the end only: depth 0 scores 0, depth 1 scores 1, so the cells differ."""
@@ -106,6 +107,28 @@ def test_a_log_of_no_rotscope_task_is_one_line(tmp_path: Path) -> None:
     assert_bad_input(
         invoke("import", tmp_path / "broken.eval", "--out", tmp_path / "run"), "not an Inspect log"
     )
+
+
+def test_numeric_scores_are_partial_credit_over_every_sample(tmp_path: Path) -> None:
+    """A log scored with numbers (another scorer's, 0.5 and 1): the cell's mean_score is over both
+    samples, a score of 1 is correct."""
+
+    def sample(number: int, value: float) -> EvalSample:
+        meta = {"task": "niah", "case_id": f"c{number}", "instance_id": f"i{number}", "length": 512,
+                "depth": 0.5, "position": "midpoint"}  # fmt: skip
+        return EvalSample(id=f"s{number}", epoch=1, input="q", target="a", metadata=meta,
+                          scores={"other": Score(value=value)})  # fmt: skip
+
+    spec = EvalSpec(
+        created="2026-01-01T00:00:00+00:00", task="t", dataset=EvalDataset(), model="m", config={}
+    )
+    write_eval_log(
+        EvalLog(eval=spec, samples=[sample(1, 0.5), sample(2, 1.0)]), str(tmp_path / "scored.eval")
+    )
+    assert invoke("import", tmp_path / "scored.eval", "--out", tmp_path / "run").exit_code == 0
+    (cell,) = json.loads(invoke("show", tmp_path / "run", "--json").stdout)["cells"]
+    assert (cell["position"], cell["n"], cell["correct"]) == ("midpoint", 2, 1)
+    assert cell["mean_score"] == pytest.approx(0.75)
 
 
 def test_an_inspect_log_without_the_extra_is_one_line(

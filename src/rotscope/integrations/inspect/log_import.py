@@ -8,6 +8,7 @@ A sample without that metadata is not a rotscope task's: one line names it."""
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -107,5 +108,13 @@ def log_items(path: Path, source: str) -> tuple[list[ImportedItem], str | None]:
         first = seen.setdefault(item.condition, item.where)
         if first != item.where:
             raise BadInput(f"{source}: {item.where}: the same item and condition as {first}")
+    if any(item.score is not None for item in items):
+        # partial credit over every scored sample, not over those between 0 and 1 alone
+        items = [
+            replace(item, score=float(item.outcome == "correct"))
+            if item.score is None and item.outcome is not None
+            else item
+            for item in items
+        ]
     tokenizer = (log.eval.metadata or {}).get("tokenizer")
     return items, str(tokenizer) if tokenizer else None
