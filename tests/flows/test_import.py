@@ -117,7 +117,8 @@ def test_every_view_says_the_folder_was_imported(imported: dict[str, object]) ->
     assert markdown.exit_code == 0 and note in markdown.stdout
     report = invoke("report", root / "a", "-o", root / "a.html")
     assert report.exit_code == 0, report.output
-    assert note in (root / "a.html").read_text(encoding="utf-8")
+    html = (root / "a.html").read_text(encoding="utf-8")
+    assert note in html and 'id="filter"' not in html  # no wrong answers to filter: no prompts
     gate = invoke("gate", "--baseline", root / "b", "--candidate", root / "a", "--json")
     assert gate.exit_code == 1, gate.output  # the candidate lost 0.2 at 32K: FAIL
     record = json.loads(gate.stdout)
