@@ -108,10 +108,26 @@ def session_usd(meta: Mapping[str, Any]) -> float:
     return float(generation.get("usd") or 0.0)
 
 
+IMPORTED_KEY = "imported"
+"""The metadata key of a run folder made by ``rotscope import``: the file it came from."""
+
+
+def imported_note(meta: Mapping[str, Any]) -> str | None:
+    """What every view says of a run folder made by ``rotscope import`` (``None`` for a run rotscope
+    ran): where its rows came from and what it lacks."""
+    imported = meta.get(IMPORTED_KEY)
+    if not imported:
+        return None
+    return f"imported from {imported['source']} (no prompts, spans or verification)"
+
+
 def recovered_variant(meta: Mapping[str, Any]) -> int | None:
     """The haystack variant of a row stored without one, from the run's stored config: 0 where the
     run had one haystack (a config from before ``filler.variants`` existed, or one variant asked or
-    used), else ``None`` (unknown: intervals then cluster on the instance alone)."""
+    used), else ``None`` (unknown: intervals then cluster on the instance alone, as in an imported
+    run, whose file says nothing of haystacks)."""
+    if meta.get(IMPORTED_KEY):
+        return None
     config = meta.get("config") or {}
     filler = config.get("filler") or {}
     corpus = meta.get("corpus") or {}

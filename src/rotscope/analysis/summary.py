@@ -20,7 +20,7 @@ from rotscope.analysis.tasks import curve_effective_lengths, empty_task_analysis
 from rotscope.position import Position
 from rotscope.rows import Row, error_rate, group_by, scored
 from rotscope.stats import BASE_LENGTHS
-from rotscope.store import RunStore, session_usd
+from rotscope.store import IMPORTED_KEY, RunStore, imported_note, session_usd
 from rotscope.tasks import TASKS
 from rotscope.types import EVIDENCE_ONLY_POSITION
 
@@ -240,6 +240,8 @@ def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
         "task": ",".join(
             (meta.get("config") or {}).get("tasks") or dict.fromkeys(row["task"] for row in rows)
         ),
+        # A folder made by ``rotscope import``: the file, and what it lacks (every view says so).
+        "imported": {**meta[IMPORTED_KEY], "note": imported_note(meta)} if meta.get(IMPORTED_KEY) else None,
         "cells": cells,
         "lengths": list(per_length.values()),
         "effective_length": curve_effective_lengths(per_length, probes, base_lengths),

@@ -5,6 +5,7 @@ from rotscope.cli import cases as _cases  # noqa: F401
 from rotscope.cli import doctor as _doctor  # noqa: F401
 from rotscope.cli import export as _export  # noqa: F401
 from rotscope.cli import gate as _gate  # noqa: F401
+from rotscope.cli import import_ as _import  # noqa: F401
 from rotscope.cli import models as _models  # noqa: F401
 from rotscope.cli import monitor as _monitor  # noqa: F401
 from rotscope.cli import perturb as _perturb  # noqa: F401

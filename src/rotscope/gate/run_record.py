@@ -15,6 +15,7 @@ from rotscope.gate.pairing import (
     row_correct,
     row_position,
 )
+from rotscope.store import imported_note
 
 CLAIM_FIELDS = ("missing", "forbidden", "wrong_citations", "missing_citations")
 """Lists in a case-file row's ``claim_report`` (JSON) that the record counts per claim id."""
@@ -86,4 +87,5 @@ def binding(run: RunData) -> dict[str, Any]:
         "manifest_digest": run.meta.get("manifest_digest"),
         "plan_digest": (run.meta.get("plan") or {}).get("digest"),
         "plan_deviations": (run.meta.get("plan") or {}).get("deviations", []),
+        "imported": imported_note(run.meta),
     }

@@ -161,6 +161,9 @@ class Binding(Record):
     """The frozen plan's digest (--plan)."""
     plan_deviations: list[dict[str, Any]]
     """The run's deviations from that plan."""
+    imported: str | None = None
+    """Set for a folder made by ``rotscope import``: "imported from FILE (no prompts, spans or
+    verification)"; null for a run rotscope ran."""
 
 
 class Errors(Record):

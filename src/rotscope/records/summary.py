@@ -3,7 +3,7 @@ typed model, from which ``schemas/summary.schema.json`` and the docs' key table 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -120,6 +120,23 @@ class Rejection(Record):
     """Why the verifier rejected it."""
 
 
+class Imported(Record):
+    """Where the rows of a folder made by ``rotscope import`` came from."""
+
+    source: str
+    """The imported file's name."""
+    format: Literal["csv", "jsonl", "inspect"]
+    """Its format: a CSV or JSON Lines table (docs/commands.md), or an Inspect AI log."""
+    sha256: str
+    """The file's SHA-256."""
+    items: Count
+    """The rows it gave."""
+    ignored_columns: list[str]
+    """Columns of the file that rotscope does not read (none in an Inspect log)."""
+    note: str
+    """What every view says of it: "imported from FILE (no prompts, spans or verification)"."""
+
+
 class Summary(Record):
     """The summary of a run: its cells, per-task analysis, effective lengths, controls, cases,
     counts, tokens, cost, and what it ran on."""
@@ -130,6 +147,9 @@ class Summary(Record):
     """The model under test."""
     task: str
     """The run's task families, comma separated."""
+    imported: Imported | None = None
+    """Set for a folder made by ``rotscope import``: its rows came from another harness, with no
+    prompts, token spans or verification; null for a run rotscope ran."""
     cells: list[Cell]
     """One per task, length, depth (or layout) and filler; open to a scorer's partial-credit
     measures, ``mean_<measure>`` (a number in [0, 1])."""

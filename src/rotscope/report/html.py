@@ -106,7 +106,8 @@ def render_report(run_dir: Path) -> str:
 
     with RunStore.read(run_dir) as store:
         summary = shareable(build_summary(store, run_dir))
-        wrong = wrong_answers(store)
+        # an imported folder holds no prompts to show a wrong answer in
+        wrong = [] if summary.get("imported") else wrong_answers(store)
         meta = store.meta()
     environment = Environment(
         loader=PackageLoader("rotscope.report", "templates"), autoescape=select_autoescape(default=True)

@@ -98,6 +98,12 @@ def gate_markdown(record: dict[str, Any], baseline: dict[str, Any], candidate: d
         f"**{_text(baseline['run'])}** ({_text(baseline['model'])}); "
         + (f"plan {_text(record['plan_digest'])}." if record.get("plan_digest") else "no frozen plan."),
         "",
+        *(
+            f"- {role} **{_text(record[role]['run'])}**: {_text(record[role]['imported'])}"
+            for role in ("baseline", "candidate")
+            if record[role].get("imported")
+        ),
+        "",
         *(f"- {_text(reason)}" for reason in record["reasons"][:ROWS_SHOWN]),
         *_more(len(record["reasons"])),
     ]
@@ -197,6 +203,7 @@ def run_markdown(summary: dict[str, Any]) -> str:
         "",
         f"{items['done']}/{items['total']} items done, {items['errors']} errors.",
         "",
+        *([f"**{_text(summary['imported']['note'])}**", ""] if summary.get("imported") else []),
         *effective_table(summary["effective_lengths"]),
         "",
         "| task | length | accuracy [95%] | instances | gap to control [95%] | worst position |",

@@ -408,6 +408,12 @@ def _print_run(summary: dict[str, Any], console: Console) -> None:
     """What ran: the model, the items, the tokens and their counting, the order and the cost."""
     _say(console, f"run {summary['run']}: model {summary['model']}")
     items = summary["items"]
+    if summary.get("imported"):  # rotscope import: no prompts were built, sent or verified here
+        _say(console, summary["imported"]["note"], style="bold yellow")
+        _say(console, f"items {items['done']}/{items['total']} scored, {items['errors']} errors")
+        _say(console, token_count_line(summary))
+        _say(console, spend_line(summary))
+        return
     tokens = summary["tokens"]
     execution = summary["execution"]
     reuse = {True: "on", False: "off (cold)", None: "n/a"}[execution.get("prefix_cache")]

@@ -96,6 +96,9 @@ def support_lines(record: dict[str, Any]) -> list[str]:
 
 def print_record(record: dict[str, Any], console: Console) -> None:
     record = terminal_safe_tree(record)  # case ids and reasons: no control character reaches the terminal
+    for role in ("baseline", "candidate"):
+        if record[role].get("imported"):
+            say(console, f"{role} {record[role]['run']}: {record[role]['imported']}")
     say(console, slice_title(record), indent="  ")
     console.print(slice_table(record))
     worst = [entry for entry in record["worst_positions"] if entry["range"] or entry["worst_accuracy"] < 1]

@@ -26,7 +26,7 @@ from rotscope.errors import BadInput
 from rotscope.execution.state.run_folder import CONFIG_FILE, STORE_FILE
 from rotscope.plan.workitems import CONTROL_POSITION, select_cases
 from rotscope.rows import Row
-from rotscope.store import RunStore
+from rotscope.store import RunStore, imported_note
 from rotscope.tasks.case_lines import NotACaseLine, case_line, line_id
 from rotscope.tasks.cases import TASK as CASES_TASK
 from rotscope.tasks.cases import CaseRecord, parse_case_line, read_case_file
@@ -75,7 +75,11 @@ def export_cases(run_dir: Path, *, failing: bool, pin: bool = True, since: Path 
         raise BadInput("--since keeps the newly failing layouts: give it with --failing")
     with RunStore.read(run_dir) as store:
         rows = store.rows()
-        run_id = str(store.meta().get("run_id") or run_dir.name)
+        meta = store.meta()
+        run_id = str(meta.get("run_id") or run_dir.name)
+    imported = imported_note(meta)
+    if imported is not None:
+        raise BadInput(f"{run_dir}: {imported}: it holds no cases to write")
     config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
     before = _failing_in(since) if since is not None else set()
     by_case: dict[tuple[str, str], list[Row]] = defaultdict(list)

@@ -26,7 +26,7 @@ from rotscope.execution.state.run_folder import (
 )
 from rotscope.execution.workflows.planned import refuse_nothing_to_measure
 from rotscope.execution.workflows.run_steps import RunSteps, open_run_steps
-from rotscope.store import RunStore
+from rotscope.store import RunStore, imported_note
 from rotscope.types import Backend
 
 __all__ = [
@@ -221,7 +221,11 @@ def resumed_config(run_dir: Path, max_cost: float | None, use_cache: bool) -> Ex
     creation was cut short after its config.yaml was written starts again from that config."""
     cut_short = creation_cut(run_dir) and (run_dir / CONFIG_FILE).is_file()
     if (run_dir / STORE_FILE).exists() and not cut_short:
-        RunStore.read(run_dir).close()  # a rotscope run store, checked before anything is written there
+        # a rotscope run store (not an imported one), checked before anything is written there
+        with RunStore.read(run_dir) as store:
+            imported = imported_note(store.meta())
+        if imported is not None:
+            raise BadInput(f"{run_dir}: {imported}: there is nothing to resume")
     elif not cut_short:
         if (run_dir / SESSION_DIR).is_dir():
             raise BadInput(

@@ -132,6 +132,11 @@ def _metrics(summary: Mapping[str, Any], samples: list[EvalSample]) -> dict[str,
 def run_log(run_dir: Path) -> EvalLog:
     """The Inspect log of a run folder."""
     summary = load_summary(run_dir)
+    if summary.get("imported"):
+        raise BadInput(
+            f"{run_dir}: {summary['imported']['note']}: no prompts to put in an Inspect log; "
+            "export it with --format csv, jsonl or parquet"
+        )
     with RunStore.read(run_dir) as store:
         rows = store.rows()
         messages = {row["prompt_digest"]: store.prompt_messages(row["prompt_digest"]) for row in rows}

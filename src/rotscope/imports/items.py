@@ -1,0 +1,169 @@
+"""Per-item results brought in from another harness, as the run store's rows and metadata: one
+``ImportedItem`` per outcome of a question in one condition (a length and a position), checked
+as the file is read (``imports.table``, ``integrations.inspect.log_import``), then turned into the
+rows and metadata of a run folder every view reads (``store_rows``, ``import_meta``).
+
+An imported row has no prompt, no token spans and no verification: its ``question``, ``expected``
+and ``spans`` are empty, its ``prompt_digest`` names no stored prompt, and the folder's metadata
+says where it came from (``store.IMPORTED_KEY``), which every view repeats."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from rotscope._version import __version__
+from rotscope.position import Position
+from rotscope.store import IMPORTED_KEY
+from rotscope.types import ClaimReport
+
+UNKNOWN_POSITION = "unknown"
+"""The ``position`` of a row whose place in its context the file does not say."""
+UNKNOWN_DEPTH = 0.5
+"""The depth column of such a row (the store needs a number): it is named ``unknown`` wherever it
+is shown, and pairs only with rows of unknown position."""
+DEFAULT_TASK = "imported"
+"""The task of rows whose file has no ``task`` column."""
+BACKEND = "import"
+"""The ``backend`` column of every imported row."""
+SCORE_MEASURE = "score"
+"""The partial-credit measure of a file whose ``correct`` holds scores between 0 and 1: each cell
+then reports ``mean_score`` beside its accuracy (a score of 1 counts as correct)."""
+
+
+@dataclass(frozen=True)
+class ImportedItem:
+    """One outcome of one question in one condition, as read from the file."""
+
+    item_id: str
+    """The question (stored as the row's ``case_id``: the same question at two lengths pairs)."""
+    instance_id: str
+    """What intervals and paired gaps cluster on (questions sharing a document share one)."""
+    length: int
+    """The prompt length in tokens, as the other harness counted it."""
+    position: Position | None
+    """Where the evidence was; ``None`` when the file does not say."""
+    outcome: str | None
+    """``correct``, ``incorrect`` or ``abstained``; ``None`` for an item that failed there."""
+    score: float | None = None
+    """The score in [0, 1] where the file gives one that is not 0 or 1."""
+    task: str = DEFAULT_TASK
+    model: str | None = None
+    prompt_tokens: int | None = None
+    cost_usd: float | None = None
+    control: bool = False
+    """An evidence-absent control (Inspect logs of rotscope tasks carry them)."""
+    trial: int = 0
+    """The repeat of the question in this condition (an Inspect log's trial and epoch)."""
+    error: str | None = None
+    """Why the item has no outcome (a sample that failed in its harness)."""
+    where: str = ""
+    """Where in the file it came from (``line 12``, ``sample ID``), for messages."""
+
+    @property
+    def stored_position(self) -> tuple[float, str | None]:
+        """The row's ``depth`` and ``position`` columns."""
+        if self.position is None:
+            return UNKNOWN_DEPTH, UNKNOWN_POSITION
+        fraction = self.position.fraction
+        return (UNKNOWN_DEPTH if fraction is None else fraction), self.position.stored
+
+    @property
+    def condition(self) -> tuple[str, str, int, str, bool, int]:
+        """What one question may be at only once: (task, item, length, position, control, trial)."""
+        depth, position = self.stored_position
+        label = Position.from_stored(position, depth).label
+        return (self.task, self.item_id, self.length, label, self.control, self.trial)
+
+
+def row_id(item: ImportedItem) -> str:
+    """A stable id of the item's row, from its condition."""
+    return "imp-" + hashlib.sha256(json.dumps(item.condition).encode("utf-8")).hexdigest()[:24]
+
+
+def planned_row(item: ImportedItem, order: int, run_id: str, model: str) -> dict[str, Any]:
+    """The row's planned columns (``store.PLANNED_COLUMNS``): no prompt, no spans, no question."""
+    depth, position = item.stored_position
+    identifier = row_id(item)
+    return {
+        "item_id": identifier,
+        "call_id": identifier,
+        "run_id": run_id,
+        "plan_order": order,
+        "task": item.task,
+        "case_id": item.item_id,
+        "instance_id": item.instance_id,
+        "control": int(item.control),
+        "model": model,
+        "backend": BACKEND,
+        "length_target": item.length,
+        "prompt_tokens": item.prompt_tokens if item.prompt_tokens is not None else item.length,
+        "haystack_tokens": 0,
+        "depth": depth,
+        "position": position,
+        "spans": "[]",
+        "trial": item.trial,
+        "seed": 0,
+        "prompt_digest": "",
+        "question": "",
+        "expected": "",
+        "slices": "{}",
+        "filler": None,
+        "haystack_variant": None,
+    }
+
+
+def result_values(item: ImportedItem) -> dict[str, Any]:
+    """The row's result columns: its outcome, or the error its harness recorded."""
+    if item.outcome is None:
+        error = item.error or "no outcome in the imported file"
+        return {"status": "error", "error": error, "cost": item.cost_usd}
+    # a claim report as a scorer stores one, with the score as its partial credit
+    report = asdict(ClaimReport(partial={SCORE_MEASURE: item.score})) if item.score is not None else None
+    return {
+        "status": "ok",
+        "outcome": item.outcome,
+        "category": item.outcome,
+        "usage_prompt_tokens": item.prompt_tokens,
+        "cost": item.cost_usd,
+        "claim_report": json.dumps(report) if report is not None else None,
+    }
+
+
+def import_meta(
+    items: Sequence[ImportedItem], *, run_id: str, source: str, kind: str, digest: str, tokenizer: str | None
+) -> dict[str, Any]:
+    """The run folder's metadata: a minimal experiment (its model, tasks and lengths), how lengths
+    were counted, and ``imported``: the file, its format and digest, and what the folder lacks."""
+    model = model_of(items)
+    tasks = list(dict.fromkeys(item.task for item in items))
+    lengths = sorted({item.length for item in items})
+    return {
+        "run_id": run_id,
+        "rotscope_version": __version__,
+        "config": {"name": run_id, "model": model, "tasks": tasks, "lengths": lengths},
+        # what a finished store holds (``run_folder._unstarted``): the file's digest is the run's
+        "config_digest": digest,
+        "model": model,
+        "backend": {"provider": BACKEND, "model": model, "tokenizer": tokenizer or "unknown: as imported"},
+        "corpus": None,
+        "rejected": [],
+        "rejections": [],
+        "tokens": {"naive_prefill": 0, "lower_bound": 0},
+        "order": "as imported",
+        IMPORTED_KEY: {
+            "source": source,
+            "format": kind,
+            "sha256": digest,
+            "items": len(items),
+            "ignored_columns": [],
+        },
+    }
+
+
+def model_of(items: Iterable[ImportedItem]) -> str:
+    """The model the items name (the file's ``model`` column), ``imported`` when none does."""
+    return next((item.model for item in items if item.model), "imported")

@@ -1,0 +1,271 @@
+"""Reading a file of per-item results (CSV with a header, or JSON Lines) into ``ImportedItem``s,
+checked value by value: anything wrong is one ``BadInput`` line naming the file, the line and the
+column (docs/commands.md, ``rotscope import``, has the column table).
+
+Required: ``item_id``, ``instance_id``, ``length_tokens``, ``depth`` (0-1) or ``position``, and
+``correct`` (0/1, or a score in [0, 1]); optional: ``model``, ``task``, ``tokenizer``,
+``prompt_tokens``, ``cost_usd``. Other columns are ignored (and listed in the folder's metadata).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from rotscope.errors import BadInput
+from rotscope.imports.items import DEFAULT_TASK, UNKNOWN_POSITION, ImportedItem
+from rotscope.position import Position
+
+REQUIRED = ("item_id", "instance_id", "length_tokens", "correct")
+"""Columns every file has (with ``depth`` or ``position``: ``PLACES``)."""
+PLACES = ("depth", "position")
+OPTIONAL = ("model", "task", "tokenizer", "prompt_tokens", "cost_usd")
+COLUMNS = (*REQUIRED, *PLACES, *OPTIONAL)
+FORMATS = {".csv": "csv", ".jsonl": "jsonl"}
+"""The table formats by file suffix (an Inspect log, ``.eval``, is read by the Inspect integration)."""
+
+
+@dataclass(frozen=True)
+class ImportedTable:
+    """What a file holds: its items, the tokenizer it names, and the columns it has that are ignored."""
+
+    items: list[ImportedItem]
+    tokenizer: str | None
+    ignored_columns: list[str]
+
+
+class _Line:
+    """One line of the file: its values by column, and the file and line number for messages."""
+
+    def __init__(self, source: str, number: int, values: Mapping[str, Any]) -> None:
+        self.source, self.line_number, self.values = source, number, values
+
+    def fail(self, column: str, problem: str) -> BadInput:
+        return BadInput(f"{self.source}: line {self.line_number}, column {column}: {problem}")
+
+    def text(self, column: str, *, required: bool = True) -> str | None:
+        value = self.values.get(column)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            if required:
+                raise self.fail(column, "empty")
+            return None
+        if isinstance(value, bool) or not isinstance(value, str | int):
+            raise self.fail(column, f"{_shown(value)} is not text")
+        return str(value).strip()
+
+    def number(self, column: str) -> float | None:
+        """The column's number (``None`` when empty); refuses text, booleans and non-finite values."""
+        value = self.values.get(column)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            return None
+        if isinstance(value, bool):
+            raise self.fail(column, f"{_shown(value)} is not a number")
+        try:
+            found = float(value)
+        except (TypeError, ValueError):
+            raise self.fail(column, f"{_shown(value)} is not a number") from None
+        if not math.isfinite(found):
+            raise self.fail(column, f"{_shown(value)} is not a finite number")
+        return found
+
+    def count(self, column: str, *, minimum: int) -> int | None:
+        found = self.number(column)
+        if found is None:
+            return None
+        if not found.is_integer() or found < minimum:
+            raise self.fail(column, f"{_shown(self.values[column])} is not a whole number >= {minimum}")
+        return int(found)
+
+
+def _shown(value: Any) -> str:
+    """A value as a message shows it: short, its type visible (text quoted)."""
+    text = repr(value) if isinstance(value, str) else json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _position(line: _Line) -> Position | None:
+    """The evidence's place: ``position`` (a name, ``@N``, a fraction, or empty / ``unknown``), else
+    ``depth`` (a fraction in [0, 1], or empty: unknown)."""
+    named = line.values.get("position")
+    if isinstance(named, str) and named.strip() and named.strip() != UNKNOWN_POSITION:
+        text = named.strip()
+        try:
+            return Position.parse(float(text) if _is_number(text) else text)
+        except ValueError as error:
+            raise line.fail("position", str(error)) from None
+    if isinstance(named, int | float) and not isinstance(named, bool):
+        try:
+            return Position.parse(named)
+        except ValueError as error:
+            raise line.fail("position", str(error)) from None
+    depth = line.number("depth")
+    if depth is None:
+        return None
+    if not 0.0 <= depth <= 1.0:
+        raise line.fail("depth", f"{_shown(line.values['depth'])} is outside [0, 1]")
+    return Position(depth)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _item(line: _Line) -> ImportedItem:
+    item_id = line.text("item_id")
+    instance_id = line.text("instance_id")
+    length = line.count("length_tokens", minimum=1)
+    if length is None:
+        raise line.fail("length_tokens", "empty")
+    correct = line.values.get("correct")
+    score = float(correct) if isinstance(correct, bool) else line.number("correct")
+    if score is None:
+        raise line.fail("correct", "empty")
+    if not 0.0 <= score <= 1.0:
+        raise line.fail("correct", f"{_shown(correct)} is outside [0, 1]")
+    cost = line.number("cost_usd")
+    if cost is not None and cost < 0:
+        raise line.fail("cost_usd", f"{_shown(line.values['cost_usd'])} is negative")
+    assert item_id is not None and instance_id is not None  # required text is never None
+    return ImportedItem(
+        item_id=item_id,
+        instance_id=instance_id,
+        length=length,
+        position=_position(line),
+        outcome="correct" if score == 1.0 else "incorrect",
+        score=score,
+        task=line.text("task", required=False) or DEFAULT_TASK,
+        model=line.text("model", required=False),
+        prompt_tokens=line.count("prompt_tokens", minimum=0),
+        cost_usd=cost,
+        where=f"line {line.line_number}",
+    )
+
+
+def _csv_lines(source: str, text: str) -> tuple[list[str], Iterator[_Line]]:
+    reader = csv.reader(io.StringIO(text, newline=""))
+    header = next(reader, None)
+    if header is None:
+        raise BadInput(f"{source}: empty (a CSV file needs a header line)")
+    names = [name.strip() for name in header]
+    for number, name in enumerate(names, start=1):
+        if not name:
+            raise BadInput(f"{source}: line 1, column {number}: an empty column name")
+        if names.index(name) != number - 1:
+            raise BadInput(f"{source}: line 1, column {name}: named twice")
+
+    def lines() -> Iterator[_Line]:
+        for values in reader:
+            if not any(value.strip() for value in values):
+                continue  # a blank line
+            line = _Line(source, reader.line_num, dict(zip(names, values, strict=False)))
+            if len(values) != len(names):
+                raise BadInput(
+                    f"{source}: line {reader.line_num}: {len(values)} values for {len(names)} columns"
+                )
+            yield line
+
+    return names, lines()
+
+
+def _jsonl_lines(source: str, text: str) -> Iterator[_Line]:
+    for number, raw in enumerate(text.splitlines(), start=1):
+        if not raw.strip():
+            continue
+        try:
+            values = json.loads(raw)
+        except json.JSONDecodeError as error:
+            raise BadInput(f"{source}: line {number}: not JSON ({error.msg}, column {error.colno})") from None
+        if not isinstance(values, dict):
+            raise BadInput(f"{source}: line {number}: not a JSON object")
+        yield _Line(source, number, values)
+
+
+def _check_columns(source: str, where: str, names: set[str]) -> None:
+    missing = [name for name in REQUIRED if name not in names]
+    if not names & set(PLACES):
+        missing.append("depth or position")
+    if missing:
+        raise BadInput(f"{source}: {where}: missing column {missing[0]}")
+
+
+def read_table(path: Path, source: str | None = None) -> ImportedTable:
+    """The items of a CSV or JSONL file of per-item results, each value checked; ``BadInput`` in
+    one line naming the line and column of the first problem. ``source`` names it in messages."""
+    shown = source or str(path)
+    kind = FORMATS.get(path.suffix.lower())
+    if kind is None:
+        raise BadInput(f"{shown}: not a .csv, .jsonl or Inspect .eval file")
+    try:
+        text = path.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        raise BadInput(f"{shown}: no such file") from None
+    except IsADirectoryError:
+        raise BadInput(f"{shown}: a folder, not a file") from None
+    except UnicodeDecodeError as error:
+        raise BadInput(f"{shown}: not UTF-8 text (byte {error.start})") from None
+    if kind == "csv":
+        names, lines = _csv_lines(shown, text)
+        _check_columns(shown, "line 1", set(names))
+        seen_columns = set(names)
+    else:
+        lines, seen_columns = _jsonl_lines(shown, text), set()
+    return _checked(shown, lines, kind, seen_columns)
+
+
+def _checked(source: str, lines: Iterator[_Line], kind: str, seen_columns: set[str]) -> ImportedTable:
+    items: list[ImportedItem] = []
+    conditions: dict[tuple[Any, ...], int] = {}
+    instances: dict[tuple[str, str], tuple[str, int]] = {}
+    model: tuple[str, int] | None = None
+    tokenizer: tuple[str, int] | None = None
+    for line in lines:
+        if kind == "jsonl":
+            _check_columns(source, f"line {line.line_number}", set(line.values))
+            seen_columns |= set(line.values)
+        item = _item(line)
+        first = conditions.setdefault(item.condition, line.line_number)
+        if first != line.line_number:
+            raise line.fail(
+                "item_id",
+                f"{item.item_id!r} is already at length {item.length} and position "
+                f"{item.condition[3]} (line {first})",
+            )
+        known = instances.setdefault((item.task, item.item_id), (item.instance_id, line.line_number))
+        if known[0] != item.instance_id:
+            raise line.fail(
+                "instance_id", f"item {item.item_id!r} is in instance {known[0]!r} at line {known[1]}"
+            )
+        if item.model is not None:
+            model = model or (item.model, line.line_number)
+            if item.model != model[0]:
+                raise line.fail(
+                    "model",
+                    f"{item.model!r}, where line {model[1]} has {model[0]!r} (one import is one model's "
+                    "results: split the file by model)",
+                )
+        named = line.text("tokenizer", required=False)
+        if named is not None:
+            tokenizer = tokenizer or (named, line.line_number)
+            if named != tokenizer[0]:
+                raise line.fail("tokenizer", f"{named!r}, where line {tokenizer[1]} has {tokenizer[0]!r}")
+        items.append(item)
+    if not items:
+        raise BadInput(f"{source}: no rows")
+    # A file of 0/1 outcomes is binary; one with a score strictly between is kept as partial credit.
+    if all(item.score in (0.0, 1.0) for item in items):
+        items = [replace(item, score=None) for item in items]
+    return ImportedTable(
+        items=items,
+        tokenizer=tokenizer[0] if tokenizer else None,
+        ignored_columns=sorted(seen_columns - set(COLUMNS)),
+    )
