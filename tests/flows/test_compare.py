@@ -153,6 +153,15 @@ def test_runs_of_different_configs_are_refused_naming_the_first_field(session: P
     assert "not comparable" in line and "limit" not in line  # the first field, not every field
 
 
-def test_one_run_is_refused(session: Path) -> None:
+def test_the_terminal_shows_the_leaderboard_and_the_verdicts(session: Path) -> None:
+    result = invoke("compare", session / "session")
+    assert result.exit_code == 0, result.output
+    assert "niah: leaderboard" in result.stdout
+    lines = [line.strip() for line in result.stdout.splitlines()]
+    assert any(line.startswith("fake/lexical better than fake/curve-600 at 800 and 1,600") for line in lines)
+
+
+def test_bad_arguments_are_one_line(session: Path) -> None:
     assert_bad_input(invoke("compare", session / "session" / "fake-lexical"), "two or more")
     assert_bad_input(invoke("compare", session / "nowhere", session / "session"), "not a run folder")
+    assert_bad_input(invoke("compare", session / "session", "--json", "--csv"), "choose one")

@@ -13,14 +13,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rotscope.errors import BadInput
-from rotscope.plan.manifest import deviations
+from rotscope.plan.manifest import SHARED_GROUPS, deviations
 
-COMPARED_GROUPS = ("grid", "seeds", "cases", "filler")
-"""The manifest groups two compared runs must share, in the order their first difference is
-looked for (the subject group is what a comparison compares)."""
-CONFIG_FIELDS = ("tasks", "lengths", "depths", "trials", "limit", "cases", "seed", "filler")
+COMPARED_GROUPS = tuple(group for group in SHARED_GROUPS if group not in ("decoding", "analysis"))
+"""The manifest groups two compared runs must share (the grid, seeds, case set and filler of the
+gate's shared groups), in the order their first difference is looked for; the subject group is
+what a comparison compares, and decoding and the gate's analysis settings may differ."""
+CONFIG_FIELDS = ("tasks", "lengths", "depths", "trials", "limit", "seed", "filler")
 """What a run stored without a manifest (an older rotscope) is compared on instead: its config's
-fields, in this order."""
+grid, seed and filler, in this order."""
 IMPORTED = "imported"
 """The key of a run's meta that marks it as imported from another harness."""
 
