@@ -165,3 +165,15 @@ def test_bad_arguments_are_one_line(session: Path) -> None:
     assert_bad_input(invoke("compare", session / "session" / "fake-lexical"), "two or more")
     assert_bad_input(invoke("compare", session / "nowhere", session / "session"), "not a run folder")
     assert_bad_input(invoke("compare", session / "session", "--json", "--csv"), "choose one")
+
+
+def test_one_model_against_itself_shows_no_difference_under_folder_names(session: Path) -> None:
+    again = session / "again"
+    result = invoke("run", _config(session), "--model", "fake/lexical", "--out", again)
+    assert result.exit_code == 0, result.output
+    result = invoke("compare", session / "session" / "fake-lexical", again, "--json")
+    assert result.exit_code == 0, result.output
+    (pair,) = json.loads(result.stdout)["pairs"]
+    assert (pair["first"], pair["second"]) == ("fake-lexical", "again")  # one model: named by folder
+    assert [entry["verdict"] for entry in pair["lengths"]] == ["no difference shown"] * len(LENGTHS)
+    assert all(entry["difference"] == 0.0 for entry in pair["lengths"])
