@@ -20,11 +20,14 @@ from rotscope.position import Position
 from rotscope.rows import Row
 from rotscope.stats.intervals import adjusted_t_parts
 from rotscope.stats.multiplicity import holm
-from rotscope.stats.paired import MIN_PAIRS, paired_gap
+from rotscope.stats.paired import paired_gap
 
 ALPHA = 0.05
 """The family-wise error rate of a pair's verdicts across its lengths (Holm)."""
-PAIR_METHOD = "adjusted t on paired instance differences, two-sided; Holm across the pair's lengths"
+PAIR_METHOD = (
+    "adjusted t on paired instance differences (each instance its own cluster, as the gate pairs), "
+    "two-sided; Holm across the pair's lengths"
+)
 
 Verdict = Literal["better", "worse", "no difference shown", "too few pairs"]
 """A length's verdict for the second model of a pair against the first."""
@@ -105,7 +108,7 @@ def length_differences(
         ]
         a, b = _means(pairs)
         gap = paired_gap(a, b)
-        tested = not gap.too_few and gap.pairs >= MIN_PAIRS
+        tested = not gap.too_few  # fewer than MIN_PAIRS instances: no interval, no test
         found.append(
             LengthDifference(
                 length=length,
