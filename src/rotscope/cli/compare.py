@@ -51,9 +51,10 @@ def compare(
         ),
     ] = None,
 ) -> None:
-    """Compare runs on the same items: a leaderboard per task, every pair's paired difference per
-    length with Holm-corrected verdicts; runs whose cases, lengths, positions, filler or seeds
-    differ are refused, naming the first field that differs."""
+    """Compare runs on the same items: leaderboards and each pair's paired verdicts (Holm).
+
+    Runs whose cases, lengths, positions, filler or seeds differ are refused, naming the first
+    field that differs."""
     from rotscope.analysis.comparison import build_comparison, load_runs
     from rotscope.records import RECORDS
     from rotscope.report.comparison import comparison_csv, comparison_markdown, print_comparison
