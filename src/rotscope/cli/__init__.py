@@ -2,6 +2,7 @@
 a command parses its arguments, calls the library and prints. ``main`` is the console script."""
 
 from rotscope.cli import cases as _cases  # noqa: F401
+from rotscope.cli import compare as _compare  # noqa: F401
 from rotscope.cli import doctor as _doctor  # noqa: F401
 from rotscope.cli import export as _export  # noqa: F401
 from rotscope.cli import gate as _gate  # noqa: F401

@@ -1,0 +1,92 @@
+"""rotscope compare."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from rotscope._util.safe_text import terminal_safe
+from rotscope.cli.common import _guarded, app, console, errors
+from rotscope.errors import BadInput
+
+
+def _run_folders(folders: list[Path]) -> list[Path]:
+    """Each folder given, a ``--models`` session folder as its subjects' run folders in order."""
+    from rotscope.execution.workflows.models_session import is_models_session, session_subjects
+
+    paths: list[Path] = []
+    for folder in folders:
+        if is_models_session(folder):
+            paths += [folder / name for name in session_subjects(folder)]
+        elif (folder / "run.db").is_file():
+            paths.append(folder)
+        else:
+            raise BadInput(f"compare: {folder} is not a run folder (no run.db) nor a --models session")
+    return paths
+
+
+@app.command()
+def compare(
+    folders: Annotated[
+        list[Path], typer.Argument(help="Run folders (two or more), or a --models session folder.")
+    ],
+    output: Annotated[
+        Path | None, typer.Option("-o", "--output", help="Also write the comparison as one HTML file.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the comparison JSON.")] = False,
+    markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print the leaderboards as Markdown tables.")
+    ] = False,
+    as_csv: Annotated[
+        bool, typer.Option("--csv", help="Print the rows (one per model x task x length) as CSV.")
+    ] = False,
+    figures: Annotated[
+        Path | None,
+        typer.Option(
+            "--figures", help="Also write the overlay and heat maps as SVG and PNG into this folder."
+        ),
+    ] = None,
+) -> None:
+    """Compare runs on the same items: leaderboards and each pair's paired verdicts (Holm).
+
+    Runs whose cases, lengths, positions, filler or seeds differ are refused, naming the first
+    field that differs."""
+    from rotscope.analysis.comparison import build_comparison, load_runs
+    from rotscope.records import RECORDS
+    from rotscope.report.comparison import comparison_csv, comparison_markdown, print_comparison
+
+    def body() -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+        if sum((as_json, markdown, as_csv)) > 1:
+            raise BadInput("--json, --markdown and --csv: choose one")
+        runs = load_runs(_run_folders(folders))
+        comparison = build_comparison(runs)
+        RECORDS["comparison"].validate(comparison)  # the contract, checked before anything is shown
+        return comparison, {run.name: run.summary for run in runs}
+
+    comparison, summaries = _guarded(body)
+    # The files written are named on stderr when stdout carries JSON, Markdown or CSV.
+    paths = errors if as_json or markdown or as_csv else console
+    if figures is not None:
+        from rotscope.report.comparison_figures import write_comparison_figures
+
+        folder = figures
+        for path in _guarded(lambda: write_comparison_figures(comparison, summaries, folder)):
+            paths.print(f"figure: {terminal_safe(str(path))}", markup=False, soft_wrap=True)
+    if output is not None:
+        from rotscope.report.comparison_html import write_comparison
+
+        target = output
+        written = _guarded(lambda: write_comparison(comparison, summaries, target))
+        paths.print(f"comparison: {terminal_safe(str(written))}", markup=False, soft_wrap=True)
+    if as_json:
+        sys.stdout.write(json.dumps(comparison, indent=2) + "\n")
+    elif markdown:
+        sys.stdout.write(comparison_markdown(comparison))
+    elif as_csv:
+        sys.stdout.write(comparison_csv(comparison))
+    elif output is None and figures is None:
+        print_comparison(comparison, console)
