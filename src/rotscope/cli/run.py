@@ -39,7 +39,7 @@ def run(
         str | None,
         typer.Option(
             "--base-url",
-            help="Server of an openai/NAME model (any compatible API); serve/NAME takes several, comma separated.",
+            help="Server of an openai/NAME model (any compatible API); serve/NAME: several, comma separated.",
         ),
     ] = None,
     api_key_env: Annotated[
