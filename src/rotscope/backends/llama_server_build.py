@@ -30,6 +30,7 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 
 from rotscope._util.cache_dir import user_cache_dir
+from rotscope._util.checks import Check
 from rotscope.backends.extra_buffers import cpu_flags, cpu_has_amx
 from rotscope.errors import BadInput
 
@@ -202,6 +203,22 @@ def server_command(
     if cpu_has_amx() if amx is None else amx:
         command.append("--no-repack")
     return command
+
+
+def doctor_check() -> Check:
+    """``rotscope doctor``'s line for the cached ``llama-server`` (``serve/NAME`` on llama.cpp)."""
+    try:
+        binary = cached_server()
+    except BadInput as error:
+        return Check("llama-server", "warn", str(error))
+    if binary is None:
+        return Check(
+            "llama-server",
+            "warn",
+            f"none for this CPU in {cache_root()} (python -m rotscope.backends.llama_server_build --build)",
+        )
+    record = build_record(binary)
+    return Check("llama-server", "ok", f"{binary} (cold build {record.get('cold_build_s')} s)")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

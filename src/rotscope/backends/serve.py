@@ -20,12 +20,13 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import httpx
 
+from rotscope._util.checks import Check
 from rotscope.backends import register_backend
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Permanent, RetryPolicy, Transient, call_with_retries, is_retry_status
@@ -34,7 +35,7 @@ from rotscope.backends.template import TemplatedTokenizer, read_template
 from rotscope.config import ExperimentConfig
 from rotscope.errors import BackendRefused, BadInput
 from rotscope.tokenizers.remote import HFTokenizer, load_tokenizer
-from rotscope.types import Capabilities, Completion, GenerateRequest, Tokenizer
+from rotscope.types import Backend, Capabilities, Completion, GenerateRequest, Tokenizer
 
 PROVIDER = "serve"
 UNKNOWN_WINDOW = 10_000_000
@@ -364,8 +365,16 @@ class ServeBackend:
         self._client_loop = None
 
 
+def _machine_checks(in_worker: Callable[[Backend], Any]) -> list[Check]:
+    """``rotscope doctor``'s line for the llama-server build ``serve/NAME`` can be tested on."""
+    from rotscope.backends.llama_server_build import doctor_check
+
+    return [doctor_check()]
+
+
 @register_backend(
     PROVIDER,
+    checks=_machine_checks,
     hint="serve/NAME --base-url URL[,URL...]: token ids to vLLM, SGLang or llama.cpp servers "
     "(serve.tokenizer: the model's GGUF or tokenizer.json); several URLs are replicas",
 )
