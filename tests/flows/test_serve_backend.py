@@ -108,7 +108,8 @@ def test_each_server_kind_receives_the_verified_ids_and_reports_cached_tokens(
     assert {(row["usage_prompt_tokens"], row["cached_tokens"]) for row in stored} == expected
     assert any(row["cached_tokens"] > 0 for row in stored)
     with RunStore.open_existing(out) as store:
-        assert store.meta()["executor"]["kind"] == "replicas"
+        executor = store.meta()["executor"]
+    assert executor["kind"] == "replicas" and executor["servers"] == [kind, kind]  # detected
 
 
 @pytest.mark.parametrize("kind", KINDS)

@@ -231,6 +231,10 @@ class ServeBackend:
     def replica_urls(self) -> list[str]:
         return [replica.url for replica in self.replicas]
 
+    def replica_kinds(self) -> list[str | None]:
+        """Each replica's server software, as set or detected (``None`` before it answered)."""
+        return [replica.kind for replica in self.replicas]
+
     def down_reason(self, number: int) -> str | None:
         """Why replica ``number`` is down, ``None`` while it answers."""
         return self.replicas[number].down

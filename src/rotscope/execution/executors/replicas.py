@@ -43,6 +43,8 @@ class ReplicatedBackend(Protocol):
 
     def replica_urls(self) -> list[str]: ...
 
+    def replica_kinds(self) -> list[str | None]: ...
+
 
 class OnReplica:
     """The backend as one replica's lane sees it: every call goes to replica ``number``."""
@@ -139,7 +141,8 @@ async def execute_on_replicas(
                     f"{len(todo)} unfinished calls go to the replicas still up",
                 )
     finally:
-        store.set_meta({"executor": {"kind": "replicas", "replicas": urls, "passes": passes}})
+        executor = {"kind": "replicas", "replicas": urls, "servers": pool.replica_kinds(), "passes": passes}
+        store.set_meta({"executor": executor})
         if judge is not None and judge.caller.cache is not None:
             judge.caller.cache.close()
     return False
