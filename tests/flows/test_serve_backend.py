@@ -27,6 +27,7 @@ from rotscope.types import WorkItem
 from tests.support.completions_server import CompletionsServer
 
 KINDS = ("vllm", "sglang")
+CONCURRENCY = {"vllm": 1, "sglang": 2}
 
 
 def experiment(bundled: Path, out: Path, urls: str, **serve: Any) -> dict[str, Any]:
@@ -73,14 +74,15 @@ def planned_ids(planned: list[WorkItem]) -> list[tuple[int, ...]]:
 
 @pytest.fixture(scope="module")
 def by_kind(bundled: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    """One run per server kind on two replicas (stubs) of that kind, the kind left to detection."""
+    """One run per server kind on two replicas (stubs) of that kind, the kind left to detection;
+    SGLang's with ``serve.concurrency: 2``."""
     runs: dict[str, Any] = {}
     for kind in KINDS:
-        servers = [CompletionsServer(kind=kind).start() for _ in range(2)]
+        servers = [CompletionsServer(kind=kind, delay_s=0.05).start() for _ in range(2)]
         out = tmp_path_factory.mktemp(kind)
         try:
             urls = ",".join(server.base_url for server in servers)
-            run_experiment(build_config(experiment(bundled, out, urls)))
+            run_experiment(build_config(experiment(bundled, out, urls, concurrency=CONCURRENCY[kind])))
         finally:
             for server in servers:
                 server.stop()
@@ -110,6 +112,11 @@ def test_each_server_kind_receives_the_verified_ids_and_reports_cached_tokens(
     with RunStore.open_existing(out) as store:
         executor = store.meta()["executor"]
     assert executor["kind"] == "replicas" and executor["servers"] == [kind, kind]  # detected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_replica_has_the_configured_calls_in_flight(by_kind: dict[str, Any], kind: str) -> None:
+    assert [server.max_in_flight for server in by_kind[kind][0]] == [CONCURRENCY[kind]] * 2
 
 
 @pytest.mark.parametrize("kind", KINDS)

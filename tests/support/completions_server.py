@@ -4,14 +4,16 @@ servers): ``GET /v1/models`` answers the kind's model list, a completions reques
 with its counts filled in from the ids it was sent (the prompt's length, plus ``skew`` for a server
 that tokenizes on its own; the longest prefix shared with the previous prompt as cached tokens).
 
-Every request body is logged; ``die_after`` requests it stops answering (the socket closed, the
-request in flight dropped without a reply), as a killed replica does."""
+Every request body is logged, and the most requests answered at once counted; ``die_after``
+requests it stops answering (the socket closed, the request in flight dropped without a reply), as
+a killed replica does."""
 
 from __future__ import annotations
 
 import copy
 import json
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -48,7 +50,11 @@ class CompletionsServer:
     skew: int = 0
     text: str = "I do not know."
     die_after: int | None = None
+    delay_s: float = 0.0
+    """How long each answer takes (so calls in flight overlap, counted in ``max_in_flight``)."""
     port: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
     requests: list[dict[str, Any]] = field(default_factory=list)
     models_calls: int = 0
     _previous: list[int] = field(default_factory=list)
@@ -100,6 +106,11 @@ class CompletionsServer:
                     prompt = list(body["prompt"])
                     cached = common_prefix(server._previous, prompt[:-1])
                     server._previous = prompt
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                time.sleep(server.delay_s)
+                with server._lock:
+                    server.in_flight -= 1
                 if self.path != PATHS[server.kind]:
                     self._send(404, {"error": f"no route {self.path}"})
                     return
