@@ -11,8 +11,13 @@ template and ``max_position_embeddings`` = the window. A model with random weigh
 (its rows score ``incorrect``); the check is about the engine: it must take the verified ids
 exactly, reuse prefixes, and fit the window.
 
+``serve`` runs the same grid through ``serve/NAME``: rotscope starts ``vllm serve`` on the model
+folder (prefix caching, ``--enable-prompt-tokens-details``) and sends it the verified token ids on
+``/v1/completions``; it ran nowhere yet (no GPU machine lent to the session that added it).
+
 Printed per backend (one JSON line each, then a table): calls, wall time of the calls, prompt
-tokens sent, evaluated (sent minus cached), the trie's lower bound, evaluated tokens per second,
+tokens sent, evaluated (sent minus cached), the trie's lower bound and evaluated / bound,
+evaluated tokens per second,
 the cached-token share and peak GPU memory (``torch.cuda.max_memory_allocated``; the engine runs
 in this process: ``executor: inprocess`` for ``hf/``, ``VLLM_ENABLE_V1_MULTIPROCESSING=0`` for vLLM).
 
@@ -32,10 +37,14 @@ import argparse
 import importlib.util
 import json
 import os
+import socket
+import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -161,9 +170,64 @@ def experiment(backend: str, folder: Path, args: argparse.Namespace, out: Path) 
     }
     if backend == "hf":
         config["hf"] = {"device": args.device, "dtype": args.dtype}
+    elif backend == "serve":
+        config["model"] = f"serve/{SERVED_NAME}"
+        config["serve"] = {
+            "tokenizer": str(folder / "tokenizer.json"),
+            "base_url": args.serve_url,
+            "kind": "vllm",
+        }
+        del config["executor"]
     else:
         config["vllm"] = {"gpu_memory_utilization": args.gpu_memory_utilization, "dtype": args.dtype}
     return config
+
+
+SERVED_NAME = "gpu-check"
+
+
+@contextmanager
+def vllm_server(folder: Path, args: argparse.Namespace, log: Path) -> Iterator[str]:
+    """``vllm serve`` on the model folder (prefix caching and prompt-token details on, so the
+    cached tokens are reported), on a free local port; yields its base URL once ``GET /v1/models``
+    answers (it may take minutes: the engine compiles its graphs). It gets 0.8 of
+    ``--gpu-memory-utilization``: the in-process vLLM run before it may still hold its share."""
+    import httpx
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = int(probe.getsockname()[1])
+    command = [
+        sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", str(folder),
+        "--served-model-name", SERVED_NAME, "--host", "127.0.0.1", "--port", str(port),
+        "--enable-prefix-caching", "--enable-prompt-tokens-details", "--seed", "0",
+        "--dtype", args.dtype, "--max-model-len", str(args.window or args.length + 1024),
+        "--gpu-memory-utilization", str(round(args.gpu_memory_utilization * 0.8, 2)),
+    ]  # fmt: skip
+    env = {**os.environ, "VLLM_ENABLE_V1_MULTIPROCESSING": "1"}
+    with log.open("wb") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, env=env)
+        url = f"http://127.0.0.1:{port}"
+        try:
+            deadline = time.monotonic() + 900
+            while True:
+                if process.poll() is not None:
+                    raise RuntimeError(f"vllm serve exited: {log.read_text(errors='replace')[-1500:]}")
+                try:
+                    if httpx.get(f"{url}/v1/models", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                if time.monotonic() > deadline:
+                    raise RuntimeError("vllm serve not ready within 900 s")
+                time.sleep(1)
+            yield url
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                process.kill()
 
 
 def run_backend(backend: str, folder: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
@@ -199,6 +263,9 @@ def run_backend(backend: str, folder: Path, args: argparse.Namespace, out: Path)
         "sent_tokens": sent,
         "evaluated_tokens": sent - cached,
         "lower_bound": meta.get("tokens", {}).get("lower_bound"),
+        "x_bound": round((sent - cached) / meta["tokens"]["lower_bound"], 3)
+        if meta.get("tokens", {}).get("lower_bound")
+        else None,
         "tokens_per_s": round((sent - cached) / calls_s),
         "cached_share": round(cached / sent, 3) if sent else 0.0,
         "peak_gpu_mib": round(torch.cuda.max_memory_allocated() / 2**20) if cuda else None,
@@ -216,6 +283,7 @@ COLUMNS = (
     ("cached", "cached_share", "{:.1%}"),
     ("evaluated", "evaluated_tokens", "{:,}"),
     ("bound", "lower_bound", "{:,}"),
+    ("x bound", "x_bound", "{}"),
     ("peak GPU MiB", "peak_gpu_mib", "{}"),
 )
 
@@ -232,7 +300,9 @@ def main() -> int:
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
     parser.add_argument("--length", type=int, default=32_768, help="prompt length of the grid, in tokens")
     parser.add_argument("--window", type=int, help="the model's window (default: length + 1024)")
-    parser.add_argument("--backends", default="hf,vllm", help="vllm runs only where it imports")
+    parser.add_argument(
+        "--backends", default="hf,vllm,serve", help="vllm and serve (vllm serve) run only where vLLM imports"
+    )
     parser.add_argument("--depths", default="0.0,0.5,1.0")
     parser.add_argument("--limit", type=int, default=2, help="cases of the niah family")
     parser.add_argument("--max-tokens", type=int, default=8)
@@ -260,10 +330,17 @@ def main() -> int:
     print(json.dumps({"model": made}))
     results = []
     for backend in [name.strip() for name in args.backends.split(",") if name.strip()]:
-        if backend == "vllm" and (importlib.util.find_spec("vllm") is None or args.device != "cuda"):
-            print(json.dumps({"backend": "vllm", "skipped": "vllm is not installed (or --device cpu)"}))
+        if backend in ("vllm", "serve") and (
+            importlib.util.find_spec("vllm") is None or args.device != "cuda"
+        ):
+            print(json.dumps({"backend": backend, "skipped": "vllm is not installed (or --device cpu)"}))
             continue
-        result = run_backend(backend, Path(made["folder"]), args, root / "runs")
+        if backend == "serve":  # the same grid through serve/NAME, token ids to `vllm serve`
+            with vllm_server(Path(made["folder"]), args, root / "vllm-serve.log") as url:
+                args.serve_url = url
+                result = run_backend(backend, Path(made["folder"]), args, root / "runs")
+        else:
+            result = run_backend(backend, Path(made["folder"]), args, root / "runs")
         results.append(result)
         print(json.dumps(result))
     print_table(results)

@@ -13,7 +13,8 @@ import os
 import signal
 import sqlite3
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -58,6 +59,21 @@ class KillingFake(FakeBackend):
             self.marker.touch()
             os.kill(os.getpid(), signal.SIGKILL)
         return await super().generate(request)
+
+
+class BatchingFake(FakeBackend):
+    """``fake/lexical`` as a batching engine (``BatchingBackend``): each chunk it is handed is
+    answered call by call, and its size appended to ``sizes`` (a file: the actors are processes)."""
+
+    def __init__(self, sizes: Path, batch_size: int = 4) -> None:
+        super().__init__("lexical", lexical_responder())
+        self.capabilities = replace(self.capabilities, batching=True)
+        self.sizes, self.batch_size = sizes, batch_size
+
+    async def generate_batch(self, requests: Sequence[GenerateRequest]) -> list[Completion]:
+        with self.sizes.open("a") as sizes:
+            sizes.write(f"{os.getpid()} {len(requests)}\n")
+        return [await self.generate(request) for request in requests]
 
 
 def fake_grid(corpus: Path, **changes: Any) -> ExperimentConfig:
@@ -119,6 +135,23 @@ def test_a_killed_worker_loses_no_row_and_resume_finishes_every_item(
     assert outcomes(run_dir) == outcomes(in_process)
     assert {status for _, status, _, _ in rows(run_dir)} == {"ok"}
     assert load_summary(run_dir)["items"]["errors"] == 0
+
+
+def test_batching_replicas_get_their_shards_in_batches_and_give_the_in_process_outcomes(
+    fake_corpus: Path, in_process: Path, ray_session: None, tmp_path: Path
+) -> None:
+    sizes = tmp_path / "sizes.txt"
+    run_dir = tmp_path / "run"
+    run_experiment(fake_grid(fake_corpus), run_dir=run_dir, backend=BatchingFake(sizes))
+    assert outcomes(run_dir) == outcomes(in_process)
+    assert {status for _, status, _, _ in rows(run_dir)} == {"ok"}
+    batches = [tuple(map(int, line.split())) for line in sizes.read_text().splitlines()]
+    by_actor: dict[int, list[int]] = {}
+    for pid, size in batches:
+        by_actor.setdefault(pid, []).append(size)
+    assert len(by_actor) == 2 and pid != os.getpid()  # both replicas, in their own processes
+    assert all(max(chunks) > 1 and max(chunks) <= 4 for chunks in by_actor.values()), by_actor
+    assert sum(size for _, size in batches) == len(outcomes(in_process))  # every call once
 
 
 def test_workers_lost_in_a_row_stop_the_run_with_finished_rows_kept(

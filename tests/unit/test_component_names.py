@@ -115,6 +115,17 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         2,
         HOMONYM + ": 'set' in the config, as an engine line says",
     ),
+    ("text", "src/rotscope/backends/serve.py"): (1, HOMONYM + ": the completions reply's text field"),
+    ("vllm", "src/rotscope/backends/serve.py"): (2, HOMONYM + ": a server's software, its /v1/models owner"),
+    ("llamacpp", "src/rotscope/backends/serve.py"): (
+        3,
+        HOMONYM + ": a server's software, its /v1/models owner",
+    ),
+    ("vllm", "src/rotscope/backends/serve_options.py"): (1, HOMONYM + ": serve.kind, a server's software"),
+    ("llamacpp", "src/rotscope/backends/serve_options.py"): (
+        1,
+        HOMONYM + ": serve.kind, a server's software",
+    ),
     ("text", "src/rotscope/filler/session.py"): (4, HOMONYM + ": a chat message's text content part"),
     ("text", "src/rotscope/execution/state/run_folder.py"): (1, HOMONYM + ": an evidence span's text"),
     ("text", "src/rotscope/gate/pairing.py"): (1, HOMONYM + ": a stored span's text"),

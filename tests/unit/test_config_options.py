@@ -28,6 +28,7 @@ OLD_ENGINE_RUNTIME_FIELDS = {
     "vllm": {"batch_size", "gpu_memory_utilization", "tensor_parallel_size", "enforce_eager"},
     "cmd": {"timeout_s", "max_attempts", "backoff_initial_s", "backoff_max_s"},
     "remote": {"server_log"},
+    "serve": {"base_url", "concurrency", "timeout_s", "max_attempts"},
 }
 OLD_PATHS = {
     "model",
@@ -51,9 +52,9 @@ OLD_PATHS = {
     "cmd.cwd",
 }
 """``config.resolve_paths`` before the markers (``_SECTION_PATHS`` and its special cases)."""
-NEW_PATHS = {"filler.static.source", "judge.remote.server_log"}
+NEW_PATHS = {"filler.static.source", "judge.remote.server_log", "serve.tokenizer", "serve.template"}
 """Paths the old list missed: a static filler's ``source`` is refused by validation anyway, and the
-judge's ``server_log`` is a path like the main model's."""
+judge's ``server_log`` is a path like the main model's; ``serve`` came after the markers."""
 
 
 def test_runtime_fields_derived_from_markers_equal_the_old_tables() -> None:

@@ -66,6 +66,11 @@ class RemoteBackend:
         self.options = options
         self.model_id = f"{self.provider}/{name}"
         self.base_url = (options.base_url or self.default_base_url).rstrip("/")
+        if "," in self.base_url:
+            raise BackendRefused(
+                f"remote.base_url: {self.provider}/ takes one server, not {self.base_url!r} "
+                "(several replicas are for serve/NAME)"
+            )
         self._tokenizer: Tokenizer = load_tokenizer(options.tokenizer)
         self.context_window = int(getattr(self._tokenizer, "context_window", 0) or UNKNOWN_CONTEXT_WINDOW)
         self._policy = RetryPolicy(options.max_attempts, options.backoff_initial_s, options.backoff_max_s)

@@ -27,7 +27,8 @@ class RemoteOptions(_Strict):
     """A subject (``subjects:``) may set its keys one by one."""
 
     base_url: str | None = None
-    """The server's address (``http(s)://HOST[:PORT][/PATH]``); unset: the provider's own."""
+    """The server's address (``http(s)://HOST[:PORT][/PATH]``); unset: the provider's own. Only
+    ``serve/NAME`` takes several, comma separated (its replicas)."""
     api_key_env: str | None = Field(default=None, pattern=r"^[A-Za-z_][A-Za-z0-9_]*$")
     """The environment variable holding the API key; unset: the provider's usual one."""
     timeout_s: Float = Field(default=120.0, gt=0.0)
@@ -63,11 +64,12 @@ class RemoteOptions(_Strict):
         retried until every row is an error."""
         if url is None:
             return None
-        try:
-            parts = urlsplit(url)
-            parts.port  # noqa: B018 (raises ValueError on a port that is not a number)
-        except ValueError:
-            parts = None
-        if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError("not an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
+        for one in url.split(","):  # several: the replicas of a serve/NAME model
+            try:
+                parts = urlsplit(one.strip())
+                parts.port  # noqa: B018 (raises ValueError on a port that is not a number)
+            except ValueError:
+                parts = None
+            if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
+                raise ValueError("not an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
         return url

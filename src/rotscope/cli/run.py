@@ -36,7 +36,11 @@ def run(
         bool, typer.Option("--no-cache", help="Neither read nor write the response cache.")
     ] = False,
     base_url: Annotated[
-        str | None, typer.Option("--base-url", help="Server of an openai/NAME model (any compatible API).")
+        str | None,
+        typer.Option(
+            "--base-url",
+            help="Server of an openai/NAME model (any compatible API); serve/NAME: several, comma separated.",
+        ),
     ] = None,
     api_key_env: Annotated[
         str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")

@@ -6,7 +6,9 @@ only writer of the run store: the actors get a request and send back a completio
 The calls are cut into prefix groups (subtrees of the token trie, ``prefix_groups``), and the
 groups dealt to the workers by token weight (heaviest first, to the lightest-loaded worker); each
 worker runs its groups in trie order, so each replica reuses its own KV cache and the prefill of
-all of them stays within a few percent of the trie's lower bound.
+all of them stays within a few percent of the trie's lower bound. A batching engine's replica
+(``BatchingBackend``: vLLM) is handed its shard in chunks of ``batch_size`` consecutive calls, as
+the in-process path hands the engine the run's order.
 
 An actor that dies (its process killed, its node lost) turns the call it was running into an error
 row, which ``--resume`` runs again; a fresh actor takes over that worker's remaining calls. After
@@ -33,7 +35,7 @@ from rotscope.execution.calls.execute import Execution, Reporter, local_caller, 
 from rotscope.execution.calls.limits import Limiters
 from rotscope.plan.schedule import prefill_bounds, prefix_groups, prefix_order
 from rotscope.store import RunStore
-from rotscope.types import Backend, Completion, GenerateRequest, Tokenizer, WorkItem
+from rotscope.types import Backend, BatchingBackend, Completion, GenerateRequest, Tokenizer, WorkItem
 
 _INSTALL = "pip install rotscope[ray]"
 
@@ -96,8 +98,9 @@ def shard(items: Sequence[WorkItem], workers: int) -> list[Shard]:
 
 
 class ReplicaActor:
-    """What runs in a Ray actor: one replica of the engine, answering one request at a time (ended
-    with its process by ``ray.kill``, which frees the engine with it)."""
+    """What runs in a Ray actor: one replica of the engine, answering one request at a time, or one
+    chunk at a time for a batching engine (ended with its process by ``ray.kill``, which frees the
+    engine with it)."""
 
     def __init__(self, engine: Backend) -> None:
         self.engine = engine
@@ -107,6 +110,13 @@ class ReplicaActor:
 
     def generate(self, request: GenerateRequest) -> Completion:
         return asyncio.run(self.engine.generate(request))
+
+    def generate_batch(self, requests: Sequence[GenerateRequest]) -> list[Completion]:
+        """A chunk of the shard at once, for a batching engine (``BatchingBackend``: vLLM)."""
+        engine = self.engine
+        if not isinstance(engine, BatchingBackend):
+            return [asyncio.run(engine.generate(request)) for request in requests]
+        return list(asyncio.run(engine.generate_batch(requests)))
 
     def clear_cache(self) -> None:
         clear = getattr(self.engine, "clear_cache", None)
@@ -128,6 +138,8 @@ class Replica:
         self.lost = 0
         self.lost_in_a_row = 0
         self._actor: Any = None
+        self.batch_size = int(getattr(pool.engine, "batch_size", 1))
+        """A batching engine's chunk: the executor hands this replica that many calls at once."""
 
     def tokenizer(self) -> Tokenizer:
         return self.engine.tokenizer()
@@ -144,27 +156,46 @@ class Replica:
         return self._actor
 
     async def generate(self, request: GenerateRequest) -> Completion:
+        return (await self._on_actor("generate", [request]))[0]
+
+    async def generate_batch(self, requests: Sequence[GenerateRequest]) -> list[Completion]:
+        """``requests`` sent to the actor together (a batching engine schedules them itself); a
+        lost actor makes each of them an error row, as it does a single call."""
+        return await self._on_actor("generate_batch", list(requests))
+
+    async def _on_actor(self, method: str, requests: list[GenerateRequest]) -> list[Completion]:
         ray = self.pool.ray
         max_crashes = self.pool.executor.max_crashes
         if self.lost_in_a_row >= max_crashes:
             raise EngineCrashed(f"Ray worker {self.number} was lost {self.lost_in_a_row} times in a row")
         mode = getattr(self.engine, "engine_mode", None)
         try:
-            completion: Completion = await self.actor().generate.remote(request)
+            remote = getattr(self.actor(), method)
+            answer = await (remote.remote(requests[0]) if method == "generate" else remote.remote(requests))
         except ray.exceptions.RayActorError as lost:
             self.stop()
             self.lost += 1
             self.lost_in_a_row += 1
             cause = _first_line(lost)
+            calls = (
+                "its call is an error row"
+                if len(requests) == 1
+                else f"its {len(requests)} calls are error rows"
+            )
             self.pool.notice(
-                f"Ray worker {self.number} was lost ({cause}); its call is an error row, a fresh worker "
+                f"Ray worker {self.number} was lost ({cause}); {calls}, a fresh worker "
                 f"takes its other calls (loss {self.lost_in_a_row} in a row of at most {max_crashes})"
             )
-            return Completion(text="", error=f"ray worker lost: {cause}", engine_mode=mode)
+            return [
+                Completion(text="", error=f"ray worker lost: {cause}", engine_mode=mode) for _ in requests
+            ]
         except ray.exceptions.RayError as failed:
-            return Completion(text="", error=f"ray worker: {_first_line(failed)}", engine_mode=mode)
+            return [
+                Completion(text="", error=f"ray worker: {_first_line(failed)}", engine_mode=mode)
+                for _ in requests
+            ]
         self.lost_in_a_row = 0
-        return completion
+        return [answer] if method == "generate" else list(answer)
 
     def clear_cache(self) -> None:
         if self._actor is not None:

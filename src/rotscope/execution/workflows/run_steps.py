@@ -20,6 +20,7 @@ from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Reporter, execute_items
 from rotscope.execution.calls.limits import Limiters
 from rotscope.execution.executors.ray_executor import RayPool
+from rotscope.execution.executors.replicas import ReplicatedBackend, execute_on_replicas
 from rotscope.execution.executors.worker import WorkerBackend
 from rotscope.execution.state.identity import check_identity, config_digest, experiment_identity
 from rotscope.execution.state.run_folder import (
@@ -190,6 +191,10 @@ class RunSteps:
         if isinstance(self.backend, RayPool):
             return await self.backend.execute(
                 self.config, items, self.judge_backend, self.opened(), self.reporter, budget
+            )
+        if isinstance(self.backend, ReplicatedBackend):  # serve/NAME: prefix groups dealt to replicas
+            return await execute_on_replicas(
+                self.config, items, self.backend, self.judge_backend, self.opened(), self.reporter, budget
             )
         return await execute_items(
             self.config,

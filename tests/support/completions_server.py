@@ -1,0 +1,141 @@
+"""A tiny local token-id completions server for tests, in the shape of vLLM's, SGLang's or llama.cpp's
+(``tests/fixtures/providers/{kind}_models.json`` and ``{kind}_completion.json``, recorded from those
+servers): ``GET /v1/models`` answers the kind's model list, a completions request the kind's reply
+with its counts filled in from the ids it was sent (the prompt's length, plus ``skew`` for a server
+that tokenizes on its own; the longest prefix shared with the previous prompt as cached tokens).
+
+Every request body is logged, and the most requests answered at once counted; ``die_after``
+requests it stops answering (the socket closed, the request in flight dropped without a reply), as
+a killed replica does."""
+
+from __future__ import annotations
+
+import copy
+import json
+import threading
+import time
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+from rotscope._util.tokens import common_prefix
+
+FIXTURES = Path(__file__).parents[1] / "fixtures" / "providers"
+PATHS = {"vllm": "/v1/completions", "sglang": "/v1/completions", "llamacpp": "/completion"}
+
+
+def fixture(name: str) -> Any:
+    return json.loads((FIXTURES / name).read_text(encoding="utf-8"))
+
+
+def reply_for(kind: str, prompt: list[int], cached: int, skew: int, text: str) -> dict[str, Any]:
+    """The kind's recorded reply with this prompt's counts."""
+    body: dict[str, Any] = copy.deepcopy(fixture(f"{kind}_completion.json"))
+    if kind == "llamacpp":
+        body["content"] = text
+        body["tokens_evaluated"] = len(prompt) + skew
+        body["timings"]["cache_n"] = cached
+        body["timings"]["prompt_n"] = len(prompt) + skew - cached
+    else:
+        body["choices"][0]["text"] = text
+        body["usage"]["prompt_tokens"] = len(prompt) + skew
+        body["usage"]["prompt_tokens_details"]["cached_tokens"] = cached
+    return body
+
+
+@dataclass
+class CompletionsServer:
+    kind: str = "vllm"
+    skew: int = 0
+    text: str = "I do not know."
+    die_after: int | None = None
+    delay_s: float = 0.0
+    """How long each answer takes (so calls in flight overlap, counted in ``max_in_flight``)."""
+    port: int = 0
+    in_flight: int = 0
+    max_in_flight: int = 0
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    models_calls: int = 0
+    _previous: list[int] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _server: ThreadingHTTPServer | None = None
+    _stopping: bool = False
+    base_url: str = ""
+
+    def prompts(self) -> list[list[int]]:
+        return [list(body["prompt"]) for body in self.requests]
+
+    def start(self) -> CompletionsServer:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: object) -> None:
+                return None
+
+            def _send(self, status: int, body: object) -> None:
+                data = json.dumps(body).encode()
+                self.send_response(status)
+                self.send_header("content-type", "application/json")
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self) -> None:
+                if server.dead:
+                    self.close_connection = True
+                    return
+                server.models_calls += 1
+                if self.path == "/v1/models":
+                    self._send(200, fixture(f"{server.kind}_models.json"))
+                else:
+                    self._send(404, {"error": "not found"})
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                with server._lock:
+                    if server.dead:
+                        self.close_connection = True
+                        return
+                    server.requests.append(body)
+                    if server.die_after is not None and len(server.requests) > server.die_after:
+                        server.requests.pop()
+                        server.stop_soon()
+                        self.close_connection = True
+                        return  # the call in flight gets no reply
+                    prompt = list(body["prompt"])
+                    cached = common_prefix(server._previous, prompt[:-1])
+                    server._previous = prompt
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                time.sleep(server.delay_s)
+                with server._lock:
+                    server.in_flight -= 1
+                if self.path != PATHS[server.kind]:
+                    self._send(404, {"error": f"no route {self.path}"})
+                    return
+                self._send(200, reply_for(server.kind, prompt, cached, server.skew, server.text))
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server.daemon_threads = True
+        self.port = int(self._server.server_address[1])
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self
+
+    @property
+    def dead(self) -> bool:
+        return self._stopping
+
+    def stop_soon(self) -> None:
+        """Stop listening (from a request's own thread): later connections are refused."""
+        self._stopping = True
+        server = self._server
+        if server is not None:
+            threading.Thread(target=lambda: (server.shutdown(), server.server_close()), daemon=True).start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
