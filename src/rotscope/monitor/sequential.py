@@ -150,7 +150,7 @@ class Margins:
 
     warn: float = 0.0
     """WARN once the drop is surely above this: some drop is real."""
-    fail: float = 0.03
+    fail: float = 0.02
     """ALERT once the drop is surely above this: more than a tolerated drop."""
     alpha: float = 0.05
     """The chance of a false ALERT (or WARN) anywhere, ever, under no change; split over the bins."""
