@@ -83,7 +83,7 @@ class DropSequence:
         self._m = (1.0 + self.drops) / 2.0
         self._cap = _TRUNCATION / np.maximum(self._m, 1e-12)
         self._limit = math.log(1.0 / alpha)
-        self._decay = 1.0 - 1.0 / window
+        self._window = window
         self.n = np.zeros(shape)
         self._total = np.zeros(shape)
         self._squares = np.full(shape, 0.25)
@@ -118,15 +118,14 @@ class DropSequence:
         self._total += np.where(seen, x, 0.0)
         self.n = np.where(seen, self.n + 1.0, self.n)
         self._mean = (0.5 + self._total) / (self.n + 1.0)
+        # the weight of the newest probe: the plain running mean's (the prior counted as one
+        # probe) until the window is full, so the first probes move the bet as fast as they can
+        weight = np.maximum(1.0 / (self.n + 1.0), 1.0 / self._window)
         deviation = x - self._recent_mean
         self._recent_variance = np.where(
-            seen,
-            self._decay * (self._recent_variance + (1 - self._decay) * deviation**2),
-            self._recent_variance,
+            seen, (1 - weight) * (self._recent_variance + weight * deviation**2), self._recent_variance
         )
-        self._recent_mean = np.where(
-            seen, self._recent_mean + (1 - self._decay) * deviation, self._recent_mean
-        )
+        self._recent_mean = np.where(seen, self._recent_mean + weight * deviation, self._recent_mean)
 
     def crossed(self, drop: float) -> NDArray[np.bool_]:
         """Whether a drop of more than ``drop`` is ruled in (``drop`` one of the tested drops)."""
@@ -148,8 +147,9 @@ class DropSequence:
 class Margins:
     """How large a drop (in accuracy, 0-1) a check tolerates."""
 
-    warn: float = 0.0
-    """WARN once the drop is surely above this: some drop is real."""
+    warn: float = 0.01
+    """WARN once the drop is surely above this (at 0, a little serving nondeterminism WARNs: the
+    baseline's own luck on its items is then a real difference; see the simulation)."""
     fail: float = 0.02
     """ALERT once the drop is surely above this: more than a tolerated drop."""
     alpha: float = 0.05
