@@ -46,6 +46,7 @@ def _check(canary: Canary, store: MonitorStore, margins: Margins) -> dict[str, A
     from rotscope.monitor import canary_store
     from rotscope.monitor.alert import alert_body
     from rotscope.monitor.sequential import sequential_test
+    from rotscope.records import RECORDS
 
     key = f"{canary.baseline_run}|{canary.subject}"
     settings = {"bins": canary.bins, "calls": canary.calls, "warn": margins.warn, "fail": margins.fail}
@@ -79,6 +80,7 @@ def _check(canary: Canary, store: MonitorStore, margins: Margins) -> dict[str, A
         probes=len(probes),
         errors=canary_store.probe_errors(store, number_id, number),
     )
+    RECORDS["canary"].validate(body)  # what a scheduler reads is the record it documents
     canary_store.finish_check(store, number_id, number, verdict.status, body)
     return body
 

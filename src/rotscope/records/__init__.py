@@ -1,5 +1,5 @@
 """The records rotscope writes for others to read, each a typed model: the summary of a run and
-the gate's release record (later: the comparison), and the monitor's rates.
+the gate's release record (later: the comparison), the monitor's rates and the canary's alert.
 
 Each record's JSON Schema (``schemas/NAME.schema.json``) and its key table (``docs/records.md``)
 are generated from its model by ``rotscope.config_reference`` with the experiment file's; a test
@@ -21,6 +21,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from rotscope.records.canary import CanaryAlert
 from rotscope.records.gate import GateRecord
 from rotscope.records.monitor import MonitorRates
 from rotscope.records.summary import Summary
@@ -69,6 +70,9 @@ RECORDS: dict[str, RecordKind] = {
             "gate", GateRecord, "rotscope gate record", "`rotscope gate`, `CANDIDATE/gate-vs-BASELINE.json`"
         ),
         RecordKind("monitor", MonitorRates, "rotscope monitor rates", "`rotscope monitor show --json STORE`"),
+        RecordKind(
+            "canary", CanaryAlert, "rotscope canary alert", "`rotscope canary --json`, stored per check"
+        ),
     )
 }
 """Every record, by name: a new record (the comparison) adds one line here."""
