@@ -187,6 +187,20 @@ class Verdict:
     alpha_per_bin: float
 
 
+class _Joined:
+    """The bins' sequences and the pooled one read as one batch (the pooled last)."""
+
+    def __init__(self, per_bin: DropSequence, pooled: DropSequence) -> None:
+        self._parts = (per_bin, pooled)
+        self.n = np.concatenate([per_bin.n, pooled.n])
+
+    def crossed(self, drop: float) -> NDArray[np.bool_]:
+        return np.concatenate([part.crossed(drop) for part in self._parts])
+
+    def lower_bound(self) -> NDArray[np.float64]:
+        return np.concatenate([part.lower_bound() for part in self._parts])
+
+
 def _status(warned: bool, alerted: bool) -> Status:
     return "ALERT" if alerted else "WARN" if warned else "OK"
 
@@ -204,18 +218,26 @@ def sequential_test(
     index = {name: i for i, name in enumerate(bins)}
     alpha = margins.alpha / len(names)
     drops = [float(d) for d in np.unique(np.concatenate([_GRID, [margins.warn, margins.fail]]))]
-    sequence = DropSequence((len(names),), alpha, drops, bets=bets)
-    base = np.zeros(len(names))
-    canary = np.zeros(len(names))
-    for name, baseline_score, canary_score in probes:
-        if name not in index:
-            raise ValueError(f"probe of an unknown bin {name!r}")
-        seen = np.zeros(len(names), dtype=bool)
-        seen[[index[name], len(bins)]] = True
-        x = np.full(len(names), (baseline_score - canary_score + 1.0) / 2.0)
-        sequence.update(x, seen)
-        base[seen] += baseline_score
-        canary[seen] += canary_score
+    unknown = next((name for name, _, _ in probes if name not in index), None)
+    if unknown is not None:
+        raise ValueError(f"probe of an unknown bin {unknown!r}")
+    where = np.array([index[name] for name, _, _ in probes], dtype=int)
+    base_scores = np.array([probe[1] for probe in probes], dtype=float)
+    canary_scores = np.array([probe[2] for probe in probes], dtype=float)
+    x = mapped(base_scores, canary_scores)
+    # the bins' sequences are independent: they advance in lockstep, the k-th probe of every bin
+    # at once; the pooled sequence takes every probe in order
+    per_bin = DropSequence((len(bins),), alpha, drops, bets=bets)
+    own = [x[where == i] for i in range(len(bins))]
+    for k in range(max((len(values) for values in own), default=0)):
+        step = np.array([values[k] if k < len(values) else 0.5 for values in own])
+        per_bin.update(step, np.array([k < len(values) for values in own]))
+    pooled = DropSequence((1,), alpha, drops, bets=bets)
+    for value in x:
+        pooled.update(np.array([value]))
+    base = np.append(np.bincount(where, base_scores, len(bins)), base_scores.sum())
+    canary = np.append(np.bincount(where, canary_scores, len(bins)), canary_scores.sum())
+    sequence = _Joined(per_bin, pooled)
     warned, alerted = sequence.crossed(margins.warn), sequence.crossed(margins.fail)
     lower = sequence.lower_bound()
     results = tuple(
