@@ -187,11 +187,35 @@ class Verdict:
     alpha_per_bin: float
 
 
-class _Joined:
+def run_sequences(
+    where: NDArray[np.int_],
+    x_bins: NDArray[np.float64],
+    x_pooled: NDArray[np.float64],
+    bins: int,
+    alpha: float,
+    drops: Sequence[float],
+    bets: Bets = "growth",
+) -> Joined:
+    """Each bin's sequence over its own values of ``x_bins`` (``where`` says whose each is) and
+    the pooled one over ``x_pooled``, in order. The bins' sequences are independent, so they
+    advance in lockstep: the k-th value of every bin at once."""
+    per_bin = DropSequence((bins,), alpha, drops, bets=bets)
+    own = [x_bins[where == i] for i in range(bins)]
+    for k in range(max((len(values) for values in own), default=0)):
+        step = np.array([values[k] if k < len(values) else 0.5 for values in own])
+        per_bin.update(step, np.array([k < len(values) for values in own]))
+    pooled = DropSequence((1,), alpha, drops, bets=bets)
+    for value in x_pooled:
+        pooled.update(np.array([value]))
+    return Joined(per_bin, pooled)
+
+
+class Joined:
     """The bins' sequences and the pooled one read as one batch (the pooled last)."""
 
     def __init__(self, per_bin: DropSequence, pooled: DropSequence) -> None:
         self._parts = (per_bin, pooled)
+        self.alpha = per_bin.alpha
         self.n = np.concatenate([per_bin.n, pooled.n])
 
     def crossed(self, drop: float) -> NDArray[np.bool_]:
@@ -201,7 +225,12 @@ class _Joined:
         return np.concatenate([part.lower_bound() for part in self._parts])
 
 
-def _status(warned: bool, alerted: bool) -> Status:
+def drops_tested(margins: Margins) -> list[float]:
+    """The grid of candidate drops (for the lower bound) with both margins on it."""
+    return [float(d) for d in np.unique(np.concatenate([_GRID, [margins.warn, margins.fail]]))]
+
+
+def status_of(warned: bool, alerted: bool) -> Status:
     return "ALERT" if alerted else "WARN" if warned else "OK"
 
 
@@ -217,7 +246,7 @@ def sequential_test(
     names = [*bins, POOLED]
     index = {name: i for i, name in enumerate(bins)}
     alpha = margins.alpha / len(names)
-    drops = [float(d) for d in np.unique(np.concatenate([_GRID, [margins.warn, margins.fail]]))]
+    drops = drops_tested(margins)
     unknown = next((name for name, _, _ in probes if name not in index), None)
     if unknown is not None:
         raise ValueError(f"probe of an unknown bin {unknown!r}")
@@ -225,19 +254,9 @@ def sequential_test(
     base_scores = np.array([probe[1] for probe in probes], dtype=float)
     canary_scores = np.array([probe[2] for probe in probes], dtype=float)
     x = mapped(base_scores, canary_scores)
-    # the bins' sequences are independent: they advance in lockstep, the k-th probe of every bin
-    # at once; the pooled sequence takes every probe in order
-    per_bin = DropSequence((len(bins),), alpha, drops, bets=bets)
-    own = [x[where == i] for i in range(len(bins))]
-    for k in range(max((len(values) for values in own), default=0)):
-        step = np.array([values[k] if k < len(values) else 0.5 for values in own])
-        per_bin.update(step, np.array([k < len(values) for values in own]))
-    pooled = DropSequence((1,), alpha, drops, bets=bets)
-    for value in x:
-        pooled.update(np.array([value]))
+    sequence = run_sequences(where, x, x, len(bins), alpha, drops, bets)
     base = np.append(np.bincount(where, base_scores, len(bins)), base_scores.sum())
     canary = np.append(np.bincount(where, canary_scores, len(bins)), canary_scores.sum())
-    sequence = _Joined(per_bin, pooled)
     warned, alerted = sequence.crossed(margins.warn), sequence.crossed(margins.fail)
     lower = sequence.lower_bound()
     results = tuple(
@@ -247,10 +266,10 @@ def sequential_test(
             baseline=float(base[i] / sequence.n[i]) if sequence.n[i] else math.nan,
             canary=float(canary[i] / sequence.n[i]) if sequence.n[i] else math.nan,
             lower=float(lower[i]) if sequence.n[i] else -1.0,
-            status=_status(bool(warned[i]), bool(alerted[i])),
+            status=status_of(bool(warned[i]), bool(alerted[i])),
         )
         for i, name in enumerate(names)
     )
-    status = _status(bool(warned.any()), bool(alerted.any()))
+    status = status_of(bool(warned.any()), bool(alerted.any()))
     responsible = tuple(result.name for result in results if result.status == status and status != "OK")
     return Verdict(status, responsible, results, alpha)
