@@ -63,3 +63,10 @@ def test_the_canary_catches_the_shrinking_window_at_the_right_bins(
     position = next(b for b in rates["breakdowns"] if b["dimension"] == "position")["groups"]
     answered = [group["rates"]["answered"]["rate"] for group in position]
     assert answered[0] < answered[-1] - 0.05  # the trimmed head answers less
+    window = invoke(
+        "monitor", "show", store, "--baseline-window", "2026-01-05T00:00Z..2026-01-05T06:00Z", "--json"
+    )
+    assert window.exit_code == 0, window.output
+    compared = json.loads(window.stdout)["baseline_window"]
+    assert compared["status"] == "ALERT" and "[2048, 4096)/0.00-0.33" in compared["responsible"]
+    assert not [name for name in compared["responsible"] if name.startswith(("[128,", "[256,", "[512,"))]

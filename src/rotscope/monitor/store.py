@@ -216,3 +216,9 @@ class MonitorStore:
             "SELECT length_tokens, position, outcome, cluster_id, language, risk, evidence_count, hops, "
             "model_digest, template_digest, labels, ts FROM outcomes"
         )
+
+    def timed_outcomes(self) -> Iterator[tuple[float, int, float, str]]:
+        """``(epoch, length, position, outcome)`` of every stored outcome, in time order."""
+        yield from self._db.execute(
+            "SELECT epoch, length_tokens, position, outcome FROM outcomes ORDER BY epoch"
+        )
