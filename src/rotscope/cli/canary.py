@@ -143,11 +143,12 @@ def canary(
         str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")
     ] = None,
 ) -> None:
-    """One canary check against the endpoint, compared with the baseline run by an anytime-valid
-    sequential test per length bin x position bin and pooled. Exit code: 0 OK, 1 ALERT, 3 WARN,
-    2 bad input. With --every: a status line per check, going on after an ALERT; SIGTERM or
-    Ctrl-C ends it (exit 0) after the check in flight, a second one at once (the check resumes
-    next time)."""
+    """Probe the endpoint with the baseline run's items; judge it by an anytime-valid sequential test.
+
+    Each check's probes are compared with the baseline per length bin x position bin and pooled.
+    Exit code: 0 OK, 1 ALERT, 3 WARN, 2 bad input. With --every: a status line per check, going
+    on after an ALERT; SIGTERM or Ctrl-C ends it (exit 0) after the check in flight, a second one
+    at once (the check resumes next time)."""
     from rotscope.execution.workflows.canary import prepare_canary
     from rotscope.monitor.sequential import STATUS_EXIT, Margins
     from rotscope.monitor.store import MonitorStore

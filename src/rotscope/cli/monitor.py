@@ -67,8 +67,10 @@ def show(
     ] = None,
 ) -> None:
     """Outcome rates by length bin, evidence-position bin and each further dimension, with
-    intervals; forbidden claims on their own line. With --baseline-window, the answered rate of
-    later records against the window's, by the canary's anytime-valid sequential test."""
+    intervals; forbidden claims on their own line.
+
+    With --baseline-window, the answered rate of later records against the window's, by the
+    canary's anytime-valid sequential test."""
     from rotscope.monitor.rates import lines, rates
     from rotscope.monitor.store import MonitorStore
     from rotscope.records import RECORDS
