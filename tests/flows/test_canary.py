@@ -37,6 +37,7 @@ def root(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "depths": ["beginning", "end"],
         "limit": 4,
         "filler": {"kind": "text", "glob": str(nonsense_corpus(root / "corpus") / "*.txt")},
+        "subjects": [{"name": "prod", "model": "fake/curve-600"}],
     }
     (root / "exp.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
     result = invoke("run", root / "exp.yaml", "--out", root / "base")
@@ -81,6 +82,13 @@ def test_a_model_falling_at_long_lengths_is_alerted_at_the_long_bins(root: Path)
     with sqlite3.connect(root / "curve.db") as db:
         stored = db.execute("SELECT number, status FROM canary_checks ORDER BY number").fetchall()
     assert stored[-1] == (2, "ALERT") and len(stored) == 2
+
+
+def test_a_subject_name_is_resolved_as_run_takes_it(root: Path) -> None:
+    result = _canary(root, "named.db", "--subject", "prod", "--calls", "120", "--markdown")
+    assert result.exit_code == 1, result.output  # 20 probes per bin: one check is enough
+    assert "## Canary check 1: ALERT" in result.stdout and "prod (fake/curve-600)" in result.stdout
+    assert all(f"| {name} | 20 | 1.000 | 0.000 |" in result.stdout for name in LONG)
 
 
 def test_a_check_killed_midway_and_run_again_loses_and_doubles_nothing(
