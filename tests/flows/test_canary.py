@@ -187,6 +187,7 @@ def test_bad_input_is_one_line_and_exit_2(root: Path, args: list[str], fragment:
     else:
         result = _canary(root, "bad.db", *args)
     assert_bad_input(result, fragment)
+    assert not (root / "bad.db").exists()  # refused before a store was made
 
 
 def test_another_settings_or_a_foreign_store_is_refused(root: Path) -> None:

@@ -168,12 +168,16 @@ def canary(
         if not config.is_file():
             raise BadInput(f"{config}: no such experiment file")
         experiment = _build(config, {}, {"remote": {"base_url": base_url, "api_key_env": api_key_env}})
-        opened = MonitorStore.create(out)
+        if out.is_file() and out.stat().st_size > 0:
+            MonitorStore.read(out).close()  # a file that is no monitoring store: refused untouched
+        elif not out.parent.is_dir():
+            raise BadInput(f"--out: {out.parent}: no such folder")
+        told = _notice if interval is not None else None  # one check: its status line alone
+        probe = prepare_canary(experiment, baseline, subject, calls, notice=told)
         try:
-            told = _notice if interval is not None else None  # one check: its status line alone
-            probe = prepare_canary(experiment, baseline, subject, calls, notice=told)
+            opened = MonitorStore.create(out)  # after the plan: bad input leaves no store behind
         except BaseException:
-            opened.close()
+            probe.close()
             raise
         return probe, opened, margins, interval
 
