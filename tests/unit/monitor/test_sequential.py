@@ -82,3 +82,18 @@ def test_lower_bound_covers_a_known_drop() -> None:
     lower = sequence.lower_bound()
     assert (lower <= 0.2).mean() >= 0.95  # the bound stays below the truth
     assert np.median(lower) > 0.1  # and is informative
+
+
+def test_plugin_bets_at_half_alpha_reproduce_confseqs_lower_bound() -> None:
+    """The one-sided sequence is confseq's capital that bets upwards: with the same bets and the
+    limit of one side of a two-sided level, its lower bound is confseq's, grid point for grid point."""
+    from rotscope.plan.confseq import _M_GRID, _MS, confidence_sequence
+
+    rng = np.random.default_rng(6)
+    for chance in (0.3, 0.8):
+        x = (rng.random(200) < chance).astype(float)
+        lower, _ = confidence_sequence(list(x), 0.1)
+        sequence = DropSequence((), 0.05, list(2 * _MS - 1), bets="plugin")
+        for value in x:
+            sequence.update(np.array(value))
+        assert (float(sequence.lower_bound()) + 1) / 2 - 0.5 / _M_GRID == pytest.approx(lower, abs=1e-9)
