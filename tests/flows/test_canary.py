@@ -91,6 +91,28 @@ def test_a_subject_name_is_resolved_as_run_takes_it(root: Path) -> None:
     assert all(f"| {name} | 20 | 1.000 | 0.000 |" in result.stdout for name in LONG)
 
 
+def test_length_bins_from_a_production_histogram(root: Path) -> None:
+    histogram = root / "lengths.json"  # OTLP/JSON: counts as strings; 200 and 400 share a bucket
+    histogram.write_text(
+        json.dumps({"explicitBounds": [500, 2000, 8000], "bucketCounts": ["60", "30", "10", "0"]})
+    )
+    result = _canary(
+        root, "hist.db", "--subject", "prod", "--length-histogram", histogram, "--calls", "80", "--json"
+    )
+    assert result.exit_code == 1, result.output
+    body = json.loads(result.stdout)
+    bins = [
+        f"({low}, {high}]/{third}"
+        for low, high in ((0, 500), (500, 2000))
+        for third in ("0.00-0.33", "0.67-1.00")
+    ]
+    assert [entry["bin"] for entry in body["bins"]] == [*bins, "pooled"]
+    assert {"(500, 2000]/0.00-0.33", "(500, 2000]/0.67-1.00"} <= set(body["responsible"])
+    assert "no planned length in (2000, 8000] (10% of production's prompts)" in result.stderr
+    histogram.write_text(json.dumps({"explicitBounds": [500], "bucketCounts": [1]}))
+    assert_bad_input(_canary(root, "hist2.db", "--length-histogram", histogram), "one more count")
+
+
 def test_a_check_killed_midway_and_run_again_loses_and_doubles_nothing(
     root: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

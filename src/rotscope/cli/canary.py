@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from rotscope.cli.common import _build, _guarded, app, console, errors
+from rotscope.cli.common import _build, _guarded, _warn, app, console, errors
 from rotscope.errors import BadInput
 
 if TYPE_CHECKING:
@@ -129,6 +129,14 @@ def canary(
     alpha: Annotated[
         float, typer.Option("--alpha", help="The chance of any false ALERT ever, split over the bins.")
     ] = 0.05,
+    length_histogram: Annotated[
+        Path | None,
+        typer.Option(
+            "--length-histogram",
+            help="Production's prompt lengths (OTLP/JSON explicitBounds + bucketCounts): its buckets "
+            "with traffic become the length bins.",
+        ),
+    ] = None,
     max_checks: Annotated[
         int | None, typer.Option("--max-checks", help="With --every: stop after this many checks.")
     ] = None,
@@ -149,7 +157,7 @@ def canary(
     Exit code: 0 OK, 1 ALERT, 3 WARN, 2 bad input. With --every: a status line per check, going
     on after an ALERT; SIGTERM or Ctrl-C ends it (exit 0) after the check in flight, a second one
     at once (the check resumes next time)."""
-    from rotscope.execution.workflows.canary import prepare_canary
+    from rotscope.execution.workflows.canary import prepare_canary, read_length_histogram
     from rotscope.monitor.sequential import STATUS_EXIT, Margins
     from rotscope.monitor.store import MonitorStore
 
@@ -172,8 +180,9 @@ def canary(
             MonitorStore.read(out).close()  # a file that is no monitoring store: refused untouched
         elif not out.parent.is_dir():
             raise BadInput(f"--out: {out.parent}: no such folder")
+        histogram = read_length_histogram(length_histogram) if length_histogram is not None else None
         told = _notice if interval is not None else None  # one check: its status line alone
-        probe = prepare_canary(experiment, baseline, subject, calls, notice=told)
+        probe = prepare_canary(experiment, baseline, subject, calls, told, histogram=histogram, warn=_warn)
         try:
             opened = MonitorStore.create(out)  # after the plan: bad input leaves no store behind
         except BaseException:

@@ -7,22 +7,30 @@ What is stored, and the sequential test, are the monitor's (``monitor.canary_sto
 ``monitor.sequential``); this module knows nothing of them: it hands each finished probe to a
 callback, so the command composes the two rooms without either importing the other.
 
-Bins: a length bin per length of the baseline's plan (a user-supplied histogram of production
-lengths is not taken yet), a position bin per third of the evidence depth (0.00-0.33, 0.33-0.67,
-0.67-1.00). Evidence-absent controls are not probed (they have no position). The probes of a
-check are drawn from its number alone (seeded), ``calls // bins`` per bin, uniformly from the
-bin's items with replacement: a check taken up again after a kill draws the same ones.
+Bins: a length bin per length of the baseline's plan, or, given a histogram of production's prompt
+lengths (``--length-histogram``: an OpenTelemetry explicit-bucket histogram of
+``gen_ai.usage.input_tokens``), a bin per bucket holding traffic, each holding the plan's lengths
+that fall in it (a bucket with traffic and no planned length is named in a warning; planned lengths
+production never sees are not probed); times a position bin per third of the evidence depth
+(0.00-0.33, 0.33-0.67, 0.67-1.00). Evidence-absent controls are not probed (they have no
+position). The probes of a check are drawn from its number alone (seeded), ``calls // bins`` per
+bin, uniformly from the bin's items with replacement: a check taken up again after a kill draws
+the same ones. Calls are spread evenly over the bins, not by traffic: a rare bin is watched as
+closely as a busy one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import bisect
+import itertools
 import json
 import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from rotscope.backends import create_backend
 from rotscope.config import ExperimentConfig
@@ -49,6 +57,57 @@ def position_bin(depth: float) -> str:
 def bin_name(length: int, depth: float) -> str:
     """``LENGTH/POSITION``: ``1600/0.00-0.33``."""
     return f"{length}/{position_bin(depth)}"
+
+
+@dataclass(frozen=True)
+class LengthHistogram:
+    """Production's prompt lengths as explicit buckets: bucket ``i`` holds lengths in
+    ``(bounds[i-1], bounds[i]]`` (the first from 0, the last without end), ``counts[i]`` of them."""
+
+    bounds: tuple[float, ...]
+    counts: tuple[int, ...]
+
+    def bucket(self, length: int) -> int:
+        return bisect.bisect_left(self.bounds, length)
+
+    def name(self, index: int) -> str:
+        low = 0 if index == 0 else self.bounds[index - 1]
+        high = "inf)" if index == len(self.bounds) else f"{self.bounds[index]:g}]"
+        return f"({low:g}, {high}"
+
+
+def _field(data: dict[str, Any], *names: str) -> Any:
+    return next((data[name] for name in names if name in data), None)
+
+
+def read_length_histogram(path: Path) -> LengthHistogram:
+    """A histogram file: a JSON object with the bucket bounds (``explicitBounds``, as OTLP/JSON
+    writes a histogram data point, or ``explicit_bounds`` or ``bounds``) and one more count than
+    bounds (``bucketCounts``, ``bucket_counts`` or ``counts``; numbers or digit strings)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BadInput(f"--length-histogram: {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+        raise BadInput(f"--length-histogram: {path}: not a JSON histogram ({error})") from None
+    bounds = _field(data, "explicitBounds", "explicit_bounds", "bounds") if isinstance(data, dict) else None
+    counts = _field(data, "bucketCounts", "bucket_counts", "counts") if isinstance(data, dict) else None
+    if not isinstance(bounds, list) or not isinstance(counts, list) or len(counts) != len(bounds) + 1:
+        raise BadInput(
+            f"--length-histogram: {path}: needs explicitBounds (a list) and bucketCounts (one more count)"
+        )
+    try:
+        edges = tuple(float(bound) for bound in bounds)
+        numbers = tuple(int(count) for count in counts)
+    except (TypeError, ValueError):
+        raise BadInput(
+            f"--length-histogram: {path}: bounds must be numbers and counts whole numbers"
+        ) from None
+    if any(b <= a for a, b in itertools.pairwise(edges)) or any(n < 0 for n in numbers):
+        raise BadInput(f"--length-histogram: {path}: bounds must increase and counts be at least 0")
+    if not any(numbers):
+        raise BadInput(f"--length-histogram: {path}: every bucket is empty")
+    return LengthHistogram(edges, numbers)
 
 
 def _key(parts: Sequence[tuple[str, str, int, float, str | None, int]]) -> str:
@@ -133,15 +192,21 @@ def prepare_canary(
     subject: str | None,
     calls: int,
     notice: Callable[[str], None] | None = None,
+    *,
+    histogram: LengthHistogram | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> Canary:
     """Plan the baseline's items for ``subject`` (a subject name or a model; the experiment's own
-    model when ``None``) and match them with the baseline's finished ones."""
+    model when ``None``) and match them with the baseline's finished ones, binned by the plan's
+    lengths or by ``histogram``'s buckets."""
     config = resolve_subject(experiment, subject, "--subject") if subject else experiment
     run_id, scores = _baseline_scores(baseline_dir)
     backend = create_backend(config)
     try:
         plan = build_plan(config, backend)
         candidates: dict[str, list[Candidate]] = defaultdict(list)
+        order: dict[str, tuple[float, float]] = {}
+        planned: set[int] = set()
         for item in plan.items:
             parts = planned_rows(item, 0, "", "")
             if any(part["control"] for part in parts):
@@ -155,15 +220,35 @@ def prepare_canary(
                     for p in parts
                 ]
             )  # fmt: skip
-            if key in scores:
-                name = bin_name(item.layout.length_tokens, item.layout.depth)
-                candidates[name].append(Candidate(key, item, scores[key]))
+            length = item.layout.length_tokens
+            if key not in scores:
+                continue
+            if histogram is None:
+                name = bin_name(length, item.layout.depth)
+                order[name] = (length, item.layout.depth)
+            else:
+                bucket = histogram.bucket(length)
+                planned.add(bucket)
+                if not histogram.counts[bucket]:
+                    continue  # a length production never sends
+                name = f"{histogram.name(bucket)}/{position_bin(item.layout.depth)}"
+                order[name] = (bucket, item.layout.depth)
+            candidates[name].append(Candidate(key, item, scores[key]))
         if not candidates:
             raise BadInput(
                 f"--baseline: no item of {baseline_dir} is in this experiment's plan "
                 "(the baseline must be a run of the same experiment)"
             )
-        bins = sorted(candidates, key=lambda name: (int(name.split("/")[0]), name))
+        if histogram is not None and warn is not None:
+            unwatched = [i for i, count in enumerate(histogram.counts) if count and i not in planned]
+            if unwatched:
+                share = sum(histogram.counts[i] for i in unwatched) / sum(histogram.counts)
+                names = ", ".join(histogram.name(i) for i in unwatched)
+                warn(
+                    f"--length-histogram: no planned length in {names} ({share:.0%} of production's "
+                    "prompts): the canary does not watch them; add lengths there to the experiment"
+                )
+        bins = sorted(candidates, key=lambda name: order[name])
         if calls < len(bins):
             raise BadInput(f"--calls: {calls} is fewer than the {len(bins)} bins (at least one probe each)")
         if notice is not None:
