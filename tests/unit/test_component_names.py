@@ -40,6 +40,10 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         1,
         "the remote section's key, set by the --base-url/--api-key-env flags",
     ),
+    ("remote", "src/rotscope/cli/canary.py"): (
+        1,
+        "the remote section's key, set by the canary's --base-url/--api-key-env flags, as run's",
+    ),
     ("remote", "src/rotscope/execution/workflows/run_steps.py"): (
         1,
         "the judge's remote section, passed on as a section key",

@@ -1,6 +1,7 @@
 """The command line: one module per command, each registering on the typer app of ``common``;
 a command parses its arguments, calls the library and prints. ``main`` is the console script."""
 
+from rotscope.cli import canary as _canary  # noqa: F401
 from rotscope.cli import cases as _cases  # noqa: F401
 from rotscope.cli import compare as _compare  # noqa: F401
 from rotscope.cli import doctor as _doctor  # noqa: F401

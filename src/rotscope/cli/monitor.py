@@ -58,9 +58,19 @@ def show(
         int,
         typer.Option("--position-bins", help="Evidence-position bins: 3 (thirds) or 5 (quintiles), 2-10."),
     ] = 3,
+    baseline_window: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline-window",
+            help="FROM..TO (ISO times): test the later records against this window's, per bin.",
+        ),
+    ] = None,
 ) -> None:
     """Outcome rates by length bin, evidence-position bin and each further dimension, with
-    intervals; forbidden claims on their own line."""
+    intervals; forbidden claims on their own line.
+
+    With --baseline-window, the answered rate of later records against the window's, by the
+    canary's anytime-valid sequential test."""
     from rotscope.monitor.rates import lines, rates
     from rotscope.monitor.store import MonitorStore
     from rotscope.records import RECORDS
@@ -70,9 +80,21 @@ def show(
             raise BadInput("--position-bins: between 2 and 10")
         with MonitorStore.read(store) as opened:
             record = rates(opened, by=by or (), position_bins=position_bins)
+            if baseline_window is not None:
+                from rotscope.monitor.window import window_comparison
+
+                record["baseline_window"] = window_comparison(
+                    opened, baseline_window, position_bins=position_bins
+                )
         text = json.dumps(record, indent=2)
         RECORDS["monitor"].validate_json(text)
-        return text if as_json else "\n".join(lines(record))
+        if as_json:
+            return text
+        if baseline_window is None:
+            return "\n".join(lines(record))
+        from rotscope.monitor.window import window_lines
+
+        return "\n".join([*lines(record), *window_lines(record["baseline_window"])])
 
     text = _guarded(body)
     if as_json:

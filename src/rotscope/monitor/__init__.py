@@ -1,4 +1,6 @@
 """The production monitor: privacy-safe outcome records (``schema``), their SQLite store
-(``store``), the ingest of a JSONL file (``ingest``) and the rates ``rotscope monitor show``
-breaks down (``rates``). The canary and the sequential test (issue 37, item 1) are to come; the
-store's versioned schema leaves them room (a table each, a migration each)."""
+(``store``), the ingest of a JSONL file (``ingest``), the rates ``rotscope monitor show`` breaks
+down (``rates``), and the canary's parts (issue 37, item 1): the sequential test (``sequential``),
+its tables in the store (``canary_store``), a check's alert body (``alert``) and the same test,
+unpaired, of ingested outcomes against a baseline window (``window``). The report of the
+store is to come; the store's versioned schema leaves it room (a migration each)."""

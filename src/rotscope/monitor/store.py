@@ -39,8 +39,30 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         );
         """,
     ),
+    (
+        # the canary (``monitor.canary_store``): a canary per baseline run and subject, its checks
+        # and every probe, keyed so that a check killed midway and run again doubles nothing
+        "canary",
+        """
+        CREATE TABLE canaries (
+            id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, baseline TEXT NOT NULL,
+            subject TEXT NOT NULL, settings TEXT NOT NULL, created_at TEXT NOT NULL
+        );
+        CREATE TABLE canary_checks (
+            canary INTEGER NOT NULL, number INTEGER NOT NULL, started_at TEXT NOT NULL,
+            finished_at TEXT, status TEXT, body TEXT, PRIMARY KEY (canary, number)
+        ) WITHOUT ROWID;
+        CREATE TABLE canary_probes (
+            canary INTEGER NOT NULL, number INTEGER NOT NULL, slot INTEGER NOT NULL,
+            bin TEXT NOT NULL, item TEXT NOT NULL, baseline REAL NOT NULL, score REAL,
+            outcome TEXT, response TEXT, error TEXT, finished_at TEXT NOT NULL,
+            PRIMARY KEY (canary, number, slot)
+        ) WITHOUT ROWID;
+        """,
+    ),
 )
-"""Later: the canary's checks and the sequential test's state, a migration each."""
+"""Each a named migration; later ones (the sequential test's state for ingests, the report's)
+append theirs."""
 SCHEMA_VERSION = len(MIGRATIONS)
 COLUMNS = (
     "digest", "ts", "epoch", "length_tokens", "quantiles", "position", "outcome", "language", "risk",
@@ -146,6 +168,11 @@ class MonitorStore:
     def close(self) -> None:
         self._db.close()
 
+    @property
+    def connection(self) -> sqlite3.Connection:
+        """The open database, for the canary's tables (``monitor.canary_store``)."""
+        return self._db
+
     def __enter__(self) -> MonitorStore:
         return self
 
@@ -188,4 +215,10 @@ class MonitorStore:
         yield from self._db.execute(
             "SELECT length_tokens, position, outcome, cluster_id, language, risk, evidence_count, hops, "
             "model_digest, template_digest, labels, ts FROM outcomes"
+        )
+
+    def timed_outcomes(self) -> Iterator[tuple[float, int, float, str]]:
+        """``(epoch, length, position, outcome)`` of every stored outcome, in time order."""
+        yield from self._db.execute(
+            "SELECT epoch, length_tokens, position, outcome FROM outcomes ORDER BY epoch"
         )

@@ -1,5 +1,6 @@
 """The records rotscope writes for others to read, each a typed model: the summary of a run, the
-gate's release record, the monitor's rates, and the comparison of runs with its rows.
+gate's release record, the monitor's rates, the canary's alert, and the comparison of runs with
+its rows.
 
 Each record's JSON Schema (``schemas/NAME.schema.json``) and its key table (``docs/records.md``)
 are generated from its model by ``rotscope.config_reference`` with the experiment file's; a test
@@ -21,6 +22,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from rotscope.records.canary import CanaryAlert
 from rotscope.records.comparison import Comparison, ComparisonRow
 from rotscope.records.gate import GateRecord
 from rotscope.records.monitor import MonitorRates
@@ -72,6 +74,9 @@ RECORDS: dict[str, RecordKind] = {
         RecordKind("monitor", MonitorRates, "rotscope monitor rates", "`rotscope monitor show --json STORE`"),
         RecordKind("comparison", Comparison, "rotscope comparison", "`rotscope compare --json DIR...`"),
         RecordKind("comparison_row", ComparisonRow, "rotscope comparison row", "`rotscope compare --csv`"),
+        RecordKind(
+            "canary", CanaryAlert, "rotscope canary alert", "`rotscope canary --json`, stored per check"
+        ),
     )
 }
 """Every record, by name: a new record adds one line here."""

@@ -4,7 +4,9 @@ forbidden claims counted on their own, never in a rate."""
 
 from __future__ import annotations
 
-from rotscope.records._base import Count, Record, Share
+from typing import Literal
+
+from rotscope.records._base import Count, Gap, Record, Share
 
 
 class Rate(Record):
@@ -47,6 +49,57 @@ class Breakdown(Record):
     """One per value, in order (bins by their lower bound, labels by name)."""
 
 
+class WindowMargins(Record):
+    """What the comparison tolerates."""
+
+    warn: Gap
+    """WARN once a drop of the answered rate above this is ruled in."""
+    fail: Gap
+    """ALERT once a drop above this is ruled in."""
+    alpha: Share
+    """The chance of a false ALERT anywhere, ever, under no change; split over the bins."""
+
+
+class WindowBin(Record):
+    """One bin (length bin / position bin, or ``pooled``) against the window."""
+
+    bin: str
+    """``[LO, HI)/LO-HI`` (length bin / position bin) or ``pooled``."""
+    window_records: Count
+    """Rated records of the bin in the window."""
+    window_answered: Share | None
+    """Their answered rate."""
+    reference: Share
+    """That rate's lower bound (Wilson, one-sided, half the bin's alpha): the sequence's reference."""
+    records: Count
+    """Rated records of the bin after the window."""
+    answered: Share | None
+    """Their answered rate; null when there are none."""
+    drop_lower: Gap
+    """The drop's anytime-valid lower bound (window rate minus the rate since)."""
+    status: Literal["OK", "WARN", "ALERT"]
+    """The bin's status: its lower bound against the margins."""
+
+
+class WindowComparison(Record):
+    """The records after a baseline window against the window's (``--baseline-window``)."""
+
+    window: str
+    """``FROM..TO`` as given."""
+    status: Literal["OK", "WARN", "ALERT"]
+    """The worst bin's status."""
+    responsible: list[str]
+    """The bins at that status (empty when OK)."""
+    margins: WindowMargins
+    """The margins and alpha."""
+    alpha_per_bin: Share
+    """Alpha of each bin with window records and of the pooled sequence."""
+    skipped_records: Count
+    """Later records in bins the window has none of (not tested)."""
+    bins: list[WindowBin]
+    """Every bin with window records, in length order, then ``pooled``."""
+
+
 class MonitorRates(Record):
     """A monitoring store's outcome rates."""
 
@@ -64,3 +117,6 @@ class MonitorRates(Record):
     """Records reporting a forbidden claim, over the whole store: reported on its own."""
     breakdowns: list[Breakdown]
     """The rates by length bin, by evidence-position bin, then by each further dimension."""
+    baseline_window: WindowComparison | None = None
+    """Present with ``--baseline-window``: the later records against the window's, by the canary's
+    sequential test, unpaired."""

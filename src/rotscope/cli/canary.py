@@ -1,0 +1,246 @@
+"""rotscope canary: probe a production endpoint with the baseline run's own items, append the
+probes to a monitoring store and compare them with the baseline by the sequential test
+(``monitor.sequential``). One check (exit code = its status) or, with ``--every``, a loop."""
+
+from __future__ import annotations
+
+import json
+import re
+import signal
+import sys
+import threading
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from rotscope.cli.common import _build, _guarded, _warn, app, console, errors
+from rotscope.errors import BadInput
+
+if TYPE_CHECKING:
+    from rotscope.execution.workflows.canary import Canary
+    from rotscope.monitor.sequential import Margins
+    from rotscope.monitor.store import MonitorStore
+
+_INTERVAL = re.compile(r"(\d+(?:\.\d+)?)(s|m|h|d)")
+_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_every(value: str) -> float:
+    """``1h``, ``30m``, ``90s``, ``1d`` (or ``1h30m``) in seconds; bad input otherwise."""
+    parts = _INTERVAL.findall(value.strip())
+    if not parts or "".join(number + unit for number, unit in parts) != value.strip():
+        raise BadInput(f"--every: {value!r} is not an interval such as 1h, 30m or 90s")
+    seconds = sum(float(number) * _SECONDS[unit] for number, unit in parts)
+    if seconds <= 0:
+        raise BadInput(f"--every: {value!r} must be longer than nothing")
+    return seconds
+
+
+def _check(canary: Canary, store: MonitorStore, margins: Margins) -> dict[str, Any]:
+    """One check: its probes (those a killed run of it left out), the test, the stored body."""
+    from rotscope.execution.workflows.canary import Probe, ProbeResult, check_probes, run_probes
+    from rotscope.monitor import canary_store
+    from rotscope.monitor.alert import alert_body
+    from rotscope.monitor.sequential import sequential_test
+    from rotscope.records import RECORDS
+
+    key = f"{canary.baseline_run}|{canary.subject}"
+    settings = {"bins": canary.bins, "calls": canary.calls, "warn": margins.warn, "fail": margins.fail}
+    settings["alpha"] = margins.alpha
+    number_id = canary_store.open_canary(store, key, str(canary.baseline_dir), canary.subject, settings)
+    number, _resumed = canary_store.next_check(store, number_id)
+    canary_store.start_check(store, number_id, number)
+    probes = check_probes(canary, number)
+    stored = canary_store.stored_slots(store, number_id, number)
+
+    def record(probe: Probe, result: ProbeResult) -> None:
+        canary_store.add_probe(
+            store,
+            number_id,
+            number,
+            canary_store.ProbeRecord(
+                probe.slot, probe.bin, probe.candidate.key, probe.candidate.baseline, result.score,
+                result.outcome, result.response, result.error,
+            ),
+        )  # fmt: skip
+
+    run_probes(canary, [probe for probe in probes if probe.slot not in stored], record)
+    verdict = sequential_test(canary_store.scored_probes(store, number_id, number), canary.bins, margins)
+    body = alert_body(
+        verdict,
+        check=number,
+        at=datetime.now(UTC).isoformat(timespec="seconds"),
+        subject=canary.subject,
+        baseline=str(canary.baseline_dir),
+        margins=margins,
+        probes=len(probes),
+        errors=canary_store.probe_errors(store, number_id, number),
+    )
+    RECORDS["canary"].validate(body)  # what a scheduler reads is the record it documents
+    canary_store.finish_check(store, number_id, number, verdict.status, body)
+    return body
+
+
+def _show(body: dict[str, Any], as_json: bool, as_markdown: bool, loop: bool) -> None:
+    from rotscope.monitor.alert import markdown, status_line
+
+    if as_json:
+        sys.stdout.write(json.dumps(body, separators=(",", ":")) if loop else json.dumps(body, indent=2))
+        sys.stdout.write("\n")
+    elif as_markdown:
+        sys.stdout.write(markdown(body) + ("\n" if loop else ""))
+    else:
+        console.print(status_line(body), markup=False, highlight=False, soft_wrap=True)
+    sys.stdout.flush()
+
+
+@app.command()
+def canary(
+    config: Annotated[Path, typer.Argument(help="The experiment YAML the baseline run was made with.")],
+    baseline: Annotated[
+        Path, typer.Option("--baseline", help="The baseline run folder (made by rotscope run).")
+    ],
+    out: Annotated[
+        Path, typer.Option("--out", help="The monitoring store (an SQLite file; made when missing).")
+    ],
+    every: Annotated[
+        str | None,
+        typer.Option("--every", help="Check in a loop at this interval (1h, 30m, 90s); stop with Ctrl-C."),
+    ] = None,
+    subject: Annotated[
+        str | None,
+        typer.Option(
+            "--subject", help="A subject name of the config's subjects:, or a model; default the config's."
+        ),
+    ] = None,
+    calls: Annotated[
+        int, typer.Option("--calls", help="Probe calls per check, spread evenly over the bins.")
+    ] = 64,
+    warn_margin: Annotated[
+        float, typer.Option("--warn-margin", help="WARN once a drop above this is ruled in.")
+    ] = 0.01,
+    fail_margin: Annotated[
+        float, typer.Option("--fail-margin", help="ALERT once a drop above this is ruled in.")
+    ] = 0.02,
+    alpha: Annotated[
+        float, typer.Option("--alpha", help="The chance of any false ALERT ever, split over the bins.")
+    ] = 0.05,
+    length_histogram: Annotated[
+        Path | None,
+        typer.Option(
+            "--length-histogram",
+            help="Production's prompt lengths (OTLP/JSON explicitBounds + bucketCounts): its buckets "
+            "with traffic become the length bins.",
+        ),
+    ] = None,
+    max_checks: Annotated[
+        int | None, typer.Option("--max-checks", help="With --every: stop after this many checks.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print each check's alert body as JSON.")] = False,
+    as_markdown: Annotated[
+        bool, typer.Option("--markdown", help="Print each check's alert body as Markdown.")
+    ] = False,
+    base_url: Annotated[
+        str | None, typer.Option("--base-url", help="Server of an openai/NAME model (any compatible API).")
+    ] = None,
+    api_key_env: Annotated[
+        str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")
+    ] = None,
+) -> None:
+    """Probe the endpoint with the baseline run's items; judge it by an anytime-valid sequential test.
+
+    Each check's probes are compared with the baseline per length bin x position bin and pooled.
+    Exit code: 0 OK, 1 ALERT, 3 WARN, 2 bad input. With --every: a status line per check, going
+    on after an ALERT; SIGTERM or Ctrl-C ends it (exit 0) after the check in flight, a second one
+    at once (the check resumes next time)."""
+    from rotscope.execution.workflows.canary import prepare_canary, read_length_histogram
+    from rotscope.monitor.sequential import STATUS_EXIT, Margins
+    from rotscope.monitor.store import MonitorStore
+
+    def setup() -> tuple[Canary, MonitorStore, Margins, float | None]:
+        if as_json and as_markdown:
+            raise BadInput("--json and --markdown: choose one")
+        if calls < 1:
+            raise BadInput("--calls: at least 1")
+        if max_checks is not None and max_checks < 1:
+            raise BadInput("--max-checks: at least 1")
+        interval = parse_every(every) if every is not None else None
+        try:
+            margins = Margins(warn=warn_margin, fail=fail_margin, alpha=alpha)
+        except ValueError as error:
+            raise BadInput(f"--warn-margin/--fail-margin/--alpha: {error}") from None
+        if not config.is_file():
+            raise BadInput(f"{config}: no such experiment file")
+        experiment = _build(config, {}, {"remote": {"base_url": base_url, "api_key_env": api_key_env}})
+        if out.is_file() and out.stat().st_size > 0:
+            MonitorStore.read(out).close()  # a file that is no monitoring store: refused untouched
+        elif not out.parent.is_dir():
+            raise BadInput(f"--out: {out.parent}: no such folder")
+        histogram = read_length_histogram(length_histogram) if length_histogram is not None else None
+        told = _notice if interval is not None else None  # one check: its status line alone
+        probe = prepare_canary(experiment, baseline, subject, calls, told, histogram=histogram, warn=_warn)
+        try:
+            opened = MonitorStore.create(out)  # after the plan: bad input leaves no store behind
+        except BaseException:
+            probe.close()
+            raise
+        return probe, opened, margins, interval
+
+    probe, store, margins, interval = _guarded(setup)
+    try:
+        if interval is None:
+            body = _guarded(lambda: _check(probe, store, margins))
+            _show(body, as_json, as_markdown, loop=False)
+            raise typer.Exit(STATUS_EXIT[body["status"]])
+        _loop(probe, store, margins, interval, max_checks, as_json, as_markdown)
+    finally:
+        probe.close()
+        store.close()
+
+
+def _notice(message: str) -> None:
+    errors.print(f"rotscope: {message}", markup=False, highlight=False, soft_wrap=True)
+
+
+def _loop(
+    probe: Canary,
+    store: MonitorStore,
+    margins: Margins,
+    interval: float,
+    max_checks: int | None,
+    as_json: bool,
+    as_markdown: bool,
+) -> None:
+    """Checks every ``interval`` seconds until a signal (or ``max_checks``); exit 0."""
+    stop = threading.Event()
+
+    def asked_to_stop(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():  # a second signal: abandon the check in flight
+            raise KeyboardInterrupt
+        stop.set()
+        _notice("stopping after the check in flight (again to stop at once)")
+
+    previous = {sig: signal.signal(sig, asked_to_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    done = 0
+    try:
+        while not stop.is_set():
+            started = time.monotonic()
+            try:
+                body = _guarded(lambda: _check(probe, store, margins))
+            except typer.Exit as failed:
+                if failed.exit_code in (130, 143):  # abandoned by a second signal
+                    _notice("check abandoned; the next run takes it up where it stopped")
+                    break
+                raise
+            _show(body, as_json, as_markdown, loop=True)
+            done += 1
+            if max_checks is not None and done >= max_checks:
+                break
+            stop.wait(max(0.0, interval - (time.monotonic() - started)))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
