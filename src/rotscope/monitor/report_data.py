@@ -1,0 +1,219 @@
+"""What ``rotscope monitor report`` shows of a monitoring store, as plain data (the views in
+``report.monitor_html`` and ``report.monitor_markdown`` only lay it out):
+
+- **ingested rates over time**: the answered rate per length bin × evidence-position bin (the
+  bins of ``monitor show --baseline-window``) per time bucket, an hour where the data spans at
+  most three days, a day otherwise, each with its Wilson interval; forbidden claims counted per
+  bucket and bin on their own, in no rate;
+- **the canary's checks over time**: per canary and bin, each finished check's anytime-valid lower
+  bound on the paired drop, with the warn and fail margins it is judged against;
+- **the alerts**: every check that WARNed or ALERTed, with its bins responsible (from the stored
+  check bodies);
+- **where canary and ingest disagree**: the ingested records of the canary's period (from its first
+  check on) tested against those before it (or ``baseline_window``) by ``monitor.window``; a bin
+  both watch where one ALERTs and the other does not, both side by side.
+
+A store with only outcomes or only canary checks reports what it has."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections import defaultdict
+from datetime import UTC, datetime
+from typing import Any
+
+from rotscope.monitor.rates import length_bin, position_bin
+from rotscope.monitor.schema import OUTCOMES
+from rotscope.monitor.store import MonitorStore
+from rotscope.monitor.window import window_comparison
+from rotscope.stats.intervals import proportion_interval
+
+POSITION_BINS = 3
+"""Thirds, as the canary's position bins, so their bins can be matched."""
+HOURLY_SPAN_S = 3 * 86400.0
+"""Data spanning at most this is bucketed by hour, longer by day."""
+_ANSWERED = OUTCOMES.index("answered")
+_FORBIDDEN = OUTCOMES.index("forbidden_claim")
+_BUCKET = re.compile(r"^\((\d+(?:\.\d+)?), (\d+(?:\.\d+)?)\]$")
+
+
+def _epoch(text: str) -> float:
+    when = datetime.fromisoformat(text)
+    return (when if when.tzinfo else when.replace(tzinfo=UTC)).timestamp()
+
+
+def _iso(epoch: float) -> str:
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _bucket_of(epoch: float, unit: str) -> str:
+    when = datetime.fromtimestamp(epoch, UTC)
+    return when.strftime("%Y-%m-%dT%H:00Z" if unit == "hour" else "%Y-%m-%d")
+
+
+def ingest_bin(canary_bin: str) -> str | None:
+    """The ingest's bin (``[LO, HI)/P``) a canary bin (``LENGTH/P``, or ``(A, B]/P`` of a length
+    histogram) lies in; ``None`` when its lengths straddle two of the ingest's power-of-two bins."""
+    length, _, position = canary_bin.rpartition("/")
+    if length.isdigit():
+        return f"{length_bin(int(length))[1]}/{position}"
+    found = _BUCKET.match(length)
+    if found is None or math.isinf(float(found[2])):
+        return None
+    low, high = int(float(found[1])) + 1, int(float(found[2]))
+    same = length_bin(max(low, 1)) == length_bin(max(high, 1))
+    return f"{length_bin(high)[1]}/{position}" if same else None
+
+
+def _ingest_series(store: MonitorStore) -> dict[str, Any] | None:
+    """The answered rate per bin per time bucket, and the forbidden claims apart."""
+    timed = list(store.timed_outcomes())
+    if not timed:
+        return None
+    span = timed[-1][0] - timed[0][0]
+    unit = "hour" if span <= HOURLY_SPAN_S else "day"
+    counts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
+    order: dict[str, tuple[int, int]] = {}
+    for epoch, length, position, outcome in timed:
+        low, length_name = length_bin(length)
+        index, position_name = position_bin(position, POSITION_BINS)
+        name = f"{length_name}/{position_name}"
+        order[name] = (low, index)
+        tally = counts[name][_bucket_of(epoch, unit)]
+        number = OUTCOMES.index(outcome)
+        if number == _FORBIDDEN:
+            tally[2] += 1  # never in a rate
+            continue
+        tally[0] += number == _ANSWERED
+        tally[1] += 1
+    series = []
+    forbidden = []
+    for name in sorted(order, key=order.__getitem__):
+        points = []
+        for bucket in sorted(counts[name]):
+            answered, rated, claims = counts[name][bucket]
+            if claims:
+                forbidden.append({"bin": name, "bucket": bucket, "forbidden_claim": claims})
+            if not rated:
+                continue
+            low, high = proportion_interval(answered, rated)
+            points.append(
+                {"bucket": bucket, "rated": rated, "answered": answered / rated, "low": low, "high": high}
+            )
+        if points:  # a bin of forbidden claims alone has no rate
+            series.append({"bin": name, "points": points})
+    return {
+        "unit": unit,
+        "first_ts": _iso(timed[0][0]),
+        "last_ts": _iso(timed[-1][0]),
+        "records": len(timed),
+        "series": series,
+        "forbidden": forbidden,
+        "forbidden_total": sum(entry["forbidden_claim"] for entry in forbidden),
+    }
+
+
+def _canaries(store: MonitorStore) -> list[dict[str, Any]]:
+    """Per canary its finished checks' bodies, their lower bounds per bin and the alerts."""
+    db = store.connection
+    out: list[dict[str, Any]] = []
+    tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "canaries" not in tables:
+        return out  # a store of schema 1: outcomes only
+    for number, subject, baseline in db.execute(
+        "SELECT id, subject, baseline FROM canaries ORDER BY id"
+    ).fetchall():
+        rows = db.execute(
+            "SELECT number, started_at, status, body FROM canary_checks "
+            "WHERE canary = ? AND body IS NOT NULL ORDER BY number",
+            (number,),
+        ).fetchall()
+        bodies = [(str(started), json.loads(body)) for _, started, _, body in rows]
+        if not bodies:
+            continue
+        names = [entry["bin"] for entry in bodies[-1][1]["bins"]]
+        series = [
+            {
+                "bin": name,
+                "points": [
+                    {"check": body["check"], "at": body["at"], "drop_lower": entry["drop_lower"],
+                     "status": entry["status"]}
+                    for _, body in bodies
+                    for entry in body["bins"]
+                    if entry["bin"] == name and entry["probes"]
+                ],
+            }
+            for name in names
+        ]  # fmt: skip
+        alerts = [
+            {"check": body["check"], "at": body["at"], "status": body["status"],
+             "responsible": body["responsible"]}
+            for _, body in bodies
+            if body["status"] != "OK"
+        ]  # fmt: skip
+        out.append(
+            {
+                "subject": str(subject),
+                "baseline": str(baseline),
+                "margins": bodies[-1][1]["margins"],
+                "checks": [
+                    {"check": body["check"], "at": body["at"], "status": body["status"]} for _, body in bodies
+                ],
+                "first_started": bodies[0][0],
+                "latest": bodies[-1][1],
+                "series": series,
+                "alerts": alerts,
+            }
+        )
+    return out
+
+
+def _disagreements(
+    store: MonitorStore, canary: dict[str, Any], window: str | None
+) -> dict[str, Any] | None:
+    """The latest check's bins against the ingest's test over the canary's period; ``None``
+    where the ingest has no records before that period to compare with."""
+    if window is None:
+        start = _epoch(canary["first_started"])
+        first = next(iter(store.timed_outcomes()), None)
+        if first is None or first[0] >= start:
+            return None
+        window = f"{_iso(first[0])}..{_iso(start)}"
+    compared = window_comparison(store, window, position_bins=POSITION_BINS)
+    ingest = {entry["bin"]: entry for entry in compared["bins"] if entry["records"]}
+    rows = []
+    for entry in canary["latest"]["bins"]:
+        matched = ingest_bin(entry["bin"]) if entry["bin"] != "pooled" else "pooled"
+        other = ingest.get(matched) if matched is not None else None
+        if other is None or not entry["probes"]:
+            continue
+        if (entry["status"] == "ALERT") == (other["status"] == "ALERT"):
+            continue
+        rows.append(
+            {
+                "canary_bin": entry["bin"],
+                "ingest_bin": matched,
+                "canary_status": entry["status"],
+                "canary_drop_lower": entry["drop_lower"],
+                "canary_probes": entry["probes"],
+                "ingest_status": other["status"],
+                "ingest_drop_lower": other["drop_lower"],
+                "ingest_records": other["records"],
+                "ingest_window_answered": other["window_answered"],
+                "ingest_answered": other["answered"],
+            }
+        )
+    return {"window": window, "ingest_status": compared["status"], "rows": rows}
+
+
+def report_data(store: MonitorStore, *, baseline_window: str | None = None) -> dict[str, Any]:
+    """Everything ``rotscope monitor report`` shows of ``store`` (see the module's docstring);
+    ``baseline_window`` (``FROM..TO``) replaces the ingest's default reference, its records
+    before the canary's first check."""
+    ingest = _ingest_series(store)
+    canaries = _canaries(store)
+    for canary in canaries:
+        canary["disagreement"] = _disagreements(store, canary, baseline_window) if ingest else None
+    return {"store": str(store.path), "ingest": ingest, "canaries": canaries}
