@@ -29,7 +29,9 @@ def _records(start: datetime, count: int, length: int, quantile: float, answered
         missed = answered_every and i % answered_every == 0
         outcome = "abstained" if missed else "answered"
         ts = (start + timedelta(minutes=i)).isoformat()
-        out.append(json.dumps({"ts": ts, "length_tokens": length, "evidence_quantile": quantile, "outcome": outcome}))
+        out.append(
+            json.dumps({"ts": ts, "length_tokens": length, "evidence_quantile": quantile, "outcome": outcome})
+        )
     return out
 
 
@@ -58,7 +60,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
         *_records(before, 150, 200, 0.1, 0),  # [128, 256)/0.00-0.33: falls to half answered
         *_records(since, 150, 200, 0.1, 2),
     ]
-    claim = {"ts": since.isoformat(), "length_tokens": 200, "evidence_quantile": 0.9, "outcome": "forbidden_claim"}
+    claim = {
+        "ts": since.isoformat(),
+        "length_tokens": 200,
+        "evidence_quantile": 0.9,
+        "outcome": "forbidden_claim",
+    }
     lines.append(json.dumps(claim))
     (root / "outcomes.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     result = invoke("monitor", "ingest", path, root / "outcomes.jsonl")
@@ -167,7 +174,12 @@ def test_markdown_has_the_tables(store: Path) -> None:
     result = invoke("monitor", "report", store, "--markdown")
     assert result.exit_code == 0, result.output
     text = result.stdout
-    for heading in ("## Ingested outcomes", "### Forbidden claims", "### Alerts", "### Where canary and ingest disagree"):
+    for heading in (
+        "## Ingested outcomes",
+        "### Forbidden claims",
+        "### Alerts",
+        "### Where canary and ingest disagree",
+    ):
         assert heading in text
     assert "| bin | hour | rated | answered | 95% interval |" in text
     assert f"| {LONG_EARLY} | ALERT |" in text

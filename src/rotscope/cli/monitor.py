@@ -108,7 +108,9 @@ def report(
     store: Annotated[Path, typer.Argument(help="The monitoring store.")],
     output: Annotated[
         Path | None,
-        typer.Option("-o", "--output", help="The file to write: FILE.html (offline), or FILE.md with --markdown."),
+        typer.Option(
+            "-o", "--output", help="The file to write: FILE.html (offline), or FILE.md with --markdown."
+        ),
     ] = None,
     as_markdown: Annotated[
         bool, typer.Option("--markdown", help="Markdown (to stdout, or to -o FILE.md) instead of HTML.")

@@ -77,10 +77,10 @@ def _ingest_series(store: MonitorStore) -> dict[str, Any] | None:
     counts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
     order: dict[str, tuple[int, int]] = {}
     for epoch, length, position, outcome in timed:
-        low, length_name = length_bin(length)
+        lowest, length_name = length_bin(length)
         index, position_name = position_bin(position, POSITION_BINS)
         name = f"{length_name}/{position_name}"
-        order[name] = (low, index)
+        order[name] = (lowest, index)
         tally = counts[name][_bucket_of(epoch, unit)]
         number = OUTCOMES.index(outcome)
         if number == _FORBIDDEN:
@@ -170,9 +170,7 @@ def _canaries(store: MonitorStore) -> list[dict[str, Any]]:
     return out
 
 
-def _disagreements(
-    store: MonitorStore, canary: dict[str, Any], window: str | None
-) -> dict[str, Any] | None:
+def _disagreements(store: MonitorStore, canary: dict[str, Any], window: str | None) -> dict[str, Any] | None:
     """The latest check's bins against the ingest's test over the canary's period; ``None``
     where the ingest has no records before that period to compare with."""
     if window is None:

@@ -67,8 +67,9 @@ def disagreement_table(disagreement: Mapping[str, Any]) -> Table:
         "ingest bin", "ingest", "ingest drop at least", "records", "answered before", "answered since",
     ]  # fmt: skip
     rows = [
-        [row["canary_bin"], row["canary_status"], _number(row["canary_drop_lower"]), str(row["canary_probes"]),
-         row["ingest_bin"], row["ingest_status"], _number(row["ingest_drop_lower"]), str(row["ingest_records"]),
+        [row["canary_bin"], row["canary_status"], _number(row["canary_drop_lower"]),
+         str(row["canary_probes"]), row["ingest_bin"], row["ingest_status"],
+         _number(row["ingest_drop_lower"]), str(row["ingest_records"]),
          _number(row["ingest_window_answered"]), _number(row["ingest_answered"])]
         for row in disagreement["rows"]
     ]  # fmt: skip
