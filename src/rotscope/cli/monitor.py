@@ -124,10 +124,12 @@ def report(
         ),
     ] = None,
 ) -> None:
-    """A report of the store: the ingested answered rate over time per length bin × position bin
-    with intervals, each canary's lower bounds on the drop per check against its margins, the
-    alerts with their bins, forbidden claims on their own, and where canary and ingest disagree
-    on a bin, both side by side."""
+    """A report of the store: offline HTML (-o FILE.html) or Markdown (--markdown).
+
+    The ingested answered rate over time per length bin × position bin with intervals, each
+    canary's lower bounds on the drop per check against its margins, the alerts with their bins,
+    forbidden claims on their own, and where canary and ingest disagree on a bin, both side by
+    side."""
     from rotscope.errors import write_output
     from rotscope.monitor.report_data import report_data
     from rotscope.monitor.store import MonitorStore
