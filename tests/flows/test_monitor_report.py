@@ -202,3 +202,12 @@ def test_a_file_that_is_no_store_is_one_line(tmp_path: Path) -> None:
     assert_bad_input(invoke("monitor", "report", tmp_path / "x.db", "-o", tmp_path / "r.html"), "x.db")
     assert not (tmp_path / "r.html").exists()
     assert_bad_input(invoke("monitor", "report", tmp_path / "x.db"), "-o")
+
+
+def test_a_stored_check_body_that_is_no_canary_record_is_one_line(store: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "copy.db"
+    with sqlite3.connect(f"file:{store}?mode=ro", uri=True) as source, sqlite3.connect(copy) as target:
+        source.backup(target)
+    with sqlite3.connect(copy) as db:
+        db.execute("UPDATE canary_checks SET body = '{\"check\": 1}' WHERE number = 1")
+    assert_bad_input(invoke("monitor", "report", copy, "--markdown"), "canary check 1", "no canary record")

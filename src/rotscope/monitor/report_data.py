@@ -24,10 +24,14 @@ from collections import defaultdict
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import ValidationError
+
+from rotscope.errors import BadInput
 from rotscope.monitor.rates import length_bin, position_bin
 from rotscope.monitor.schema import OUTCOMES
 from rotscope.monitor.store import MonitorStore
 from rotscope.monitor.window import window_comparison
+from rotscope.records import RECORDS
 from rotscope.stats.intervals import proportion_interval
 
 POSITION_BINS = 3
@@ -117,6 +121,19 @@ def _ingest_series(store: MonitorStore) -> dict[str, Any] | None:
     }
 
 
+def _body(store: MonitorStore, check: int, text: str) -> dict[str, Any]:
+    """A stored check's body, checked as the ``canary`` record it was written as."""
+    try:
+        RECORDS["canary"].validate_json(text)
+    except ValidationError as error:
+        where = ".".join(map(str, error.errors()[0]["loc"])) or "the body"
+        raise BadInput(
+            f"{store.path}: canary check {check}: a stored body that is no canary record ({where})"
+        ) from None
+    body: dict[str, Any] = json.loads(text)
+    return body
+
+
 def _canaries(store: MonitorStore) -> list[dict[str, Any]]:
     """Per canary its finished checks' bodies, their lower bounds per bin and the alerts."""
     db = store.connection
@@ -132,7 +149,7 @@ def _canaries(store: MonitorStore) -> list[dict[str, Any]]:
             "WHERE canary = ? AND body IS NOT NULL ORDER BY number",
             (number,),
         ).fetchall()
-        bodies = [(str(started), json.loads(body)) for _, started, _, body in rows]
+        bodies = [(str(started), _body(store, check, text)) for check, started, _, text in rows]
         if not bodies:
             continue
         names = [entry["bin"] for entry in bodies[-1][1]["bins"]]
