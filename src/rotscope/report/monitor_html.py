@@ -74,8 +74,20 @@ def checks_figure(canary: Mapping[str, Any]) -> go.Figure:
             )
         )
     margins = canary["margins"]
-    figure.add_hline(y=margins["warn"], line_dash="dot", line_color="#f79009", annotation_text="warn")
-    figure.add_hline(y=margins["fail"], line_dash="dash", line_color="#d92d20", annotation_text="fail")
+    figure.add_hline(
+        y=margins["warn"],
+        line_dash="dot",
+        line_color="#f79009",
+        annotation_text="warn",
+        annotation_position="bottom right",
+    )
+    figure.add_hline(
+        y=margins["fail"],
+        line_dash="dash",
+        line_color="#d92d20",
+        annotation_text="fail",
+        annotation_position="top right",
+    )
     figure.update_xaxes(title="check", dtick=1)
     figure.update_yaxes(title="drop at least (baseline − canary)")
     figure.update_layout(title=f"{canary_heading(canary)}: lower bound on the drop per check")
