@@ -184,6 +184,12 @@ def test_markdown_has_the_tables(store: Path) -> None:
     assert "| bin | hour | rated | answered | 95% interval |" in text
     assert f"| {LONG_EARLY} | ALERT |" in text
     assert "| [128, 256)/0.00-0.33 | " in text
+    later = invoke("monitor", "report", store, "--markdown", "--baseline-window", "2020-01-01..2099-01-01")
+    assert later.exit_code == 0, later.output
+    assert (
+        "no ingested record since, nothing to compare" in later.stdout
+        and "| canary bin |" not in later.stdout
+    )
 
 
 def test_a_store_of_outcomes_only_reports_them(tmp_path: Path) -> None:

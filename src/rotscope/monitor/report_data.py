@@ -29,6 +29,7 @@ from pydantic import ValidationError
 from rotscope.errors import BadInput
 from rotscope.monitor.rates import length_bin, position_bin
 from rotscope.monitor.schema import OUTCOMES
+from rotscope.monitor.sequential import POOLED
 from rotscope.monitor.store import MonitorStore
 from rotscope.monitor.window import window_comparison
 from rotscope.records import RECORDS
@@ -194,18 +195,20 @@ def _disagreements(store: MonitorStore, canary: dict[str, Any], window: str | No
     where the ingest has no records before that period to compare with."""
     if window is None:
         start = _epoch(canary["first_started"])
-        first = next(iter(store.timed_outcomes()), None)
-        if first is None or first[0] >= start:
+        (first,) = store.connection.execute("SELECT min(epoch) FROM outcomes").fetchone()
+        if first is None or first >= start:
             return None
-        window = f"{_iso(first[0])}..{_iso(start)}"
+        window = f"{_iso(first)}..{_iso(start)}"
     compared = window_comparison(store, window, position_bins=POSITION_BINS)
     ingest = {entry["bin"]: entry for entry in compared["bins"] if entry["records"]}
     rows = []
+    shared = 0
     for entry in canary["latest"]["bins"]:
-        matched = ingest_bin(entry["bin"]) if entry["bin"] != "pooled" else "pooled"
+        matched = ingest_bin(entry["bin"]) if entry["bin"] != POOLED else POOLED
         other = ingest.get(matched) if matched is not None else None
         if other is None or not entry["probes"]:
             continue
+        shared += entry["bin"] != POOLED
         if (entry["status"] == "ALERT") == (other["status"] == "ALERT"):
             continue
         rows.append(
@@ -222,7 +225,14 @@ def _disagreements(store: MonitorStore, canary: dict[str, Any], window: str | No
                 "ingest_answered": other["answered"],
             }
         )
-    return {"window": window, "ingest_status": compared["status"], "rows": rows}
+    since = sum(entry["records"] for name, entry in ingest.items() if name != POOLED)
+    return {
+        "window": window,
+        "ingest_status": compared["status"],
+        "records_since": since,
+        "bins_shared": shared,
+        "rows": rows,
+    }
 
 
 def report_data(store: MonitorStore, *, baseline_window: str | None = None) -> dict[str, Any]:

@@ -97,10 +97,19 @@ def margins_sentence(canary: Mapping[str, Any]) -> str:
 
 
 def disagreement_sentence(disagreement: Mapping[str, Any]) -> str:
-    return (
-        f"The ingested records since the canary began against those of {disagreement['window']} "
-        f"(the same sequential test, unpaired: {disagreement['ingest_status']})."
+    """What the ingest was tested on, and what came of the comparison where no row did."""
+    head = (
+        f"The {disagreement['records_since']} ingested records after the baseline window "
+        f"{disagreement['window']} against those in it (the same sequential test, unpaired: "
+        f"{disagreement['ingest_status']})"
     )
+    if disagreement["rows"]:
+        return head + "; the bins where one ALERTs and the other does not:"
+    if not disagreement["records_since"]:
+        return head + ": no ingested record since, nothing to compare."
+    if not disagreement["bins_shared"]:
+        return head + ": no length bin × position bin is watched by both."
+    return head + f": they agree on all {disagreement['bins_shared']} bins both watch (and pooled)."
 
 
 def markdown(data: Mapping[str, Any]) -> str:
@@ -138,6 +147,4 @@ def markdown(data: Mapping[str, Any]) -> str:
         lines += ["### Where canary and ingest disagree", "", disagreement_sentence(disagreement), ""]
         if disagreement["rows"]:
             lines += _markdown_table(disagreement_table(disagreement))
-        else:
-            lines += ["They agree on every bin both watch.", ""]
     return "\n".join(lines).rstrip("\n") + "\n"
