@@ -3,8 +3,9 @@
 
 - **ingested rates over time**: the answered rate per length bin × evidence-position bin (the
   bins of ``monitor show --baseline-window``) per time bucket, an hour where the data spans at
-  most three days, a day otherwise, each with its Wilson interval; forbidden claims counted per
-  bucket and bin on their own, in no rate;
+  most three days, a day otherwise, each with ``monitor show``'s interval (Wilson, or cluster-robust
+  where records carry a ``cluster_id``); forbidden claims counted per bucket and bin on their own,
+  in no rate;
 - **the canary's checks over time**: per canary and bin, each finished check's anytime-valid lower
   bound on the paired drop, with the warn and fail margins it is judged against;
 - **the alerts**: every check that WARNed or ALERTed, with its bins responsible (from the stored
@@ -27,20 +28,19 @@ from typing import Any
 from pydantic import ValidationError
 
 from rotscope.errors import BadInput
-from rotscope.monitor.rates import length_bin, position_bin
+from rotscope.monitor.rates import Tally, group_rates, length_bin, position_bin
 from rotscope.monitor.schema import OUTCOMES
 from rotscope.monitor.sequential import POOLED
 from rotscope.monitor.store import MonitorStore
 from rotscope.monitor.window import window_comparison
 from rotscope.records import RECORDS
-from rotscope.stats.intervals import proportion_interval
 
 POSITION_BINS = 3
 """Thirds, as the canary's position bins, so their bins can be matched."""
 HOURLY_SPAN_S = 3 * 86400.0
 """Data spanning at most this is bucketed by hour, longer by day."""
-_ANSWERED = OUTCOMES.index("answered")
-_FORBIDDEN = OUTCOMES.index("forbidden_claim")
+CONFIDENCE = 0.95
+"""The intervals' level, as ``monitor show``'s."""
 _BUCKET = re.compile(r"^\((\d+(?:\.\d+)?), (\d+(?:\.\d+)?)\]$")
 
 
@@ -81,34 +81,33 @@ def _ingest_series(store: MonitorStore) -> dict[str, Any] | None:
     if not total:
         return None
     unit = "hour" if last - first <= HOURLY_SPAN_S else "day"
-    counts: dict[str, dict[str, list[int]]] = defaultdict(lambda: defaultdict(lambda: [0, 0, 0]))
+    tallies: dict[str, dict[str, Tally]] = defaultdict(lambda: defaultdict(Tally))
     order: dict[str, tuple[int, int]] = {}
-    for epoch, length, position, outcome in store.timed_outcomes():
+    index_of = {name: number for number, name in enumerate(OUTCOMES)}
+    for epoch, length, position, outcome, cluster in store.connection.execute(
+        "SELECT epoch, length_tokens, position, outcome, cluster_id FROM outcomes"
+    ):
         lowest, length_name = length_bin(length)
         index, position_name = position_bin(position, POSITION_BINS)
         name = f"{length_name}/{position_name}"
         order[name] = (lowest, index)
-        tally = counts[name][_bucket_of(epoch, unit)]
-        number = OUTCOMES.index(outcome)
-        if number == _FORBIDDEN:
-            tally[2] += 1  # never in a rate
-            continue
-        tally[0] += number == _ANSWERED
-        tally[1] += 1
+        tallies[name][_bucket_of(epoch, unit)].add(index_of[outcome], cluster)
     series = []
     forbidden = []
     for name in sorted(order, key=order.__getitem__):
         points = []
-        for bucket in sorted(counts[name]):
-            answered, rated, claims = counts[name][bucket]
-            if claims:
-                forbidden.append({"bin": name, "bucket": bucket, "forbidden_claim": claims})
-            if not rated:
+        for bucket in sorted(tallies[name]):
+            # show's own numbers: a forbidden claim apart, Wilson or cluster-robust on cluster_id
+            group = group_rates(bucket, tallies[name][bucket], CONFIDENCE)
+            if group["forbidden_claim"]:
+                forbidden.append({"bin": name, "bucket": bucket, "forbidden_claim": group["forbidden_claim"]})
+            if not group["rated"]:
                 continue
-            low, high = proportion_interval(answered, rated)
+            answered = group["rates"]["answered"]
             points.append(
-                {"bucket": bucket, "rated": rated, "answered": answered / rated, "low": low, "high": high}
-            )
+                {"bucket": bucket, "rated": group["rated"], "clusters": group["clusters"],
+                 "answered": answered["rate"], "low": answered["low"], "high": answered["high"]}
+            )  # fmt: skip
         if points:  # a bin of forbidden claims alone has no rate
             series.append({"bin": name, "points": points})
     return {

@@ -1,9 +1,9 @@
 """The monitoring store's HTML report (``rotscope monitor report STORE -o FILE.html``): one
 self-contained file that opens offline (plotly's JavaScript inlined, as the run report's): the
-ingested answered rate over time, a trace per length bin × position bin with its Wilson
-intervals; per canary the lower bound on the paired drop over its checks, a trace per bin, with
-the warn and fail margins drawn as lines; and the tables of ``report.monitor_markdown`` (the
-alerts, forbidden claims on their own, where canary and ingest disagree).
+ingested answered rate over time, a trace per length bin × position bin with its intervals; per
+canary the lower bound on the paired drop over its checks, a trace per bin, with the warn and fail
+margins drawn as lines; and the tables of ``report.monitor_markdown`` (the alerts, forbidden
+claims on their own, where canary and ingest disagree).
 
 It lays out what ``monitor.report_data`` assembled; everything from the store goes through
 jinja2's autoescaping."""
@@ -33,7 +33,7 @@ from rotscope.report.monitor_markdown import (
 
 
 def rates_figure(ingest: Mapping[str, Any]) -> go.Figure:
-    """The answered rate per time bucket, one trace per bin, its 95% Wilson interval as error bars."""
+    """The answered rate per time bucket, one trace per bin, its 95% interval as error bars."""
     figure = go.Figure()
     for series, style in zip(ingest["series"], _styles(), strict=False):
         points = series["points"]

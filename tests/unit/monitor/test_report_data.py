@@ -26,12 +26,14 @@ def test_a_canary_bin_lies_in_the_ingest_bin_of_its_lengths() -> None:
     assert ingest_bin("(4096, inf)/0.00-0.33") is None
 
 
-def _ingest(store: Path, tmp_path: Path, hours: int) -> int:
+def _ingest(store: Path, tmp_path: Path, hours: int, *, clustered: bool = False) -> int:
     lines = []
     for hour in range(hours):
         for minute, outcome in enumerate(["answered", "answered", "abstained", "forbidden_claim"]):
             ts = (START + timedelta(hours=hour, minutes=minute)).isoformat()
             record = {"ts": ts, "length_tokens": 700, "evidence_quantile": 0.5, "outcome": outcome}
+            if clustered:
+                record["cluster_id"] = f"{hour:016x}"  # the hour's requests: one conversation
             lines.append(json.dumps(record))
     (tmp_path / "o.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return ingest(store, tmp_path / "o.jsonl").added
@@ -52,6 +54,15 @@ def test_rates_are_by_hour_up_to_three_days_by_day_beyond_and_claims_apart(tmp_p
         assert all(abs(point["answered"] - 2 / 3) < 1e-9 for point in series["points"])
         assert all(point["low"] < 2 / 3 < point["high"] for point in series["points"])
         assert ingest_part["forbidden_total"] == hours
+        assert all(point["clusters"] is None for point in series["points"])  # Wilson on records
+
+
+def test_records_of_one_conversation_count_as_one_cluster(tmp_path: Path) -> None:
+    _ingest(tmp_path / "c.db", tmp_path, 96, clustered=True)
+    with MonitorStore.read(tmp_path / "c.db") as store:
+        [series] = report_data(store)["ingest"]["series"]
+    assert [point["clusters"] for point in series["points"]] == [24] * 4  # a day's 24 conversations
+    assert all(point["low"] < 2 / 3 < point["high"] for point in series["points"])
 
 
 def test_only_finished_checks_and_their_stored_alerts(tmp_path: Path) -> None:
