@@ -70,3 +70,11 @@ def test_the_canary_catches_the_shrinking_window_at_the_right_bins(
     compared = json.loads(window.stdout)["baseline_window"]
     assert compared["status"] == "ALERT" and "[2048, 4096)/0.00-0.33" in compared["responsible"]
     assert not [name for name in compared["responsible"] if name.startswith(("[128,", "[256,", "[512,"))]
+
+    report = invoke(
+        "monitor", "report", store, "--markdown", "--baseline-window", "2026-01-05T00:00Z..2026-01-05T06:00Z"
+    )
+    assert report.exit_code == 0, report.output
+    alerts = report.stdout.split("### Alerts")[1].split("###")[0]
+    assert alerts.count("| ALERT | 1600/0.00-0.33, pooled |") == 9 - first["check"] + 1
+    assert "they agree on all 6 bins both watch" in report.stdout  # both ALERT at the long head

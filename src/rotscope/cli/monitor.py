@@ -101,3 +101,60 @@ def show(
         sys.stdout.write(text + "\n")
     else:
         console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+@monitor_app.command("report")
+def report(
+    store: Annotated[Path, typer.Argument(help="The monitoring store.")],
+    output: Annotated[
+        Path | None,
+        typer.Option(
+            "-o", "--output", help="The file to write: FILE.html (offline), or FILE.md with --markdown."
+        ),
+    ] = None,
+    as_markdown: Annotated[
+        bool, typer.Option("--markdown", help="Markdown (to stdout, or to -o FILE.md) instead of HTML.")
+    ] = False,
+    baseline_window: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline-window",
+            help="FROM..TO (ISO times): the ingest's reference against the canary; default the "
+            "records before the canary's first check.",
+        ),
+    ] = None,
+) -> None:
+    """A report of the store: offline HTML (-o FILE.html) or Markdown (--markdown).
+
+    The ingested answered rate over time per length bin × position bin with intervals, each
+    canary's lower bounds on the drop per check against its margins, the alerts with their bins,
+    forbidden claims on their own, and where canary and ingest disagree on a bin, both side by
+    side."""
+    from rotscope.errors import write_output
+    from rotscope.monitor.report_data import report_data
+    from rotscope.monitor.store import MonitorStore
+
+    def body() -> str | None:
+        if output is None and not as_markdown:
+            raise BadInput("monitor report: give -o FILE.html, or --markdown")
+        with MonitorStore.read(store) as opened:
+            data = report_data(opened, baseline_window=baseline_window)
+        if as_markdown:
+            from rotscope.report.monitor_markdown import markdown
+
+            text = markdown(data)
+            if output is None:
+                return text
+            write_output(output, text, "monitor report")
+            return None
+        from rotscope.report.monitor_html import write_monitor_report
+
+        assert output is not None
+        write_monitor_report(data, output)
+        return None
+
+    text = _guarded(body)
+    if text is not None:
+        sys.stdout.write(text)
+    else:
+        console.print(f"monitor report: {output}", markup=False, highlight=False, soft_wrap=True)

@@ -36,7 +36,7 @@ def position_bin(position: float, bins: int) -> tuple[int, str]:
     return index, f"{index / bins:.2f}-{(index + 1) / bins:.2f}"
 
 
-class _Tally:
+class Tally:
     """A group's counts per outcome, and per cluster where records carry one."""
 
     __slots__ = ("clusters", "counts", "singles")
@@ -56,7 +56,7 @@ class _Tally:
             self.clusters.setdefault(cluster, [0] * len(OUTCOMES))[outcome] += 1
 
 
-def _interval(tally: _Tally, outcome: int, rated: int, confidence: float) -> tuple[float, float]:
+def _interval(tally: Tally, outcome: int, rated: int, confidence: float) -> tuple[float, float]:
     if not tally.clusters or rated == 0:
         return proportion_interval(tally.counts[outcome], rated, confidence)
     cluster_counts = list(tally.clusters.values())
@@ -72,7 +72,7 @@ def _interval(tally: _Tally, outcome: int, rated: int, confidence: float) -> tup
     return float(np.clip(round(float(low), 12), 0, 1)), float(np.clip(round(float(high), 12), 0, 1))
 
 
-def _group(value: str, tally: _Tally, confidence: float) -> dict[str, Any]:
+def group_rates(value: str, tally: Tally, confidence: float) -> dict[str, Any]:
     forbidden = tally.counts[_FORBIDDEN]
     rated = sum(tally.counts) - forbidden
     rates = {}
@@ -97,7 +97,7 @@ def rates(
     """The ``monitor`` record of ``store``: rates by length, by position and by each dimension in
     ``by`` (every dimension the records carry where ``by`` is empty)."""
     index = {name: number for number, name in enumerate(OUTCOMES)}
-    tallies: dict[str, dict[tuple[Any, str], _Tally]] = defaultdict(lambda: defaultdict(_Tally))
+    tallies: dict[str, dict[tuple[Any, str], Tally]] = defaultdict(lambda: defaultdict(Tally))
     total = forbidden = 0
     first: str | None = None
     last: str | None = None
@@ -126,7 +126,7 @@ def rates(
     breakdowns = [
         {
             "dimension": name,
-            "groups": [_group(key[1], tallies[name][key], confidence) for key in sorted(tallies[name])],
+            "groups": [group_rates(key[1], tallies[name][key], confidence) for key in sorted(tallies[name])],
         }
         for name in order
         if name in tallies
