@@ -174,6 +174,9 @@ def test_markdown_has_the_tables(store: Path) -> None:
     result = invoke("monitor", "report", store, "--markdown")
     assert result.exit_code == 0, result.output
     text = result.stdout
+    to_file = invoke("monitor", "report", store, "-o", store.parent / "report.md")
+    assert to_file.exit_code == 0, to_file.output
+    assert (store.parent / "report.md").read_text().startswith(text.splitlines()[0])  # Markdown, not HTML
     for heading in (
         "## Ingested outcomes",
         "### Forbidden claims",

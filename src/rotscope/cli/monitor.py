@@ -108,9 +108,7 @@ def report(
     store: Annotated[Path, typer.Argument(help="The monitoring store.")],
     output: Annotated[
         Path | None,
-        typer.Option(
-            "-o", "--output", help="The file to write: FILE.html (offline), or FILE.md with --markdown."
-        ),
+        typer.Option("-o", "--output", help="The file to write: FILE.html (offline), or FILE.md (Markdown)."),
     ] = None,
     as_markdown: Annotated[
         bool, typer.Option("--markdown", help="Markdown (to stdout, or to -o FILE.md) instead of HTML.")
@@ -134,12 +132,15 @@ def report(
     from rotscope.monitor.report_data import report_data
     from rotscope.monitor.store import MonitorStore
 
+    # -o FILE.md is Markdown whether or not --markdown is given (HTML in a .md file helps no one).
+    markdown_out = as_markdown or (output is not None and Path(output).suffix.lower() in (".md", ".markdown"))
+
     def body() -> str | None:
-        if output is None and not as_markdown:
+        if output is None and not markdown_out:
             raise BadInput("monitor report: give -o FILE.html, or --markdown")
         with MonitorStore.read(store) as opened:
             data = report_data(opened, baseline_window=baseline_window)
-        if as_markdown:
+        if markdown_out:
             from rotscope.report.monitor_markdown import markdown
 
             text = markdown(data)
