@@ -135,6 +135,28 @@ def test_every_view_says_the_folder_was_imported(imported: dict[str, object]) ->
     assert exported.exit_code == 0 and len(exported.stdout.splitlines()) == 1 + 2 * QUESTIONS
 
 
+def test_the_gate_says_what_an_imported_run_lacks(imported: dict[str, object]) -> None:
+    """No layout of an imported run is said not to have moved, and its rollback offers no
+    ``cases --failing`` command (refused for an imported folder) but says why."""
+    root = imported["root"]
+    assert isinstance(root, Path)
+    gate = invoke("gate", "--baseline", root / "b", "--candidate", root / "a", "--json")
+    record = json.loads(gate.stdout)
+    layouts = record["layouts"]
+    assert layouts["spans_known"] is False and layouts["spans_moved"] == 0
+    assert layouts["paired_layouts"] == 2 * QUESTIONS and layouts["answers_changed"] > 0
+    assert not any(entry["layout_moved"] for entry in layouts["changed"])
+    guidance = record["rollback"]
+    assert guidance["cases_command"] is None
+    assert "cannot be kept as cases from a: imported from results.csv" in guidance["steps"][-1]
+    printed = invoke("gate", "--baseline", root / "b", "--candidate", root / "a")
+    assert "layouts: not compared (an imported run has no prompts or token spans)" in printed.stdout
+    assert "token spans moved" not in printed.stdout
+    assert "rotscope cases a --failing" not in " ".join(printed.stdout.split())
+    markdown = invoke("gate", "--baseline", root / "b", "--candidate", root / "a", "--markdown")
+    assert "```bash" not in markdown.stdout and "(layout unknown: imported)" in markdown.stdout
+
+
 def test_an_import_never_writes_into_a_folder_that_holds_something(imported: dict[str, object]) -> None:
     root = imported["root"]
     assert isinstance(root, Path)

@@ -14,8 +14,9 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.analysis.comparable import check_comparable, common_lengths, is_imported
-from rotscope.analysis.pairwise import ALPHA, PAIR_METHOD, LengthDifference, length_differences
+from rotscope.analysis.pairwise import ALPHA, PAIR_METHOD, LengthDifference, item_key, length_differences
 from rotscope.analysis.summary import build_summary
+from rotscope.errors import BadInput
 from rotscope.rows import Row
 from rotscope.store import RunStore
 
@@ -37,16 +38,68 @@ class ComparedRun:
     rows: list[Row]
 
 
+def _cells(rows: Sequence[Row]) -> set[tuple[str, int, str]]:
+    """The (task, length, position) cells a run's probes measured, positions as pairs see them."""
+    return {_cell(row) for row in rows if not row["control"]}
+
+
+def _cell(row: Row) -> tuple[str, int, str]:
+    _, length, position, _ = item_key(row)
+    return (row["task"], length, position)
+
+
+def shared_cells(rows: Sequence[Sequence[Row]]) -> set[tuple[str, int, str]]:
+    """The (task, length, position) cells every run's probes measured."""
+    cells = [_cells(found) for found in rows]
+    return set(cells[0]).intersection(*cells[1:]) if cells else set()
+
+
+def _narrowed(rows: Sequence[Row], cells: set[tuple[str, int, str]]) -> list[Row]:
+    """A run's rows in the shared cells (its controls at the shared lengths)."""
+    lengths = {length for _, length, _ in cells}
+    return [
+        row
+        for row in rows
+        if (row["control"] and int(row["length_target"]) in lengths)
+        or (not row["control"] and _cell(row) in cells)
+    ]
+
+
 def load_runs(paths: Sequence[Path]) -> list[ComparedRun]:
     """Each run folder read once (its summary built from the same rows), named by its folder, or by
-    its parent and folder where two share a name."""
+    its parent and folder where two share a name. Where one is imported (its grid is another
+    harness's), every run is narrowed to the cells (task, length, position) all of them measured,
+    and each summary is built from those rows only, so leaderboards rank on the same cells; no
+    shared cell is refused (``BadInput``)."""
     counts = Counter(path.name for path in paths)
-    runs = []
+    names = [path.name if counts[path.name] == 1 else f"{path.parent.name}/{path.name}" for path in paths]
+    metas, rows = [], []
     for path in paths:
         with RunStore.read(path) as store:
-            name = path.name if counts[path.name] == 1 else f"{path.parent.name}/{path.name}"
-            runs.append(ComparedRun(path, name, store.meta(), build_summary(store, path), store.rows()))
+            metas.append(store.meta())
+            rows.append(store.rows())
+    cells = shared_cells(rows) if any(is_imported(meta) for meta in metas) else None
+    if cells is not None and len(paths) > 1 and not cells:
+        raise BadInput(
+            f"compare: {', '.join(names)} share no cell (task, length and position): an imported "
+            "run compares only where the others measured the same lengths and positions"
+        )
+    runs = []
+    for path, name, meta, found in zip(paths, names, metas, rows, strict=True):
+        kept = found if cells is None else _narrowed(found, cells)
+        with RunStore.read(path) as store:
+            runs.append(ComparedRun(path, name, meta, build_summary(store, path, kept), kept))
     return runs
+
+
+def common_positions(runs: Sequence[ComparedRun]) -> list[str] | None:
+    """The positions of the cells the runs were narrowed to (an imported run among them), in the
+    first run's order; ``None`` where no run is imported (their grids were checked equal)."""
+    if not any(is_imported(run.meta) for run in runs):
+        return None
+    cells = shared_cells([run.rows for run in runs])
+    ordered = [item_key(row)[2] for row in runs[0].rows if not row["control"]]
+    return [label for label in dict.fromkeys(ordered) if any(cell[2] == label for cell in cells)]
 
 
 def short_length(length: int) -> str:
@@ -247,6 +300,7 @@ def build_comparison(runs: Sequence[ComparedRun], *, alpha: float = ALPHA) -> di
         ],
         "tasks": tasks,
         "lengths": lengths,
+        "positions": common_positions(runs),
         "confidence": CONFIDENCE,
         "alpha": alpha,
         "pair_method": PAIR_METHOD,

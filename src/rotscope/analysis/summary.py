@@ -194,10 +194,12 @@ def _rowless_tasks(
     ]
 
 
-def build_summary(store: RunStore, run_dir: Path) -> dict[str, Any]:
+def build_summary(store: RunStore, run_dir: Path, rows: list[Row] | None = None) -> dict[str, Any]:
+    """The run's summary, of ``rows`` where given (a subset of the store's: ``rotscope compare``
+    narrows an imported run to the cells the compared runs share), else of all its rows."""
     meta = store.meta()
     config = meta.get("config") or {}
-    rows = _pool_offset_depths(store.rows())
+    rows = _pool_offset_depths(store.rows() if rows is None else rows)
     probes = [row for row in rows if not row["control"]]
     evidence_only = [row for row in rows if row["control"] and row["position"] == EVIDENCE_ONLY_POSITION]
     controls = [row for row in rows if row["control"] and row["position"] != EVIDENCE_ONLY_POSITION]

@@ -15,6 +15,7 @@ from typing import Any
 
 from rotscope.gate.pairing import RunData, pair_key, row_position
 from rotscope.rows import Row
+from rotscope.store import IMPORTED_KEY
 
 
 def _spans(row: Row) -> list[tuple[str, int, int]]:
@@ -41,7 +42,10 @@ def _digest(run: RunData, key: str) -> Any:
 
 def layout_changes(baseline: RunData, candidate: RunData) -> dict[str, Any]:
     """Per paired layout: whether its spans or prompt length moved (``moved``), and, listed apart,
-    whether its scored answer changed (``answers_changed``, each saying whether its layout moved)."""
+    whether its scored answer changed (``answers_changed``, each saying whether its layout moved).
+    Where either run was imported (``spans_known`` false) it has no prompts or token spans: no
+    layout is said to have moved, and only the changed answers are listed."""
+    spans_known = not (baseline.meta.get(IMPORTED_KEY) or candidate.meta.get(IMPORTED_KEY))
     cand = {pair_key(row): row for row in candidate.rows}
     moved: list[dict[str, Any]] = []
     changed: list[dict[str, Any]] = []
@@ -51,7 +55,9 @@ def layout_changes(baseline: RunData, candidate: RunData) -> dict[str, Any]:
         if other is None:
             continue
         paired += 1
-        spans_moved = _spans(row) != _spans(other) or row["prompt_tokens"] != other["prompt_tokens"]
+        spans_moved = spans_known and (
+            _spans(row) != _spans(other) or row["prompt_tokens"] != other["prompt_tokens"]
+        )
         if spans_moved:
             moved.append(
                 {
@@ -85,6 +91,7 @@ def layout_changes(baseline: RunData, candidate: RunData) -> dict[str, Any]:
         "same_template": templates["baseline"] == templates["candidate"],
         "tokenizer_digests": tokenizers,
         "template_digests": templates,
+        "spans_known": spans_known,
         "paired_layouts": paired,
         "spans_moved": len(moved),
         "answers_changed": len(changed),

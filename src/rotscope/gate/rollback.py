@@ -92,6 +92,7 @@ def rollback(
     lengths = unsupported_lengths(record)
     window = record.get("supported_up_to")
     prefixes = {key: candidate.get(key) for key in RUNTIME_KEYS if key != "model"}
+    imported = candidate.get("imported")  # its note: no prompts or layouts to pin as cases
     return {
         "restore": {"run": baseline.get("run"), "subject": baseline.get("subject"), **restore},
         "restore_settings": dict(baseline_settings or {}),
@@ -104,7 +105,7 @@ def rollback(
             "saved engine states, provider prompt caches and response caches of the candidate model",
             "built_with": prefixes,
         },
-        "cases_command": cases_command(str(candidate["path"]), str(baseline["path"])),
+        "cases_command": None if imported else cases_command(str(candidate["path"]), str(baseline["path"])),
         "steps": _steps(restore, changed, lengths, candidate, baseline),
     }
 
@@ -129,6 +130,14 @@ def _steps(
         "states, provider prompt caches, response caches): they were built with the candidate's "
         "tokenizer, template and system prompt."
     )
+    imported = candidate.get("imported")
+    if imported:
+        steps.append(
+            f"The newly failing items cannot be kept as cases from {candidate.get('run')}: {imported}. "
+            "Run the failing lengths with rotscope, then keep that run's newly failing layouts "
+            "(rotscope cases RUN --failing --since BASELINE)."
+        )
+        return steps
     steps.append(
         "Keep the newly failing layouts as permanent cases: "
         + cases_command(str(candidate["path"]), str(baseline["path"]))

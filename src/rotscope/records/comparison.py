@@ -200,6 +200,10 @@ class Comparison(Record):
     """The tasks every run measured."""
     lengths: list[Length]
     """The lengths every run measured, ascending."""
+    positions: list[str] | None = None
+    """Where an imported run is compared: the positions of the cells (task, length, position) every
+    run measured, to which each run's leaderboard entry and pairs were narrowed; null where no run
+    is imported (their grids are checked equal instead)."""
     confidence: Share
     """The intervals' confidence."""
     alpha: Annotated[float, Field(gt=0, lt=1)]

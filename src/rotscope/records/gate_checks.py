@@ -83,6 +83,9 @@ class Layouts(Record):
     """Each run's tokenizer digest."""
     template_digests: dict[str, str | None]
     """Each run's template digest."""
+    spans_known: bool = True
+    """Both runs hold their prompts' token spans; false where either was imported from another
+    harness (``rotscope import``): no layout is then said to have moved, only answers changed."""
     paired_layouts: Count
     """Layouts paired."""
     spans_moved: Count
@@ -121,7 +124,8 @@ class Rollback(Record):
     """Where unsupported_lengths came from."""
     caches: Caches
     """The caches to drop."""
-    cases_command: str
-    """The command that keeps the newly failing layouts as pinned cases."""
+    cases_command: str | None
+    """The command that keeps the newly failing layouts as pinned cases; null where the candidate
+    was imported (it holds no prompts or layouts to pin)."""
     steps: list[str]
     """The steps, in words."""

@@ -95,6 +95,19 @@ def leaderboard_cells(entry: dict[str, Any]) -> list[str]:
     ]
 
 
+def imported_line(comparison: dict[str, Any]) -> str | None:
+    """Which runs were imported and the cells every run was narrowed to; ``None`` without one."""
+    imported = [run["label"] for run in comparison["runs"] if run["imported"]]
+    if not imported:
+        return None
+    lengths = ", ".join(f"{length:,}" for length in comparison["lengths"])
+    positions = ", ".join(comparison.get("positions") or [])
+    return (
+        f"imported from another harness (no prompts, spans or verification): {', '.join(imported)}; "
+        f"every run compared on the cells all measured: lengths {lengths}; positions {positions}"
+    )
+
+
 def pair_lines(comparison: dict[str, Any], task: str) -> list[str]:
     """The task's pairs, one sentence each."""
     return [pair["sentence"] for pair in comparison["pairs"] if pair["task"] == task]
@@ -103,6 +116,9 @@ def pair_lines(comparison: dict[str, Any], task: str) -> list[str]:
 def print_comparison(comparison: dict[str, Any], console: Console) -> None:
     """Per task: the leaderboard as a table, then each pair's verdicts."""
     comparison = shown(comparison)
+    note = imported_line(comparison)
+    if note is not None:
+        console.print(note, markup=False, highlight=False, soft_wrap=True)
     for task in comparison["tasks"]:
         table = Table(title=f"{task}: leaderboard (accuracy [95%] at each length)", title_justify="left")
         for header in leaderboard_headers(comparison):
@@ -123,7 +139,8 @@ def print_comparison(comparison: dict[str, Any], console: Console) -> None:
 def comparison_markdown(comparison: dict[str, Any]) -> str:
     """Per task: a Markdown table of the leaderboard, then each pair's verdicts as a list."""
     comparison = shown(comparison)
-    lines: list[str] = []
+    note = imported_line(comparison)
+    lines: list[str] = [markdown_text(note), ""] if note is not None else []
     for task in comparison["tasks"]:
         headers = leaderboard_headers(comparison)
         lines += [f"### {markdown_text(task)}", "", "| " + " | ".join(map(markdown_text, headers)) + " |"]

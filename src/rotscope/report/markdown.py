@@ -172,8 +172,9 @@ def _layouts_markdown(layouts: dict[str, Any] | None) -> list[str]:
             f"{entry['candidate_spans']}"
         )
     lines += _more(len(layouts["moved"]))
+    unmoved = "same tokens" if layouts.get("spans_known", True) else "layout unknown: imported"
     for entry in layouts["changed"][:ROWS_SHOWN]:
-        where = "layout moved" if entry["layout_moved"] else "same tokens"
+        where = "layout moved" if entry["layout_moved"] else unmoved
         lines.append(
             f"- answer changed: {_text(entry['task'])} {_text(entry['case_id'])} @ {entry['length']} "
             f"{_text(entry['position'])}: {entry['baseline']} -> {entry['candidate']} ({where})"
@@ -190,7 +191,8 @@ def _rollback_markdown(guidance: dict[str, Any] | None) -> list[str]:
     lines = ["", "### Rollback", "", *(f"1. {_text(step)}" for step in guidance["steps"]), ""]
     lines += ["| restore | value |", "|---|---|"]
     lines += [f"| {key} | {_text(str(value))} |" for key, value in restore.items() if value is not None]
-    lines += ["", "```bash", guidance["cases_command"], "```"]
+    if guidance.get("cases_command"):  # none for an imported candidate: nothing to pin
+        lines += ["", "```bash", guidance["cases_command"], "```"]
     return lines
 
 

@@ -165,6 +165,11 @@ def layout_lines(layouts: dict[str, Any] | None) -> list[str]:
     that changed; nothing for a record written before it said so."""
     if not layouts:
         return []
+    if not layouts.get("spans_known", True):
+        return [
+            f"layouts: not compared (an imported run has no prompts or token spans); answers "
+            f"changed in {layouts['answers_changed']} of {layouts['paired_layouts']} paired items"
+        ]
     same = "same tokenizer" if layouts["same_tokenizer"] else "another tokenizer"
     template = "same template" if layouts["same_template"] else "another template"
     moved_answers = sum(1 for entry in layouts["changed"] if entry["layout_moved"])
