@@ -49,8 +49,11 @@ from rotscope.types import WorkItem
 SESSION_FILE = "session.json"
 """A --models session's record, in the session folder above its subjects' run folders."""
 SHARED_SEEDS = "generation.seed + trial, the same for every subject in every (case, length, position, trial)"
-IDENTICAL = "identical prompts (the subjects share a tokenizer)"
-RERENDERED = "the same cases and layouts, re-rendered and re-verified per tokenizer"
+IDENTICAL = "identical prompts, token for token (the subjects share tokenizer, template and system prompt)"
+RERENDERED = (
+    "the same cases and layouts, re-rendered and re-verified per subject (their tokenizer, template or "
+    "system prompt differ)"
+)
 
 
 def parse_models(value: str) -> list[str]:
