@@ -304,6 +304,7 @@ class HfBackend:
             "template_digest": hashlib.sha256(self._template.encode()).hexdigest()[:16],
             "device": self.device,
             "versions": {name: _package_version(name) for name in ("torch", "transformers")},
+            "context_window": self.context_window,  # what compare shows lengths against
             "options": self.options.model_dump(),
         }
 

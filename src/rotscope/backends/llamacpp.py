@@ -264,6 +264,7 @@ class LlamaCppBackend:
             "tokenizer": self._tokenizer.name,
             "tokenizer_digest": self._tokenizer.digest(),
             "template_digest": hashlib.sha256(self._tokenizer.template.encode()).hexdigest()[:16],
+            "context_window": self.context_window,  # what compare shows lengths against
             "options": self.options.model_dump(),
         }
 
