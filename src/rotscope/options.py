@@ -130,6 +130,35 @@ def registered_sections(model: type[BaseModel]) -> dict[str, type[BaseModel]]:
     }
 
 
+LATER_SECTION = "IDENTITY_WHEN_SET"
+"""A section class's flag (a ``ClassVar[bool]``): a section added after run identities and plans
+were first frozen, which counts in an identity or a manifest only once set. At its defaults (and as
+an empty override of a subject) it is left out, so a config that never names it keeps the digest
+and the plan it had before the section existed."""
+
+
+def without_unset_later_sections(model: type[BaseModel], dumped: dict[str, Any]) -> dict[str, Any]:
+    """``dumped`` (a JSON dump of a ``model`` config) without the ``LATER_SECTION`` sections left at
+    their defaults, nor a subject's empty override of one."""
+    later = {
+        name: section
+        for name, section in registered_sections(model).items()
+        if getattr(section, LATER_SECTION, False)
+    }
+    for name, section in later.items():
+        if name in dumped and dumped[name] == section().model_dump(mode="json"):
+            dumped.pop(name)
+    subjects = dumped.get("subjects")
+    if isinstance(subjects, list):
+        dumped["subjects"] = [
+            {key: value for key, value in subject.items() if not (key in later and value == {})}
+            if isinstance(subject, dict)
+            else subject
+            for subject in subjects
+        ]
+    return dumped
+
+
 def claimed_sections(keys: list[str], *, subject: bool = False) -> dict[str, type[BaseModel]]:
     """The section classes of those ``keys`` that a registered section claims (``subject``: only
     those a subject may override); the outside components' modules are imported only when one of

@@ -128,7 +128,10 @@ def test_runtime_fields_leave_the_identity_a_nested_section_stays_whole() -> Non
     fields = config_fields(config)
     assert not OLD_RUNTIME_FIELDS & set(fields)
     for section, names in OLD_ENGINE_RUNTIME_FIELDS.items():
-        assert not names & set(fields[section])
+        assert not names & set(fields.get(section, {}))
+    assert "serve" not in fields  # a later section at its defaults stays out (options.LATER_SECTION)
+    served = config_fields(ExperimentConfig(serve={"tokenizer": "t.gguf", "concurrency": 4}))  # type: ignore[arg-type]
+    assert served["serve"]["tokenizer"] == "t.gguf" and "concurrency" not in served["serve"]
     assert "server_log" in fields["judge"]["remote"]
     assert "n_batch" in fields["llamacpp"]
 

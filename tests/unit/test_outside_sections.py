@@ -29,7 +29,7 @@ MAIN_DIGESTS = {
 }
 """``sections``: computed with the code of main at d0ae691, when the built-in sections were still
 fields of the experiment model and ``SubjectConfig`` had one field per engine section."""
-BUILT_IN_SECTIONS = ("llamacpp", "hf", "reasoning", "remote", "cmd", "vllm", "codebase")
+BUILT_IN_SECTIONS = ("llamacpp", "hf", "reasoning", "remote", "cmd", "vllm", "serve", "codebase")
 MIXED = {
     "name": "m",
     "model": "fake/lexical",

@@ -24,6 +24,9 @@ class ServeOptions(_Strict):
 
     SUBJECT_OVERRIDES: ClassVar[bool] = True
     """A subject (``subjects:``) may set its keys one by one."""
+    IDENTITY_WHEN_SET: ClassVar[bool] = True
+    """Added after identities and plans were first frozen: left out of them while at its defaults
+    (``rotscope.options.LATER_SECTION``), so a config without ``serve:`` keeps its digest and plan."""
 
     kind: ServerKind | None = None
     """The server's software: ``vllm``, ``sglang`` or ``llamacpp``; unset: detected from its

@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from rotscope._version import __version__
 from rotscope.config import ExperimentConfig, GateConfig
 from rotscope.errors import BadInput, write_output
-from rotscope.options import content_keys
+from rotscope.options import content_keys, without_unset_later_sections
 from rotscope.plan.digests import (
     assembler_digest,
     canonical_json,
@@ -79,7 +79,9 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> di
     description = plan.backend
     tokenizer = backend.tokenizer()
     cases = select_cases(config)
-    fields = config.model_dump(mode="json", exclude=PACING_FIELDS)
+    fields = without_unset_later_sections(
+        ExperimentConfig, config.model_dump(mode="json", exclude=PACING_FIELDS)
+    )
     for key in UNSET_LEFT_OUT:  # unset, as absent as in a plan frozen before the key existed
         if not fields.get(key):
             fields.pop(key, None)

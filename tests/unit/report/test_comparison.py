@@ -28,7 +28,9 @@ def _comparison() -> dict[str, Any]:
              "worst_position": {"position": "beginning", "accuracy": 0.0}, "lengths": [line],
              "prompt_tokens": 1000, "completion_tokens": 10, "cost_usd": 0.0, "priced": True}  # fmt: skip
     pairs = [{"task": "niah", "sentence": "B better than A at 200"}]
-    board = {"tasks": ["niah"], "lengths": [200], "alpha": 0.05, "leaderboard": [entry], "pairs": pairs}
+    runs = [{"run": "a", "label": entry["label"], "model": "m", "imported": True}]
+    board = {"runs": runs, "tasks": ["niah"], "lengths": [200], "positions": ["beginning"], "alpha": 0.05,
+             "leaderboard": [entry], "pairs": pairs}  # fmt: skip
     return {**board, "rows": comparison_rows([entry])}
 
 
@@ -48,6 +50,8 @@ def test_the_markdown_table_holds_whatever_a_model_is_named() -> None:
     assert len(table) == 3 and len({line.count("|") - line.count("\\|") for line in table}) == 1
     assert "/home/someone" not in text and "(imported)" in text and "25% of window" in text
     assert "- B better than A at 200" in text
+    assert "imported from another harness (no prompts, spans or verification)" in text
+    assert "lengths 200; positions beginning" in text
 
 
 def test_the_csv_has_the_row_record_columns() -> None:

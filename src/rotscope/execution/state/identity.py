@@ -34,7 +34,7 @@ from typing import Any
 
 from rotscope.config import ExperimentConfig, build_config
 from rotscope.errors import BadInput
-from rotscope.options import runtime_keys
+from rotscope.options import runtime_keys, without_unset_later_sections
 
 _TOP_RUNTIME, SECTION_RUNTIME_FIELDS = runtime_keys(ExperimentConfig)
 RUNTIME_FIELDS: set[str] = set(_TOP_RUNTIME)
@@ -51,7 +51,9 @@ _ABSENT = object()
 
 def config_fields(config: ExperimentConfig) -> dict[str, Any]:
     """The config part of the identity, in the config's field order."""
-    fields = config.model_dump(mode="json", exclude=RUNTIME_FIELDS)
+    fields = without_unset_later_sections(
+        ExperimentConfig, config.model_dump(mode="json", exclude=RUNTIME_FIELDS)
+    )
     for section, names in SECTION_RUNTIME_FIELDS.items():
         if isinstance(fields.get(section), dict):
             fields[section] = {key: value for key, value in fields[section].items() if key not in names}
