@@ -11,6 +11,7 @@ from typing import Any
 
 from rotscope._version import __version__
 from rotscope.config import ExperimentConfig
+from rotscope.options import without_unset_later_sections
 from rotscope.plan.digests import assembler_digest
 from rotscope.plan.manifest import UPGRADE_FIELDS, Deviation
 from rotscope.subjects import find_subject
@@ -25,7 +26,9 @@ def intended_by(
     rotscope upgrade to today's assembler (``today``)."""
     subject = find_subject(config, config.subject) if config.subject else None
     planned = ((plan or {}).get("config") or {}).get("subjects") or []
-    registered = subject is not None and subject.model_dump(mode="json") in planned
+    registered = subject is not None and any(
+        dump in planned for dump in _as_planned(subject.model_dump(mode="json"))
+    )
     fields = {"config.subject", "config.subjects"}
     if role == "candidate" or registered:
         fields.add("config.model")
@@ -42,6 +45,13 @@ def intended_by(
         return own or upgraded or deviation.field in fields
 
     return intended
+
+
+def _as_planned(subject: dict[str, Any]) -> list[dict[str, Any]]:
+    """A subject's definition as a manifest stores it (empty overrides of a later section left out,
+    ``rotscope.options.LATER_SECTION``), and as it is, for a plan frozen with them."""
+    stored = without_unset_later_sections(ExperimentConfig, {"subjects": [dict(subject)]})["subjects"][0]
+    return [stored, subject]
 
 
 def today() -> dict[str, str]:
