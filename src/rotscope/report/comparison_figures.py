@@ -14,14 +14,13 @@ from rotscope.report.comparison import shown
 from rotscope.report.comparison_html import OVERLAY_WHAT
 from rotscope.report.figure_files import (
     COLOUR_MAP,
-    DPI,
-    METADATA,
     _file_part,
     _house_style,
     _new_figure,
     _plain_axes,
     _style,
     drawable,
+    save_figures,
 )
 from rotscope.report.figures import ACCURACY_AXIS, LENGTH_AXIS, POSITION_AXIS, heatmap_grid
 from rotscope.report.names import shareable
@@ -131,19 +130,4 @@ def write_comparison_figures(
             stem = _file_part(task)
             figures[f"{stem}-compare-length"] = overlay_file_figure(comparison, task)
             figures[f"{stem}-compare-heatmaps"] = heatmaps_file_figure(comparison, views, task)
-        try:
-            folder.mkdir(parents=True, exist_ok=True)
-        except OSError as error:
-            raise BadInput(f"--figures: cannot create {folder} ({error.strerror})") from None
-        written = []
-        for kind in FORMATS:
-            for stem, figure in figures.items():
-                path = folder / f"{stem}.{kind}"
-                try:
-                    figure.savefig(path, format=kind, dpi=DPI, metadata=METADATA[kind], facecolor="white")
-                except OSError as error:
-                    raise BadInput(f"--figures: cannot write {path} ({error.strerror})") from None
-                if not path.is_file() or path.stat().st_size == 0:
-                    raise BadInput(f"--figures: {path} was not written")
-                written.append(path)
-    return written
+        return save_figures(figures, folder, FORMATS)

@@ -15,7 +15,7 @@ disk and not empty.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -275,20 +275,26 @@ def write_figures(summary: dict[str, Any], folder: Path) -> list[Path]:
     figures = run_figures(shareable(summary))
     if not figures:
         raise BadInput("--figures: the run has no scored task to draw")
+    with _house_style():
+        return save_figures(figures, folder, FORMATS)
+
+
+def save_figures(figures: Mapping[str, Any], folder: Path, formats: Sequence[str]) -> list[Path]:
+    """Each figure by its file stem into ``folder`` in each of ``formats``; the files written, each
+    checked on disk and not empty (a folder or file that cannot be written is bad input)."""
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as error:
         raise BadInput(f"--figures: cannot create {folder} ({error.strerror})") from None
     written = []
-    with _house_style():
-        for kind in FORMATS:
-            for stem, figure in figures.items():
-                path = folder / f"{stem}.{kind}"
-                try:
-                    figure.savefig(path, format=kind, dpi=DPI, metadata=METADATA[kind], facecolor="white")
-                except OSError as error:
-                    raise BadInput(f"--figures: cannot write {path} ({error.strerror})") from None
-                if not path.is_file() or path.stat().st_size == 0:
-                    raise BadInput(f"--figures: {path} was not written")
-                written.append(path)
+    for kind in formats:
+        for stem, figure in figures.items():
+            path = folder / f"{stem}.{kind}"
+            try:
+                figure.savefig(path, format=kind, dpi=DPI, metadata=METADATA[kind], facecolor="white")
+            except OSError as error:
+                raise BadInput(f"--figures: cannot write {path} ({error.strerror})") from None
+            if not path.is_file() or path.stat().st_size == 0:
+                raise BadInput(f"--figures: {path} was not written")
+            written.append(path)
     return written
