@@ -18,8 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.backends import create_backend
-from rotscope.backends.llamacpp import bundled_model_path
-from rotscope.config import build_config
+from rotscope.backends.llamacpp.backend import bundled_model_path
+from rotscope.config.experiment import build_config
 from rotscope.errors import BadInput
 from rotscope.plan.workitems import build_plan
 from rotscope.tokenizers.local import LlamaCppTokenizer

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tests.support.hostile_cmd import clean_up, interrupt, temp_folders
 
-from rotscope.backends.cmd import clean_stale
+from rotscope.backends.cmd.backend import clean_stale
 
 
 def main() -> None:

@@ -8,7 +8,7 @@ shipped Q4_1 file, then for F16 and Q8_0 copies made with llama.cpp's own quanti
 compares greedy answers of each copy with the shipped file on a small niah/nolima grid.
 
 Whether batch size or threads change the shipped file's answers (the reason doctor may tune both,
-``rotscope.backends.llamacpp_doctor.measure_speed``) was measured on the frozen quick grid, 2026-12-01, on
+``rotscope.backends.llamacpp.doctor.measure_speed``) was measured on the frozen quick grid, 2026-12-01, on
 this 2-core machine: ``rotscope run`` of examples/quick-v1.yaml with ``llamacpp.n_batch`` 128, 256
 and 512 at ``n_threads: 1``, and 256 at ``n_threads: 2``, compared call by call in ``run.db``:
 
@@ -36,9 +36,9 @@ from pathlib import Path
 import llama_cpp
 
 from rotscope._util.quiet import quiet_stderr
-from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
-from rotscope.backends.llamacpp_options import LlamaCppOptions
-from rotscope.config import build_config
+from rotscope.backends.llamacpp.backend import LlamaCppBackend, bundled_model_path
+from rotscope.backends.llamacpp.options import LlamaCppOptions
+from rotscope.config.experiment import build_config
 from rotscope.plan.workitems import build_plan
 from rotscope.types import GenerateRequest
 

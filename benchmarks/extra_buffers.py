@@ -14,9 +14,9 @@ import asyncio
 import statistics
 from pathlib import Path
 
-from rotscope.backends.extra_buffers import extra_buffers_verdict
-from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
-from rotscope.backends.llamacpp_options import LlamaCppOptions
+from rotscope.backends.llamacpp.backend import LlamaCppBackend, bundled_model_path
+from rotscope.backends.llamacpp.extra_buffers import extra_buffers_verdict
+from rotscope.backends.llamacpp.options import LlamaCppOptions
 from rotscope.execution.executors.worker import WorkerBackend
 from rotscope.tokenizers.gguf import file_digest
 from rotscope.types import GenerateRequest, GenerationParams

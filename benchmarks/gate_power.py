@@ -55,7 +55,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rotscope.config import GateConfig, build_config, read_config_file
+from rotscope.config.experiment import GateConfig, build_config, read_config_file
 from rotscope.execution.workflows.dry_run import planned_manifest
 from rotscope.gate.judgement import judge_slices, overall_verdict, rule_of
 from rotscope.gate.pairing import RunData, build_slices

@@ -233,7 +233,7 @@ def vllm_server(folder: Path, args: argparse.Namespace, log: Path) -> Iterator[s
 def run_backend(backend: str, folder: Path, args: argparse.Namespace, out: Path) -> dict[str, Any]:
     import torch
 
-    from rotscope.config import build_config
+    from rotscope.config.experiment import build_config
     from rotscope.execution.workflows.runner import run_experiment
     from rotscope.store import RunStore
 

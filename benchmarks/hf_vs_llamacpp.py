@@ -35,11 +35,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from engine_settings import CONVERSIONS, convert
 
-from rotscope.backends.hf import HfBackend
-from rotscope.backends.hf_options import HfOptions
-from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
-from rotscope.backends.llamacpp_options import LlamaCppOptions
-from rotscope.config import load_config
+from rotscope.backends.hf.backend import HfBackend
+from rotscope.backends.hf.options import HfOptions
+from rotscope.backends.llamacpp.backend import LlamaCppBackend, bundled_model_path
+from rotscope.backends.llamacpp.options import LlamaCppOptions
+from rotscope.config.experiment import load_config
 from rotscope.plan.schedule import prefix_order
 from rotscope.plan.workitems import build_plan
 from rotscope.types import GenerateRequest, GenerationParams, WorkItem

@@ -52,7 +52,7 @@ sys.path.insert(0, str(REPO))
 
 from tests.support.chat_server import ChatServer  # noqa: E402
 
-from rotscope.config import build_config  # noqa: E402
+from rotscope.config.experiment import build_config  # noqa: E402
 from rotscope.execution.workflows.runner import run_experiment  # noqa: E402
 from rotscope.store import RunStore  # noqa: E402
 from rotscope.tokenizers.remote import HFTokenizer  # noqa: E402
@@ -69,7 +69,7 @@ def tokenizer_folder(folder: Path) -> Path:
         os.environ["HF_HUB_OFFLINE"] = "1"
         from transformers import AutoTokenizer
 
-        from rotscope.backends.llamacpp import bundled_model_path
+        from rotscope.backends.llamacpp.backend import bundled_model_path
 
         gguf = bundled_model_path()
         AutoTokenizer.from_pretrained(str(gguf.parent), gguf_file=gguf.name).save_pretrained(str(folder))

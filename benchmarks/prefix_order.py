@@ -88,8 +88,8 @@ import time
 from pathlib import Path
 
 from rotscope.analysis.summary import load_summary
-from rotscope.backends.llamacpp import bundled_model_path
-from rotscope.config import build_config, read_config_file
+from rotscope.backends.llamacpp.backend import bundled_model_path
+from rotscope.config.experiment import build_config, read_config_file
 from rotscope.execution.workflows.runner import run_experiment
 
 REPO = Path(__file__).resolve().parents[1]

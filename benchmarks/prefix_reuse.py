@@ -15,9 +15,9 @@ import asyncio
 import resource
 import time
 
-from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
-from rotscope.backends.llamacpp_options import LlamaCppOptions
-from rotscope.config import build_config
+from rotscope.backends.llamacpp.backend import LlamaCppBackend, bundled_model_path
+from rotscope.backends.llamacpp.options import LlamaCppOptions
+from rotscope.config.experiment import build_config
 from rotscope.plan.schedule import prefix_order
 from rotscope.plan.workitems import build_plan
 from rotscope.types import GenerateRequest, WorkItem

@@ -46,7 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.analysis.summary import load_summary
-from rotscope.config import build_config, quick_config_data, read_config_file
+from rotscope.config.experiment import build_config, quick_config_data, read_config_file
 from rotscope.execution.workflows.runner import run_experiment
 
 

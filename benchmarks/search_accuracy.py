@@ -1,4 +1,4 @@
-"""Accuracy and cost of the adaptive effective-length search (``rotscope.plan.search``, the code
+"""Accuracy and cost of the adaptive effective-length search (``rotscope.search.decisions``, the code
 ``rotscope run --search`` runs) on simulated models with a known truth. Run by hand:
 
     python benchmarks/search_accuracy.py [--models 200] [--seed 17] [--cap 512] [--batch 8]
@@ -31,7 +31,7 @@ import time
 from functools import partial
 
 from rotscope.backends.curve import LogisticCurve
-from rotscope.plan.search import SearchSettings, Step, Threshold, fixed_grid_calls, log_grid, run_search
+from rotscope.search.decisions import SearchSettings, Step, Threshold, fixed_grid_calls, log_grid, run_search
 
 LO, HI, BASE, DEPTHS = 1000, 128000, 500, 3
 

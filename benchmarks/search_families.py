@@ -57,9 +57,9 @@ from functools import partial
 from statistics import NormalDist
 
 from rotscope.backends.curve import LogisticCurve, uniform
-from rotscope.config import ExperimentConfig
-from rotscope.execution.workflows.search_setup import DEFAULT_CAP, search_settings
-from rotscope.plan.search import SearchSettings, Step, fixed_grid_calls, log_grid, run_search
+from rotscope.config.experiment import ExperimentConfig
+from rotscope.search.decisions import SearchSettings, Step, fixed_grid_calls, log_grid, run_search
+from rotscope.search.setup import DEFAULT_CAP, search_settings
 
 LO, HI, BASE, DEPTHS = 1000, 128000, 500, 3
 FAMILIES = {"gentle": (2.0, 1.5), "moderate": (3.0, 1.0), "steep": (6.0, 0.5)}

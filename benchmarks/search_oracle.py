@@ -28,7 +28,7 @@ import numpy as np
 from search_accuracy import BASE, DEPTHS, HI, LO, model
 
 from rotscope.backends.curve import _NODES, _WEIGHTS, LogisticCurve
-from rotscope.plan.search import log_grid
+from rotscope.search.decisions import log_grid
 
 
 def instance_sd(curve: LogisticCurve, length: int) -> float:

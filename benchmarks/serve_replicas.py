@@ -3,7 +3,7 @@ Run by hand (it takes minutes on 2 cores):
 
     python benchmarks/serve_replicas.py [--replicas 2] [--threads 1] [--kill-after N] [--limit N]
 
-Starts the replicas (the cached build, ``rotscope.backends.llama_server_build``; fixed threads and
+Starts the replicas (the cached build, ``rotscope.backends.llamacpp.server_build``; fixed threads and
 batch 256, one slot each, flash attention and the extra weight buffers off as in the in-process
 engine's ``extra_buffers: off``), runs examples/quick-v1.yaml with ``model: serve/smollm2`` and
 ``serve.tokenizer`` the bundled GGUF, and prints:
@@ -40,8 +40,8 @@ from tests.integration.test_quick_v1 import KERNEL_CHANGES, recorded  # noqa: E4
 from tests.support.llama_servers import SERVED_NAME, Served, llama_servers  # noqa: E402
 
 from rotscope.backends import create_backend  # noqa: E402
-from rotscope.backends.llamacpp import bundled_model_path  # noqa: E402
-from rotscope.config import build_config, read_config_file  # noqa: E402
+from rotscope.backends.llamacpp.backend import bundled_model_path  # noqa: E402
+from rotscope.config.experiment import build_config, read_config_file  # noqa: E402
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment  # noqa: E402
 from rotscope.plan.schedule import cache_evaluated, prefill_bounds  # noqa: E402
 from rotscope.plan.workitems import build_plan  # noqa: E402

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rotscope._util.cpus import usable_cpus
-from rotscope.backends.extra_buffers import Verdict, probe_command, probe_key, remember, run_probe
+from rotscope.backends.llamacpp.extra_buffers import Verdict, probe_command, probe_key, remember, run_probe
 from rotscope.filler import Document
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
 from rotscope.tokenizers.local import FakeTokenizer, LlamaCppTokenizer
@@ -143,7 +143,7 @@ def filler_text(lines: int = 120, seed: int = 0) -> str:
 
 @pytest.fixture(scope="session")
 def bundled_path() -> Path:
-    from rotscope.backends.llamacpp import bundled_model_path
+    from rotscope.backends.llamacpp.backend import bundled_model_path
 
     path = bundled_model_path()
     if not path.is_file():
@@ -204,7 +204,7 @@ def corpus(tmp_path: Path) -> Path:
 @pytest.fixture(scope="session")
 def _machine_verdict() -> tuple[str, Verdict] | None:
     """The real extra-buffer probe of the bundled model on this machine, run once per session."""
-    from rotscope.backends.llamacpp import bundled_model_path
+    from rotscope.backends.llamacpp.backend import bundled_model_path
     from rotscope.tokenizers.gguf import file_digest
 
     path = bundled_model_path()
@@ -235,7 +235,7 @@ def _no_real_engine_outside_integration(
     belongs in tests/integration, where the suite's budget expects it."""
     if request.node.get_closest_marker("integration") is not None:
         return
-    from rotscope.backends.llamacpp import LlamaCppBackend
+    from rotscope.backends.llamacpp.backend import LlamaCppBackend
     from rotscope.execution.executors.worker import WorkerBackend
 
     def refuse(*args: object, **kwargs: object) -> None:

@@ -1,5 +1,5 @@
 """llama-cpp-python's own server started the way users are told to (``rotscope serve-llama MODEL
-[server options]``, ``rotscope.backends.llamacpp_server``): the server takes no option for
+[server options]``, ``rotscope.backends.llamacpp.server``): the server takes no option for
 llama.cpp's extra buffers, and on CPUs with AMX they crash its first prompt, so the command decides
 them from this machine's CPU flags and probe.
 

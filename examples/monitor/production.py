@@ -18,7 +18,7 @@ import os
 from rotscope.backends import register_backend
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.cli import main
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.types import Capabilities, GenerateRequest
 
 SHRINK_AFTER = "ROTSCOPE_EXAMPLE_SHRINK_AFTER"

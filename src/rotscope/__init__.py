@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from rotscope._version import __version__
 
 if TYPE_CHECKING:
-    from rotscope.config import ExperimentConfig
+    from rotscope.config.experiment import ExperimentConfig
 
 __all__ = ["__version__", "load_summary", "run", "stats"]
 
@@ -24,7 +24,7 @@ def __getattr__(name: str) -> Any:
 
 def run(config: ExperimentConfig | Path | str) -> Path:
     """Run an experiment from an ``ExperimentConfig`` or a YAML path; returns the run folder."""
-    from rotscope.config import ExperimentConfig, load_config
+    from rotscope.config.experiment import ExperimentConfig, load_config
     from rotscope.execution.workflows.runner import run_experiment
 
     if not isinstance(config, ExperimentConfig):

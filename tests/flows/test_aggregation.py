@@ -18,7 +18,7 @@ import pytest
 
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend
-from rotscope.config import build_config, load_config
+from rotscope.config.experiment import build_config, load_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.plan.workitems import build_plan

@@ -16,7 +16,7 @@ from rich.console import Console
 from rotscope.analysis.cache_checks import DETERMINISTIC_RULE, PAIRED_RULE, summarise_checks
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.html import render_report

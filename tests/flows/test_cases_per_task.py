@@ -11,7 +11,7 @@ import pytest
 
 from rotscope._util.text import mentions, shared_content_words
 from rotscope.backends import create_backend
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.errors import BadInput
 from rotscope.plan.workitems import build_plan, select_cases
 from rotscope.tasks import get_task

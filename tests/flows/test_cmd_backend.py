@@ -16,11 +16,11 @@ import yaml
 
 import rotscope
 from rotscope.analysis.summary import load_summary
-from rotscope.backends.cmd import CmdBackend, read_usage
-from rotscope.backends.cmd_options import CmdOptions
-from rotscope.backends.process import TimedOut, run_in_group
+from rotscope.backends.cmd.backend import CmdBackend, read_usage
+from rotscope.backends.cmd.options import CmdOptions
+from rotscope.backends.cmd.process import TimedOut, run_in_group
 from rotscope.backends.retry import Permanent
-from rotscope.config import ExperimentConfig, build_config, load_config
+from rotscope.config.experiment import ExperimentConfig, build_config, load_config
 from rotscope.execution.calls.delivery import check_delivery, delivery_tolerance
 from rotscope.execution.state.identity import config_fields
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rotscope.backends.cmd import clean_stale
-from rotscope.backends.process import run_in_group
+from rotscope.backends.cmd.backend import clean_stale
+from rotscope.backends.cmd.process import run_in_group
 from tests.support.hostile_cmd import CALLS_IN_FLIGHT, alive, clean_up, interrupt, temp_folders
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc and prctl are Linux's")

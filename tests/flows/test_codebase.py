@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 
 from rotscope.backends import create_backend
 from rotscope.cli import app
-from rotscope.config import load_config
+from rotscope.config.experiment import load_config
 from rotscope.errors import BadInput
 from rotscope.filler import Document
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document

@@ -12,7 +12,7 @@ from typing import Any
 
 import yaml
 
-from rotscope.config import ProviderLimits
+from rotscope.config.experiment import ProviderLimits
 from rotscope.execution.workflows.dry_run import wall_time
 from rotscope.report.dry_run import wall_time_line
 from tests.support.cli_helpers import invoke, nonsense_corpus

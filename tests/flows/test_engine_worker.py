@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.errors import EngineCrashed
 from rotscope.execution.executors.worker import WorkerBackend
 from rotscope.execution.workflows.runner import EngineStopped, resume_experiment, run_experiment

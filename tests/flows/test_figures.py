@@ -17,7 +17,7 @@ import pytest
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend, responder_for
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report import figure_files
 from rotscope.report.names import shareable

@@ -16,7 +16,7 @@ import pytest
 
 import rotscope
 from rotscope.analysis.summary import load_summary
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 
 ROTSCOPE = Path(sys.executable).parent / "rotscope"

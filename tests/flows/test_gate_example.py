@@ -17,7 +17,7 @@ from click.testing import Result
 from typer.testing import CliRunner
 
 from rotscope.cli import app
-from rotscope.config import GateConfig
+from rotscope.config.experiment import GateConfig
 from rotscope.gate.judgement import judge_slices, overall_verdict
 from rotscope.gate.pairing import RunData, build_slices, load_run
 from rotscope.gate.sizing import Design, Truth, simulate

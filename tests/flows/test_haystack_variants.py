@@ -15,7 +15,7 @@ import pytest
 
 from rotscope import load_summary
 from rotscope.backends import create_backend
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.filler import documents
 from rotscope.filler.corpus import tokenize_corpus

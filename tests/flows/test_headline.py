@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from rotscope import load_summary
 from rotscope.analysis.headline import effective_lengths_by_task, lead_task
 from rotscope.cli import app
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.html import render_report
 from rotscope.report.names import model_name, without_paths

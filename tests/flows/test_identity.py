@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from rotscope.cli import app
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.errors import BadInput
 from rotscope.execution.state.identity import check_identity, config_digest, experiment_identity
 

@@ -12,7 +12,7 @@ import yaml
 from click.testing import Result
 
 from rotscope.backends.remote_options import RemoteOptions
-from rotscope.config import load_config
+from rotscope.config.experiment import load_config
 from rotscope.filler import documents
 from rotscope.tasks.reasoning.options import ReasoningConfig
 from tests.support.cli_helpers import invoke, nonsense_corpus

@@ -11,7 +11,7 @@ import pytest
 from statsmodels.sandbox.stats.runs import runstest_1samp
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.execution.workflows.runner import execution_order, run_experiment
 from rotscope.plan.workitems import build_plan
 from rotscope.types import GenerateRequest, WorkItem

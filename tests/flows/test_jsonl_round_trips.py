@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from rotscope.backends.fake import FakeBackend, echo_responder
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import SessionNotWritten
 from rotscope.execution.state.run_folder import SESSION_DIR
 from rotscope.execution.workflows.runner import run_experiment

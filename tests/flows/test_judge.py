@@ -17,7 +17,7 @@ import pytest
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.backends.remote_options import RemoteOptions
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.html import render_report
 from rotscope.scoring.judge import (

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.calls.order import _common_text
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.store import RunStore

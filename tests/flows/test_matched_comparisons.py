@@ -15,7 +15,7 @@ from rich.console import Console
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.prompt.builder import PlacementError, PromptBuilder
 from rotscope.report.html import render_report

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from rotscope.execution.workflows.models_session import IDENTICAL, RERENDERED, session_prompts
+from rotscope.modes.models_session import IDENTICAL, RERENDERED, session_prompts
 from rotscope.store import RunStore
 from tests.support.cli_helpers import invoke
 

@@ -13,7 +13,7 @@ import pytest
 
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend
-from rotscope.config import ExperimentConfig, build_config, load_config
+from rotscope.config.experiment import ExperimentConfig, build_config, load_config
 from rotscope.execution.state.run_folder import planned_rows
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.plan.slices import slice_shape

@@ -12,7 +12,7 @@ import pytest
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.curve import uniform
 from rotscope.backends.fake import ABSTAIN, FakeBackend, blind_responder
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.rows import instance_means
 from rotscope.stats.paired import paired_gap

@@ -11,7 +11,7 @@ import pytest
 
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.scoring.deterministic import parse_labelled_answers, score_parts
 from rotscope.store import RunStore

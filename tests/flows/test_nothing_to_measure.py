@@ -10,7 +10,7 @@ from typing import Any
 import yaml
 
 from rotscope.backends import create_backend
-from rotscope.config import load_config
+from rotscope.config.experiment import load_config
 from rotscope.plan.workitems import build_plan
 from tests.support.cli_helpers import assert_bad_input, invoke
 

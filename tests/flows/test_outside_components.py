@@ -31,7 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from rotscope.backends import register_backend
 from rotscope.backends.fake import FakeBackend, responder_for
 from rotscope.errors import BadInput
-from rotscope.options import PathOption, RuntimeOption
+from rotscope.config.options import PathOption, RuntimeOption
 from rotscope.types import Capabilities
 
 
@@ -155,10 +155,10 @@ def _experiment(folder: Path, **extra: Any) -> Path:
 
 
 def _reference(site: Path) -> subprocess.CompletedProcess[str]:
-    """``python -m rotscope.config_reference --show`` with the outside package on the path."""
+    """``python -m rotscope.config.reference --show`` with the outside package on the path."""
     path = os.pathsep.join(filter(None, [str(site), os.environ.get("PYTHONPATH")]))
     return subprocess.run(
-        [sys.executable, "-m", "rotscope.config_reference", "--show"],
+        [sys.executable, "-m", "rotscope.config.reference", "--show"],
         env={**os.environ, "PYTHONPATH": path},
         capture_output=True,
         text=True,

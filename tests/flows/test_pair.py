@@ -17,9 +17,9 @@ import pytest
 import yaml
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import load_config
-from rotscope.execution.workflows.pair import SUBJECTS, run_pair
+from rotscope.config.experiment import load_config
 from rotscope.execution.workflows.runner import Interrupted
+from rotscope.modes.pair import SUBJECTS, run_pair
 from rotscope.plan.schedule import paired_rounds, trie_runs
 from rotscope.store import RunStore
 from rotscope.types import GenerateRequest

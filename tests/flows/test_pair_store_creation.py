@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.execution.state.identity import config_digest
 from rotscope.execution.state.run_folder import CREATING, check_run_dir, has_store
-from rotscope.execution.workflows.pair import SUBJECTS, parse_pair, run_pair
+from rotscope.modes.pair import SUBJECTS, parse_pair, run_pair
 from rotscope.store import RunStore
 from tests.support.tiny_runs import tiny_niah_config
 

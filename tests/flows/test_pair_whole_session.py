@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 import rotscope
-from rotscope.config import load_config
+from rotscope.config.experiment import load_config
 from rotscope.execution.workflows import run_steps
-from rotscope.execution.workflows.pair import SUBJECTS, run_pair
 from rotscope.execution.workflows.runner import BudgetReached
+from rotscope.modes.pair import SUBJECTS, run_pair
 from rotscope.store import RunStore
 from tests.support.cli_helpers import assert_bad_input, invoke
 
@@ -70,7 +70,7 @@ def _stop_before_any_subject(root: Path, out: Path) -> None:
         raise Stop
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("rotscope.execution.workflows.pair.open_run_steps", stop)
+        patch.setattr("rotscope.modes.pair.open_run_steps", stop)
         with pytest.raises(Stop):
             run_pair(load_config(root / "exp.yaml"), PAIR, out)
 

@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from rotscope.analysis.summary import load_summary
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.dry_run import freeze_plan
 from rotscope.execution.workflows.runner import run_experiment

@@ -18,7 +18,7 @@ from rich.console import Console
 from rotscope._util.tokens import common_prefix
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.execution.calls.order import execution_order, word_boundary
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.plan.schedule import (

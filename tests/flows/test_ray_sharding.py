@@ -11,7 +11,7 @@ import pytest
 import yaml
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.execution.executors.ray_executor import shard
 from rotscope.plan.schedule import cache_evaluated, prefill_bounds, prefix_groups, prefix_order
 from rotscope.plan.workitems import build_plan

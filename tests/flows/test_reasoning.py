@@ -20,7 +20,7 @@ from rich.console import Console
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.plan.workitems import build_plan

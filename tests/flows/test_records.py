@@ -13,8 +13,8 @@ import yaml
 from typer.testing import CliRunner
 
 from rotscope.cli import app
+from rotscope.gate.record import GateRecord
 from rotscope.records import RECORDS
-from rotscope.records.gate import GateRecord
 from rotscope.records.summary import Summary
 
 SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor")

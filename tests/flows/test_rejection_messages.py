@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rotscope.backends import create_backend
-from rotscope.config import load_config
+from rotscope.config.experiment import load_config
 from rotscope.plan.manifest import build_manifest, write_manifest
 from rotscope.plan.workitems import build_plan
 from tests.support.cli_helpers import invoke

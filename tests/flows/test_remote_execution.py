@@ -23,7 +23,7 @@ from rotscope.analysis.summary import load_summary
 from rotscope.backends import listed_prices
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.cli import EXIT_BUDGET, app
-from rotscope.config import ExperimentConfig, ProviderLimits, build_config
+from rotscope.config.experiment import ExperimentConfig, ProviderLimits, build_config
 from rotscope.errors import BadInput
 from rotscope.execution.calls.cost import MILLION, price_table
 from rotscope.execution.calls.limits import ProviderLimiter

@@ -20,7 +20,7 @@ from rotscope.backends.openai_compat import OpenAICompatBackend, parse_chat_comp
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Permanent
 from rotscope.cli import app
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.errors import BackendRefused
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.report.html import render_report

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rotscope.config import ExperimentConfig, build_config, load_config
+from rotscope.config.experiment import ExperimentConfig, build_config, load_config
 from rotscope.store import RunStore
 from rotscope.tasks import get_task
 from rotscope.tasks.replay import read_replay_file, render_recording

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from tests.support.chat_server import ChatServer
 

@@ -10,7 +10,7 @@ from rich.console import Console
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.html import evidence_neighbourhood, render_report
 from rotscope.report.terminal import print_summary

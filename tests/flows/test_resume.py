@@ -11,7 +11,7 @@ import pytest
 
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.execution.workflows.runner import Interrupted, run_experiment
 from rotscope.plan.workitems import Plan, build_plan, item_id
 from rotscope.types import GenerateRequest

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from tests.support.cli_helpers import assert_bad_input, case_file, count_fake_calls, invoke, nonsense_corpus
 
 PRICE = {"input": 1000.0, "output": 2000.0}  # USD per million tokens: a dry run's cost is visible

@@ -15,7 +15,7 @@ import pytest
 from rich.console import Console
 
 from rotscope.backends.fake import FakeBackend, echo_responder
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import SessionNotWritten, SessionStopped
 from rotscope.execution.state.run_folder import SESSION_DIR
 from rotscope.execution.workflows import dry_run as dry_run_module

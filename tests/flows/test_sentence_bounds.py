@@ -18,7 +18,7 @@ from scipy import stats as scipy_stats
 from rotscope import load_summary
 from rotscope.analysis.bracket import contradicts
 from rotscope.backends.fake import ABSTAIN, FakeBackend, lexical_responder
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.sentence import one_sentence
 from rotscope.types import GenerateRequest

@@ -16,7 +16,7 @@ import pytest
 
 from rotscope._util.tokens import common_prefix
 from rotscope.backends import create_backend
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.errors import BackendRefused
 from rotscope.execution.executors.ray_executor import shard
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment
@@ -54,7 +54,7 @@ def rows(run_dir: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def bundled(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from rotscope.backends.llamacpp import bundled_model_path
+    from rotscope.backends.llamacpp.backend import bundled_model_path
 
     return bundled_model_path()
 

@@ -17,7 +17,7 @@ from rich.console import Console
 
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.server_log import Record, ServerLog, records
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.html import render_report

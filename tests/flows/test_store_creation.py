@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.execution.state import run_folder
 from rotscope.execution.state.identity import config_digest
 from rotscope.execution.state.run_folder import CONFIG_FILE, CREATING, check_run_dir, creation_cut, has_store

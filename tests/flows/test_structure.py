@@ -30,7 +30,7 @@ import rotscope.store
 from rotscope.backends import BACKENDS, create_backend, register_backend, split_model
 from rotscope.backends.fake import FakeBackend, lexical_responder
 from rotscope.cli import app
-from rotscope.config import ExperimentConfig, FillerConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, FillerConfig, build_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.filler import FILLER_SOURCES, Document, documents, register_filler

@@ -14,7 +14,7 @@ import pytest
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.stats.intervals import mean_interval, wilson

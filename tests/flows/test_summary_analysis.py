@@ -17,7 +17,7 @@ from scipy import stats as scipy_stats
 
 from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.tasks.needles import load_needle_cases
 from rotscope.types import Case, GenerateRequest

@@ -16,7 +16,7 @@ import jsonschema
 import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.prompt.builder import PlacementError, PromptBuilder
 from rotscope.report.html import render_report

@@ -23,7 +23,7 @@ from rotscope._util.safe_text import terminal_safe
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend
 from rotscope.cli import app
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.terminal import print_summary
 from rotscope.types import GenerateRequest

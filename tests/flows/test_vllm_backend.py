@@ -18,9 +18,9 @@ import pytest
 
 from rotscope._util.tokens import common_prefix
 from rotscope.backends.fake import lexical_responder
-from rotscope.backends.vllm import VllmBackend, first_difference
-from rotscope.backends.vllm_options import VllmOptions
-from rotscope.config import build_config
+from rotscope.backends.vllm.backend import VllmBackend, first_difference
+from rotscope.backends.vllm.options import VllmOptions
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.plan.workitems import build_plan
 from rotscope.store import RunStore

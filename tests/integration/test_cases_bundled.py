@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.analysis.summary import load_summary
-from rotscope.config import load_config
+from rotscope.config.experiment import load_config
 from rotscope.execution.workflows.runner import run_experiment
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "gate"

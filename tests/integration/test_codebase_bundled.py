@@ -7,7 +7,7 @@ import json
 import sqlite3
 from pathlib import Path
 
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.filler.perturb import PerturbMap, perturb_tree
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from rotscope.analysis.comparison import build_comparison, load_runs
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import build_config
+from rotscope.compare.analysis import build_comparison, load_runs
+from rotscope.compare.html import write_comparison
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
-from rotscope.report.comparison_html import write_comparison
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.browser

@@ -14,7 +14,7 @@ import pytest
 
 from rotscope.analysis.summary import load_summary
 from rotscope.backends import create_backend
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.execution.executors.worker import WorkerBackend
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 

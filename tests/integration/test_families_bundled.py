@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from rotscope.analysis.summary import load_summary
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.scoring.deterministic import score
 from rotscope.tasks import get_task

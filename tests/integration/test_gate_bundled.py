@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from rotscope.analysis.summary import load_summary
-from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
-from rotscope.backends.llamacpp_options import LlamaCppOptions
-from rotscope.config import build_config
+from rotscope.backends.llamacpp.backend import LlamaCppBackend, bundled_model_path
+from rotscope.backends.llamacpp.options import LlamaCppOptions
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.dry_run import freeze_plan
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.gate.judgement import EXIT_CODES

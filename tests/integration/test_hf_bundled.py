@@ -18,10 +18,10 @@ pytest.importorskip("gguf")
 
 from rotscope._util.tokens import common_prefix  # noqa: E402
 from rotscope.backends import create_backend  # noqa: E402
-from rotscope.backends.hf import HfBackend  # noqa: E402
-from rotscope.backends.hf_options import HfOptions  # noqa: E402
-from rotscope.backends.llamacpp import bundled_model_path  # noqa: E402
-from rotscope.config import load_config  # noqa: E402
+from rotscope.backends.hf.backend import HfBackend  # noqa: E402
+from rotscope.backends.hf.options import HfOptions  # noqa: E402
+from rotscope.backends.llamacpp.backend import bundled_model_path  # noqa: E402
+from rotscope.config.experiment import load_config  # noqa: E402
 from rotscope.plan.workitems import build_plan  # noqa: E402
 from rotscope.types import GenerateRequest, GenerationParams, WorkItem  # noqa: E402
 

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from rotscope.backends.fake import FakeTokenizer
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.store import RunStore
 from tests.support.cli_helpers import assert_bad_input, invoke, valve_corpus

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from tests.support.cli_helpers import assert_bad_input, invoke, valve_corpus
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.scoring.judge import JUDGE_PROMPT_SHA256
 from rotscope.types import GenerateRequest

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from rotscope.analysis.summary import load_summary
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.store import RunStore
 from tests.llama_server import SERVED_NAME, served

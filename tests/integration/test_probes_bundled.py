@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.analysis.summary import load_summary
-from rotscope.config import load_config
+from rotscope.config.experiment import load_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.rows import partial_credit
 from rotscope.scoring.deterministic import score_parts

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from rotscope.backends import create_backend
-from rotscope.config import load_config
+from rotscope.config.experiment import load_config
 from rotscope.plan.workitems import build_plan
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -43,7 +43,7 @@ def prompt_digest(text: str) -> str:
 
 @pytest.fixture
 def bundled_model() -> Path:
-    from rotscope.backends.llamacpp import bundled_model_path
+    from rotscope.backends.llamacpp.backend import bundled_model_path
 
     try:
         path = bundled_model_path()

@@ -23,7 +23,7 @@ import yaml
 
 from rotscope.analysis.summary import load_summary
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.execution.workflows.runner import EngineStopped, resume_experiment, run_experiment
 from rotscope.store import RunStore
 from rotscope.types import Completion, GenerateRequest

@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from rotscope.analysis.summary import load_summary
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 
 LENGTH = 512

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.report.html import write_report
 

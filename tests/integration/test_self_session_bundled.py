@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from rotscope.analysis.summary import load_summary
-from rotscope.config import load_config
+from rotscope.config.experiment import load_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.execution.workflows.self_session import SessionWriter
 

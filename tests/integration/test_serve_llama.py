@@ -9,7 +9,7 @@ from pathlib import Path
 
 import httpx
 
-from rotscope.backends.extra_buffers import cpu_has_amx
+from rotscope.backends.llamacpp.extra_buffers import cpu_has_amx
 from tests.llama_server import SERVED_NAME, served
 
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from rotscope.backends import create_backend
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.plan.schedule import prefill_bounds
 from rotscope.plan.workitems import build_plan

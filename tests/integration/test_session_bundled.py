@@ -8,7 +8,7 @@ import sqlite3
 from pathlib import Path
 
 from rotscope.analysis.summary import load_summary
-from rotscope.config import load_config
+from rotscope.config.experiment import load_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.scoring.instruction import check_reply
 

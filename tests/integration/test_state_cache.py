@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
-from rotscope.backends.llamacpp import LlamaCppBackend, bundled_model_path
-from rotscope.backends.llamacpp_options import LlamaCppOptions
+from rotscope.backends.llamacpp.backend import LlamaCppBackend, bundled_model_path
+from rotscope.backends.llamacpp.options import LlamaCppOptions
 from rotscope.types import GenerateRequest, GenerationParams
 
 

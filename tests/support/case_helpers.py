@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.plan.workitems import Plan, build_plan
 
 SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor", "ibb", "oth")

@@ -16,6 +16,9 @@ ROOT = Path(__file__).resolve().parents[2]
 SRC = ROOT / "src"
 QUOTED = r"""(["']){name}(?:[/:][^"'\n]*)?\1"""
 """A string literal that is the name, or starts with it and ``/`` or ``:``."""
+PRODUCT_GROUPS = {"rotscope.records"}
+"""Groups that register a product's record, not a component: their names are the products' own
+words (``gate``, ``summary``), said wherever the product is."""
 
 
 def builtin_names() -> dict[str, set[str]]:
@@ -24,7 +27,7 @@ def builtin_names() -> dict[str, set[str]]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
     found: dict[str, set[str]] = {}
     for group, points in project["entry-points"].items():
-        if group.startswith("rotscope."):
+        if group.startswith("rotscope.") and group not in PRODUCT_GROUPS:
             for name, value in points.items():
                 found.setdefault(name, set()).add(value.partition(":")[0])
     return found
@@ -36,10 +39,14 @@ def module_of(path: Path) -> str:
 
 
 def is_own(module: str, owners: set[str]) -> bool:
-    """The component's module, a module of its package, or a helper ``NAME_*`` beside it."""
+    """The component's module, a module of its package, a module of the component's own folder
+    (``backends/llamacpp/``: the owner ``rotscope.backends.llamacpp.backend``), or a helper
+    ``NAME_*`` beside it."""
     for owner in owners:
         package, _, leaf = owner.rpartition(".")
         if module == owner or module.startswith(owner + "."):
+            return True
+        if package.count(".") >= 2 and module.startswith(package + "."):
             return True
         if module.startswith(f"{package}.{leaf}_") and module.count(".") == owner.count("."):
             return True

@@ -1,5 +1,5 @@
 """llama.cpp's own ``llama-server`` replicas on the bundled GGUF for tests and benchmarks
-(``rotscope.backends.llama_server_build``): the cached build for this CPU, built first where a
+(``rotscope.backends.llamacpp.server_build``): the cached build for this CPU, built first where a
 compiler exists and none is cached; a test skips, saying why, only where neither exists."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from rotscope.backends.llama_server_build import build, cached_server, compilers, server_command
+from rotscope.backends.llamacpp.server_build import build, cached_server, compilers, server_command
 
 SERVED_NAME = "smollm2"
 BATCH = 256

@@ -12,7 +12,7 @@ from pathlib import Path
 from rotscope.backends import register_backend
 from rotscope.backends.fake import FakeBackend, responder_for
 from rotscope.cli import main
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.types import Completion, GenerateRequest
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from tests.conftest import filler_text
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from tests.support.component_names import builtin_names, hits, is_own
 
 CONFIG = (
-    "the experiment file's defaults and built-in sections (config.py, config_sections.py): moving "
+    "the experiment file's defaults and built-in sections (config/experiment.py, config/sections.py): moving "
     "them into their components is open (ARCHITECTURE.md, 'What is left for later')"
 )
 HOMONYM = "a homonym, not the component: a JSON field, a format key or a word that a name happens to be"
@@ -27,12 +27,12 @@ PUBLISHED = (
 
 ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     # The experiment file: built-in defaults and sections, not yet registered by their components.
-    ("cases", "src/rotscope/config.py"): (2, CONFIG),
-    ("niah", "src/rotscope/config.py"): (2, CONFIG),
-    ("readinglog", "src/rotscope/config.py"): (1, CONFIG),
-    ("replay", "src/rotscope/config.py"): (2, CONFIG),
-    ("code", "src/rotscope/config_sections.py"): (1, CONFIG),
-    ("remote", "src/rotscope/config_sections.py"): (
+    ("cases", "src/rotscope/config/experiment.py"): (2, CONFIG),
+    ("niah", "src/rotscope/config/experiment.py"): (2, CONFIG),
+    ("readinglog", "src/rotscope/config/experiment.py"): (1, CONFIG),
+    ("replay", "src/rotscope/config/experiment.py"): (2, CONFIG),
+    ("code", "src/rotscope/config/sections.py"): (1, CONFIG),
+    ("remote", "src/rotscope/config/sections.py"): (
         1,
         "the judge's own remote section, validated as the remote section (SectionOf)",
     ),
@@ -48,8 +48,8 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         1,
         "the judge's remote section, passed on as a section key",
     ),
-    ("session", "src/rotscope/config_sections.py"): (3, CONFIG),
-    ("text", "src/rotscope/config_sections.py"): (1, CONFIG),
+    ("session", "src/rotscope/config/sections.py"): (3, CONFIG),
+    ("text", "src/rotscope/config/sections.py"): (1, CONFIG),
     # The Inspect integration's published tasks.
     ("niah", "src/rotscope/integrations/inspect/registry.py"): (1, PUBLISHED),
     ("nolima", "src/rotscope/integrations/inspect/registry.py"): (1, PUBLISHED),
@@ -83,7 +83,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         2,
         "the summary key of the reasoning family's own analysis (FamilyHooks.analyse), printed as such",
     ),
-    ("nolima", "src/rotscope/plan/search.py"): (
+    ("nolima", "src/rotscope/search/decisions.py"): (
         2,
         "a search's threshold definition `nolima-0.85`, after NoLiMa's relative threshold, not the family",
     ),
@@ -114,19 +114,25 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("number", "src/rotscope/records/cells.py"): (1, HOMONYM + " (a JSON schema type)"),
     # Homonyms.
     ("text", "src/rotscope/backends/anthropic.py"): (3, HOMONYM + ": the Messages API's text content block"),
-    ("text", "src/rotscope/backends/llamacpp.py"): (1, HOMONYM + ": llama-cpp-python's completion field"),
-    ("set", "src/rotscope/backends/llamacpp.py"): (
+    ("text", "src/rotscope/backends/llamacpp/backend.py"): (
+        1,
+        HOMONYM + ": llama-cpp-python's completion field",
+    ),
+    ("set", "src/rotscope/backends/llamacpp/backend.py"): (
         2,
         HOMONYM + ": 'set' in the config, as an engine line says",
     ),
-    ("text", "src/rotscope/backends/serve.py"): (1, HOMONYM + ": the completions reply's text field"),
-    ("vllm", "src/rotscope/backends/serve.py"): (2, HOMONYM + ": a server's software, its /v1/models owner"),
-    ("llamacpp", "src/rotscope/backends/serve.py"): (
+    ("text", "src/rotscope/backends/serve/backend.py"): (1, HOMONYM + ": the completions reply's text field"),
+    ("vllm", "src/rotscope/backends/serve/backend.py"): (
+        2,
+        HOMONYM + ": a server's software, its /v1/models owner",
+    ),
+    ("llamacpp", "src/rotscope/backends/serve/backend.py"): (
         3,
         HOMONYM + ": a server's software, its /v1/models owner",
     ),
-    ("vllm", "src/rotscope/backends/serve_options.py"): (1, HOMONYM + ": serve.kind, a server's software"),
-    ("llamacpp", "src/rotscope/backends/serve_options.py"): (
+    ("vllm", "src/rotscope/backends/serve/options.py"): (1, HOMONYM + ": serve.kind, a server's software"),
+    ("llamacpp", "src/rotscope/backends/serve/options.py"): (
         1,
         HOMONYM + ": serve.kind, a server's software",
     ),
@@ -140,7 +146,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("text", "src/rotscope/tasks/reasoning/items.py"): (2, HOMONYM + ": a dataset record's choice texts"),
     ("text", "src/rotscope/tasks/replay/records.py"): (1, HOMONYM + ": a recording's evidence text"),
     ("reply", "src/rotscope/tasks/coreference/layout.py"): (1, HOMONYM + ": a conversation's reply turn"),
-    ("number", "src/rotscope/config_reference.py"): (1, HOMONYM + ": JSON Schema's number type"),
+    ("number", "src/rotscope/config/reference.py"): (1, HOMONYM + ": JSON Schema's number type"),
     ("fake", "src/rotscope/tokenizers/local.py"): (1, HOMONYM + ": the fake tokenizer's name, `fake:regex`"),
     ("llamacpp", "src/rotscope/tokenizers/local.py"): (
         1,
@@ -151,7 +157,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         HOMONYM + ": the tokenizer.json tokenizer's name, stored in runs",
     ),
     # The run meta's key for a --models session (as "pair" is for --pair), not the session filler.
-    ("session", "src/rotscope/execution/workflows/models_session.py"): (
+    ("session", "src/rotscope/modes/models_session.py"): (
         1,
         HOMONYM + ": the run meta's `session` key of a --models session",
     ),
@@ -185,11 +191,11 @@ def test_no_module_names_a_built_in_component_outside_this_table() -> None:
 
 def test_the_search_sees_a_name_outside_its_module_and_not_inside() -> None:
     names = builtin_names()
-    assert names["llamacpp"] == {"rotscope.backends.llamacpp", "rotscope.backends.llamacpp_options"}
+    assert names["llamacpp"] == {"rotscope.backends.llamacpp.backend", "rotscope.backends.llamacpp.options"}
     assert names["instruction"] == {"rotscope.tasks.instruction", "rotscope.scoring.instruction"}
-    assert is_own("rotscope.backends.llamacpp", names["llamacpp"])
-    assert is_own("rotscope.backends.llamacpp_doctor", names["llamacpp"]), "a helper beside it"
+    assert is_own("rotscope.backends.llamacpp.backend", names["llamacpp"])
+    assert is_own("rotscope.backends.llamacpp.doctor", names["llamacpp"]), "a helper beside it"
     assert is_own("rotscope.tasks.reasoning.items", names["reasoning"]), "a module of its package"
-    assert not is_own("rotscope.backends.hf", names["llamacpp"])
+    assert not is_own("rotscope.backends.hf.backend", names["llamacpp"])
     assert not is_own("rotscope.execution.doctor", names["llamacpp"])
     assert ("niah", "src/rotscope/integrations/inspect/tasks.py") in hits()

@@ -14,7 +14,7 @@ import pytest
 
 from rotscope.backends import BACKENDS, BackendEntry
 from rotscope.backends.fake import FakeBackend
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import FILLER_SOURCES
 from rotscope.registry import STALE, rediscover

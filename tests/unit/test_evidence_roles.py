@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from rotscope import evidence_roles
-from rotscope.config import PlacementConfig
+from rotscope.config.experiment import PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.evidence_roles import check_role, placement_of, register_role, roles
 from rotscope.prompt.placement import target_depths

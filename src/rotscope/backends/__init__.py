@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from rotscope._util.checks import Check
-from rotscope.config import ExperimentConfig, Price
+from rotscope.config.experiment import ExperimentConfig, Price
 from rotscope.errors import BadInput
 from rotscope.registry import Registry, register_section
 from rotscope.types import Backend

@@ -19,7 +19,7 @@ from rotscope.backends.price_table import provider_prices
 from rotscope.backends.remote import RemoteBackend, missing_extra, require_reply
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Permanent, Transient, Unreachable
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.types import Completion, GenerateRequest, PrefixGroup
 
 STOPPED_BY_PROVIDER = {"refusal", "max_tokens"}

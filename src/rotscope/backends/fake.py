@@ -28,7 +28,7 @@ from typing import Any
 from rotscope._util.text import content_stems
 from rotscope.backends import register_backend
 from rotscope.backends.curve import LogisticCurve, uniform
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.local import FakeTokenizer
 from rotscope.types import Capabilities, Completion, GenerateRequest

@@ -25,7 +25,7 @@ from rotscope.backends.remote import RemoteBackend, require_reply
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Transient, Unreachable
 from rotscope.backends.server_log import ServerLog
-from rotscope.config import ExperimentConfig, ProviderLimits
+from rotscope.config.experiment import ExperimentConfig, ProviderLimits
 from rotscope.errors import BadInput
 from rotscope.types import Completion, GenerateRequest
 

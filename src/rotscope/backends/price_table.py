@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from rotscope.config import Price
+from rotscope.config.experiment import Price
 
 PRICE_FILE = "prices.yaml"
 FIELDS = {

@@ -9,8 +9,8 @@ from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
-from rotscope.config_sections import Float, Int, _Strict
-from rotscope.options import PathOption, RuntimeOption
+from rotscope.config.options import PathOption, RuntimeOption
+from rotscope.config.sections import Float, Int, _Strict
 
 
 class RemoteOptions(_Strict):

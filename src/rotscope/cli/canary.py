@@ -1,18 +1,11 @@
-"""rotscope canary: probe a production endpoint with the baseline run's own items, append the
-probes to a monitoring store and compare them with the baseline by the sequential test
-(``monitor.sequential``). One check (exit code = its status) or, with ``--every``, a loop."""
+"""rotscope canary: parse, build, call ``rotscope.monitor.canary.loop`` (one check, exit code = its
+status; or, with ``--every``, the loop of checks) and print each check's alert body."""
 
 from __future__ import annotations
 
 import json
-import re
-import signal
 import sys
-import threading
-import time
-from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
@@ -21,72 +14,13 @@ from rotscope.cli.common import _build, _guarded, _warn, app, console, errors
 from rotscope.errors import BadInput
 
 if TYPE_CHECKING:
-    from rotscope.execution.workflows.canary import Canary
+    from rotscope.monitor.canary.probes import Canary
     from rotscope.monitor.sequential import Margins
     from rotscope.monitor.store import MonitorStore
 
-_INTERVAL = re.compile(r"(\d+(?:\.\d+)?)(s|m|h|d)")
-_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
-
-
-def parse_every(value: str) -> float:
-    """``1h``, ``30m``, ``90s``, ``1d`` (or ``1h30m``) in seconds; bad input otherwise."""
-    parts = _INTERVAL.findall(value.strip())
-    if not parts or "".join(number + unit for number, unit in parts) != value.strip():
-        raise BadInput(f"--every: {value!r} is not an interval such as 1h, 30m or 90s")
-    seconds = sum(float(number) * _SECONDS[unit] for number, unit in parts)
-    if seconds <= 0:
-        raise BadInput(f"--every: {value!r} must be longer than nothing")
-    return seconds
-
-
-def _check(canary: Canary, store: MonitorStore, margins: Margins) -> dict[str, Any]:
-    """One check: its probes (those a killed run of it left out), the test, the stored body."""
-    from rotscope.execution.workflows.canary import Probe, ProbeResult, check_probes, run_probes
-    from rotscope.monitor import canary_store
-    from rotscope.monitor.alert import alert_body
-    from rotscope.monitor.sequential import sequential_test
-    from rotscope.records import RECORDS
-
-    key = f"{canary.baseline_run}|{canary.subject}"
-    settings = {"bins": canary.bins, "calls": canary.calls, "warn": margins.warn, "fail": margins.fail}
-    settings["alpha"] = margins.alpha
-    number_id = canary_store.open_canary(store, key, str(canary.baseline_dir), canary.subject, settings)
-    number, _resumed = canary_store.next_check(store, number_id)
-    canary_store.start_check(store, number_id, number)
-    probes = check_probes(canary, number)
-    stored = canary_store.stored_slots(store, number_id, number)
-
-    def record(probe: Probe, result: ProbeResult) -> None:
-        canary_store.add_probe(
-            store,
-            number_id,
-            number,
-            canary_store.ProbeRecord(
-                probe.slot, probe.bin, probe.candidate.key, probe.candidate.baseline, result.score,
-                result.outcome, result.response, result.error,
-            ),
-        )  # fmt: skip
-
-    run_probes(canary, [probe for probe in probes if probe.slot not in stored], record)
-    verdict = sequential_test(canary_store.scored_probes(store, number_id, number), canary.bins, margins)
-    body = alert_body(
-        verdict,
-        check=number,
-        at=datetime.now(UTC).isoformat(timespec="seconds"),
-        subject=canary.subject,
-        baseline=str(canary.baseline_dir),
-        margins=margins,
-        probes=len(probes),
-        errors=canary_store.probe_errors(store, number_id, number),
-    )
-    RECORDS["canary"].validate(body)  # what a scheduler reads is the record it documents
-    canary_store.finish_check(store, number_id, number, verdict.status, body)
-    return body
-
 
 def _show(body: dict[str, Any], as_json: bool, as_markdown: bool, loop: bool) -> None:
-    from rotscope.monitor.alert import markdown, status_line
+    from rotscope.monitor.canary.alert import markdown, status_line
 
     if as_json:
         sys.stdout.write(json.dumps(body, separators=(",", ":")) if loop else json.dumps(body, indent=2))
@@ -157,7 +91,8 @@ def canary(
     Exit code: 0 OK, 1 ALERT, 3 WARN, 2 bad input. With --every: a status line per check, going
     on after an ALERT; SIGTERM or Ctrl-C ends it (exit 0) after the check in flight, a second one
     at once (the check resumes next time)."""
-    from rotscope.execution.workflows.canary import prepare_canary, read_length_histogram
+    from rotscope.monitor.canary.loop import check_loop, parse_every, run_check
+    from rotscope.monitor.canary.probes import prepare_canary, read_length_histogram
     from rotscope.monitor.sequential import STATUS_EXIT, Margins
     from rotscope.monitor.store import MonitorStore
 
@@ -193,10 +128,16 @@ def canary(
     probe, store, margins, interval = _guarded(setup)
     try:
         if interval is None:
-            body = _guarded(lambda: _check(probe, store, margins))
+            body = _guarded(lambda: run_check(probe, store, margins))
             _show(body, as_json, as_markdown, loop=False)
             raise typer.Exit(STATUS_EXIT[body["status"]])
-        _loop(probe, store, margins, interval, max_checks, as_json, as_markdown)
+        check_loop(
+            lambda: _guarded_check(probe, store, margins),
+            lambda body: _show(body, as_json, as_markdown, loop=True),
+            interval,
+            max_checks,
+            _notice,
+        )
     finally:
         probe.close()
         store.close()
@@ -206,41 +147,13 @@ def _notice(message: str) -> None:
     errors.print(f"rotscope: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _loop(
-    probe: Canary,
-    store: MonitorStore,
-    margins: Margins,
-    interval: float,
-    max_checks: int | None,
-    as_json: bool,
-    as_markdown: bool,
-) -> None:
-    """Checks every ``interval`` seconds until a signal (or ``max_checks``); exit 0."""
-    stop = threading.Event()
+def _guarded_check(probe: Canary, store: MonitorStore, margins: Margins) -> dict[str, Any] | None:
+    """One check with the command's error handling; None when a second signal abandoned it."""
+    from rotscope.monitor.canary.loop import run_check
 
-    def asked_to_stop(signum: int, frame: FrameType | None) -> None:
-        if stop.is_set():  # a second signal: abandon the check in flight
-            raise KeyboardInterrupt
-        stop.set()
-        _notice("stopping after the check in flight (again to stop at once)")
-
-    previous = {sig: signal.signal(sig, asked_to_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    done = 0
     try:
-        while not stop.is_set():
-            started = time.monotonic()
-            try:
-                body = _guarded(lambda: _check(probe, store, margins))
-            except typer.Exit as failed:
-                if failed.exit_code in (130, 143):  # abandoned by a second signal
-                    _notice("check abandoned; the next run takes it up where it stopped")
-                    break
-                raise
-            _show(body, as_json, as_markdown, loop=True)
-            done += 1
-            if max_checks is not None and done >= max_checks:
-                break
-            stop.wait(max(0.0, interval - (time.monotonic() - started)))
-    finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
+        return _guarded(lambda: run_check(probe, store, margins))
+    except typer.Exit as failed:
+        if failed.exit_code in (130, 143):
+            return None
+        raise

@@ -17,7 +17,7 @@ from rich.console import Console, ConsoleDimensions
 from typer.core import TyperGroup
 
 from rotscope._util.safe_text import terminal_safe
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput, SessionStopped, write_failure
 
 EXIT_BROKEN_PIPE = 141
@@ -211,13 +211,13 @@ def _build(
     config_path: Path | None, overrides: dict[str, Any], sections: dict[str, dict[str, Any]] | None = None
 ) -> ExperimentConfig:
     """The experiment of a command's config file and options (``dispatch.build_experiment``)."""
-    from rotscope.execution.workflows.dispatch import build_experiment
+    from rotscope.modes.dispatch import build_experiment
 
     return build_experiment(config_path, overrides, sections)
 
 
 def main() -> None:
-    from rotscope.backends.process import stop_all
+    from rotscope.backends.cmd.process import stop_all
 
     signal.signal(signal.SIGTERM, _terminate_as_interrupt)
     try:

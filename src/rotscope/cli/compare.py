@@ -16,7 +16,7 @@ from rotscope.errors import BadInput
 
 def _run_folders(folders: list[Path]) -> list[Path]:
     """Each folder given, a ``--models`` session folder as its subjects' run folders in order."""
-    from rotscope.execution.workflows.models_session import is_models_session, session_subjects
+    from rotscope.modes.models_session import is_models_session, session_subjects
 
     paths: list[Path] = []
     for folder in folders:
@@ -55,9 +55,9 @@ def compare(
 
     Runs whose cases, lengths, positions, filler or seeds differ are refused, naming the first
     field that differs."""
-    from rotscope.analysis.comparison import build_comparison, load_runs
+    from rotscope.compare.analysis import build_comparison, load_runs
+    from rotscope.compare.table import comparison_csv, comparison_markdown, print_comparison
     from rotscope.records import RECORDS
-    from rotscope.report.comparison import comparison_csv, comparison_markdown, print_comparison
 
     def body() -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
         if sum((as_json, markdown, as_csv)) > 1:
@@ -71,13 +71,13 @@ def compare(
     # The files written are named on stderr when stdout carries JSON, Markdown or CSV.
     paths = errors if as_json or markdown or as_csv else console
     if figures is not None:
-        from rotscope.report.comparison_figures import write_comparison_figures
+        from rotscope.compare.figures import write_comparison_figures
 
         folder = figures
         for path in _guarded(lambda: write_comparison_figures(comparison, summaries, folder)):
             paths.print(f"figure: {terminal_safe(str(path))}", markup=False, soft_wrap=True)
     if output is not None:
-        from rotscope.report.comparison_html import write_comparison
+        from rotscope.compare.html import write_comparison
 
         target = output
         written = _guarded(lambda: write_comparison(comparison, summaries, target))

@@ -21,8 +21,8 @@ def export(
     output: Annotated[Path | None, typer.Option("-o", "--output", help="File; default stdout.")] = None,
 ) -> None:
     """Export one row per work item (with --format inspect: one Inspect sample per work item)."""
-    from rotscope.execution.workflows.search_run import is_search_folder
     from rotscope.report.export import export_rows
+    from rotscope.search.run import is_search_folder
 
     if is_search_folder(run_dir):
         _guarded(lambda: _refuse_search_folder(run_dir))

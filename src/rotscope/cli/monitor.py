@@ -141,14 +141,14 @@ def report(
         with MonitorStore.read(store) as opened:
             data = report_data(opened, baseline_window=baseline_window)
         if markdown_out:
-            from rotscope.report.monitor_markdown import markdown
+            from rotscope.monitor.report_markdown import markdown
 
             text = markdown(data)
             if output is None:
                 return text
             write_output(output, text, "monitor report")
             return None
-        from rotscope.report.monitor_html import write_monitor_report
+        from rotscope.monitor.report_html import write_monitor_report
 
         assert output is not None
         write_monitor_report(data, output)

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 import typer
 
 from rotscope.cli.common import _build, _guarded, app, console
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.errors import BadInput
 
 

@@ -27,11 +27,11 @@ def report(
 ) -> None:
     """Write a self-contained HTML report (opens offline), and with --figures its figures as files."""
     from rotscope.analysis.summary import load_summary
-    from rotscope.execution.workflows.dispatch import read_search_record, refuse_unfinished_search
-    from rotscope.execution.workflows.search_run import is_search_folder
+    from rotscope.modes.dispatch import read_search_record, refuse_unfinished_search
     from rotscope.report.figure_files import write_figures
     from rotscope.report.html import write_report
-    from rotscope.report.search_html import write_search_report
+    from rotscope.search.html import write_search_report
+    from rotscope.search.run import is_search_folder
 
     if is_search_folder(run_dir):
         _guarded(lambda: refuse_unfinished_search(run_dir))

@@ -89,11 +89,11 @@ def run(
 ) -> None:
     """Run an experiment (or continue one with --resume) and show its heatmap."""
     from rotscope.analysis.summary import load_summary
-    from rotscope.execution.workflows import dispatch
+    from rotscope.modes import dispatch
     from rotscope.report.dry_run import models_total_line, pair_total_line, print_dry_run
     from rotscope.report.progress import progress_reporter
-    from rotscope.report.search import print_search_dry_run
     from rotscope.report.terminal import print_summary
+    from rotscope.search.lines import print_search_dry_run
 
     def overrides() -> dict[str, Any]:
         return {
@@ -167,7 +167,7 @@ def run(
 def _show_pair(out: Path) -> None:
     """Each subject's heatmap, then where the two run folders are."""
     from rotscope.analysis.summary import load_summary
-    from rotscope.execution.workflows.pair import SUBJECTS
+    from rotscope.modes.pair import SUBJECTS
     from rotscope.report.terminal import print_summary
 
     for role in SUBJECTS:
@@ -180,7 +180,7 @@ def _show_pair(out: Path) -> None:
 def _show_models(out: Path) -> None:
     """Each subject's heatmap, then how the prompts relate and where the folders are."""
     from rotscope.analysis.summary import load_summary
-    from rotscope.execution.workflows.models_session import session_prompts, session_subjects
+    from rotscope.modes.models_session import session_prompts, session_subjects
     from rotscope.report.terminal import print_summary
 
     names = session_subjects(out)
@@ -194,8 +194,8 @@ def _show_models(out: Path) -> None:
 
 def _print_search(run_dir: Path) -> None:
     """The search's result lines; a budget stop exits 4 like --max-cost, the results kept."""
-    from rotscope.execution.workflows.dispatch import budget_stop, read_search_record
-    from rotscope.report.search import search_lines
+    from rotscope.modes.dispatch import budget_stop, read_search_record
+    from rotscope.search.lines import search_lines
 
     record = read_search_record(run_dir)
     for line in search_lines(record):

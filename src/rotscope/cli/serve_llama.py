@@ -29,8 +29,8 @@ def serve_llama(
     Then run with --model openai/NAME --base-url http://127.0.0.1:8000/v1."""
 
     def body() -> None:
-        from rotscope.backends.llamacpp import bundled_model_path
-        from rotscope.backends.llamacpp_server import serve
+        from rotscope.backends.llamacpp.backend import bundled_model_path
+        from rotscope.backends.llamacpp.server import serve
         from rotscope.errors import BadInput
 
         if extra_buffers not in ("auto", "on", "off"):

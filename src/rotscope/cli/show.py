@@ -24,11 +24,11 @@ def show(
     """Show a run: heatmap and a line per length, the summary JSON, or a Markdown summary; a search
     folder: its result."""
     from rotscope.analysis.summary import load_summary
-    from rotscope.execution.workflows.dispatch import read_search_record, refuse_unfinished_search
-    from rotscope.execution.workflows.search_run import is_search_folder
+    from rotscope.modes.dispatch import read_search_record, refuse_unfinished_search
     from rotscope.report.markdown import run_markdown
-    from rotscope.report.search import search_lines
     from rotscope.report.terminal import print_summary
+    from rotscope.search.lines import search_lines
+    from rotscope.search.run import is_search_folder
 
     if is_search_folder(run_dir):
         _guarded(lambda: refuse_unfinished_search(run_dir))

@@ -1,6 +1,6 @@
 """``rotscope doctor``: is this machine ready for a run? Each backend's own machine checks (the
 llama.cpp backend's engine build, CPU features, extra-buffer verdict, prefill benchmark and
-tokenizer round trip: ``rotscope.backends.llamacpp_doctor``), the cache folder, optional extras.
+tokenizer round trip: ``rotscope.backends.llamacpp.doctor``), the cache folder, optional extras.
 
 A check that fails (``FAIL``) means a run cannot work; ``warn`` means a part of rotscope is
 unavailable (an optional extra, or Chromium, which only the HTML report's browser test uses; the
@@ -87,7 +87,7 @@ def in_worker(engine: Backend) -> Backend:
 
 def run_checks() -> list[Check]:
     """Every check, in the order ``doctor`` prints them: rotscope, each backend's own machine checks
-    (``register_backend(checks=...)``: llama.cpp's engine, ``rotscope.backends.llamacpp_doctor``),
+    (``register_backend(checks=...)``: llama.cpp's engine, ``rotscope.backends.llamacpp.doctor``),
     the cache folder, the browser, the optional extras."""
     checks = [Check("rotscope", "ok", f"{__version__} on Python {sys.version.split()[0]}")]
     for _, entry in BACKENDS.items():

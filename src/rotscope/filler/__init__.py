@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
-from rotscope.config import FillerConfig
+from rotscope.config.experiment import FillerConfig
 from rotscope.registry import Registry, register_filler_options
 
 __all__ = [

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from rotscope._util.decode import read_text
-from rotscope.config import FillerConfig
+from rotscope.config.experiment import FillerConfig
 from rotscope.errors import BadInput
 from rotscope.filler import ENCODING_HINT, Document, register_filler
 

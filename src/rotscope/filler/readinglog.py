@@ -11,7 +11,7 @@ import random
 import re
 from collections.abc import Callable, Iterator
 
-from rotscope.config import FillerConfig
+from rotscope.config.experiment import FillerConfig
 from rotscope.filler import Document, register_filler
 
 _ONSETS = ["br", "c", "d", "f", "g", "h", "k", "l", "m", "n", "p", "r", "s", "t", "v", "z", "th", "st", "gr"]

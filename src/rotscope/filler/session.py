@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from rotscope._util.jsonl import read_jsonl
-from rotscope.config import FillerConfig
+from rotscope.config.experiment import FillerConfig
 from rotscope.errors import BadInput
 from rotscope.filler import ENCODING_HINT, Document, register_filler
 from rotscope.filler.readinglog import _guard_pattern

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from rotscope._util.decode import read_text
 from rotscope._util.jsonl import read_jsonl
-from rotscope.config import FillerConfig
+from rotscope.config.experiment import FillerConfig
 from rotscope.errors import BadInput
 from rotscope.filler import ENCODING_HINT, Document, register_filler
 

@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from rotscope.config import GateConfig
+from rotscope.config.experiment import GateConfig
 from rotscope.gate.decision import Pooled, Rule, decide, pooled_tests
 from rotscope.gate.pairing import (
     Slice,

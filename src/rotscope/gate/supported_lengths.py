@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from rotscope.config import GateConfig
+from rotscope.config.experiment import GateConfig
 from rotscope.gate.judgement import pooled_test
 from rotscope.gate.pairing import (
     Slice,

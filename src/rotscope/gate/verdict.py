@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope._version import __version__
-from rotscope.config import GateConfig
+from rotscope.config.experiment import GateConfig
 from rotscope.errors import BadInput
 from rotscope.gate.decision import TESTS_VERSION
 from rotscope.gate.judgement import EXIT_CODES, PooledTest, decided, judge_slices, rule_of

@@ -5,7 +5,7 @@ Each probe re-asks one baseline item. Its **paired difference** ``d = baseline �
 score in [0, 1], so ``d`` in [-1, 1]) is mapped to ``x = (d + 1) / 2`` in [0, 1]; a drop of the
 endpoint's accuracy by ``δ`` on a bin's items is a mean of ``x`` of ``(1 + δ) / 2``. Per bin, and
 pooled over all probes, a **one-sided confidence sequence** bounds the drop from below: the
-betting capital of Waudby-Smith and Ramdas (2023, JRSS-B), as ``rotscope.plan.confseq`` (which is
+betting capital of Waudby-Smith and Ramdas (2023, JRSS-B), as ``rotscope.search.confseq`` (which is
 two-sided) uses it, here only the capital that bets on the mean being *above* a candidate ``m``,
 ``K_t(m) = prod(1 + λ_i (x_i − m))``, each bet ``λ_i ≥ 0`` chosen from the probes before it
 (``Bets``) and truncated at 3/4 of the largest that keeps the capital positive. Under any

@@ -22,9 +22,9 @@ from typing import Any
 from pydantic import ValidationError
 
 from rotscope._version import __version__
-from rotscope.config import ExperimentConfig, GateConfig
+from rotscope.config.experiment import ExperimentConfig, GateConfig
+from rotscope.config.options import content_keys, without_unset_later_sections
 from rotscope.errors import BadInput, write_output
-from rotscope.options import content_keys, without_unset_later_sections
 from rotscope.plan.digests import (
     assembler_digest,
     canonical_json,
@@ -60,7 +60,7 @@ plan they are not compared."""
 UPGRADE_FIELDS = ("subject.assembler_digest", "subject.rotscope_version")
 """What a rotscope upgrade changes in a subject, whatever the subject: the prompt-shaping code and
 the version. A paired session assembles both subjects with the same installed code, so there it is
-accepted for the baseline (``rotscope.execution.workflows.intended``); a single run under the plan
+accepted for the baseline (``rotscope.modes.intended``); a single run under the plan
 refuses it."""
 UPGRADE_HINT = (
     "rotscope changed since the plan was frozen: run both subjects under it with --pair "
@@ -70,7 +70,7 @@ CONTENT_KEYS = content_keys(ExperimentConfig)
 """The config's dotted keys whose file a digest of the manifest covers, with that digest."""
 PATH_PREFIX = re.compile(r"[A-Za-z0-9_.-]+[/:]")
 """What may stand before a path in a model name (``provider/PATH``) or a filler's description
-(``kind:GLOB``), as ``rotscope.config.resolve_paths`` and ``describe_filler`` write them: a
+(``kind:GLOB``), as ``rotscope.config.experiment.resolve_paths`` and ``describe_filler`` write them: a
 component's registered name and its separator, whichever component it is (no list of them here)."""
 
 
@@ -228,7 +228,7 @@ def paths_by_content(manifest: Mapping[str, Any]) -> dict[str, Any]:
 
 def _config_by_content(manifest: Mapping[str, Any], config: Mapping[str, Any]) -> dict[str, Any]:
     """The config's paths that declare a covering digest (``PathOption(by_content=...)``, read by
-    ``rotscope.options.content_keys``) read by it where the manifest has that digest. The filler's
+    ``rotscope.config.options.content_keys``) read by it where the manifest has that digest. The filler's
     digest is its static filler's haystack when it has one, so then only the static's paths are."""
     found = dict(config)
     filler = found.get("filler")

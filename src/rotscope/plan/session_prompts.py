@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import describe_filler
 from rotscope.filler.session import GENERATED, Turn, session_source, session_turns

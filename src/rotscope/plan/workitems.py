@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from rotscope._util.text import mentions
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import Document, describe_filler, documents
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document

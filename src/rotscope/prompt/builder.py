@@ -18,7 +18,7 @@ from functools import cached_property
 import numpy as np
 
 from rotscope.answer_kinds import instruction_for
-from rotscope.config import PlacementConfig
+from rotscope.config.experiment import PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.filler.anchor import AnchoredCorpus
 from rotscope.filler.corpus import TokenizedCorpus

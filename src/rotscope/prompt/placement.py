@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import random
 
-from rotscope.config import PlacementConfig
+from rotscope.config.experiment import PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.evidence_roles import check_role
 from rotscope.types import Case, Layout

@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from rotscope._util.text import mentions
-from rotscope.config import PlacementConfig
+from rotscope.config.experiment import PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.filler.session import Turn
 from rotscope.prompt.builder import PlacementError

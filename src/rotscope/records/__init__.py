@@ -3,9 +3,12 @@ gate's release record, the monitor's rates, the canary's alert, and the comparis
 its rows.
 
 Each record's JSON Schema (``schemas/NAME.schema.json``) and its key table (``docs/records.md``)
-are generated from its model by ``rotscope.config_reference`` with the experiment file's; a test
-keeps the committed files equal to what is generated. A new record is its model's module here and
-one line in ``RECORDS``.
+are generated from its model by ``rotscope.config.reference`` with the experiment file's; a test
+keeps the committed files equal to what is generated. A record belongs to its product's folder
+(``compare/record.py``, ``gate/record.py``, ``monitor/record.py``, ``monitor/canary/record.py``; the
+run's summary here, ``records/summary.py``), which declares it as a ``RecordKind`` named ``RECORD``
+and registers it with one line of the ``rotscope.records`` entry-point group (pyproject.toml), as a
+component registers: no central list names every product's record (ARCHITECTURE.md, "Products").
 
 The models are strict (a string is no number, a bool no count) and closed (a key a model does not
 name is an error), except where a component adds keys of its own (``OpenRecord``: a family's own
@@ -16,17 +19,13 @@ Validate what a reader gets, the JSON text: ``RECORDS["summary"].validate_json(t
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel
 
-from rotscope.records.canary import CanaryAlert
-from rotscope.records.comparison import Comparison, ComparisonRow
-from rotscope.records.gate import GateRecord
-from rotscope.records.monitor import MonitorRates
-from rotscope.records.summary import Summary
+from rotscope import registry
 
 SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
@@ -64,19 +63,43 @@ class RecordKind:
         return self.validate_json(json.dumps(record))
 
 
-RECORDS: dict[str, RecordKind] = {
-    kind.name: kind
-    for kind in (
-        RecordKind("summary", Summary, "rotscope summary", "`rotscope show --json RUN`"),
-        RecordKind(
-            "gate", GateRecord, "rotscope gate record", "`rotscope gate`, `CANDIDATE/gate-vs-BASELINE.json`"
-        ),
-        RecordKind("monitor", MonitorRates, "rotscope monitor rates", "`rotscope monitor show --json STORE`"),
-        RecordKind("comparison", Comparison, "rotscope comparison", "`rotscope compare --json DIR...`"),
-        RecordKind("comparison_row", ComparisonRow, "rotscope comparison row", "`rotscope compare --csv`"),
-        RecordKind(
-            "canary", CanaryAlert, "rotscope canary alert", "`rotscope canary --json`, stored per check"
-        ),
-    )
-}
-"""Every record, by name: a new record adds one line here."""
+RECORDS_GROUP = f"{registry.OWN}.records"
+
+
+class Records(Mapping[str, RecordKind]):
+    """Every record, by name, read from the ``rotscope.records`` entry points on first use: each
+    names a product's ``RecordKind`` (``module:RECORD``)."""
+
+    def __init__(self) -> None:
+        self._kinds: dict[str, RecordKind] | None = None
+
+    def _loaded(self) -> dict[str, RecordKind]:
+        if self._kinds is None:
+            kinds: dict[str, RecordKind] = {}
+            for point in registry._entry_points(RECORDS_GROUP):
+                kind = point.load()
+                if not isinstance(kind, RecordKind) or kind.name != point.name:
+                    raise TypeError(
+                        f"entry point {point.name} = {point.value} is not a RecordKind named {point.name!r}"
+                    )
+                kinds[kind.name] = kind
+            if "summary" not in kinds:
+                raise RuntimeError(registry.STALE)
+            # the run's own record first, then the products' by name: the docs' order
+            self._kinds = {
+                name: kinds[name] for name in sorted(kinds, key=lambda name: (name != "summary", name))
+            }
+        return self._kinds
+
+    def __getitem__(self, name: str) -> RecordKind:
+        return self._loaded()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._loaded())
+
+    def __len__(self) -> int:
+        return len(self._loaded())
+
+
+RECORDS: Mapping[str, RecordKind] = Records()
+"""Every record, by name: a product adds its own with one entry point (``rotscope.records``)."""

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
+from rotscope.records import RecordKind
 from rotscope.records._base import Count, Length, Record, Share
 from rotscope.records.cells import Cell, Control, EvidenceOnly, FillerGap, LengthCell
 from rotscope.records.effective import EffectiveLength, EffectiveLengths
@@ -210,3 +211,7 @@ class Summary(Record):
     """The frozen plan (--plan) and the deviations from it; null without one."""
     cache_control: CacheControl | None
     """Null when no cache check ran."""
+
+
+RECORD = RecordKind("summary", Summary, "rotscope summary", "`rotscope show --json RUN`")
+"""The record as registered (the ``rotscope.records`` entry point)."""

@@ -10,7 +10,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
-from rotscope.config import BUNDLED_MODEL
+from rotscope.config.experiment import BUNDLED_MODEL
 
 DIGEST_CHARS = 8
 ELIDED = "…"

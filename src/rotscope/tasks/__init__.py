@@ -18,7 +18,7 @@ from rotscope.rows import Row
 from rotscope.types import Case, TaskFamily
 
 if TYPE_CHECKING:
-    from rotscope.config import ExperimentConfig
+    from rotscope.config.experiment import ExperimentConfig
 
 __all__ = [
     "DEFAULT_CASES",
@@ -145,6 +145,6 @@ def register_counted_cases(
 
 def get_task(name: str, config: ExperimentConfig | None = None) -> TaskFamily:
     """The family registered as ``name``, built for ``config`` (default: the default experiment)."""
-    from rotscope.config import ExperimentConfig
+    from rotscope.config.experiment import ExperimentConfig
 
     return TASKS.get(name).factory(config or ExperimentConfig())

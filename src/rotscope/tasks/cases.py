@@ -26,7 +26,7 @@ from pydantic import (
 )
 
 from rotscope._util.jsonl import jsonl_lines
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.position import Position
 from rotscope.tasks import BuiltCases, register_task

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rotscope._util.decode import read_text
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import ENCODING_HINT
 from rotscope.filler.code import KIND as CODE_FILLER

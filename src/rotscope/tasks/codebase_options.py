@@ -7,7 +7,7 @@ from typing import Annotated
 
 from pydantic import BeforeValidator, Field
 
-from rotscope.config_sections import _Strict
+from rotscope.config.sections import _Strict
 
 
 def _text(value: object) -> object:

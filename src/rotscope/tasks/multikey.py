@@ -23,7 +23,7 @@ from rotscope.tasks.bundles import bundle_at_depths
 from rotscope.types import Case, Evidence, Oracle
 
 if TYPE_CHECKING:
-    from rotscope.config import ExperimentConfig
+    from rotscope.config.experiment import ExperimentConfig
 
 TASK = "multikey"
 MIN_PROMPTS = 12

@@ -1,4 +1,4 @@
-"""One ``cmd/`` call contained (rotscope.backends.process and its keeper): the reply counts when
+"""One ``cmd/`` call contained (rotscope.backends.cmd.process and its keeper): the reply counts when
 the command exits, a double-forked daemon dies with the call, placeholders are filled in one pass,
 and a reply over its size is an error row."""
 
@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from rotscope.backends import cmd as cmd_backend
-from rotscope.backends.cmd import CmdBackend
-from rotscope.backends.cmd_options import CmdOptions
-from rotscope.backends.process import run_in_group
-from rotscope.config import build_config
+from rotscope.backends.cmd import backend as cmd_backend
+from rotscope.backends.cmd.backend import CmdBackend
+from rotscope.backends.cmd.options import CmdOptions
+from rotscope.backends.cmd.process import run_in_group
+from rotscope.config.experiment import build_config
 from rotscope.types import GenerateRequest, GenerationParams
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="a subreaper is Linux's")

@@ -12,11 +12,17 @@ from pathlib import Path
 import pytest
 
 from rotscope._util.cpus import physical_cores, thread_candidates, usable_cpus
-from rotscope.backends import extra_buffers
-from rotscope.backends.engine_speed import BATCH_CANDIDATES, Setting, Speed, remember_speed, remembered_speed
-from rotscope.backends.extra_buffers import probe_key
-from rotscope.backends.llamacpp_doctor import Measured, measure_speed
-from rotscope.backends.llamacpp_options import LlamaCppOptions
+from rotscope.backends.llamacpp import extra_buffers
+from rotscope.backends.llamacpp.doctor import Measured, measure_speed
+from rotscope.backends.llamacpp.engine_speed import (
+    BATCH_CANDIDATES,
+    Setting,
+    Speed,
+    remember_speed,
+    remembered_speed,
+)
+from rotscope.backends.llamacpp.extra_buffers import probe_key
+from rotscope.backends.llamacpp.options import LlamaCppOptions
 from rotscope.report.terminal import engine_note
 from rotscope.tokenizers.gguf import file_digest
 
@@ -88,7 +94,7 @@ def _remember_tuned(digest: str, setting: Setting, cpus: int) -> None:
 def test_the_backend_runs_with_the_tuned_threads_at_its_own_batch_unless_the_config_sets_them(
     bundled_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rotscope.backends.llamacpp import LlamaCppBackend
+    from rotscope.backends.llamacpp.backend import LlamaCppBackend
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)
     # fastest: 3 threads at batch 512
@@ -119,7 +125,7 @@ def test_the_backend_runs_with_the_tuned_threads_at_its_own_batch_unless_the_con
 
 
 def test_doctor_keeps_the_thread_count_and_suggests_a_faster_batch_only_beyond_five_percent() -> None:
-    from rotscope.backends.llamacpp_doctor import prefill_text
+    from rotscope.backends.llamacpp.doctor import prefill_text
 
     faster = Speed(
         240.0, 42.0, 2, "extra_buffers=on", 4, 512, {(2, 256): 200.0, (4, 256): 180.0, (2, 512): 240.0}
@@ -134,7 +140,7 @@ def test_doctor_keeps_the_thread_count_and_suggests_a_faster_batch_only_beyond_f
 def test_an_entry_of_another_model_file_machine_or_cpu_count_is_ignored(
     bundled_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from rotscope.backends.llamacpp import LlamaCppBackend
+    from rotscope.backends.llamacpp.backend import LlamaCppBackend
 
     def used() -> tuple[int, str, int, str]:
         found = LlamaCppBackend(bundled_path, LlamaCppOptions()).resolve_settings()
@@ -155,7 +161,7 @@ def test_an_entry_of_another_model_file_machine_or_cpu_count_is_ignored(
 
 
 def test_the_affinity_bounds_the_fallback(bundled_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from rotscope.backends.llamacpp import LlamaCppBackend
+    from rotscope.backends.llamacpp.backend import LlamaCppBackend
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {5}, raising=False)
     monkeypatch.setattr(os, "cpu_count", lambda: 64)
@@ -203,7 +209,7 @@ def test_a_ray_replica_resolves_the_threads_left_unset_on_its_own_machine(
 ) -> None:
     import pickle
 
-    from rotscope.backends.llamacpp import LlamaCppBackend
+    from rotscope.backends.llamacpp.backend import LlamaCppBackend
     from rotscope.execution.executors.ray_executor import ReplicaActor
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1, 2, 3}, raising=False)

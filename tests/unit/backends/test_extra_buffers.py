@@ -5,8 +5,15 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from rotscope.backends import extra_buffers
-from rotscope.backends.extra_buffers import Verdict, probe_key, remember, remembered, run_probe, signal_name
+from rotscope.backends.llamacpp import extra_buffers
+from rotscope.backends.llamacpp.extra_buffers import (
+    Verdict,
+    probe_key,
+    remember,
+    remembered,
+    run_probe,
+    signal_name,
+)
 
 SEGFAULT = [sys.executable, "-c", "import os, signal; os.kill(os.getpid(), signal.SIGSEGV)"]
 
@@ -56,8 +63,8 @@ def test_an_unreadable_cache_only_means_probing_again() -> None:
 
 
 def test_the_verdict_decides_the_mode_and_a_crash_turns_extra_buffers_off(bundled_path: Path) -> None:
-    from rotscope.backends.llamacpp import LlamaCppBackend
-    from rotscope.backends.llamacpp_options import LlamaCppOptions
+    from rotscope.backends.llamacpp.backend import LlamaCppBackend
+    from rotscope.backends.llamacpp.options import LlamaCppOptions
     from rotscope.tokenizers.gguf import file_digest
 
     remember(probe_key(file_digest(bundled_path)), Verdict(True, "ran"))

@@ -17,8 +17,14 @@ torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
 
 from rotscope.backends import create_backend  # noqa: E402
-from rotscope.backends.hf import HfBackend, KvCachedModel, require_extra, resolve_model, reusable_prefix  # noqa: E402
-from rotscope.config import build_config  # noqa: E402
+from rotscope.backends.hf.backend import (  # noqa: E402
+    HfBackend,
+    KvCachedModel,
+    require_extra,
+    resolve_model,
+    reusable_prefix,
+)
+from rotscope.config.experiment import build_config  # noqa: E402
 from rotscope.errors import BadInput  # noqa: E402
 from rotscope.types import GenerateRequest, GenerationParams  # noqa: E402
 from tests.support.cli_helpers import assert_bad_input, invoke  # noqa: E402

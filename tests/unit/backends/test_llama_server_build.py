@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rotscope.backends.llama_server_build import build_key, cached_server, key_flags, server_command
+from rotscope.backends.llamacpp.server_build import build_key, cached_server, key_flags, server_command
 
 RECORDED = (
     "amx_bf16 amx_int8 amx_tile avx avx2 avx512_bitalg avx512_vnni avx512_vpopcntdq avx512bw avx512cd "

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from rotscope.backends import llamacpp_server
-from rotscope.backends.llamacpp_doctor import server_check
+from rotscope.backends.llamacpp import server as llamacpp_server
+from rotscope.backends.llamacpp.doctor import server_check
 
 
 def test_where_extra_buffers_crash_doctor_names_the_safe_command(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from rotscope.backends import llamacpp_server
-from rotscope.backends.extra_buffers import Verdict
-from rotscope.backends.llamacpp_server import SERVER_MISSING, decide, model_argument, server_missing
+from rotscope.backends.llamacpp import server as llamacpp_server
+from rotscope.backends.llamacpp.extra_buffers import Verdict
+from rotscope.backends.llamacpp.server import SERVER_MISSING, decide, model_argument, server_missing
 
 
 @pytest.mark.parametrize(

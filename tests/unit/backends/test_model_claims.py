@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from rotscope.backends import BACKENDS, BackendEntry, split_model
-from rotscope.backends.llamacpp import bundled_model_path
+from rotscope.backends.llamacpp.backend import bundled_model_path
 from rotscope.errors import BadInput
 
 

@@ -13,7 +13,7 @@ import yaml
 
 from rotscope.backends import listed_prices
 from rotscope.backends.price_table import OPTIONAL, REQUIRED, listed_price, price_file
-from rotscope.config import Price
+from rotscope.config.experiment import Price
 
 ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "src" / "rotscope" / "backends" / "data" / "prices.yaml"

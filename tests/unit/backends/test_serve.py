@@ -10,8 +10,8 @@ import pytest
 
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Transient
-from rotscope.backends.serve import base_urls, detect_kind, parse_reply, request_body, server_root
-from rotscope.backends.serve_options import ServeOptions
+from rotscope.backends.serve.backend import base_urls, detect_kind, parse_reply, request_body, server_root
+from rotscope.backends.serve.options import ServeOptions
 from rotscope.errors import BadInput
 from rotscope.types import GenerateRequest, GenerationParams
 from tests.support.completions_server import fixture

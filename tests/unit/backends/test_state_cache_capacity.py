@@ -8,7 +8,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from rotscope.backends.llamacpp import state_cache
+from rotscope.backends.llamacpp.backend import state_cache
 
 MIB = 1 << 20
 

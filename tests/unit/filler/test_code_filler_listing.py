@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rotscope.config import FillerConfig
+from rotscope.config.experiment import FillerConfig
 from rotscope.filler import code
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rotscope.config import FillerConfig
+from rotscope.config.experiment import FillerConfig
 from rotscope.errors import BadInput
 from rotscope.filler import Document, documents
 from rotscope.filler.corpus import tokenize_corpus

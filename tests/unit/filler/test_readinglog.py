@@ -9,7 +9,7 @@ from collections import Counter
 
 import pytest
 
-from rotscope.config import FillerConfig
+from rotscope.config.experiment import FillerConfig
 from rotscope.filler import Document, documents
 
 FIRST = 300

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler.session import generated_session, load_transcript
 from rotscope.filler.variants import variant_seed

@@ -12,7 +12,7 @@ import pytest
 from scipy import stats as scipy_stats
 from statsmodels.stats.multitest import multipletests
 
-from rotscope.config import GateConfig
+from rotscope.config.experiment import GateConfig
 from rotscope.gate.decision import FAIL, INCONCLUSIVE, PASS, decide
 from rotscope.gate.judgement import judge_slices, matrices, overall_verdict, rule_of
 from rotscope.gate.pairing import RunData, build_slices

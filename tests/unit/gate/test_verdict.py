@@ -12,7 +12,7 @@ import pytest
 from rich.console import Console
 from statsmodels.stats.multitest import multipletests
 
-from rotscope.config import GateConfig
+from rotscope.config.experiment import GateConfig
 from rotscope.errors import BadInput
 from rotscope.gate.judgement import EXIT_CODES
 from rotscope.gate.pairing import RunData

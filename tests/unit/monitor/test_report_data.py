@@ -8,8 +8,8 @@ import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from rotscope.monitor import canary_store
-from rotscope.monitor.alert import alert_body
+from rotscope.monitor.canary import store as canary_store
+from rotscope.monitor.canary.alert import alert_body
 from rotscope.monitor.ingest import ingest
 from rotscope.monitor.report_data import ingest_bin, report_data
 from rotscope.monitor.sequential import Margins, sequential_test

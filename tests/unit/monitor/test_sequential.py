@@ -87,7 +87,7 @@ def test_lower_bound_covers_a_known_drop() -> None:
 def test_plugin_bets_at_half_alpha_reproduce_confseqs_lower_bound() -> None:
     """The one-sided sequence is confseq's capital that bets upwards: with the same bets and the
     limit of one side of a two-sided level, its lower bound is confseq's, grid point for grid point."""
-    from rotscope.plan.confseq import _M_GRID, _MS, confidence_sequence
+    from rotscope.search.confseq import _M_GRID, _MS, confidence_sequence
 
     rng = np.random.default_rng(6)
     for chance in (0.3, 0.8):

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from rotscope.backends import create_backend
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.plan.workitems import build_plan
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from rotscope.config import FillerConfig, PlacementConfig
+from rotscope.config.experiment import FillerConfig, PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.filler import documents
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus

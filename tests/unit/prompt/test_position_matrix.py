@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.errors import BadInput
 from rotscope.prompt.builder import PromptBuilder
 from rotscope.types import Case, Layout, RenderedPrompt, Span, Tokenizer, WorkItem

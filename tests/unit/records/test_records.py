@@ -17,13 +17,13 @@ import jsonschema
 import pytest
 from pydantic import ValidationError
 
-from rotscope import config_reference
 from rotscope.analysis.summary import load_summary
+from rotscope.config import reference as config_reference
 from rotscope.records import RECORDS
 from rotscope.records.summary import Summary
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "runs"
-REGENERATE = "stale: run python -m rotscope.config_reference --write"
+REGENERATE = "stale: run python -m rotscope.config.reference --write"
 
 
 def _shipped(name: str) -> dict[str, Any]:

@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from rotscope.cli import app
-from rotscope.config import load_config
+from rotscope.config.experiment import load_config
 from rotscope.errors import BadInput
 from rotscope.tasks import get_task
 from rotscope.tasks.cases import CITE_INSTRUCTION, case_schema, load_case_file, shipped_schema

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rotscope._util.text import content_stems, shared_content_words, stem
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.errors import BadInput
 from rotscope.plan.workitems import select_cases
 from rotscope.scoring.deterministic import contains_answer

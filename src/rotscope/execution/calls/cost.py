@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 from rotscope._util.tokens import common_prefix
 from rotscope.backends import listed_prices, prompt_cache
 from rotscope.backends.price_table import listed_price
-from rotscope.config import ExperimentConfig, Price
+from rotscope.config.experiment import ExperimentConfig, Price
 from rotscope.errors import BadInput
 from rotscope.execution.calls.response_cache import ResponseCache, cache_key
 from rotscope.plan.schedule import group_prefix, prefix_groups

@@ -20,7 +20,7 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol
 
-from rotscope.config import ExperimentConfig, JudgeConfig, Price
+from rotscope.config.experiment import ExperimentConfig, JudgeConfig, Price
 from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.calls.cost import (
     Budget,

@@ -13,7 +13,7 @@ from contextlib import asynccontextmanager
 
 from aiolimiter import AsyncLimiter
 
-from rotscope.config import ProviderLimits
+from rotscope.config.experiment import ProviderLimits
 from rotscope.errors import BadInput
 
 MINUTE_S = 60.0

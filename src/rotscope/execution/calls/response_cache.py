@@ -18,7 +18,7 @@ from typing import Any
 
 from rotscope._util.cache_dir import user_cache_dir
 from rotscope._util.safe_text import storable
-from rotscope.config import CacheConfig
+from rotscope.config.experiment import CacheConfig
 from rotscope.errors import BadInput
 from rotscope.types import Completion, GenerateRequest
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, replace
 from types import ModuleType
 from typing import Any
 
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Execution, Reporter, local_caller, make_judge

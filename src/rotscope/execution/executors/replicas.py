@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Caller, Execution, Reporter, local_caller, make_judge
 from rotscope.execution.calls.limits import Limiters

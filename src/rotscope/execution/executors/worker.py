@@ -25,7 +25,7 @@ from dataclasses import replace
 from multiprocessing.connection import Connection
 from typing import Any, Protocol, runtime_checkable
 
-from rotscope.backends.extra_buffers import signal_name
+from rotscope.backends.llamacpp.extra_buffers import signal_name
 from rotscope.errors import EngineCrashed
 from rotscope.types import Backend, Completion, GenerateRequest, Tokenizer
 

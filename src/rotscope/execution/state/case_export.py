@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from rotscope.config import ExperimentConfig, load_config
+from rotscope.config.experiment import ExperimentConfig, load_config
 from rotscope.errors import BadInput
 from rotscope.execution.state.run_folder import CONFIG_FILE, STORE_FILE
 from rotscope.plan.workitems import CONTROL_POSITION, select_cases

@@ -4,7 +4,7 @@ experiments in one run folder.
 The identity is every config field except those that only say how a run is executed or judged
 (``RUNTIME_FIELDS``, ``SECTION_RUNTIME_FIELDS``: the fields marked ``RuntimeOption`` on the config's
 models and on the registered sections' classes, built-in and outside, read live; see
-``rotscope.options``), plus the digests of the model file, its tokenizer
+``rotscope.config.options``), plus the digests of the model file, its tokenizer
 and its chat template: editing ``model``, ``lengths`` or ``seed`` in ``DIR/config.yaml``, or
 replacing the GGUF file behind the same path, is refused on resume, naming the first changed field.
 
@@ -19,7 +19,7 @@ changes the engine mode, and the runner already runs again every call answered i
 The same holds for the hf backend's ``n_threads`` and ``prefix_cache``; its ``device`` and ``dtype``
 change the arithmetic, so they are part of the identity.
 
-A subject's run (``subjects:``, ``rotscope.subjects``) stores its own definition in ``subjects`` and
+A subject's run (``subjects:``, ``rotscope.config.subjects``) stores its own definition in ``subjects`` and
 its name in ``subject``, both config fields of the identity: every override the subject carries is
 part of that run's identity, a runtime engine option (``n_threads``) too, and the other subject's
 definition is not.
@@ -32,9 +32,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from rotscope.config import ExperimentConfig, build_config
+from rotscope.config.experiment import ExperimentConfig, build_config
+from rotscope.config.options import runtime_keys, without_unset_later_sections
 from rotscope.errors import BadInput
-from rotscope.options import runtime_keys, without_unset_later_sections
 
 _TOP_RUNTIME, SECTION_RUNTIME_FIELDS = runtime_keys(ExperimentConfig)
 RUNTIME_FIELDS: set[str] = set(_TOP_RUNTIME)

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope._version import __version__
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput, OutputFailed, write_failure
 from rotscope.execution.calls.execute import row_id
 from rotscope.execution.state.identity import RUNTIME_FIELDS, config_digest

@@ -12,7 +12,7 @@ from pydantic import BaseModel
 
 from rotscope import registry
 from rotscope.backends import create_backend
-from rotscope.config import ExperimentConfig, ProviderLimits
+from rotscope.config.experiment import ExperimentConfig, ProviderLimits
 from rotscope.execution.calls.cachecheck import require_clearable
 from rotscope.execution.calls.cost import CostEstimate, estimate_plan
 from rotscope.execution.calls.response_cache import ResponseCache, default_cache_path

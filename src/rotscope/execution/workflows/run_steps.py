@@ -13,15 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.backends import create_backend
-from rotscope.config import ExperimentConfig, build_config, dump_config
-from rotscope.config_sections import ProviderLimits
+from rotscope.config.experiment import ExperimentConfig, build_config, dump_config
+from rotscope.config.sections import ProviderLimits
 from rotscope.execution.calls.cachecheck import require_clearable, run_cache_checks
 from rotscope.execution.calls.cost import Budget
-from rotscope.execution.calls.execute import Reporter, execute_items
+from rotscope.execution.calls.execute import Reporter
 from rotscope.execution.calls.limits import Limiters
-from rotscope.execution.executors.ray_executor import RayPool
-from rotscope.execution.executors.replicas import ReplicatedBackend, execute_on_replicas
-from rotscope.execution.executors.worker import WorkerBackend
+from rotscope.execution.executors import builtin as _builtin_executors  # registers the built-in kinds
+from rotscope.execution.executors.kinds import Batch, ExecutorKind, executor_for
 from rotscope.execution.state.identity import check_identity, config_digest, experiment_identity
 from rotscope.execution.state.run_folder import (
     CONFIG_FILE,
@@ -61,15 +60,14 @@ def _frozen_with_every_depth(frozen: Mapping[str, Any], plan: Plan) -> bool:
     )
 
 
-def in_worker(backend: Backend, config: ExperimentConfig, reporter: Reporter | None) -> Backend:
-    """A local engine that can run in a worker process gets one (see ``rotscope.execution.executors.worker``);
-    on the Ray executor the engine's replicas run on Ray workers instead, checked here."""
-    if config.executor.kind == "ray":
-        return RayPool(backend, config, reporter)
-    if config.executor.kind == "inprocess" or not backend.capabilities.worker_process:
-        return backend
-    notice = reporter.notice if reporter is not None else None
-    return WorkerBackend(backend, max_crashes=config.executor.max_crashes, notice=notice)
+def with_executor(
+    backend: Backend, config: ExperimentConfig, reporter: Reporter | None
+) -> tuple[Backend, ExecutorKind]:
+    """The executor of ``backend``'s calls (``executors.kinds.executor_for``: a local engine that can
+    run in a worker process gets one, see ``rotscope.execution.executors.worker``; on the Ray
+    executor the engine's replicas run on Ray workers instead) and the backend it wraps."""
+    executor = executor_for(backend, config)
+    return executor.wrap(backend, config, reporter), executor
 
 
 @dataclass
@@ -82,6 +80,7 @@ class RunSteps:
     reporter: Reporter | None
     judge_backend: Backend | None = None
     resume: bool = False
+    executor: ExecutorKind = field(default_factory=lambda: _builtin_executors.IN_PROCESS)
     plan: Plan = field(init=False)
     ordered: list[WorkItem] = field(default_factory=list)
     store: RunStore | None = None
@@ -163,10 +162,10 @@ class RunSteps:
             fill(store)
         else:
             self.store = store = create_store(run_dir, fill, dump_config(config))
-        if isinstance(self.backend, WorkerBackend):
-            _notice(self.reporter, "starting the engine in a worker process (a crash there is an error row)")
+        if self.executor.starting is not None:
+            _notice(self.reporter, self.executor.starting)
         self.backend.reserve(self.plan.max_prompt_tokens, config.generation.max_tokens)
-        store.set_meta({"engine": engine_meta(self.backend)})
+        store.set_meta({"engine": engine_meta(self.backend, self.executor)})
         return store
 
     def opened(self) -> RunStore:
@@ -188,15 +187,7 @@ class RunSteps:
     ) -> bool:
         """``execute`` on the running event loop, with ``limiters`` and ``budget`` shared with other
         batches (a paired session's subjects spend from one budget)."""
-        if isinstance(self.backend, RayPool):
-            return await self.backend.execute(
-                self.config, items, self.judge_backend, self.opened(), self.reporter, budget
-            )
-        if isinstance(self.backend, ReplicatedBackend):  # serve/NAME: prefix groups dealt to replicas
-            return await execute_on_replicas(
-                self.config, items, self.backend, self.judge_backend, self.opened(), self.reporter, budget
-            )
-        return await execute_items(
+        batch = Batch(
             self.config,
             items,
             self.backend,
@@ -206,6 +197,7 @@ class RunSteps:
             limiters,
             budget,
         )
+        return await self.executor.execute(batch)
 
     def concurrency(self) -> int:
         """How many of its calls may be in flight at once: one for a local engine (unless it says
@@ -267,7 +259,7 @@ class RunSteps:
         """Record how the engine ran, close the store and the backends."""
         try:
             if self.store is not None:
-                self.store.set_meta({"engine": engine_meta(self.backend)})
+                self.store.set_meta({"engine": engine_meta(self.backend, self.executor)})
                 self.store.close()
         finally:
             self.backend.close()
@@ -288,11 +280,13 @@ def open_run_steps(
     the folder is known to be new or this run's own."""
     check_run_dir(run_dir, config_digest(config), resume)
     _notice(reporter, f"planning {config.name}: model {config.model}; {grid_line(config)}")
-    made = in_worker(backend or create_backend(config), config, reporter)
-    return RunSteps(config, run_dir, made, reporter, judge_backend=judge_backend, resume=resume)
+    made, executor = with_executor(backend or create_backend(config), config, reporter)
+    return RunSteps(
+        config, run_dir, made, reporter, judge_backend=judge_backend, resume=resume, executor=executor
+    )
 
 
-def engine_meta(backend: Backend) -> dict[str, Any] | None:
+def engine_meta(backend: Backend, executor: ExecutorKind) -> dict[str, Any] | None:
     """How a local engine ran: its mode, why, its settings (llama.cpp: threads, from where, and
     batch size), and how often its worker crashed."""
     mode = getattr(backend, "engine_mode", None)
@@ -303,7 +297,7 @@ def engine_meta(backend: Backend) -> dict[str, Any] | None:
     return {
         "mode": mode,
         "settings": getattr(engine, "engine_settings", None),
-        "worker_process": isinstance(backend, WorkerBackend),
+        "worker_process": executor.worker_process,
         "crashes": getattr(backend, "crashes", 0),
         "verdict": None if verdict is None else asdict(verdict),
     }

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rotscope.config import ExperimentConfig, build_config, read_config_file
+from rotscope.config.experiment import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.calls.execute import Reporter
 from rotscope.execution.calls.order import execution_order

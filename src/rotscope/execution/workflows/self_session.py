@@ -28,7 +28,7 @@ from typing import Any
 from rotscope._util.decode import decode
 from rotscope._util.jsonl import complete_lines, jsonl_line, jsonl_lines
 from rotscope._util.safe_text import storable
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput, EngineCrashed, SessionNotWritten, SessionStopped
 from rotscope.execution.calls.cost import (
     check_budget_price,

@@ -14,7 +14,7 @@ from typing import Any
 from inspect_ai.dataset import MemoryDataset, Sample
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
-from rotscope.config import ExperimentConfig, build_config, read_config_file
+from rotscope.config.experiment import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput
 from rotscope.integrations.inspect.cells import cell_label
 from rotscope.integrations.inspect.verified import remember

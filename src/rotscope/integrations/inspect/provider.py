@@ -21,7 +21,7 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolChoice, ToolInfo
 
 from rotscope.backends import create_backend
-from rotscope.config import build_config, read_config_file
+from rotscope.config.experiment import build_config, read_config_file
 from rotscope.integrations.inspect.verified import verified_ids
 from rotscope.types import Backend, GenerateRequest, GenerationParams, Tokenizer
 

@@ -12,7 +12,7 @@ from inspect_ai.model import GenerateConfig, get_model
 from inspect_ai.solver import generate
 
 from rotscope.backends import create_backend
-from rotscope.config import BUNDLED_MODEL
+from rotscope.config.experiment import BUNDLED_MODEL
 from rotscope.errors import BadInput
 from rotscope.integrations.inspect.dataset import SPANS_NOTE, samples, task_config
 from rotscope.integrations.inspect.provider import RotscopeModelAPI

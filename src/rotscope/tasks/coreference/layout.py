@@ -20,7 +20,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.prompt.builder import PlacementError
 from rotscope.prompt.session import Located, content_tokens, session_prompt, verify_session
 from rotscope.prompt.session_render import SessionMessage, content_starts, count, fit_session, template_parts

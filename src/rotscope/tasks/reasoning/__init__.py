@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.rows import Row
 from rotscope.tasks import FamilyHooks, register_task
 from rotscope.tasks.reasoning.family import LAYOUT_COPIES, TASK, build_reasoning_cases

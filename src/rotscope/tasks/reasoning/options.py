@@ -6,8 +6,8 @@ from typing import Annotated, Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from rotscope.config_sections import Int, _Strict
-from rotscope.options import PathOption
+from rotscope.config.options import PathOption
+from rotscope.config.sections import Int, _Strict
 
 ReasoningSource = Literal["generated", "gsm8k", "arc"]
 ReasoningFiller = Literal["with_solutions", "questions_only", "neutral"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tasks import FamilyHooks, register_task
 from rotscope.tasks.replay.layout import digest, render_recording

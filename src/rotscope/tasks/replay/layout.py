@@ -16,7 +16,7 @@ import hashlib
 from bisect import bisect_right
 from dataclasses import dataclass
 
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.prompt.frame import Frame, evidence_unit
 from rotscope.prompt.verify import verify_prompt

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from rotscope.backends import listed_prices
-from rotscope.config import Price, build_config
+from rotscope.config.experiment import Price, build_config
 from rotscope.execution.calls.cost import (
     MILLION,
     call_cost,

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from rotscope.backends.fake import FakeBackend, lexical_responder
-from rotscope.config import ExperimentConfig
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.execution.state.lock import LOCK_FILE, RunFolderLocked, RunLock
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.store import RunStore, StoreMoved

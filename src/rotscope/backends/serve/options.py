@@ -1,0 +1,54 @@
+"""The ``serve/NAME`` backend's own section of the experiment file (``serve:``), apart from the
+backend so that reading a config never imports httpx."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import Field
+
+from rotscope.config.options import PathOption, RuntimeOption
+from rotscope.config.sections import Float, Int, OptionalInt, _Strict
+
+ServerKind = Literal["vllm", "sglang", "llamacpp"]
+
+
+class ServeOptions(_Strict):
+    """How rotscope sends exact token ids to servers the user already runs (``serve/NAME``: vLLM's
+    or SGLang's ``/v1/completions``, llama.cpp's ``llama-server`` ``/completion``).
+
+    The servers are ``--base-url URL[,URL...]`` (``remote.base_url``), or ``base_url`` here: several
+    are a pool of replicas of one model, each prefix group of the run sent to one of them. rotscope
+    renders every prompt with ``tokenizer`` (and its chat template, or ``template``) and verifies
+    it; the server's reported prompt-token count must equal the ids sent."""
+
+    SUBJECT_OVERRIDES: ClassVar[bool] = True
+    """A subject (``subjects:``) may set its keys one by one."""
+    IDENTITY_WHEN_SET: ClassVar[bool] = True
+    """Added after identities and plans were first frozen: left out of them while at its defaults
+    (``rotscope.config.options.LATER_SECTION``), so a config without ``serve:`` keeps its digest and plan."""
+
+    kind: ServerKind | None = None
+    """The server's software: ``vllm``, ``sglang`` or ``llamacpp``; unset: detected from its
+    ``GET /v1/models`` (the models' ``owned_by``)."""
+    tokenizer: Annotated[str | None, PathOption(by_content="subject.tokenizer_digest")] = None
+    """The model's own tokenizer, required: a GGUF file or a Hugging Face ``tokenizer.json`` (the
+    chat template read from it or from the ``tokenizer_config.json`` beside it); never downloaded.
+    Relative to the experiment file."""
+    template: Annotated[str | None, PathOption(by_content="subject.template_digest")] = None
+    """A Jinja chat template file to render with instead of the tokenizer's own."""
+    base_url: Annotated[str | None, RuntimeOption()] = None
+    """The servers, comma separated (``http://HOST:PORT``, with or without ``/v1``); unset:
+    ``remote.base_url`` (``--base-url``). Where the replicas are never changes an answer."""
+    concurrency: Annotated[Int, RuntimeOption()] = Field(default=1, gt=0)
+    """Calls in flight at once on each replica."""
+    context_window: OptionalInt = Field(default=None, gt=0)
+    """The served model's window in tokens; unset: the GGUF tokenizer's, else unchecked (an
+    over-long prompt comes back as an error row)."""
+    timeout_s: Annotated[Float, RuntimeOption()] = Field(default=600.0, gt=0.0)
+    """Seconds one request may take; past it the replica is asked whether it is still up."""
+    max_attempts: Annotated[Int, RuntimeOption()] = Field(default=3, ge=1)
+    """Attempts per call for a reply another attempt may cure (HTTP 429, 503 while loading); a
+    replica that stops answering is marked down at once and its call is an error row."""
+    params: dict[str, Any] = Field(default_factory=dict)
+    """Extra request fields passed through unchanged (e.g. ``repeat_penalty``, ``top_k``)."""

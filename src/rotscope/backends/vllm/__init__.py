@@ -1,0 +1,1 @@
+"""The in-process vLLM backend (``backend``) and its options section (``options``)."""

@@ -1,0 +1,310 @@
+"""The comparison of several runs on the same items (``rotscope compare``; its keys:
+``rotscope.compare.record``, docs/records.md): a leaderboard per task, every pair of models'
+paired difference per length with Holm-corrected verdicts (``analysis.pairwise``), and one
+machine-readable row per model x task x length. Built from each run's own summary
+(``analysis.summary``) and rows; the runs are checked comparable first (``analysis.comparable``)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import combinations
+from pathlib import Path
+from typing import Any
+
+from rotscope.analysis.summary import build_summary
+from rotscope.compare.comparable import check_comparable, common_lengths, is_imported
+from rotscope.compare.pairwise import ALPHA, PAIR_METHOD, LengthDifference, item_key, length_differences
+from rotscope.errors import BadInput
+from rotscope.rows import Row
+from rotscope.store import RunStore
+
+COMPARISON_VERSION = 1
+"""The comparison record's version: a change of its shape raises it."""
+CONFIDENCE = 0.95
+UNRANKED = ("no-data", "no-signal")
+"""Effective-length states that rank below every measured one (nothing to order by)."""
+
+
+@dataclass(frozen=True)
+class ComparedRun:
+    """One compared run folder: its name, meta, summary and rows."""
+
+    path: Path
+    name: str
+    meta: dict[str, Any]
+    summary: dict[str, Any]
+    rows: list[Row]
+
+
+def _cells(rows: Sequence[Row]) -> set[tuple[str, int, str]]:
+    """The (task, length, position) cells a run's probes measured, positions as pairs see them."""
+    return {_cell(row) for row in rows if not row["control"]}
+
+
+def _cell(row: Row) -> tuple[str, int, str]:
+    _, length, position, _ = item_key(row)
+    return (row["task"], length, position)
+
+
+def shared_cells(rows: Sequence[Sequence[Row]]) -> set[tuple[str, int, str]]:
+    """The (task, length, position) cells every run's probes measured."""
+    cells = [_cells(found) for found in rows]
+    return set(cells[0]).intersection(*cells[1:]) if cells else set()
+
+
+def _narrowed(rows: Sequence[Row], cells: set[tuple[str, int, str]]) -> list[Row]:
+    """A run's rows in the shared cells (its controls at the shared lengths)."""
+    lengths = {length for _, length, _ in cells}
+    return [
+        row
+        for row in rows
+        if (row["control"] and int(row["length_target"]) in lengths)
+        or (not row["control"] and _cell(row) in cells)
+    ]
+
+
+def load_runs(paths: Sequence[Path]) -> list[ComparedRun]:
+    """Each run folder read once (its summary built from the same rows), named by its folder, or by
+    its parent and folder where two share a name. Where one is imported (its grid is another
+    harness's), every run is narrowed to the cells (task, length, position) all of them measured,
+    and each summary is built from those rows only, so leaderboards rank on the same cells; no
+    shared cell is refused (``BadInput``)."""
+    counts = Counter(path.name for path in paths)
+    names = [path.name if counts[path.name] == 1 else f"{path.parent.name}/{path.name}" for path in paths]
+    metas, rows = [], []
+    for path in paths:
+        with RunStore.read(path) as store:
+            metas.append(store.meta())
+            rows.append(store.rows())
+    cells = shared_cells(rows) if any(is_imported(meta) for meta in metas) else None
+    if cells is not None and len(paths) > 1 and not cells:
+        raise BadInput(
+            f"compare: {', '.join(names)} share no cell (task, length and position): an imported "
+            "run compares only where the others measured the same lengths and positions"
+        )
+    runs = []
+    for path, name, meta, found in zip(paths, names, metas, rows, strict=True):
+        kept = found if cells is None else _narrowed(found, cells)
+        with RunStore.read(path) as store:
+            runs.append(ComparedRun(path, name, meta, build_summary(store, path, kept), kept))
+    return runs
+
+
+def common_positions(runs: Sequence[ComparedRun]) -> list[str] | None:
+    """The positions of the cells the runs were narrowed to (an imported run among them), in the
+    first run's order; ``None`` where no run is imported (their grids were checked equal)."""
+    if not any(is_imported(run.meta) for run in runs):
+        return None
+    cells = shared_cells([run.rows for run in runs])
+    ordered = [item_key(row)[2] for row in runs[0].rows if not row["control"]]
+    return [label for label in dict.fromkeys(ordered) if any(cell[2] == label for cell in cells)]
+
+
+def short_length(length: int) -> str:
+    """A length as a sentence says it: ``16K`` for a multiple of 1,024, else ``1,600``."""
+    return f"{length // 1024}K" if length >= 1024 and length % 1024 == 0 else f"{length:,}"
+
+
+def _listed(lengths: Sequence[int]) -> str:
+    words = [short_length(length) for length in lengths]
+    return words[0] if len(words) == 1 else ", ".join(words[:-1]) + " and " + words[-1]
+
+
+def pair_sentence(first: str, second: str, lengths: Sequence[LengthDifference]) -> str:
+    """The verdicts of a pair in words: "B better than A at 16K and 32K; no difference shown at 4K"."""
+    by_verdict: dict[str, list[int]] = {}
+    for entry in lengths:
+        by_verdict.setdefault(entry.verdict, []).append(entry.length)
+    parts = []
+    if "better" in by_verdict:
+        parts.append(f"{second} better than {first} at {_listed(by_verdict['better'])}")
+    if "worse" in by_verdict:
+        parts.append(f"{first} better than {second} at {_listed(by_verdict['worse'])}")
+    if "no difference shown" in by_verdict:
+        parts.append(f"no difference shown at {_listed(by_verdict['no difference shown'])}")
+    if "too few pairs" in by_verdict:
+        parts.append(f"too few pairs at {_listed(by_verdict['too few pairs'])}")
+    return "; ".join(parts) if parts else "no length in common"
+
+
+def _window(summary: Mapping[str, Any]) -> int | None:
+    window = (summary.get("backend") or {}).get("context_window")
+    return window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
+
+
+def _position_label(cell: Mapping[str, Any]) -> str:
+    label = cell.get("position") or f"{cell['depth']:.2f}"
+    return f"{cell['filler']}/{label}" if cell.get("filler") else str(label)
+
+
+def worst_position(summary: Mapping[str, Any], task: str) -> dict[str, Any] | None:
+    """The task's position whose mean instance accuracy over the lengths is lowest (the first of
+    equals in the run's order of positions), with that mean; ``None`` without a scored cell."""
+    scores: dict[str, list[float]] = {}
+    for cell in summary["cells"]:
+        if cell["task"] == task and cell.get("instance_accuracy") is not None:
+            scores.setdefault(_position_label(cell), []).append(cell["instance_accuracy"])
+    if not scores:
+        return None
+    means = {label: sum(values) / len(values) for label, values in scores.items()}
+    label = min(means, key=lambda name: means[name])
+    return {"position": label, "accuracy": means[label]}
+
+
+def _spend(rows: Sequence[Row], task: str) -> dict[str, Any]:
+    """A task's prompt and completion tokens over its finished calls (each call once) and cost."""
+    finished = [row for row in rows if row["task"] == task and row["status"] != "pending"]
+    calls = list({row["call_id"]: row for row in finished}.values())
+    return {
+        "prompt_tokens": sum(row["prompt_tokens"] or 0 for row in calls),
+        "completion_tokens": sum(row["usage_completion_tokens"] or 0 for row in calls),
+        "cost_usd": float(sum(row["cost"] or 0.0 for row in calls)),
+        "priced": all(row["cost"] is not None for row in calls),
+    }
+
+
+def _length_entries(
+    analysis: Mapping[str, Any], lengths: Sequence[int], window: int | None
+) -> list[dict[str, Any]]:
+    by_length = {line["length"]: line for line in analysis.get("lengths") or []}
+    entries = []
+    for length in lengths:
+        line = by_length.get(length) or {}
+        entries.append(
+            {
+                "length": length,
+                "fraction_of_window": length / window if window else None,
+                "accuracy": line.get("instance_accuracy"),
+                "ci_low": line.get("ci_low"),
+                "ci_high": line.get("ci_high"),
+                "instances": line.get("instances", 0),
+            }
+        )
+    return entries
+
+
+def _effective(analysis: Mapping[str, Any]) -> dict[str, Any]:
+    effective = analysis.get("effective_length") or {}
+    bracket = effective.get("bracket") or {}
+    return {
+        "definition": effective.get("definition"),
+        "value": effective.get("value"),
+        "state": effective.get("state"),
+        "bracket_low": (bracket.get("low") or {}).get("length"),
+        "bracket_high": (bracket.get("high") or {}).get("length"),
+        "bracket_state": bracket.get("state"),
+    }
+
+
+def rank_key(entry: Mapping[str, Any]) -> tuple[int, float, str]:
+    """A leaderboard's order: the longer effective length first (a state with nothing to order by
+    last, below the shortest length next to last), then the higher base score, then the label."""
+    effective = entry["effective_length"]
+    unranked = effective["state"] in UNRANKED or effective["state"] is None
+    length = -1 if unranked else effective["value"] or 0
+    return (-length, -(entry["base_score"] if entry["base_score"] is not None else -1.0), entry["label"])
+
+
+def leaderboard_entry(run: ComparedRun, label: str, task: str, lengths: Sequence[int]) -> dict[str, Any]:
+    """One model's entry in a task's leaderboard (its ``rank`` set once the entries are ordered)."""
+    analysis: dict[str, Any] = next((a for a in run.summary["tasks"] if a["task"] == task), {})
+    window = _window(run.summary)
+    return {
+        "rank": 0,
+        "task": task,
+        "run": run.name,
+        "label": label,
+        "model": run.summary.get("model"),
+        "imported": is_imported(run.meta),
+        "window": window,
+        "effective_length": _effective(analysis),
+        "base_score": (analysis.get("effective_length") or {}).get("base_score"),
+        "worst_position": worst_position(run.summary, task),
+        "lengths": _length_entries(analysis, lengths, window),
+        **_spend(run.rows, task),
+    }
+
+
+def comparison_rows(leaderboard: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One row per model x task x length (``rotscope.compare.record.ComparisonRow``)."""
+    return [
+        {
+            "run": entry["run"],
+            "model": entry["model"],
+            "task": entry["task"],
+            "rank": entry["rank"],
+            "window": entry["window"],
+            **line,
+            "effective_length": entry["effective_length"]["value"],
+            "effective_state": entry["effective_length"]["state"],
+            "bracket_low": entry["effective_length"]["bracket_low"],
+            "bracket_high": entry["effective_length"]["bracket_high"],
+            "base_score": entry["base_score"],
+        }
+        for entry in leaderboard
+        for line in entry["lengths"]
+    ]
+
+
+def labels_of(runs: Sequence[ComparedRun]) -> list[str]:
+    """How each run is named in sentences: its model, or its folder where two runs share a model."""
+    models = [str(run.summary.get("model") or run.name) for run in runs]
+    return models if len(set(models)) == len(models) else [run.name for run in runs]
+
+
+def _tasks(runs: Sequence[ComparedRun]) -> list[str]:
+    first = [analysis["task"] for analysis in runs[0].summary["tasks"]]
+    others = [{analysis["task"] for analysis in run.summary["tasks"]} for run in runs[1:]]
+    return [task for task in first if all(task in names for names in others)]
+
+
+def build_comparison(runs: Sequence[ComparedRun], *, alpha: float = ALPHA) -> dict[str, Any]:
+    """The comparison record of ``runs`` (checked comparable first: ``BadInput`` naming the first
+    field that differs)."""
+    check_comparable([run.name for run in runs], [run.meta for run in runs])
+    labels = labels_of(runs)
+    lengths = common_lengths([[line["length"] for line in run.summary["lengths"]] for run in runs])
+    tasks = _tasks(runs)
+    board: list[dict[str, Any]] = []
+    for task in tasks:
+        entries = sorted(
+            (leaderboard_entry(run, label, task, lengths) for run, label in zip(runs, labels, strict=True)),
+            key=rank_key,
+        )
+        board += [{**entry, "rank": rank} for rank, entry in enumerate(entries, start=1)]
+    pairs = []
+    for task in tasks:
+        for (first, first_label), (second, second_label) in combinations(zip(runs, labels, strict=True), 2):
+            found = length_differences(first.rows, second.rows, task, lengths, alpha=alpha)
+            pairs.append(
+                {
+                    "task": task,
+                    "first": first_label,
+                    "second": second_label,
+                    "lengths": [entry.record() for entry in found],
+                    "sentence": pair_sentence(first_label, second_label, found),
+                }
+            )
+    return {
+        "comparison_version": COMPARISON_VERSION,
+        "runs": [
+            {
+                "run": run.name,
+                "label": label,
+                "model": run.summary.get("model"),
+                "imported": is_imported(run.meta),
+            }
+            for run, label in zip(runs, labels, strict=True)
+        ],
+        "tasks": tasks,
+        "lengths": lengths,
+        "positions": common_positions(runs),
+        "confidence": CONFIDENCE,
+        "alpha": alpha,
+        "pair_method": PAIR_METHOD,
+        "leaderboard": board,
+        "pairs": pairs,
+        "rows": comparison_rows(board),
+    }

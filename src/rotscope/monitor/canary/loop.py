@@ -1,0 +1,113 @@
+"""The canary's checks: one check (its probes, those a killed run of it left out; the sequential
+test; the stored alert body) and the loop of checks at an interval, with its signal handling: the
+first SIGINT or SIGTERM stops after the check in flight, a second abandons it (the next run takes
+it up where it stopped, since each probe is its own transaction)."""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from types import FrameType
+from typing import Any
+
+from rotscope.errors import BadInput
+from rotscope.monitor.canary import store as canary_store
+from rotscope.monitor.canary.alert import alert_body
+from rotscope.monitor.canary.probes import Canary, Probe, ProbeResult, check_probes, run_probes
+from rotscope.monitor.sequential import Margins, sequential_test
+from rotscope.monitor.store import MonitorStore
+from rotscope.records import RECORDS
+
+_INTERVAL = re.compile(r"(\d+(?:\.\d+)?)(s|m|h|d)")
+_SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def parse_every(value: str) -> float:
+    """``1h``, ``30m``, ``90s``, ``1d`` (or ``1h30m``) in seconds; bad input otherwise."""
+    parts = _INTERVAL.findall(value.strip())
+    if not parts or "".join(number + unit for number, unit in parts) != value.strip():
+        raise BadInput(f"--every: {value!r} is not an interval such as 1h, 30m or 90s")
+    seconds = sum(float(number) * _SECONDS[unit] for number, unit in parts)
+    if seconds <= 0:
+        raise BadInput(f"--every: {value!r} must be longer than nothing")
+    return seconds
+
+
+def run_check(canary: Canary, store: MonitorStore, margins: Margins) -> dict[str, Any]:
+    """One check: its probes (those a killed run of it left out), the test, the stored body (the
+    record ``canary``, validated before it is stored: what a scheduler reads is what it documents)."""
+    key = f"{canary.baseline_run}|{canary.subject}"
+    settings = {"bins": canary.bins, "calls": canary.calls, "warn": margins.warn, "fail": margins.fail}
+    settings["alpha"] = margins.alpha
+    number_id = canary_store.open_canary(store, key, str(canary.baseline_dir), canary.subject, settings)
+    number, _resumed = canary_store.next_check(store, number_id)
+    canary_store.start_check(store, number_id, number)
+    probes = check_probes(canary, number)
+    stored = canary_store.stored_slots(store, number_id, number)
+
+    def record(probe: Probe, result: ProbeResult) -> None:
+        canary_store.add_probe(
+            store,
+            number_id,
+            number,
+            canary_store.ProbeRecord(
+                probe.slot, probe.bin, probe.candidate.key, probe.candidate.baseline, result.score,
+                result.outcome, result.response, result.error,
+            ),
+        )  # fmt: skip
+
+    run_probes(canary, [probe for probe in probes if probe.slot not in stored], record)
+    verdict = sequential_test(canary_store.scored_probes(store, number_id, number), canary.bins, margins)
+    body = alert_body(
+        verdict,
+        check=number,
+        at=datetime.now(UTC).isoformat(timespec="seconds"),
+        subject=canary.subject,
+        baseline=str(canary.baseline_dir),
+        margins=margins,
+        probes=len(probes),
+        errors=canary_store.probe_errors(store, number_id, number),
+    )
+    RECORDS["canary"].validate(body)
+    canary_store.finish_check(store, number_id, number, verdict.status, body)
+    return body
+
+
+def check_loop(
+    check: Callable[[], dict[str, Any] | None],
+    show: Callable[[dict[str, Any]], None],
+    interval_s: float,
+    max_checks: int | None,
+    notice: Callable[[str], None],
+) -> None:
+    """``check`` every ``interval_s`` seconds until a signal (or ``max_checks`` checks), ``show``
+    each body. ``check`` returns None when a second signal abandoned it."""
+    stop = threading.Event()
+
+    def asked_to_stop(signum: int, frame: FrameType | None) -> None:
+        if stop.is_set():  # a second signal: abandon the check in flight
+            raise KeyboardInterrupt
+        stop.set()
+        notice("stopping after the check in flight (again to stop at once)")
+
+    previous = {sig: signal.signal(sig, asked_to_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    done = 0
+    try:
+        while not stop.is_set():
+            started = time.monotonic()
+            body = check()
+            if body is None:
+                notice("check abandoned; the next run takes it up where it stopped")
+                break
+            show(body)
+            done += 1
+            if max_checks is not None and done >= max_checks:
+                break
+            stop.wait(max(0.0, interval_s - (time.monotonic() - started)))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -1,0 +1,138 @@
+"""The lines ``rotscope show`` prints for a search folder (``DIR/search.json``), and what
+``rotscope run --search --dry-run`` prints."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rich.console import Console
+
+from rotscope.report.dry_run import print_dry_run
+
+if TYPE_CHECKING:  # a view prints what the dry run made, never runs one
+    from rotscope.search.setup import SearchDryRun, WorstCase
+
+
+def _bound(decision: dict[str, Any], side: str, relative: bool, value: float) -> str:
+    """``lower bound 0.86 ≥ 0.85`` (absolute) or ``score 0.91, lower bound of score - 0.85 × base
+    +0.02 ≥ 0`` (relative, paired by instance)."""
+    bound = decision[side]
+    sign = "≥" if side == "lower" else "<"
+    if not relative:
+        return f"{side} bound {bound:.2f} {sign} {value:g}"
+    return (
+        f"score {decision['score']:.2f} vs base {decision['base']:.2f}, {side} bound of "
+        f"score − {value:g} × base {bound:+.3f} {sign} 0"
+    )
+
+
+def search_lines(record: dict[str, Any]) -> list[str]:
+    relative, value = record["definition"]["relative"], record["definition"]["value"]
+    confidence = f"{record['confidence']:.0%}"
+    low, high = record["bracket"]["passes"], record["bracket"]["fails"]
+    passes = record["pass_decision"]
+    fails = record["fail_decision"]
+    parts = []
+    if passes is not None:
+        parts.append(f"passes at {low:,} ({_bound(passes, 'lower', relative, value)})")
+    else:
+        parts.append(f"no length from {record['range'][0]:,} passes")
+    if fails is not None:
+        parts.append(f"fails at {high:,} ({_bound(fails, 'upper', relative, value)})")
+    else:
+        parts.append(f"none up to {record['range'][1]:,} fails")
+    head = {
+        "decided": f"effective length {low:,} tokens"
+        if low is not None
+        else "effective length below the range",
+        "undecided": "UNDECIDED (a length stayed undecided at the instance cap)",
+        "inconclusive": "INCONCLUSIVE (budget spent)",
+    }[record["verdict"]]
+    lines = [f"{head}: {', '.join(parts)}, {confidence}"]
+    if record["verdict"] == "decided" and low is not None and high is None:
+        lines[0] = (
+            f"effective length at least {low:,} tokens (the range's end): {', '.join(parts)}, {confidence}"
+        )
+    if record["reason"]:
+        lines.append(f"  {record['reason']}")
+    lines.append(f"calls {record['calls']:,}, prompt tokens {record['prompt_tokens']:,}; {_grids(record)}")
+    if record.get("shared_haystacks") is not None:
+        lines.append(
+            f"  instances shared {record['shared_haystacks']} haystack variants: the bounds speak for "
+            "these haystacks, not for the filler source"
+        )
+    tested = " → ".join(f"{d['length']:,}:{d['state']}" for d in last_per_step(record["decisions"]))
+    lines.append(f"tested in order: {tested}")
+    for shorter, longer in record["non_monotone"]:
+        lines.append(
+            f"non-monotone: {longer:,} scores above the failed {shorter:,} beyond noise; "
+            "the lengths between were tested"
+        )
+    lines.append(f"method: {record['method']}")
+    return lines
+
+
+def _grids(record: dict[str, Any]) -> str:
+    """The fixed grids of the same resolution the search compares with: the one a user would have
+    run (every case at every length and the base) and the one sized in hindsight (a record from
+    before the cap's default holds only the second, as ``fixed_grid``)."""
+    grid, hindsight = record["fixed_grid"], record.get("fixed_grid_hindsight")
+    if hindsight is None:
+        return (
+            f"a fixed grid of the same resolution ({grid['lengths']} lengths × "
+            f"{grid['instances_per_length']} instances) would take {grid['calls']:,} calls"
+        )
+    share = record["calls"] / grid["calls"] if grid["calls"] else 0.0
+    base = " and the base" if record["definition"]["relative"] else ""
+    return (
+        f"the fixed grid of the same resolution, every one of the {grid['instances_per_length']:,} cases "
+        f"at each of its {grid['lengths']} lengths{base}, would take {grid['calls']:,} calls "
+        f"(the search took {share:.0%} of them); sized in hindsight, with the "
+        f"{hindsight['instances_per_length']:,} instances the search needed at its most demanding "
+        f"decided length, {hindsight['calls']:,}"
+    )
+
+
+def worst_case_line(worst: WorstCase, budgets: dict[str, float | int | None]) -> str:
+    cost = "unknown (no price for this model; add it under prices:)"
+    if worst.cost is not None:
+        cost = f"${worst.cost:,.4f}"
+    base = " and the base" if worst.base else ""
+    line = (
+        f"search worst case: at most {worst.calls:,} calls ({worst.lengths} grid lengths{base} × the cap "
+        f"of {worst.cap:,} instances × {worst.calls_per_instance} calls each), prompt tokens "
+        f"about {worst.prompt_tokens:,}, output tokens at most {worst.max_output_tokens:,}, estimated "
+        f"cost at most {cost}"
+    )
+    stops = [
+        f"{name} {value:,}" if not isinstance(value, float) else f"{name} ${value:,.4f}"
+        for name, value in budgets.items()
+        if value is not None
+    ]
+    return line + (f"; the budget stops it sooner ({', '.join(stops)})" if stops else "; no budget set")
+
+
+def print_search_dry_run(planned: SearchDryRun, console: Console, warn: Callable[[str], None]) -> None:
+    """The worst case first, then the warnings, then the ordinary dry run of the first batch."""
+    console.print(worst_case_line(planned.worst, planned.budgets), markup=False)
+    for line in planned.warnings:
+        warn(line)
+    lengths = ", ".join(f"{length:,}" for length in planned.probe_lengths)
+    where = "the base and the range's ends" if planned.worst.base else "the range's ends"
+    console.print(
+        f"first batch ({planned.probe_instances} instances) planned and verified at {lengths} tokens "
+        f"({where}); no model was called:",
+        markup=False,
+    )
+    print_dry_run(planned.probe, console)
+
+
+def last_per_step(decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each tested length once, in order of testing, with its final state."""
+    final: dict[int, dict[str, Any]] = {}
+    for decision in decisions:
+        final.pop(decision["length"], None)
+        final[decision["length"]] = decision
+    order = list(dict.fromkeys(d["length"] for d in decisions))
+    return [final[length] for length in order]

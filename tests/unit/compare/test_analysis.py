@@ -1,0 +1,37 @@
+"""The comparison's pure pieces: the leaderboard's order, a pair's sentence, lengths in words."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rotscope.compare.analysis import pair_sentence, rank_key, short_length
+from rotscope.compare.pairwise import LengthDifference
+
+
+def _entry(label: str, value: int | None, state: str, base: float | None) -> dict[str, Any]:
+    return {"label": label, "effective_length": {"value": value, "state": state}, "base_score": base}
+
+
+def test_the_leaderboard_orders_by_effective_length_then_base_score() -> None:
+    entries = [
+        _entry("no-signal", None, "no-signal", 0.1),
+        _entry("short", 200, "value", 1.0),
+        _entry("long-low", 800, "at-least-longest", 0.5),
+        _entry("below", None, "below-shortest", 0.9),
+        _entry("long-high", 800, "at-least-longest", 1.0),
+    ]
+    order = [entry["label"] for entry in sorted(entries, key=rank_key)]
+    assert order == ["long-high", "long-low", "short", "below", "no-signal"]
+
+
+def _length(length: int, verdict: str) -> LengthDifference:
+    return LengthDifference(length, None, None, None, None, None, 0, None, None, verdict)  # type: ignore[arg-type]
+
+
+def test_a_pair_reads_as_one_sentence() -> None:
+    lengths = [_length(4096, "no difference shown"), _length(16384, "better"), _length(32768, "better")]
+    assert pair_sentence("A", "B", lengths) == "B better than A at 16K and 32K; no difference shown at 4K"
+    assert pair_sentence("A", "B", [_length(1600, "worse"), _length(200, "too few pairs")]) == (
+        "A better than B at 1,600; too few pairs at 200"
+    )
+    assert short_length(1000) == "1,000" and short_length(131072) == "128K"
