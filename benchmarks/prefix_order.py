@@ -115,7 +115,7 @@ def run_order(config: dict[str, object], order: str, out: Path, log: Path) -> di
         "sent": sent,
         "evaluated": sent - sum(hits),
         "cached": sum(hits),
-        "rows_cached": load_summary(run_dir)["tokens"]["cached"],
+        "rows_cached": load_summary(run_dir).model_dump()["tokens"]["cached"],
         "outcomes": {row[0]: row[1] for row in rows},
         "errors": sum(row[3] != "ok" for row in rows),
         "meta_order": meta.get("order"),

@@ -62,7 +62,7 @@ def timed_run(data: dict[str, Any], out: Path) -> dict[str, Any]:
     with sqlite3.connect(run_dir / "run.db") as db:
         rows = dict(db.execute("SELECT item_id, outcome FROM items").fetchall())
         meta = {key: json.loads(value) for key, value in db.execute("SELECT key, value FROM meta")}
-    tokens = load_summary(run_dir)["tokens"]
+    tokens = load_summary(run_dir).model_dump()["tokens"]
     return {
         "wall_s": wall,
         "rows": rows,

@@ -9,6 +9,7 @@ from rotscope._version import __version__
 
 if TYPE_CHECKING:
     from rotscope.config.experiment import ExperimentConfig
+    from rotscope.records.summary import Summary
 
 __all__ = ["__version__", "load_summary", "run", "stats"]
 
@@ -32,8 +33,9 @@ def run(config: ExperimentConfig | Path | str) -> Path:
     return run_experiment(config)
 
 
-def load_summary(run_dir: Path | str) -> dict[str, Any]:
-    """The summary JSON (its keys: docs/records.md) of a run folder."""
+def load_summary(run_dir: Path | str) -> Summary:
+    """The typed summary of a run folder (``rotscope.records.summary.Summary``; its ``model_dump()``
+    is the summary JSON, its keys in docs/records.md)."""
     from rotscope.analysis.summary import load_summary as _load
 
     return _load(run_dir)

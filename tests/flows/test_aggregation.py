@@ -199,7 +199,7 @@ def test_example_file_runs_with_the_fake_models(tmp_path: Path) -> None:
     )
     for name, backend in (("lexical", None), ("partial", FakeBackend("scripted", _partial))):
         config = load_config(EXAMPLE, overrides)
-        summary = load_summary(run_experiment(config, run_dir=tmp_path / name, backend=backend))
+        summary = load_summary(run_experiment(config, run_dir=tmp_path / name, backend=backend)).model_dump()
         jsonschema.validate(summary, schema, cls=jsonschema.Draft202012Validator)
         assert summary["items"] == {"total": 4 * 3 + 4, "done": 16, "errors": 0, "rejected_prompts": 0}
         cells = sorted((c for c in summary["cells"] if c["task"] == "aggregation"), key=lambda c: c["depth"])

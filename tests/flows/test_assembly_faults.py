@@ -107,7 +107,7 @@ def test_a_trimmed_prompt_is_an_error_row_never_a_wrong_answer(tmp_path: Path) -
     rows = _rows(run_dir)
     assert rows and all(row["status"] == "error" for row in rows)
     assert all(row["outcome"] == "error" and "prompt truncated" in row["error"] for row in rows)
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     assert all(cell["accuracy"] is None and cell["errors"] == cell["n"] for cell in summary["cells"])
     # Errors are retried on resume; with an honest backend they are then scored.
     resume_dir = resume_experiment(run_dir)
@@ -281,6 +281,6 @@ def test_a_window_smaller_than_declared_gives_error_rows_at_the_long_lengths(tmp
     short = [row for row in rows if row["length_target"] == 300]
     assert long and all(row["status"] == "error" and "prompt truncated" in str(row["error"]) for row in long)
     assert short and all(row["status"] == "ok" for row in short)
-    cells = {cell["length"]: cell for cell in load_summary(run_dir)["lengths"]}
+    cells = {cell["length"]: cell for cell in load_summary(run_dir).model_dump()["lengths"]}
     assert cells[600]["accuracy"] is None and cells[600]["errors"] == cells[600]["n"]
     assert cells[300]["errors"] == 0

@@ -89,7 +89,7 @@ def test_a_cache_that_changes_replies_is_an_incident(tmp_path: Path, config_data
     backend = ColdDiffers()
     run_dir = run_experiment(build_config(config_data), run_dir=tmp_path / "run", backend=backend)
     assert backend.cache_clears == 5
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     jsonschema.validate(summary, _summary_schema(), cls=jsonschema.Draft202012Validator)
     cache = summary["cache_control"]
     assert cache["checked"] == 5 and cache["differing"] == 5
@@ -106,7 +106,7 @@ def test_an_engine_that_answers_alike_cold_has_no_incident(
 ) -> None:
     backend = FakeBackend("lexical", lexical_responder())
     run_dir = run_experiment(build_config(config_data), run_dir=tmp_path / "run", backend=backend)
-    cache = load_summary(run_dir)["cache_control"]
+    cache = load_summary(run_dir).model_dump()["cache_control"]
     assert backend.cache_clears == cache["checked"] == 5
     assert cache["differing"] == 0 and cache["incident"] is False
 
@@ -140,7 +140,7 @@ def test_no_checks_without_the_flag(tmp_path: Path, config_data: dict[str, Any])
         build_config({**config_data, "cache_control": False}), run_dir=tmp_path / "run", backend=backend
     )
     assert backend.cache_clears == 0
-    assert load_summary(run_dir)["cache_control"] is None
+    assert load_summary(run_dir).model_dump()["cache_control"] is None
 
 
 def test_a_backend_that_cannot_clear_its_cache_is_bad_input(

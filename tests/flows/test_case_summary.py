@@ -87,7 +87,7 @@ def test_rows_carry_slices_and_claim_reports(tmp_path: Path) -> None:
 
 def test_summary_separates_capability_from_positional_failures(tmp_path: Path) -> None:
     run_dir = _run(tmp_path)
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     schema = json.loads(
         resources.files("rotscope").joinpath("schemas", "summary.schema.json").read_text(encoding="utf-8")
     )
@@ -131,9 +131,13 @@ def test_an_offset_is_one_cell_per_length(tmp_path: Path) -> None:
     }
     store.close()
     assert len(depths) == 2  # the two cases reach @20 at slightly different fractions
-    cells = [(cell["length"], cell["position"]) for cell in load_summary(run_dir)["cells"]]
+    cells = [(cell["length"], cell["position"]) for cell in load_summary(run_dir).model_dump()["cells"]]
     assert sorted(cells) == [(300, "@20"), (300, "end"), (400, "@20"), (400, "end")]
-    offset = next(c for c in load_summary(run_dir)["cells"] if c["position"] == "@20" and c["length"] == 300)
+    offset = next(
+        c
+        for c in load_summary(run_dir).model_dump()["cells"]
+        if c["position"] == "@20" and c["length"] == 300
+    )
     assert offset["n"] == 2 and offset["depth"] == sum(depths) / 2
 
 

@@ -77,7 +77,7 @@ def test_the_agent_gives_fake_lexical_outcomes_and_show_reports_its_overhead(tmp
     assert {"correct", "abstained"} <= set(got.values())
     assert all(row["usage_prompt_tokens"] - row["prompt_tokens"] == OVERHEAD for row in rows(cmd_dir))
     assert sum(row["cost"] for row in rows(cmd_dir)) == pytest.approx(0.001 * len(got))
-    overhead = load_summary(cmd_dir)["token_counts"]["overhead"]
+    overhead = load_summary(cmd_dir).model_dump()["token_counts"]["overhead"]
     assert overhead == {"model": through_cmd.model, "calls": len(got), "median": 777, "min": 777, "max": 777}
     shown = invoke("show", cmd_dir)
     assert shown.exit_code == 0, shown.output
@@ -220,7 +220,7 @@ def test_a_failing_command_gives_error_rows_that_resume_retries(tmp_path: Path) 
     [row] = rows(run_dir)
     assert row["outcome"] == "error" and row["status"] == "error"
     assert "exit status 1: agent: first call fails" in row["error"]
-    assert load_summary(run_dir)["error_cap"]["error_rate"] == 1.0
+    assert load_summary(run_dir).model_dump()["error_cap"]["error_rate"] == 1.0
 
     # The time limit and retries are not the experiment's identity: resume may change them.
     stored = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))

@@ -239,7 +239,7 @@ def test_example_file_runs_end_to_end_with_the_fake_models(tmp_path: Path) -> No
     for name, backend in (("oracle", _oracle_like), ("one-off", _one_off)):
         config = load_config(EXAMPLE, overrides)
         run_dir = run_experiment(config, run_dir=tmp_path / name, backend=FakeBackend("scripted", backend))
-        summary = load_summary(run_dir)
+        summary = load_summary(run_dir).model_dump()
         jsonschema.validate(summary, schema, cls=jsonschema.Draft202012Validator)
         assert summary["items"] == {"total": 3 * 3 + 3, "done": 12, "errors": 0, "rejected_prompts": 0}
         cells = sorted((c for c in summary["cells"] if c["task"] == "coreference"), key=lambda c: c["depth"])
@@ -261,7 +261,7 @@ def test_example_file_runs_end_to_end_with_the_fake_models(tmp_path: Path) -> No
     experiment.write_text(text.replace("lengths: [1024, 2048, 4096]", "lengths: [768]\nmodel: fake/lexical"))
     result = invoke("run", experiment, "--out", out)
     assert result.exit_code == 0, result.output
-    summary = load_summary(out)
+    summary = load_summary(out).model_dump()
     cells = [c for c in summary["cells"] if c["task"] == "coreference"]
     assert [(cell["n"], cell["categories"], cell["mean_similarity"]) for cell in cells] == [
         (2, {"abstained": 2}, 0.0)

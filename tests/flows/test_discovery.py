@@ -93,7 +93,7 @@ def test_an_outside_backend_is_listed_and_runs_from_the_command_line(site: Path,
     run = tmp_path / "run"
     done = rotscope_cli("run", experiment, "--out", run, site=site)
     assert done.returncode == 0, done.stderr
-    summary = rotscope.load_summary(run)
+    summary = rotscope.load_summary(run).model_dump()
     assert summary["backend"]["model"] == "acme/lexical"
     assert summary["items"]["done"] == summary["items"]["total"] > 0
 

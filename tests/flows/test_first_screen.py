@@ -63,7 +63,7 @@ def test_a_log_is_100_columns_and_no_line_breaks_inside_an_interval(screen: str)
 
 
 def test_the_effective_length_is_said_once(screen: str, run_dir: Path) -> None:
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     per_task = summary["effective_lengths"]["tasks"]
     flat = " ".join(screen.split())
     assert flat.lower().count("effective length of ") == len(
@@ -93,7 +93,7 @@ def _categories(summary: dict[str, Any], task: str) -> dict[str, int]:
 
 
 def test_each_tasks_failure_categories_are_named_with_their_counts(screen: str, run_dir: Path) -> None:
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     lines = [line for line in screen.splitlines() if "failures by category" in line]
     assert len(lines) == len(summary["tasks"])
     for task, line in zip((task["task"] for task in summary["tasks"]), lines, strict=True):

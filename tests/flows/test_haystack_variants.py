@@ -122,7 +122,7 @@ def test_a_corpus_with_fewer_documents_gives_fewer_variants(tmp_path: Path) -> N
 
 def test_the_summary_states_the_variants_used(tmp_path: Path) -> None:
     config = _config(tmp_path, lengths=[256], limit=2)
-    summary = load_summary(run_experiment(config, run_dir=tmp_path / "run"))
+    summary = load_summary(run_experiment(config, run_dir=tmp_path / "run")).model_dump()
     assert summary["corpus"]["variants"] == 2 and summary["corpus"]["variants_asked"] == 3
     schema = json.loads(
         resources.files("rotscope").joinpath("schemas", "summary.schema.json").read_text(encoding="utf-8")
@@ -152,10 +152,10 @@ def test_a_run_folder_from_before_variants_resumes_with_its_one_haystack(tmp_pat
     stored = yaml.safe_load((run_dir / "config.yaml").read_text(encoding="utf-8"))
     del stored["filler"]["variants"]
     (run_dir / "config.yaml").write_text(yaml.safe_dump(stored, sort_keys=False), encoding="utf-8")
-    before = load_summary(run_dir)["items"]
+    before = load_summary(run_dir).model_dump()["items"]
     resume_experiment(run_dir)
-    assert load_summary(run_dir)["items"] == before
-    assert load_summary(run_dir)["corpus"]["variants"] == 1
+    assert load_summary(run_dir).model_dump()["items"] == before
+    assert load_summary(run_dir).model_dump()["corpus"]["variants"] == 1
 
 
 @pytest.mark.parametrize("filler", [{"kind": "readinglog"}, {"kind": "code"}], ids=["readinglog", "code"])

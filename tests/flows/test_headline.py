@@ -104,7 +104,7 @@ def test_no_probe_in_band_leads_none_and_says_why() -> None:
 
 
 def test_the_summary_holds_each_tasks_own_effective_length(split_run: Path) -> None:
-    summary = load_summary(split_run)
+    summary = load_summary(split_run).model_dump()
     schema = json.loads(
         resources.files("rotscope").joinpath("schemas", "summary.schema.json").read_text(encoding="utf-8")
     )
@@ -138,7 +138,9 @@ def test_show_and_report_headline_name_each_tasks_own_effective_length(split_run
 def test_a_bundled_runs_report_and_show_name_no_path_of_the_machine(tmp_path: Path) -> None:
     run_dir = tmp_path / "quick"
     shutil.copytree(FIXTURES / "v1-quick-bundled", run_dir)
-    assert load_summary(run_dir)["backend"]["model_file"] == BUNDLED_FILE  # the metadata keeps it
+    assert (
+        load_summary(run_dir).model_dump()["backend"]["model_file"] == BUNDLED_FILE
+    )  # the metadata keeps it
     for text in (_show(run_dir), _report_text(run_dir)):
         assert "bundled (SmolLM2-135M-Instruct.Q4_1)" in text
         assert BUNDLED_FILE not in text and "/work/main" not in text and "/tmp/oldquick" not in text

@@ -70,7 +70,7 @@ def _run(tmp_path: Path, model: str) -> dict[str, Any]:
     out = tmp_path / "run"
     result = invoke("run", experiment, "--out", out)
     assert result.exit_code == 0, result.output
-    summary = load_summary(out)
+    summary = load_summary(out).model_dump()
     shown = invoke("show", out)
     assert "static vs session filler" in shown.stdout
     return summary

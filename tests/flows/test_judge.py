@@ -114,7 +114,7 @@ def test_only_undecided_replies_are_judged_and_marked(
     # The judge sees the question, the expected answer and the reply, never the context.
     assert all(PARAPHRASE in prompt and "<context>" not in prompt for prompt in judge.prompts)
 
-    summary = load_summary(tmp_path / "run")
+    summary = load_summary(tmp_path / "run").model_dump()
     schema = resources.files("rotscope").joinpath("schemas/summary.schema.json").read_text()
     jsonschema.validate(summary, json.loads(schema))
     for cell in summary["cells"]:
@@ -140,7 +140,7 @@ def test_without_a_judge_undecided_replies_stay_wrong(
         ("incorrect", "hallucinated"),
     }
     assert all(row["judge_verdict"] is None for row in long_rows)
-    assert load_summary(tmp_path / "run")["judge"] is None
+    assert load_summary(tmp_path / "run").model_dump()["judge"] is None
 
 
 @pytest.mark.parametrize(

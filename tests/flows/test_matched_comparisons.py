@@ -62,7 +62,7 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, reject: Any) -> dict[s
         }
     )
     backend = FakeBackend("scripted", _right_only_near_the_end)
-    summary = load_summary(run_experiment(config, run_dir=tmp_path / "run", backend=backend))
+    summary = load_summary(run_experiment(config, run_dir=tmp_path / "run", backend=backend)).model_dump()
     schema = json.loads(
         resources.files("rotscope").joinpath("schemas", "summary.schema.json").read_text(encoding="utf-8")
     )

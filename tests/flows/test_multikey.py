@@ -116,7 +116,7 @@ def test_a_model_failing_only_at_depth_half_drops_only_those_cells(tmp_path: Pat
         run_dir = tmp_path / model.replace("/", "-")
         result = invoke("run", _experiment(tmp_path, model), "--out", run_dir)
         assert result.exit_code == 0, result.output
-        summaries[model] = load_summary(run_dir)
+        summaries[model] = load_summary(run_dir).model_dump()
     for model, summary in summaries.items():
         cells = {cell["depth"]: cell for cell in summary["cells"] if cell["task"] == "multikey"}
         assert sorted(cells) == [0.0, 0.5, 1.0]
@@ -166,7 +166,7 @@ def test_example_file_runs_with_the_lexical_fake(tmp_path: Path) -> None:
             "filler": {"kind": "text", "glob": f"{corpus}/*.txt"},
         },
     )
-    summary = load_summary(run_experiment(config, run_dir=tmp_path / "run"))
+    summary = load_summary(run_experiment(config, run_dir=tmp_path / "run")).model_dump()
     cells = [cell for cell in summary["cells"] if cell["task"] == "multikey"]
     assert [cell["depth"] for cell in cells] == [0.0, 0.25, 0.5, 0.75, 1.0]
     assert summary["items"]["errors"] == 0 and summary["items"]["rejected_prompts"] == 0

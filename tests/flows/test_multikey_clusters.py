@@ -63,7 +63,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], list[
     run_experiment(config, run_dir=run_dir, backend=FakeBackend("scripted", prompt_fails_long))
     with RunStore.read(run_dir) as store:
         rows = store.rows()
-    return load_summary(run_dir), rows
+    return load_summary(run_dir).model_dump(), rows
 
 
 def _width(gap: Any) -> float:

@@ -120,7 +120,7 @@ def test_rows_per_question_and_one_cluster_per_prompt(tmp_path: Path) -> None:
     assert all(row["outcome"] == "correct" for row in probes)
     for row in probes:
         assert [span["evidence_id"].split("/")[0] for span in json.loads(row["spans"])] == [row["case_id"]]
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     cell = next(c for c in summary["cells"] if c["depth"] == 0.0)
     assert (cell["n"], cell["instances"], cell["correct"]) == (4, 2, 4)
 
@@ -131,6 +131,6 @@ def test_broken_contract_rows_are_format_not_guessed(tmp_path: Path) -> None:
     run_dir = run_experiment(
         config, run_dir=tmp_path / "run", backend=FakeBackend("prose", lambda _: answers)
     )
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     (cell,) = summary["cells"]
     assert (cell["n"], cell["correct"], cell["categories"]) == (2, 0, {"format": 2})

@@ -190,7 +190,7 @@ def test_a_backend_section_resolves_paths_keeps_runtime_out_of_identity_and_is_d
     assert done.returncode == 0, done.stderr
     stored = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
     assert stored["acme"] == {"notes": str(folder / "notes.txt"), "threads": 2, "temperature": 0.0}
-    assert rotscope.load_summary(run)["items"]["done"] == 1
+    assert rotscope.load_summary(run).model_dump()["items"]["done"] == 1
 
     stored["acme"]["threads"] = 7  # a runtime option: resume takes it
     (run / "config.yaml").write_text(yaml.safe_dump(stored), encoding="utf-8")
@@ -230,7 +230,7 @@ def test_a_filler_source_with_typed_options_runs_and_refuses_a_bad_value(site: P
     assert done.returncode == 0, done.stderr
     stored = yaml.safe_load((run / "config.yaml").read_text(encoding="utf-8"))
     assert stored["filler"]["options"] == {"word": "ipsum", "words": 60}
-    assert rotscope.load_summary(run)["items"]["done"] == 1
+    assert rotscope.load_summary(run).model_dump()["items"]["done"] == 1
 
     bad = _experiment(
         tmp_path / "bad", model="fake/lexical", filler={"kind": "lorem", "options": {"words": 0}}
@@ -256,7 +256,7 @@ def test_a_task_family_with_its_own_answer_kind_reports_its_partial_credit_by_na
     run = tmp_path / "run"
     done = rotscope_cli("run", experiment, "--out", run, site=site)
     assert done.returncode == 0, done.stderr
-    summary = rotscope.load_summary(run)
+    summary = rotscope.load_summary(run).model_dump()
     assert summary["items"]["done"] == 3
     cells = [cell for cell in summary["cells"] if cell.get("task") == "acme_tags"]
     assert cells and all(0.0 <= cell["mean_tag_chars"] <= 1.0 for cell in cells)

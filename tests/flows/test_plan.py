@@ -141,7 +141,7 @@ def test_the_plan_is_reproducible(tmp_path: Path, corpus: Path, plan: dict[str, 
 def test_allowed_deviations_run_and_are_recorded(tmp_path: Path, corpus: Path, plan: dict[str, Any]) -> None:
     config = build_config(_config(corpus, lengths=[240]))
     run_dir = run_experiment(config, run_dir=tmp_path / "run", frozen_plan=plan, allow_deviation=True)
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     assert summary["plan"]["digest"] == manifest_digest(plan)
     fields = [deviation["field"] for deviation in summary["plan"]["deviations"]]
     assert fields[0] == "grid.lengths"

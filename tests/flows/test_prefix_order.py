@@ -187,7 +187,7 @@ def test_the_run_sends_that_order_and_says_which_ran(
     )
     planned = execution_order(items, False, config.seed, order)
     assert seen == [item.prompt.token_ids for item in planned.items]
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     assert summary["execution"]["order"] == planned.describe()
     assert summary["execution"]["order"].startswith(order)
     console = Console(width=200, record=True)
@@ -204,7 +204,7 @@ def test_a_local_run_is_in_trie_order_whatever_the_config_says(
     run_dir = run_experiment(
         build_config({**config.model_dump(), "order": "interleaved"}), run_dir=tmp_path / "run"
     )
-    assert load_summary(run_dir)["execution"]["order"] == "prefix trie"
+    assert load_summary(run_dir).model_dump()["execution"]["order"] == "prefix trie"
 
 
 def test_an_unknown_order_is_bad_input(tmp_path: Path) -> None:

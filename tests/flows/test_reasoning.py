@@ -279,7 +279,7 @@ def test_summary_reports_layout_cells_drops_and_interference(tmp_path: Path) -> 
         }
     )
     run_dir = run_experiment(config, run_dir=tmp_path / "run", backend=FakeBackend("end", end_reader))
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     schema = json.loads(
         resources.files("rotscope").joinpath("schemas", "summary.schema.json").read_text(encoding="utf-8")
     )
@@ -373,7 +373,7 @@ def test_reasoning_cells_over_the_error_cap_are_named_by_filler_and_layout(tmp_p
         db.execute(
             "UPDATE items SET status = 'error', outcome = 'error', error = 'x' WHERE position = 'middle'"
         )
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     schema = json.loads(
         resources.files("rotscope").joinpath("schemas", "summary.schema.json").read_text(encoding="utf-8")
     )

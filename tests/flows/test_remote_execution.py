@@ -200,7 +200,7 @@ def test_errors_are_excluded_counted_per_cell_and_flagged_over_the_cap(
     errors = [row for row in stored if row["status"] == "error"]
     assert errors and all(row["outcome"] == "error" and "timed out" in row["error"] for row in errors)
     assert all(row["length_target"] == 300 for row in errors)
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     for cell in summary["cells"]:
         expected_errors = sum(
             1
@@ -227,7 +227,7 @@ def test_error_rate_within_the_cap_is_not_flagged(
     run_dir = run_experiment(
         make_config(max_error_rate=0.6), run_dir=tmp_path / "run", backend=remote(Responder(long_prompt))
     )
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     assert 0 < summary["error_cap"]["error_rate"] <= 0.6
     assert summary["error_cap"]["exceeded"] is False
     assert 'id="error-cap"' not in render_report(run_dir)
@@ -276,7 +276,7 @@ def test_unpriced_remote_model_has_unknown_cost_and_cannot_take_a_budget(
     config = make_config(prices={})
     run_dir = run_experiment(config, run_dir=tmp_path / "run", backend=remote())
     assert all(row["cost"] is None for row in rows(run_dir))
-    assert load_summary(run_dir)["cost"]["priced"] is False
+    assert load_summary(run_dir).model_dump()["cost"]["priced"] is False
     with pytest.raises(BadInput, match="max_cost: no price for model 'fake/lexical'"):
         run_experiment(make_config(prices={}, max_cost=1.0), run_dir=tmp_path / "other", backend=remote())
 
@@ -290,7 +290,9 @@ def test_each_call_stores_its_cost_from_the_reported_usage(
             row["usage_prompt_tokens"] * INPUT_USD + row["usage_completion_tokens"] * OUTPUT_USD
         ) / MILLION
         assert row["cost"] == pytest.approx(expected)
-    assert load_summary(run_dir)["cost"]["usd"] == pytest.approx(sum(row["cost"] for row in rows(run_dir)))
+    assert load_summary(run_dir).model_dump()["cost"]["usd"] == pytest.approx(
+        sum(row["cost"] for row in rows(run_dir))
+    )
 
 
 def test_built_in_prices_can_be_overridden(make_config: Callable[..., ExperimentConfig]) -> None:
@@ -402,9 +404,9 @@ def test_a_repeated_run_is_answered_by_the_cache(
     ]
     assert all(row["cached_response"] == 0 and row["cost"] > 0 for row in before)
     assert all(row["cached_response"] == 1 and row["cost"] == 0 for row in after)
-    summary = load_summary(second)
+    summary = load_summary(second).model_dump()
     jsonschema.validate(summary, SCHEMA)
-    assert summary["tokens"]["evaluated"] == 0 < load_summary(first)["tokens"]["evaluated"]
+    assert summary["tokens"]["evaluated"] == 0 < load_summary(first).model_dump()["tokens"]["evaluated"]
     assert summary["cost"] == {
         "usd": 0.0,
         "session_usd": 0.0,

@@ -110,7 +110,7 @@ def test_every_fault_is_retried_and_nothing_is_scored_wrong(
         times = [entry.at for entry in server.log if entry.key == key]
         rate_limited = ALL_FAULTS.index("429")
         assert times[rate_limited + 1] - times[rate_limited] >= 0.3  # Retry-After honoured
-    assert load_summary(run_dir)["items"]["errors"] == 0
+    assert load_summary(run_dir).model_dump()["items"]["errors"] == 0
 
 
 def test_exhausted_items_are_error_rows_and_resume_completes_them(
@@ -130,7 +130,7 @@ def test_exhausted_items_are_error_rows_and_resume_completes_them(
     assert stubborn and len(errors) == len(stubborn)
     assert all(row["outcome"] == "error" and "HTTP 500" in row["error"] for row in errors)
     assert all("after 3 attempts" in row["error"] for row in errors)
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     assert summary["items"]["errors"] == len(stubborn)
     assert sum(cell["errors"] for cell in summary["cells"]) + sum(
         c["errors"] for c in summary["controls"]
@@ -199,7 +199,7 @@ def test_overhead_is_provider_count_minus_local_count(
 ) -> None:
     monkeypatch.setenv(KEY_ENV, PLANTED_KEY)
     run_dir = run_experiment(remote_config(corpus, server.base_url, tmp_path / "run"))
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     overhead = summary["token_counts"]
     assert overhead["method"] == "approximate"
     assert overhead["overhead"] == {
@@ -307,7 +307,7 @@ def test_a_truncated_delivery_under_the_approximate_count_is_an_error_row(
     server.report_prompt_tokens = reported
     run_dir = run_experiment(remote_config(corpus, server.base_url, tmp_path / "run"))
     stored = rows(run_dir)
-    assert stored and load_summary(run_dir)["token_counts"]["method"] == "approximate"
+    assert stored and load_summary(run_dir).model_dump()["token_counts"]["method"] == "approximate"
     if delivered:
         assert {row["status"] for row in stored} == {"ok"}
         assert "correct" in {row["outcome"] for row in stored}

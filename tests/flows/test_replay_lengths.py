@@ -37,7 +37,7 @@ def replayed(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict[str, A
     assert result.exit_code == 0, result.output
     shown = invoke("show", folder / "run")
     assert shown.exit_code == 0, shown.output
-    return result.output, load_summary(folder / "run"), shown.output
+    return result.output, load_summary(folder / "run").model_dump(), shown.output
 
 
 def test_three_recordings_give_no_length_curve(replayed: tuple[str, dict[str, Any], str]) -> None:

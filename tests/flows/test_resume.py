@@ -156,7 +156,7 @@ def test_errors_are_recorded_never_scored_and_retried_on_resume(
         row["outcome"] in {"correct", "incorrect", "abstained"} for row in stored if row["status"] == "ok"
     )
 
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     assert summary["items"]["errors"] == len(failing)
     assert summary["items"]["total"] == TOTAL
     assert summary["items"]["done"] == TOTAL - len(failing)
@@ -195,7 +195,7 @@ def test_errors_are_recorded_never_scored_and_retried_on_resume(
         assert row["attempts"] == (2 if row["item_id"] in failing else 1)
         if row["item_id"] in failing:
             assert row["outcome"] != "error"
-    assert load_summary(run_dir)["items"]["errors"] == 0
+    assert load_summary(run_dir).model_dump()["items"]["errors"] == 0
 
     straight = tmp_path / "straight"
     run_experiment(config, run_dir=straight, backend=backend(Recorder()))

@@ -115,7 +115,7 @@ def test_cached_tokens_are_counted_from_the_log_per_row_and_summed(
     assert len(rows) == len(kept) == 4 and sum(kept) > 0  # the cases share their haystack's start
     assert sorted(cached for _, cached, _ in rows) == sorted(kept)  # type: ignore[type-var]
     assert {source for _, _, source in rows} == {"server_log"}
-    tokens = load_summary(run_dir)["tokens"]
+    tokens = load_summary(run_dir).model_dump()["tokens"]
     assert (tokens["cached"], tokens["cached_from_log"], tokens["cached_unknown"]) == (sum(kept), 4, 0)
     assert tokens["evaluated"] == sum(prompt for prompt, _, _ in rows) - sum(kept)
 
@@ -126,7 +126,7 @@ def test_without_the_log_a_server_reporting_none_leaves_them_unknown(
     run_dir = run_experiment(build_config(config_data(server, tmp_path)), run_dir=tmp_path / "run")
     rows = stored(run_dir)
     assert len(rows) == 4 and {(cached, source) for _, cached, source in rows} == {(None, None)}
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     tokens = summary["tokens"]
     assert (tokens["cached"], tokens["evaluated"], tokens["cached_unknown"]) == (None, None, 4)
     jsonschema.validate(summary, SCHEMA)

@@ -152,7 +152,7 @@ def test_outside_backend_and_filler_run_end_to_end(tmp_path: Path) -> None:
     assert {row["model"] for row in rows} == {"outside/any"}
     assert {row["backend"] for row in rows} == {OUTSIDE_PROVIDER}
 
-    summary = rotscope.load_summary(run)
+    summary = rotscope.load_summary(run).model_dump()
     assert summary["corpus"]["source"] == describe_outside_notes(config.filler)
     assert summary["corpus"]["source"].startswith(f"{OUTSIDE_FILLER}:")
     assert summary["backend"]["model"] == "outside/any"

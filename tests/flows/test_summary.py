@@ -61,7 +61,7 @@ def _cells(summary: dict[str, Any]) -> dict[tuple[str, int, float], dict[str, An
 def test_two_families_counts_by_hand(tmp_path: Path) -> None:
     config = _config(tmp_path, tasks=["niah", "nolima"], lengths=[200, 300])
     run_dir = run_experiment(config, run_dir=tmp_path / "run")
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
 
     # 2 tasks x 2 lengths x 2 depths = 8 cells of 2 cases each; 8 controls (4 cases x 2 lengths).
     cells = _cells(summary)
@@ -106,7 +106,7 @@ def test_two_families_counts_by_hand(tmp_path: Path) -> None:
 
 def test_trials_are_items_not_instances(tmp_path: Path) -> None:
     config = _config(tmp_path, trials=3, controls=False)
-    summary = load_summary(run_experiment(config, run_dir=tmp_path / "run"))
+    summary = load_summary(run_experiment(config, run_dir=tmp_path / "run")).model_dump()
     cells = summary["cells"]
     assert len(cells) == 2  # 1 task x 1 length x 2 depths
     for cell in cells:
@@ -131,7 +131,7 @@ def test_fractional_instance_scores_and_errors(tmp_path: Path) -> None:
     backend = FakeBackend("lexical", _by_trial)
     run_dir = run_experiment(config, run_dir=tmp_path / "run", backend=backend)
     assert backend.calls == 2 * 2 * 3
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     for cell in summary["cells"]:
         assert (cell["n"], cell["instances"]) == (6, 2)
         assert (cell["correct"], cell["abstained"], cell["incorrect"], cell["errors"]) == (2, 2, 0, 2)
@@ -157,7 +157,7 @@ def test_fractional_instance_scores_and_errors(tmp_path: Path) -> None:
     # --resume re-plans from config.yaml with fake/lexical (same model identity) and retries
     # only the 4 error rows; the string matcher gets them right.
     resume_experiment(run_dir)
-    resumed = load_summary(run_dir)
+    resumed = load_summary(run_dir).model_dump()
     items = resumed["items"]
     assert (items["total"], items["done"], items["errors"]) == (12, 12, 0)
     for cell in resumed["cells"]:
@@ -172,7 +172,9 @@ def test_all_errors_give_no_accuracy(tmp_path: Path) -> None:
         raise RuntimeError("no engine")
 
     config = _config(tmp_path, depths=[0.5], controls=False)
-    summary = load_summary(run_experiment(config, run_dir=tmp_path / "run", backend=FakeBackend("x", broken)))
+    summary = load_summary(
+        run_experiment(config, run_dir=tmp_path / "run", backend=FakeBackend("x", broken))
+    ).model_dump()
     (cell,) = summary["cells"]
     assert (cell["n"], cell["errors"], cell["correct"]) == (2, 2, 0)
     assert cell["accuracy"] is None
@@ -182,4 +184,4 @@ def test_all_errors_give_no_accuracy(tmp_path: Path) -> None:
 
 def test_summary_of_a_folder_without_a_run(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match=r"no run\.db"):
-        load_summary(tmp_path)
+        load_summary(tmp_path).model_dump()

@@ -70,7 +70,7 @@ def _run(tmp_path: Path, reply: Replier, **fields: Any) -> dict[str, Any]:
     run_dir = run_experiment(
         build_config(data), run_dir=tmp_path / "run", backend=FakeBackend("scripted", _responder(reply))
     )
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     schema = json.loads(
         resources.files("rotscope").joinpath("schemas", "summary.schema.json").read_text(encoding="utf-8")
     )

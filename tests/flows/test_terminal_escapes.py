@@ -136,7 +136,7 @@ def test_show_and_gate_on_a_terminal_are_neutral(evil_run: Path, tmp_path: Path)
 
 def test_the_terminal_views_show_outside_text_escaped(evil_run: Path) -> None:
     """Case ids, failure lists and cache-check replies come from outside (a case file, a model)."""
-    summary = load_summary(evil_run)
+    summary = load_summary(evil_run).model_dump()
     summary["positional_failures"] = [f"case-{EVIL}"]
     summary["capability_failures"] = [f"case-{EVIL}"]
     summary["cache_control"] = {

@@ -187,7 +187,7 @@ def test_example_file_runs_with_the_fake_models(tmp_path: Path) -> None:
     for name, backend in (("lexical", None), ("solver", FakeBackend("scripted", _solver))):
         config = load_config(EXAMPLE, {**overrides, "model": "fake/lexical"})
         run_dir = run_experiment(config, run_dir=tmp_path / name, backend=backend)
-        summary = load_summary(run_dir)
+        summary = load_summary(run_dir).model_dump()
         assert summary["items"] == {"total": 4 * 3 + 4, "done": 16, "errors": 0, "rejected_prompts": 0}
         cells = [cell for cell in summary["cells"] if cell["task"] == "variable_tracking"]
         assert sorted(cell["depth"] for cell in cells) == [0.0, 0.5, 1.0]

@@ -76,7 +76,7 @@ def test_tiny_grid_on_the_bundled_model(tiny_run: Path) -> None:
         assert row["attempts"] == 1
     assert sum(row["control"] for row in rows) == 2 * len(LENGTHS)
 
-    summary = load_summary(tiny_run)
+    summary = load_summary(tiny_run).model_dump()
     assert summary["items"]["total"] == ITEMS
     assert summary["items"]["done"] == ITEMS
     assert summary["items"]["errors"] == 0
@@ -95,7 +95,7 @@ def test_prompt_tokens_sent_are_the_planned_ids(tiny_run: Path) -> None:
         assert row["usage_prompt_tokens"] == row["prompt_tokens"], row
     # local prompts run in prefix order and reuse the cache: some prompt tokens were not evaluated
     assert sum(row["cached_tokens"] for row in rows) > 0
-    summary = load_summary(tiny_run)
+    summary = load_summary(tiny_run).model_dump()
     assert summary["tokens"]["evaluated"] + summary["tokens"]["cached"] == sum(
         row["prompt_tokens"] for row in rows
     )

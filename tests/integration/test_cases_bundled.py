@@ -41,7 +41,7 @@ def test_example_cases_on_the_bundled_model(bundled_path: Path, tmp_path: Path) 
     )
     run_dir = run_experiment(config, run_dir=tmp_path / "run")
     rows = _rows(run_dir)
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     assert summary["items"]["rejected_prompts"] == 0
     assert len(rows) == 3 * 3 + 3
     assert all(row["status"] == "ok" for row in rows), [row["error"] for row in rows]

@@ -57,9 +57,9 @@ def test_the_worker_gives_the_in_process_answers_and_prefix_reuse(reference: Pat
     )
     assert answers(inprocess) == answers(reference)
     for run_dir in (inprocess, reference):
-        summary = load_summary(run_dir)
+        summary = load_summary(run_dir).model_dump()
         assert summary["tokens"]["evaluated"] == summary["tokens"]["lower_bound"], summary["tokens"]
-    worker_meta = load_summary(reference)
+    worker_meta = load_summary(reference).model_dump()
     assert [row["engine_mode"] for row in rows(reference)] == ["extra_buffers=off"] * len(rows(reference))
     assert worker_meta["items"]["errors"] == 0
 
@@ -101,7 +101,7 @@ def test_a_sigsegv_of_the_worker_mid_run_is_an_error_row_and_resume_completes(
     assert "engine crashed with SIGSEGV" in capsys.readouterr().err
     modes = {row["engine_mode"] for row in first if row["status"] == "ok"}
     assert modes == {"extra_buffers=off"}  # the run ended in safe mode, and its rows come from it alone
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     assert summary["items"]["errors"] == 1
 
     resume_experiment(run_dir)

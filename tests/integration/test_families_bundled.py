@@ -89,7 +89,7 @@ def test_family_runs_on_the_bundled_model(family: str, bundled_path: Path, tmp_p
     if probe["outcome"] == "incorrect":
         assert probe["category"] in CATEGORIES[family] | GENERIC
 
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     assert summary["items"]["total"] == 2
     assert summary["items"]["errors"] == 0
     assert summary["items"]["rejected_prompts"] == 0

@@ -136,6 +136,6 @@ def test_slices_below_the_minimum_are_inconclusive(tmp_path: Path) -> None:
 
 
 def test_warm_and_cold_llamacpp_answer_alike(runs: dict[str, Path]) -> None:
-    cache = load_summary(runs["baseline"])["cache_control"]
+    cache = load_summary(runs["baseline"]).model_dump()["cache_control"]
     assert cache["checked"] == 4
     assert cache["incident"] is False, cache["examples"]

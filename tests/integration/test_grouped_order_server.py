@@ -63,5 +63,5 @@ def test_grouped_order_evaluates_within_its_bound_of_the_lower_bound(
     # Each row's cached tokens are its request's prefix hit in the log (0 where it kept none).
     assert {source for _, source in cached} == {"server_log"}
     assert sorted(tokens for tokens, _ in cached if tokens) == sorted(hits)
-    tokens = load_summary(run_dir)["tokens"]
+    tokens = load_summary(run_dir).model_dump()["tokens"]
     assert (tokens["cached"], tokens["evaluated"], tokens["cached_unknown"]) == (sum(hits), evaluated, 0)

@@ -41,6 +41,6 @@ def test_bundled_model_judges_undecided_rows(tmp_path: Path) -> None:
         assert row["judge_verdict"] in ("correct", "incorrect", "abstained", "unparsed")
         assert row["judge_response"]  # the engine answered (no error text, no empty reply)
         assert row["status"] == "ok" and row["cost"] == 0.0
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     assert summary["judge"]["model"] == "bundled"
     assert sum(summary["judge"]["verdicts"].values()) == 4

@@ -81,11 +81,11 @@ def test_server_and_in_process_give_the_same_scores(
         assert row["usage_prompt_tokens"] == row["prompt_tokens"]
         assert row["response"].strip() == local_rows[cell]["response"].strip(), cell
         assert row["outcome"] == local_rows[cell]["outcome"], cell
-    summary = load_summary(served)
+    summary = load_summary(served).model_dump()
     assert summary["token_counts"]["method"] == "exact"
     assert summary["token_counts"]["overhead"]["median"] == 0
     assert [cell["accuracy"] for cell in summary["cells"]] == [
-        cell["accuracy"] for cell in load_summary(local)["cells"]
+        cell["accuracy"] for cell in load_summary(local).model_dump()["cells"]
     ]
 
 

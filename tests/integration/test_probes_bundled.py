@@ -56,7 +56,7 @@ def _check_run(family: str, run_dir: Path, limit: int, length: int = 400) -> lis
             }
             for span in spans:
                 assert 0 <= span["token_start"] < span["token_end"] <= row["prompt_tokens"]
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     assert summary["items"]["errors"] == 0 and summary["items"]["rejected_prompts"] == 0
     cells = [cell for cell in summary["cells"] if cell["task"] == family]
     assert cells
@@ -104,7 +104,9 @@ def test_multikey_on_the_bundled_model(bundled_path: Path, tmp_path: Path) -> No
                 row["outcome"],
                 row["category"],
             )
-    cells = [cell for cell in load_summary(tmp_path / "run")["cells"] if cell["task"] == "multikey"]
+    cells = [
+        cell for cell in load_summary(tmp_path / "run").model_dump()["cells"] if cell["task"] == "multikey"
+    ]
     assert sorted(cell["depth"] for cell in cells) == [0.0, 0.5, 1.0]
     assert all((cell["n"], cell["instances"]) == (2, 2) for cell in cells)
 
@@ -125,7 +127,11 @@ def test_aggregation_on_the_bundled_model(bundled_path: Path, tmp_path: Path) ->
             report = json.loads(row["claim_report"])
             assert partial_credit(row)["recall"] == 1 - len(report["missing"]) / len(case.oracle.items)
     cells = sorted(
-        (cell for cell in load_summary(tmp_path / "run")["cells"] if cell["task"] == "aggregation"),
+        (
+            cell
+            for cell in load_summary(tmp_path / "run").model_dump()["cells"]
+            if cell["task"] == "aggregation"
+        ),
         key=lambda cell: cell["depth"],
     )
     assert [cell["depth"] for cell in cells] == [0.0, 0.5, 1.0]
@@ -155,5 +161,7 @@ def test_coreference_on_the_bundled_model(bundled_path: Path, tmp_path: Path) ->
                 s for s in json.loads(row["spans"]) if s["evidence_id"] == f"reply-{case.slices[0][1]}"
             ]
             assert abs(span["depth"] - 0.5) <= 0.1
-    (cell,) = [cell for cell in load_summary(tmp_path / "run")["cells"] if cell["task"] == "coreference"]
+    (cell,) = [
+        cell for cell in load_summary(tmp_path / "run").model_dump()["cells"] if cell["task"] == "coreference"
+    ]
     assert cell["n"] == 1 and 0.0 <= cell["mean_similarity"] <= 1.0

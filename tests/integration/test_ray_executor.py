@@ -134,7 +134,7 @@ def test_a_killed_worker_loses_no_row_and_resume_finishes_every_item(
     resume_experiment(run_dir)
     assert outcomes(run_dir) == outcomes(in_process)
     assert {status for _, status, _, _ in rows(run_dir)} == {"ok"}
-    assert load_summary(run_dir)["items"]["errors"] == 0
+    assert load_summary(run_dir).model_dump()["items"]["errors"] == 0
 
 
 def test_batching_replicas_get_their_shards_in_batches_and_give_the_in_process_outcomes(
@@ -198,5 +198,5 @@ def test_two_llamacpp_workers_match_the_in_process_run_within_the_trie_bound(
     with RunStore.open_existing(there) as store:
         shards = store.meta()["executor"]["shards"]
     assert len(shards) == 2 and all(part["calls"] > 0 for part in shards)
-    tokens = load_summary(there)["tokens"]
+    tokens = load_summary(there).model_dump()["tokens"]
     assert tokens["lower_bound"] <= tokens["evaluated"] <= 1.1 * tokens["lower_bound"], tokens

@@ -44,7 +44,7 @@ def test_reasoning_runs_on_the_bundled_model(bundled_path: Path, tmp_path: Path)
         if row["outcome"] == "incorrect":
             assert row["category"] in {"filler_answer", "filler_number", "wrong_answer", "format"}
 
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     assert {cell["layout"] for cell in summary["cells"]} == {"end", "middle_dup"}
     (drop,) = summary["tasks"][0]["reasoning"]["drops"]
     assert (drop["layout"], drop["pairs"], drop["length"]) == ("middle_dup", 2, LENGTH)

@@ -34,7 +34,7 @@ def test_the_bundled_model_writes_its_session_and_a_resume_replays_it(
     }
     config = load_config(EXAMPLE, settings)
     run_dir = run_experiment(config, run_dir=tmp_path / "run")
-    generation = load_summary(run_dir)["session_generation"]
+    generation = load_summary(run_dir).model_dump()["session_generation"]
     assert generation["calls"] >= 1 and generation["sessions"] == 1
     assert 0 < generation["completion_tokens"] <= NOTE_TOKENS * generation["calls"]
     [stored] = [run_dir / name for name in generation["files"]]
@@ -50,4 +50,4 @@ def test_the_bundled_model_writes_its_session_and_a_resume_replays_it(
     monkeypatch.setattr(SessionWriter, "_call", lambda self, *args: calls.append(args))
     run_experiment(config, run_dir=run_dir, resume=True)  # refused unless it plans the same items
     assert calls == []
-    assert load_summary(run_dir)["session_generation"] == generation
+    assert load_summary(run_dir).model_dump()["session_generation"] == generation

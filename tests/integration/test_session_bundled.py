@@ -36,7 +36,7 @@ def test_session_example_on_the_bundled_model(bundled_path: Path, tmp_path: Path
             problem = check_reply(row["expected"], row["response"])
             assert row["outcome"] == ("correct" if problem is None else "incorrect")
             assert row["category"] == problem
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     gaps = {(gap["task"], gap["length"]): gap for gap in summary["filler_gap"]}
     assert set(gaps) >= {("niah", None), ("niah", 512)}
     assert all(gap["pairs"] >= 1 for gap in gaps.values())

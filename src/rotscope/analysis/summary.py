@@ -18,6 +18,7 @@ from rotscope.analysis.headline import effective_lengths_by_task
 from rotscope.analysis.rejections import with_rejections
 from rotscope.analysis.tasks import curve_effective_lengths, empty_task_analysis, task_analysis
 from rotscope.position import Position
+from rotscope.records.summary import Summary
 from rotscope.rows import Row, error_rate, group_by, scored
 from rotscope.stats import BASE_LENGTHS
 from rotscope.store import IMPORTED_KEY, RunStore, imported_note, session_usd
@@ -194,9 +195,14 @@ def _rowless_tasks(
     ]
 
 
-def build_summary(store: RunStore, run_dir: Path, rows: list[Row] | None = None) -> dict[str, Any]:
+def build_summary(store: RunStore, run_dir: Path, rows: list[Row] | None = None) -> Summary:
     """The run's summary, of ``rows`` where given (a subset of the store's: ``rotscope compare``
-    narrows an imported run to the cells the compared runs share), else of all its rows."""
+    narrows an imported run to the cells the compared runs share), else of all its rows: the
+    typed record every view reads (``rotscope.records.summary.Summary``, docs/records.md)."""
+    return Summary.model_validate_json(json.dumps(_summary_data(store, run_dir, rows)))
+
+
+def _summary_data(store: RunStore, run_dir: Path, rows: list[Row] | None = None) -> dict[str, Any]:
     meta = store.meta()
     config = meta.get("config") or {}
     rows = _pool_offset_depths(store.rows() if rows is None else rows)
@@ -316,8 +322,9 @@ def build_summary(store: RunStore, run_dir: Path, rows: list[Row] | None = None)
     }
 
 
-def load_summary(run_dir: Path | str) -> dict[str, Any]:
-    """The summary JSON (``rotscope.records.summary``, docs/records.md) of a run folder."""
+def load_summary(run_dir: Path | str) -> Summary:
+    """The typed summary (``rotscope.records.summary.Summary``, docs/records.md) of a run folder;
+    its ``model_dump()`` is the summary JSON."""
     run_dir = Path(run_dir)
     with RunStore.read(run_dir) as store:
         return build_summary(store, run_dir)

@@ -50,7 +50,9 @@ def gate(
     if as_json:
         sys.stdout.write(text)
     elif markdown:
-        summaries = _guarded(lambda: (load_summary(baseline), load_summary(candidate)))
+        summaries = _guarded(
+            lambda: (load_summary(baseline).model_dump(), load_summary(candidate).model_dump())
+        )
         sys.stdout.write(gate_markdown(record, *summaries))
     else:
         print_record(record, console)

@@ -44,7 +44,7 @@ def show(
     def body() -> dict[str, Any]:
         if as_json and markdown:
             raise BadInput("--json and --markdown: choose one")
-        return load_summary(run_dir)
+        return load_summary(run_dir).model_dump()
 
     summary = _guarded(body)
     if as_json:

@@ -88,7 +88,7 @@ def load_runs(paths: Sequence[Path]) -> list[ComparedRun]:
     for path, name, meta, found in zip(paths, names, metas, rows, strict=True):
         kept = found if cells is None else _narrowed(found, cells)
         with RunStore.read(path) as store:
-            runs.append(ComparedRun(path, name, meta, build_summary(store, path, kept), kept))
+            runs.append(ComparedRun(path, name, meta, build_summary(store, path, kept).model_dump(), kept))
     return runs
 
 

@@ -23,7 +23,7 @@ from rotscope.report.figure_files import (
     save_figures,
 )
 from rotscope.report.figures import ACCURACY_AXIS, LENGTH_AXIS, POSITION_AXIS, heatmap_grid
-from rotscope.report.names import shareable
+from rotscope.report.names import shareable_data
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -121,7 +121,7 @@ def write_comparison_figures(
     """Write each task's overlay and heat maps as SVG and PNG into ``folder``; the files written,
     each checked on disk and not empty."""
     comparison = shown(comparison)
-    views = {name: shareable(summary) for name, summary in summaries.items()}
+    views = {name: shareable_data(summary) for name, summary in summaries.items()}
     if not comparison["tasks"]:
         raise BadInput("--figures: the runs share no task to draw")
     with _house_style():

@@ -28,7 +28,7 @@ from rotscope.report.figures import (
     _styles,
     heatmap_grid,
 )
-from rotscope.report.names import shareable
+from rotscope.report.names import shareable_data
 
 OVERLAY_WHAT = f"every model's {LENGTH_WHAT}"
 WINDOW_AXIS = "prompt length as a fraction of the model's context window"
@@ -133,7 +133,7 @@ def render_comparison(comparison: dict[str, Any], summaries: Mapping[str, dict[s
     from plotly.offline import get_plotlyjs
 
     comparison = shown(comparison)
-    views = {name: shareable(summary) for name, summary in summaries.items()}
+    views = {name: shareable_data(summary) for name, summary in summaries.items()}
     environment = Environment(
         loader=PackageLoader("rotscope.report", "templates"), autoescape=select_autoescape(default=True)
     )

@@ -3,7 +3,7 @@ docstring its description (in the generated schema and the docs' key tables)."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -22,6 +22,18 @@ class Record(BaseModel):
     (a key the model does not name is an error)."""
 
     model_config = ConfigDict(extra="forbid", strict=True, frozen=True, use_attribute_docstrings=True)
+
+    def model_dump(self, **options: Any) -> dict[str, Any]:
+        """The record as written (``json.loads`` of its JSON): a key its builder never set stays out,
+        as an absent key and a null one differ in a record (docs/records.md); ``exclude_unset=False``
+        gives every field."""
+        options.setdefault("exclude_unset", True)
+        return super().model_dump(**options)
+
+    def model_dump_json(self, **options: Any) -> str:
+        """``model_dump``'s record as JSON text."""
+        options.setdefault("exclude_unset", True)
+        return super().model_dump_json(**options)
 
 
 class OpenRecord(Record):

@@ -37,7 +37,7 @@ from rotscope.report.figures import (
     scored_lengths,
     title_lines,
 )
-from rotscope.report.names import shareable
+from rotscope.report.names import shareable_data
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -257,7 +257,7 @@ def _file_part(text: str) -> str:
 
 def run_figures(summary: dict[str, Any]) -> dict[str, Figure]:
     """Each task's three figures by file stem: ``TASK-heatmap``, ``TASK-length``, ``TASK-position``
-    (``summary`` as the views show it: ``names.shareable``)."""
+    (``summary`` as the views show it: ``names.shareable_data``)."""
     figures: dict[str, Figure] = {}
     with _house_style():
         for analysis in summary["tasks"]:
@@ -272,7 +272,7 @@ def run_figures(summary: dict[str, Any]) -> dict[str, Figure]:
 def write_figures(summary: dict[str, Any], folder: Path) -> list[Path]:
     """Write each figure of the run as SVG, PNG and PDF into ``folder``; the files written, each
     checked on disk and not empty."""
-    figures = run_figures(shareable(summary))
+    figures = run_figures(shareable_data(summary))
     if not figures:
         raise BadInput("--figures: the run has no scored task to draw")
     with _house_style():

@@ -19,7 +19,7 @@ from rotscope.errors import write_output
 from rotscope.report.cells import depth_label, row_key
 from rotscope.report.effective import base_lengths_text, bracket_text, near_text, no_scores_text
 from rotscope.report.figures import length_figure, position_figure
-from rotscope.report.names import shareable, without_paths
+from rotscope.report.names import shareable_data, without_paths
 from rotscope.report.sentence import one_sentence
 from rotscope.report.wording import headline_entries, headline_intro, order_note, token_count_line
 from rotscope.store import RunStore
@@ -105,7 +105,7 @@ def render_report(run_dir: Path) -> str:
     from plotly.offline import get_plotlyjs
 
     with RunStore.read(run_dir) as store:
-        summary = shareable(build_summary(store, run_dir))
+        summary = shareable_data(build_summary(store, run_dir).model_dump())
         # an imported folder holds no prompts to show a wrong answer in
         wrong = [] if summary.get("imported") else wrong_answers(store)
         meta = store.meta()

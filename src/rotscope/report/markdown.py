@@ -19,7 +19,7 @@ from rotscope.report.effective import (
     near_text,
     no_scores_text,
 )
-from rotscope.report.names import shareable
+from rotscope.report.names import shareable_data
 from rotscope.report.numbers import score as _fmt
 from rotscope.report.verdict import layout_lines, pooled_line, support_lines
 from rotscope.report.wording import headline_intro
@@ -89,7 +89,10 @@ def gate_markdown(record: dict[str, Any], baseline: dict[str, Any], candidate: d
     """A gate's release record as a PR comment; ``baseline`` and ``candidate`` are the two runs'
     summaries (for their model names and headline effective lengths)."""
     record = terminal_safe_tree(record)
-    baseline, candidate = shareable(terminal_safe_tree(baseline)), shareable(terminal_safe_tree(candidate))
+    baseline, candidate = (
+        shareable_data(terminal_safe_tree(baseline)),
+        shareable_data(terminal_safe_tree(candidate)),
+    )
     verdict = record["verdict"]
     lines = [
         f"## rotscope gate: {_MARK[verdict]} {verdict} (exit {record['exit_code']})",
@@ -198,7 +201,7 @@ def _rollback_markdown(guidance: dict[str, Any] | None) -> list[str]:
 
 def run_markdown(summary: dict[str, Any]) -> str:
     """A run's summary as a PR comment: headline, accuracy per task and length, worst positions."""
-    summary = shareable(terminal_safe_tree(summary))
+    summary = shareable_data(terminal_safe_tree(summary))
     items = summary["items"]
     lines = [
         f"## rotscope run {_text(summary['run'])}: {_text(summary['model'])}",

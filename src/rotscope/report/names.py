@@ -6,11 +6,13 @@ The run store and the summary JSON keep the full paths; only the views pass thro
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import PurePosixPath
 from typing import Any
 
 from rotscope.config.experiment import BUNDLED_MODEL
+from rotscope.records.summary import Summary
 
 DIGEST_CHARS = 8
 ELIDED = "…"
@@ -60,16 +62,28 @@ def model_name(model: str | None, configured: str | None = None, digest: str | N
     return f"{provider}/{name}{short}" if provider else f"{name}{short}"
 
 
-def summary_model_name(summary: dict[str, Any]) -> str:
+def summary_model_name(summary: Summary) -> str:
     """The recognisable name of a summary's model."""
+    configured = (summary.config or {}).get("model")
+    digest = (summary.backend or {}).get("model_digest")
+    return model_name(summary.model, configured, digest)
+
+
+def shareable(summary: Summary) -> Summary:
+    """A copy of a summary for a view: the model by its recognisable name, no absolute path."""
+    return Summary.model_validate_json(json.dumps(shareable_data(summary.model_dump())))
+
+
+def summary_data_model_name(summary: dict[str, Any]) -> str:
+    """``summary_model_name`` of a summary's dump (for views not yet reading the typed summary)."""
     configured = (summary.get("config") or {}).get("model")
     digest = (summary.get("backend") or {}).get("model_digest")
     return model_name(summary.get("model"), configured, digest)
 
 
-def shareable(summary: dict[str, Any]) -> dict[str, Any]:
-    """A copy of a summary for a view: the model by its recognisable name, no absolute path."""
-    name = summary_model_name(summary)
+def shareable_data(summary: dict[str, Any]) -> dict[str, Any]:
+    """``shareable`` on a summary's dump (for views not yet reading the typed summary)."""
+    name = summary_data_model_name(summary)
     shown: dict[str, Any] = without_paths(summary)
     shown["model"] = name
     measured = (summary.get("token_counts") or {}).get("overhead")

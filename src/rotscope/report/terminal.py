@@ -12,7 +12,7 @@ from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.report.cells import depth_label, row_key
 from rotscope.report.effective import no_scores_text
 from rotscope.report.lines import say as _say
-from rotscope.report.names import shareable
+from rotscope.report.names import shareable_data
 from rotscope.report.numbers import score as _fmt
 from rotscope.report.sentence import closing_task, one_sentence
 from rotscope.report.wording import band_verdict, effective_short, lead_line, order_note, token_count_line
@@ -441,7 +441,7 @@ def print_summary(summary: dict[str, Any], console: Console) -> None:
     sentence; the effective length of the sentence's task is said there only."""
     # Case ids, replies and errors come from outside: none of their control characters reaches
     # the terminal (a reply's clear-screen or window title is shown as its escape).
-    summary = shareable(terminal_safe_tree(summary))
+    summary = shareable_data(terminal_safe_tree(summary))
     _print_run(summary, console)
     per_task = summary["effective_lengths"]
     closing = closing_task(per_task)

@@ -38,7 +38,7 @@ def _fixture_summary(name: str) -> dict[str, Any]:
     the fixtures stay as committed), through JSON, as a reader of ``rotscope show --json`` gets it."""
     with tempfile.TemporaryDirectory() as scratch:
         copy_dir = Path(shutil.copytree(FIXTURES / name, Path(scratch) / name))
-        loaded: dict[str, Any] = json.loads(json.dumps(load_summary(copy_dir)))
+        loaded: dict[str, Any] = json.loads(json.dumps(load_summary(copy_dir).model_dump()))
     return loaded
 
 

@@ -131,7 +131,7 @@ def _metrics(summary: Mapping[str, Any], samples: list[EvalSample]) -> dict[str,
 
 def run_log(run_dir: Path) -> EvalLog:
     """The Inspect log of a run folder."""
-    summary = load_summary(run_dir)
+    summary = load_summary(run_dir).model_dump()
     if summary.get("imported"):
         raise BadInput(
             f"{run_dir}: {summary['imported']['note']}: no prompts to put in an Inspect log; "
