@@ -32,4 +32,7 @@ def test_serve_llama_answers_a_chat_completion(bundled_path: Path, tmp_path: Pat
     assert body["choices"][0]["message"]["content"]
     decision = next(line for line in log.read_text(errors="replace").splitlines() if "extra buffers" in line)
     assert decision.startswith("rotscope: llama.cpp extra buffers ")
-    assert ("AMX on this CPU" in decision) == cpu_has_amx()
+    # "no AMX on this CPU" holds the phrase "AMX on this CPU": read the reason, not a substring of it
+    reason = decision.partition("(")[2].partition(")")[0]
+    assert reason.startswith("AMX on this CPU") == cpu_has_amx(), decision
+    assert reason.startswith("no AMX on this CPU") == (not cpu_has_amx()), decision

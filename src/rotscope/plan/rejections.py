@@ -6,12 +6,16 @@ retry, the layout's fields) one JSON line per rejection in the run folder's ``re
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import dataclasses
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from rotscope._util.text import mentions
+from rotscope.filler import Document
 from rotscope.position import NAMED_POSITIONS, OFFSET_PREFIX
 from rotscope.types import ABSENT_SUFFIX, EVIDENCE_ONLY_SUFFIX, Rejection
 
@@ -161,3 +165,37 @@ def _base(case_id: str) -> str:
         if case_id.endswith(suffix):
             return case_id.removesuffix(suffix)
     return case_id
+
+
+_COMPETING_VALUE = re.compile(
+    r"the filler contains ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"), a competing value"
+)
+
+
+def name_competing_files(rejected: list[Rejection], filler: Iterable[Document]) -> list[Rejection]:
+    """Rejections for a competing value in the filler, with the filler documents that hold it named
+    (``the filler contains '45 days' (in notes/a.txt), a competing value``): what to remove or
+    exclude. The documents are read only when some rejection names such a value."""
+    values: set[str] = set()
+    for rejection in rejected:
+        for found in _COMPETING_VALUE.finditer(rejection.reason):
+            with contextlib.suppress(ValueError, SyntaxError):
+                values.add(ast.literal_eval(found.group(1)))
+    if not values:
+        return rejected
+    holders: dict[str, list[str]] = {}
+    for document in filler:
+        for value in values:
+            if mentions(document.text, value):
+                holders.setdefault(value, []).append(document.name)
+
+    def named(reason: str) -> str:
+        for value, names in holders.items():
+            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
+            reason = reason.replace(
+                f"the filler contains {value!r}, a competing value",
+                f"the filler contains {value!r} (in {shown}), a competing value",
+            )
+        return reason
+
+    return [replace(rejection, reason=named(rejection.reason)) for rejection in rejected]

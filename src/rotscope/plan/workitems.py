@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
-import ast
-import contextlib
 import hashlib
 import json
-import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field, replace
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
-from rotscope._util.text import mentions
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import Document, describe_filler, documents
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import TokenizedCorpus
 from rotscope.filler.variants import variant_corpora
+from rotscope.plan.rejections import name_competing_files
 from rotscope.plan.schedule import prefill_bounds
 from rotscope.plan.session_prompts import SessionWriter, session_prompts
 from rotscope.position import OFFSET_PREFIX, Position
@@ -169,40 +166,6 @@ def _pinned_layouts(case: Case, builder: PromptBuilder) -> tuple[list[Layout], l
         else:
             layouts.append(Layout(length, position.offset_tokens / filler if filler else 0.0, position.name))
     return layouts, skipped
-
-
-_COMPETING_VALUE = re.compile(
-    r"the filler contains ('(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"), a competing value"
-)
-
-
-def name_competing_files(rejected: list[Rejection], filler: Iterable[Document]) -> list[Rejection]:
-    """Rejections for a competing value in the filler, with the filler documents that hold it named
-    (``the filler contains '45 days' (in notes/a.txt), a competing value``): what to remove or
-    exclude. The documents are read only when some rejection names such a value."""
-    values: set[str] = set()
-    for rejection in rejected:
-        for found in _COMPETING_VALUE.finditer(rejection.reason):
-            with contextlib.suppress(ValueError, SyntaxError):
-                values.add(ast.literal_eval(found.group(1)))
-    if not values:
-        return rejected
-    holders: dict[str, list[str]] = {}
-    for document in filler:
-        for value in values:
-            if mentions(document.text, value):
-                holders.setdefault(value, []).append(document.name)
-
-    def named(reason: str) -> str:
-        for value, names in holders.items():
-            shown = ", ".join(names[:3]) + (f" and {len(names) - 3} more" if len(names) > 3 else "")
-            reason = reason.replace(
-                f"the filler contains {value!r}, a competing value",
-                f"the filler contains {value!r} (in {shown}), a competing value",
-            )
-        return reason
-
-    return [replace(rejection, reason=named(rejection.reason)) for rejection in rejected]
 
 
 def item_id(

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from rotscope.filler import Document
-from rotscope.plan.workitems import name_competing_files
+from rotscope.plan.rejections import name_competing_files
 from rotscope.types import Rejection
 
 

@@ -293,7 +293,10 @@ def _machine_checks(in_worker: Callable[[Backend], Any]) -> list[Check]:
     """``rotscope doctor``'s engine lines (``llamacpp_doctor``, imported only when doctor runs)."""
     from rotscope.backends.llamacpp.doctor import machine_checks
 
-    return machine_checks(in_worker)
+    def make_engine(path: Path, setting: tuple[int, int]) -> Backend:
+        return LlamaCppBackend(path, LlamaCppOptions(n_threads=setting[0], n_batch=setting[1]))
+
+    return machine_checks(in_worker, make_engine, bundled_model_path)
 
 
 @register_backend(

@@ -35,6 +35,9 @@ from rotscope.errors import BadInput
 from rotscope.types import Backend
 
 InWorker = Callable[[Backend], Any]
+MakeEngine = Callable[[Path, Setting], Backend]
+"""The backend's own engine for a model file at one (threads, batch) setting: given by the backend
+(``backend._machine_checks``), so this module never imports the backend that imports it."""
 """Runs an engine in a worker process (a native crash an error reply), answering ``reserve``,
 ``generate``, ``clear_cache`` and ``close``: ``rotscope.execution.executors.worker.WorkerBackend``."""
 _BENCH_TEXT = (
@@ -43,14 +46,14 @@ _BENCH_TEXT = (
 )
 
 
-def machine_checks(in_worker: InWorker) -> list[Check]:
+def machine_checks(in_worker: InWorker, make_engine: MakeEngine, bundled: Callable[[], Path]) -> list[Check]:
     """llama-cpp-python's version, then (when it imports) the engine's checks, in doctor's order."""
     try:
         llama_version = version("llama-cpp-python")
         importlib.import_module("llama_cpp")
     except (PackageNotFoundError, ImportError):
         return [Check("llama-cpp-python", "FAIL", "not installed (pip install llama-cpp-python)")]
-    return [Check("llama-cpp-python", "ok", llama_version), *_engine_checks(in_worker)]
+    return [Check("llama-cpp-python", "ok", llama_version), *_engine_checks(in_worker, make_engine, bundled)]
 
 
 def _cpu_model() -> str:
@@ -73,8 +76,9 @@ def _system_info() -> str:
     return f"{' '.join(shown) or 'none of AMX/AVX-512/AVX2/REPACK'}; {len(cpus)} usable CPUs{usable}"
 
 
-def _engine_checks(in_worker: InWorker) -> list[Check]:
-    from rotscope.backends.llamacpp.backend import bundled_model_path
+def _engine_checks(
+    in_worker: InWorker, make_engine: MakeEngine, bundled_model_path: Callable[[], Path]
+) -> list[Check]:
     from rotscope.backends.llamacpp.extra_buffers import cpu_has_amx, extra_buffers_verdict, probe_key
     from rotscope.tokenizers.gguf import file_digest
 
@@ -95,7 +99,7 @@ def _engine_checks(in_worker: InWorker) -> list[Check]:
     checks.append(Check("extra buffers", "ok", f"{state}: {verdict.reason}{buffers}"))
     if cpu_has_amx():
         checks.append(server_check(verdict.safe))
-    checks.append(_prefill_check(path, probe_key(digest), in_worker))
+    checks.append(_prefill_check(path, probe_key(digest), in_worker, make_engine))
     checks.append(_round_trip_check(path))
     return checks
 
@@ -127,14 +131,12 @@ class Measured:
     mode: str
 
 
-def measure_setting(path: Path, setting: Setting, in_worker: InWorker) -> Measured:
+def measure_setting(path: Path, setting: Setting, in_worker: InWorker, make_engine: MakeEngine) -> Measured:
     """Prefill a few hundred tokens, then decode from the cached prompt, in an engine worker with
     ``setting``'s threads and batch (a fresh one per setting: llama.cpp takes them when it loads)."""
-    from rotscope.backends.llamacpp.backend import LlamaCppBackend
-    from rotscope.backends.llamacpp.options import LlamaCppOptions
     from rotscope.types import GenerateRequest, GenerationParams
 
-    engine = LlamaCppBackend(path, LlamaCppOptions(n_threads=setting[0], n_batch=setting[1]))
+    engine = make_engine(path, setting)
     ids = tuple(engine.tokenizer().encode(_BENCH_TEXT * 12)[:400])
     worker = in_worker(engine)
     try:
@@ -151,7 +153,7 @@ def measure_setting(path: Path, setting: Setting, in_worker: InWorker) -> Measur
     return Measured(
         prefill_tps=len(ids) / max(prefill.latency_s, 1e-9),
         decode_tps=max(decode.completion_tokens, 1) / max(decode.latency_s, 1e-9),
-        mode=engine.engine_mode,
+        mode=str(getattr(engine, "engine_mode", "")),
     )
 
 
@@ -193,10 +195,12 @@ def measure_speed(
     return speed
 
 
-def _prefill_check(path: Path, key: str, in_worker: InWorker) -> Check:
+def _prefill_check(path: Path, key: str, in_worker: InWorker, make_engine: MakeEngine) -> Check:
     started = time.perf_counter()
     try:
-        speed = measure_speed(path, key, lambda path, setting: measure_setting(path, setting, in_worker))
+        speed = measure_speed(
+            path, key, lambda path, setting: measure_setting(path, setting, in_worker, make_engine)
+        )
     except (RuntimeError, OSError) as error:
         return Check("prefill benchmark", "FAIL", f"the engine failed: {error}")
     return Check("prefill benchmark", "ok", f"{prefill_text(speed)} ({time.perf_counter() - started:.1f} s)")
