@@ -1,7 +1,7 @@
 """Running work items: the runner, executors (in-process and the engine worker process), cost,
 limits, the response cache, the delivery check, cache controls and the machine check (doctor).
 
-Named ``execution`` rather than ``run``: ``rotscope.run`` is the library's function (design.md).
+Named ``execution`` rather than ``run``: ``rotscope.run`` is the library's function (ARCHITECTURE.md).
 The names below load on first use, so the engine worker (``python -m rotscope.execution.executors.worker``)
 starts without importing the planner. ``dry_run`` is imported from its module
 (``rotscope.execution.workflows.dry_run``): the package attribute of that name is the module."""

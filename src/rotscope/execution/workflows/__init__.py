@@ -1,4 +1,5 @@
-"""The run's step machines and modes: one subject's run in steps (``run_steps``), the single run
-(``runner``), the paired run (``pair``), the search (``search_run``, ``search_setup``), the
-self-written session prompts (``self_session``), the dry run (``dry_run``) and the planned-line
-check (``intended``). The top room of ``rotscope.execution``: it may import every room below."""
+"""One run's step machines: one subject's run in steps (``run_steps``), the single run
+(``runner``), the self-written session prompts (``self_session``), the dry run (``dry_run``) and
+the checks of a planned run (``planned``). The top room of ``rotscope.execution``: it may import
+every room below. The run's modes (sessions, the pair, the search) are ``rotscope.modes`` and the
+search's product folder, above (ARCHITECTURE.md)."""
