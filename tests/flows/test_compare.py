@@ -19,6 +19,7 @@ import pytest
 import yaml
 
 from rotscope.backends.curve import LogisticCurve
+from rotscope.compare.record import Comparison, ComparisonRow
 from tests.support.cli_helpers import assert_bad_input, invoke, nonsense_corpus
 
 MODELS = ["fake/lexical", "fake/lexical-recent", "fake/curve-600"]
@@ -101,6 +102,9 @@ def test_the_json_and_its_rows_follow_their_schemas(comparison: dict[str, Any]) 
     for row in comparison["rows"]:
         jsonschema.validate(row, row_schema, cls=jsonschema.Draft202012Validator)
     assert len(comparison["rows"]) == len(MODELS) * len(LENGTHS)  # one per model x task x length
+    # printed from the model: every key in the record's order, ``positions`` null (no run imported)
+    assert list(comparison) == list(Comparison.model_fields) and comparison["positions"] is None
+    assert all(list(row) == list(ComparisonRow.model_fields) for row in comparison["rows"])
     broken = {**comparison, "alpha": 2}
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(broken, schema, cls=jsonschema.Draft202012Validator)

@@ -5,13 +5,17 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from rotscope._util.safe_text import terminal_safe
 from rotscope.cli.common import _guarded, app, console, errors
 from rotscope.errors import BadInput
+
+if TYPE_CHECKING:
+    from rotscope.compare.record import Comparison
+    from rotscope.records.summary import Summary
 
 
 def _run_folders(folders: list[Path]) -> list[Path]:
@@ -59,15 +63,16 @@ def compare(
     from rotscope.compare.table import comparison_csv, comparison_markdown, print_comparison
     from rotscope.records import RECORDS
 
-    def body() -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    def body() -> tuple[Comparison, str, dict[str, Summary]]:
         if sum((as_json, markdown, as_csv)) > 1:
             raise BadInput("--json, --markdown and --csv: choose one")
         runs = load_runs(_run_folders(folders))
         comparison = build_comparison(runs)
-        RECORDS["comparison"].validate(comparison)  # the contract, checked before anything is shown
-        return comparison, {run.name: run.summary for run in runs}
+        text = json.dumps(comparison.model_dump(), indent=2)
+        RECORDS["comparison"].validate_json(text)  # the contract, checked before anything is shown
+        return comparison, text, {run.name: run.summary for run in runs}
 
-    comparison, summaries = _guarded(body)
+    comparison, text, summaries = _guarded(body)
     # The files written are named on stderr when stdout carries JSON, Markdown or CSV.
     paths = errors if as_json or markdown or as_csv else console
     if figures is not None:
@@ -83,7 +88,7 @@ def compare(
         written = _guarded(lambda: write_comparison(comparison, summaries, target))
         paths.print(f"comparison: {terminal_safe(str(written))}", markup=False, soft_wrap=True)
     if as_json:
-        sys.stdout.write(json.dumps(comparison, indent=2) + "\n")
+        sys.stdout.write(text + "\n")
     elif markdown:
         sys.stdout.write(comparison_markdown(comparison))
     elif as_csv:

@@ -7,7 +7,7 @@ machine-readable row per model x task x length. Built from each run's own summar
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
@@ -16,7 +16,20 @@ from typing import Any
 from rotscope.analysis.summary import build_summary
 from rotscope.compare.comparable import check_comparable, common_lengths, is_imported
 from rotscope.compare.pairwise import ALPHA, PAIR_METHOD, LengthDifference, item_key, length_differences
+from rotscope.compare.record import (
+    ComparedRunEntry,
+    Comparison,
+    ComparisonRow,
+    EffectiveEntry,
+    LeaderboardEntry,
+    LengthEntry,
+    Pair,
+    WorstPosition,
+)
 from rotscope.errors import BadInput
+from rotscope.records.cells import Cell
+from rotscope.records.summary import Summary
+from rotscope.records.tasks import TaskAnalysis
 from rotscope.rows import Row
 from rotscope.store import RunStore
 
@@ -34,7 +47,7 @@ class ComparedRun:
     path: Path
     name: str
     meta: dict[str, Any]
-    summary: dict[str, Any]
+    summary: Summary
     rows: list[Row]
 
 
@@ -88,7 +101,7 @@ def load_runs(paths: Sequence[Path]) -> list[ComparedRun]:
     for path, name, meta, found in zip(paths, names, metas, rows, strict=True):
         kept = found if cells is None else _narrowed(found, cells)
         with RunStore.read(path) as store:
-            runs.append(ComparedRun(path, name, meta, build_summary(store, path, kept).model_dump(), kept))
+            runs.append(ComparedRun(path, name, meta, build_summary(store, path, kept), kept))
     return runs
 
 
@@ -129,182 +142,207 @@ def pair_sentence(first: str, second: str, lengths: Sequence[LengthDifference]) 
     return "; ".join(parts) if parts else "no length in common"
 
 
-def _window(summary: Mapping[str, Any]) -> int | None:
-    window = (summary.get("backend") or {}).get("context_window")
+def _window(summary: Summary) -> int | None:
+    window = (summary.backend or {}).get("context_window")
     return window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
 
 
-def _position_label(cell: Mapping[str, Any]) -> str:
-    label = cell.get("position") or f"{cell['depth']:.2f}"
-    return f"{cell['filler']}/{label}" if cell.get("filler") else str(label)
+def _position_label(cell: Cell) -> str:
+    label = cell.position or f"{cell.depth:.2f}"
+    return f"{cell.filler}/{label}" if cell.filler else str(label)
 
 
-def worst_position(summary: Mapping[str, Any], task: str) -> dict[str, Any] | None:
+def worst_position(summary: Summary, task: str) -> WorstPosition | None:
     """The task's position whose mean instance accuracy over the lengths is lowest (the first of
     equals in the run's order of positions), with that mean; ``None`` without a scored cell."""
     scores: dict[str, list[float]] = {}
-    for cell in summary["cells"]:
-        if cell["task"] == task and cell.get("instance_accuracy") is not None:
-            scores.setdefault(_position_label(cell), []).append(cell["instance_accuracy"])
+    for cell in summary.cells:
+        if cell.task == task and cell.instance_accuracy is not None:
+            scores.setdefault(_position_label(cell), []).append(cell.instance_accuracy)
     if not scores:
         return None
     means = {label: sum(values) / len(values) for label, values in scores.items()}
     label = min(means, key=lambda name: means[name])
-    return {"position": label, "accuracy": means[label]}
+    return WorstPosition(position=label, accuracy=means[label])
 
 
-def _spend(rows: Sequence[Row], task: str) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Spend:
     """A task's prompt and completion tokens over its finished calls (each call once) and cost."""
+
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float
+    priced: bool
+
+
+def _spend(rows: Sequence[Row], task: str) -> Spend:
     finished = [row for row in rows if row["task"] == task and row["status"] != "pending"]
     calls = list({row["call_id"]: row for row in finished}.values())
-    return {
-        "prompt_tokens": sum(row["prompt_tokens"] or 0 for row in calls),
-        "completion_tokens": sum(row["usage_completion_tokens"] or 0 for row in calls),
-        "cost_usd": float(sum(row["cost"] or 0.0 for row in calls)),
-        "priced": all(row["cost"] is not None for row in calls),
-    }
+    return Spend(
+        prompt_tokens=sum(row["prompt_tokens"] or 0 for row in calls),
+        completion_tokens=sum(row["usage_completion_tokens"] or 0 for row in calls),
+        cost_usd=float(sum(row["cost"] or 0.0 for row in calls)),
+        priced=all(row["cost"] is not None for row in calls),
+    )
 
 
 def _length_entries(
-    analysis: Mapping[str, Any], lengths: Sequence[int], window: int | None
-) -> list[dict[str, Any]]:
-    by_length = {line["length"]: line for line in analysis.get("lengths") or []}
+    analysis: TaskAnalysis | None, lengths: Sequence[int], window: int | None
+) -> list[LengthEntry]:
+    by_length = {line.length: line for line in (analysis.lengths if analysis else None) or []}
     entries = []
     for length in lengths:
-        line = by_length.get(length) or {}
+        line = by_length.get(length)
         entries.append(
-            {
-                "length": length,
-                "fraction_of_window": length / window if window else None,
-                "accuracy": line.get("instance_accuracy"),
-                "ci_low": line.get("ci_low"),
-                "ci_high": line.get("ci_high"),
-                "instances": line.get("instances", 0),
-            }
+            LengthEntry(
+                length=length,
+                fraction_of_window=length / window if window else None,
+                accuracy=line.instance_accuracy if line else None,
+                ci_low=line.ci_low if line else None,
+                ci_high=line.ci_high if line else None,
+                instances=line.instances if line else 0,
+            )
         )
     return entries
 
 
-def _effective(analysis: Mapping[str, Any]) -> dict[str, Any]:
-    effective = analysis.get("effective_length") or {}
-    bracket = effective.get("bracket") or {}
-    return {
-        "definition": effective.get("definition"),
-        "value": effective.get("value"),
-        "state": effective.get("state"),
-        "bracket_low": (bracket.get("low") or {}).get("length"),
-        "bracket_high": (bracket.get("high") or {}).get("length"),
-        "bracket_state": bracket.get("state"),
-    }
+def _effective(analysis: TaskAnalysis | None) -> EffectiveEntry:
+    effective = analysis.effective_length if analysis else None
+    bracket = effective.bracket if effective else None
+    return EffectiveEntry(
+        definition=effective.definition if effective else None,
+        value=effective.value if effective else None,
+        state=effective.state if effective else None,
+        bracket_low=bracket.low.length if bracket else None,
+        bracket_high=bracket.high.length if bracket else None,
+        bracket_state=bracket.state if bracket else None,
+    )
 
 
-def rank_key(entry: Mapping[str, Any]) -> tuple[int, float, str]:
+def rank_key(entry: LeaderboardEntry) -> tuple[int, float, str]:
     """A leaderboard's order: the longer effective length first (a state with nothing to order by
     last, below the shortest length next to last), then the higher base score, then the label."""
-    effective = entry["effective_length"]
-    unranked = effective["state"] in UNRANKED or effective["state"] is None
-    length = -1 if unranked else effective["value"] or 0
-    return (-length, -(entry["base_score"] if entry["base_score"] is not None else -1.0), entry["label"])
+    effective = entry.effective_length
+    unranked = effective.state in UNRANKED or effective.state is None
+    length = -1 if unranked else effective.value or 0
+    return (-length, -(entry.base_score if entry.base_score is not None else -1.0), entry.label)
 
 
-def leaderboard_entry(run: ComparedRun, label: str, task: str, lengths: Sequence[int]) -> dict[str, Any]:
-    """One model's entry in a task's leaderboard (its ``rank`` set once the entries are ordered)."""
-    analysis: dict[str, Any] = next((a for a in run.summary["tasks"] if a["task"] == task), {})
+def leaderboard_entry(
+    run: ComparedRun, label: str, task: str, lengths: Sequence[int], rank: int = 1
+) -> LeaderboardEntry:
+    """One model's entry in a task's leaderboard, at ``rank`` (``leaderboard`` sets it once the
+    entries are ordered)."""
+    analysis = next((a for a in run.summary.tasks if a.task == task), None)
+    effective = analysis.effective_length if analysis else None
     window = _window(run.summary)
-    return {
-        "rank": 0,
-        "task": task,
-        "run": run.name,
-        "label": label,
-        "model": run.summary.get("model"),
-        "imported": is_imported(run.meta),
-        "window": window,
-        "effective_length": _effective(analysis),
-        "base_score": (analysis.get("effective_length") or {}).get("base_score"),
-        "worst_position": worst_position(run.summary, task),
-        "lengths": _length_entries(analysis, lengths, window),
-        **_spend(run.rows, task),
-    }
+    spend = _spend(run.rows, task)
+    return LeaderboardEntry(
+        rank=rank,
+        task=task,
+        run=run.name,
+        label=label,
+        model=run.summary.model,
+        imported=is_imported(run.meta),
+        window=window,
+        effective_length=_effective(analysis),
+        base_score=effective.base_score if effective else None,
+        worst_position=worst_position(run.summary, task),
+        lengths=_length_entries(analysis, lengths, window),
+        prompt_tokens=spend.prompt_tokens,
+        completion_tokens=spend.completion_tokens,
+        cost_usd=spend.cost_usd,
+        priced=spend.priced,
+    )
 
 
-def comparison_rows(leaderboard: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def leaderboard(
+    runs: Sequence[ComparedRun], labels: Sequence[str], task: str, lengths: Sequence[int]
+) -> list[LeaderboardEntry]:
+    """A task's leaderboard: each run's entry, in ``rank_key`` order, ranked from 1."""
+    entries = sorted(
+        (leaderboard_entry(run, label, task, lengths) for run, label in zip(runs, labels, strict=True)),
+        key=rank_key,
+    )
+    return [entry.model_copy(update={"rank": rank}) for rank, entry in enumerate(entries, start=1)]
+
+
+def comparison_rows(board: Sequence[LeaderboardEntry]) -> list[ComparisonRow]:
     """One row per model x task x length (``rotscope.compare.record.ComparisonRow``)."""
     return [
-        {
-            "run": entry["run"],
-            "model": entry["model"],
-            "task": entry["task"],
-            "rank": entry["rank"],
-            "window": entry["window"],
-            **line,
-            "effective_length": entry["effective_length"]["value"],
-            "effective_state": entry["effective_length"]["state"],
-            "bracket_low": entry["effective_length"]["bracket_low"],
-            "bracket_high": entry["effective_length"]["bracket_high"],
-            "base_score": entry["base_score"],
-        }
-        for entry in leaderboard
-        for line in entry["lengths"]
+        ComparisonRow(
+            run=entry.run,
+            model=entry.model,
+            task=entry.task,
+            rank=entry.rank,
+            window=entry.window,
+            length=line.length,
+            fraction_of_window=line.fraction_of_window,
+            accuracy=line.accuracy,
+            ci_low=line.ci_low,
+            ci_high=line.ci_high,
+            instances=line.instances,
+            effective_length=entry.effective_length.value,
+            effective_state=entry.effective_length.state,
+            bracket_low=entry.effective_length.bracket_low,
+            bracket_high=entry.effective_length.bracket_high,
+            base_score=entry.base_score,
+        )
+        for entry in board
+        for line in entry.lengths
     ]
 
 
 def labels_of(runs: Sequence[ComparedRun]) -> list[str]:
     """How each run is named in sentences: its model, or its folder where two runs share a model."""
-    models = [str(run.summary.get("model") or run.name) for run in runs]
+    models = [str(run.summary.model or run.name) for run in runs]
     return models if len(set(models)) == len(models) else [run.name for run in runs]
 
 
 def _tasks(runs: Sequence[ComparedRun]) -> list[str]:
-    first = [analysis["task"] for analysis in runs[0].summary["tasks"]]
-    others = [{analysis["task"] for analysis in run.summary["tasks"]} for run in runs[1:]]
+    first = [analysis.task for analysis in runs[0].summary.tasks]
+    others = [{analysis.task for analysis in run.summary.tasks} for run in runs[1:]]
     return [task for task in first if all(task in names for names in others)]
 
 
-def build_comparison(runs: Sequence[ComparedRun], *, alpha: float = ALPHA) -> dict[str, Any]:
+def build_comparison(runs: Sequence[ComparedRun], *, alpha: float = ALPHA) -> Comparison:
     """The comparison record of ``runs`` (checked comparable first: ``BadInput`` naming the first
     field that differs)."""
     check_comparable([run.name for run in runs], [run.meta for run in runs])
     labels = labels_of(runs)
-    lengths = common_lengths([[line["length"] for line in run.summary["lengths"]] for run in runs])
+    lengths = common_lengths([[line.length for line in run.summary.lengths] for run in runs])
     tasks = _tasks(runs)
-    board: list[dict[str, Any]] = []
-    for task in tasks:
-        entries = sorted(
-            (leaderboard_entry(run, label, task, lengths) for run, label in zip(runs, labels, strict=True)),
-            key=rank_key,
-        )
-        board += [{**entry, "rank": rank} for rank, entry in enumerate(entries, start=1)]
+    board = [entry for task in tasks for entry in leaderboard(runs, labels, task, lengths)]
     pairs = []
     for task in tasks:
         for (first, first_label), (second, second_label) in combinations(zip(runs, labels, strict=True), 2):
             found = length_differences(first.rows, second.rows, task, lengths, alpha=alpha)
             pairs.append(
-                {
-                    "task": task,
-                    "first": first_label,
-                    "second": second_label,
-                    "lengths": [entry.record() for entry in found],
-                    "sentence": pair_sentence(first_label, second_label, found),
-                }
+                Pair(
+                    task=task,
+                    first=first_label,
+                    second=second_label,
+                    lengths=[entry.record() for entry in found],
+                    sentence=pair_sentence(first_label, second_label, found),
+                )
             )
-    return {
-        "comparison_version": COMPARISON_VERSION,
-        "runs": [
-            {
-                "run": run.name,
-                "label": label,
-                "model": run.summary.get("model"),
-                "imported": is_imported(run.meta),
-            }
+    return Comparison(
+        comparison_version=COMPARISON_VERSION,
+        runs=[
+            ComparedRunEntry(
+                run=run.name, label=label, model=run.summary.model, imported=is_imported(run.meta)
+            )
             for run, label in zip(runs, labels, strict=True)
         ],
-        "tasks": tasks,
-        "lengths": lengths,
-        "positions": common_positions(runs),
-        "confidence": CONFIDENCE,
-        "alpha": alpha,
-        "pair_method": PAIR_METHOD,
-        "leaderboard": board,
-        "pairs": pairs,
-        "rows": comparison_rows(board),
-    }
+        tasks=tasks,
+        lengths=lengths,
+        # set even where null: the record has always carried the key (docs/records.md)
+        positions=common_positions(runs),
+        confidence=CONFIDENCE,
+        alpha=alpha,
+        pair_method=PAIR_METHOD,
+        leaderboard=board,
+        pairs=pairs,
+        rows=comparison_rows(board),
+    )

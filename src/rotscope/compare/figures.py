@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from rotscope.compare.html import OVERLAY_WHAT
-from rotscope.compare.table import shown
+from rotscope.compare.html import OVERLAY_WHAT, scored
+from rotscope.compare.record import Comparison
+from rotscope.compare.table import shown, task_entries
 from rotscope.errors import BadInput
+from rotscope.records.summary import Summary
 from rotscope.report.figure_files import (
     COLOUR_MAP,
     _file_part,
@@ -23,7 +25,7 @@ from rotscope.report.figure_files import (
     save_figures,
 )
 from rotscope.report.figures import ACCURACY_AXIS, LENGTH_AXIS, POSITION_AXIS, heatmap_grid
-from rotscope.report.names import shareable_data
+from rotscope.report.names import shareable
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -33,27 +35,27 @@ DODGE = 0.03
 """How far apart (a fraction of the length, on the log axis) the models' points at one length sit."""
 
 
-def overlay_file_figure(comparison: Mapping[str, Any], task: str) -> Figure:
+def overlay_file_figure(comparison: Comparison, task: str) -> Figure:
     """Every model's accuracy per length on ``task``, one line each with its interval bars."""
-    labels = ", ".join(run["label"] for run in comparison["runs"])
+    labels = ", ".join(run.label for run in comparison.runs)
     figure, axes = _new_figure(f"{task}: {OVERLAY_WHAT}", labels)
     ticks: set[int] = set()
-    entries = [entry for entry in comparison["leaderboard"] if entry["task"] == task]
+    entries = task_entries(comparison, task)
     for index, entry in enumerate(entries):
-        lines = [line for line in entry["lengths"] if line["accuracy"] is not None]
-        ticks.update(line["length"] for line in lines)
+        lines = scored(entry)
+        ticks.update(line.length for line in lines)
         # Each model a little apart on the log axis, so intervals at one length do not hide each other.
         dodge = 1 + DODGE * (index - (len(entries) - 1) / 2)
         axes.errorbar(
-            [line["length"] * dodge for line in lines],
-            [line["accuracy"] for line in lines],
+            [line.length * dodge for line in lines],
+            [line.accuracy for line in lines],
             yerr=[
-                [line["accuracy"] - line["ci_low"] for line in lines],
-                [line["ci_high"] - line["accuracy"] for line in lines],
+                [line.accuracy - line.ci_low for line in lines],
+                [line.ci_high - line.accuracy for line in lines],
             ],
             capsize=4,
             clip_on=False,
-            label=drawable(entry["label"]),
+            label=drawable(entry.label),
             **_style(index),
         )
     if ticks:
@@ -68,20 +70,19 @@ def overlay_file_figure(comparison: Mapping[str, Any], task: str) -> Figure:
     return figure
 
 
-def heatmaps_file_figure(
-    comparison: Mapping[str, Any], summaries: Mapping[str, dict[str, Any]], task: str
-) -> Figure:
+def heatmaps_file_figure(comparison: Comparison, summaries: Mapping[str, Summary], task: str) -> Figure:
     """Each model's position x length heat map of ``task`` side by side, one colour scale (0-1)."""
     import numpy as np
 
-    entries = [entry for entry in comparison["leaderboard"] if entry["task"] == task]
+    entries = task_entries(comparison, task)
     figure, first = _new_figure(f"{task}: accuracy by position x length", "side by side, one colour scale")
     figure.delaxes(first)
     figure.set_size_inches(max(4.0 * len(entries), 6.0), 4.6)
     axes_row = figure.subplots(1, len(entries), squeeze=False, sharey=True)[0]
     image = None
     for axes, entry in zip(axes_row, entries, strict=True):
-        lengths, labels, grid = heatmap_grid(summaries[entry["run"]], task)
+        # report.figures reads the summary's dump until it takes the typed summary
+        lengths, labels, grid = heatmap_grid(summaries[entry.run].model_dump(), task)
         values = np.array(
             [
                 [np.nan if cell is None or cell["accuracy"] is None else cell["accuracy"] for cell in line]
@@ -89,7 +90,7 @@ def heatmaps_file_figure(
             ],
             dtype=float,
         ).reshape(len(labels), len(lengths))
-        axes.set_title(drawable(entry["label"]), fontsize=10)
+        axes.set_title(drawable(entry.label), fontsize=10)
         if values.size:
             image = axes.imshow(
                 np.ma.masked_invalid(values),
@@ -116,17 +117,17 @@ def heatmaps_file_figure(
 
 
 def write_comparison_figures(
-    comparison: dict[str, Any], summaries: Mapping[str, dict[str, Any]], folder: Path
+    comparison: Comparison, summaries: Mapping[str, Summary], folder: Path
 ) -> list[Path]:
     """Write each task's overlay and heat maps as SVG and PNG into ``folder``; the files written,
     each checked on disk and not empty."""
     comparison = shown(comparison)
-    views = {name: shareable_data(summary) for name, summary in summaries.items()}
-    if not comparison["tasks"]:
+    views = {name: shareable(summary) for name, summary in summaries.items()}
+    if not comparison.tasks:
         raise BadInput("--figures: the runs share no task to draw")
     with _house_style():
         figures = {}
-        for task in comparison["tasks"]:
+        for task in comparison.tasks:
             stem = _file_part(task)
             figures[f"{stem}-compare-length"] = overlay_file_figure(comparison, task)
             figures[f"{stem}-compare-heatmaps"] = heatmaps_file_figure(comparison, views, task)

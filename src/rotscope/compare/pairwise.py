@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rotscope.compare.record import PairLength
 from rotscope.position import Position
 from rotscope.rows import Row
 from rotscope.stats.intervals import adjusted_t_parts
@@ -85,9 +86,9 @@ class LengthDifference:
     p_holm: float | None = None
     verdict: Verdict = "too few pairs"
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> PairLength:
         """The length's entry of the comparison record."""
-        return dict(self.__dict__)
+        return PairLength(**self.__dict__)
 
 
 def length_differences(

@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rotscope.compare.analysis import pair_sentence, rank_key, short_length
 from rotscope.compare.pairwise import LengthDifference
+from rotscope.compare.record import EffectiveEntry, LeaderboardEntry
+from rotscope.records.effective import EffectiveState
 
 
-def _entry(label: str, value: int | None, state: str, base: float | None) -> dict[str, Any]:
-    return {"label": label, "effective_length": {"value": value, "state": state}, "base_score": base}
+def _entry(label: str, value: int | None, state: EffectiveState, base: float | None) -> LeaderboardEntry:
+    effective = EffectiveEntry(
+        definition=None, value=value, state=state, bracket_low=None, bracket_high=None, bracket_state=None
+    )
+    return LeaderboardEntry(
+        rank=1, task="niah", run=label, label=label, model=None, imported=False, window=None,
+        effective_length=effective, base_score=base, worst_position=None, lengths=[], prompt_tokens=0,
+        completion_tokens=0, cost_usd=0.0, priced=True,
+    )  # fmt: skip
 
 
 def test_the_leaderboard_orders_by_effective_length_then_base_score() -> None:
@@ -20,7 +27,7 @@ def test_the_leaderboard_orders_by_effective_length_then_base_score() -> None:
         _entry("below", None, "below-shortest", 0.9),
         _entry("long-high", 800, "at-least-longest", 1.0),
     ]
-    order = [entry["label"] for entry in sorted(entries, key=rank_key)]
+    order = [entry.label for entry in sorted(entries, key=rank_key)]
     assert order == ["long-high", "long-low", "short", "below", "no-signal"]
 
 
