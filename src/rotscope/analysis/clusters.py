@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from rotscope.records.cells import ClusterOn
 from rotscope.rows import Row, column, scored
 
 
@@ -19,7 +20,7 @@ class Clusters:
     """Each instance's cluster, what the clusters are (``variant``, ``instance``) and why."""
 
     of: Mapping[str, Any]
-    unit: str
+    unit: ClusterOn
     count: int
     note: str | None = None
 
