@@ -49,8 +49,9 @@ from typing import Any
 import numpy as np
 from scipy.special import expit
 
-from rotscope.analysis.cells import cell
+from rotscope.analysis.cells import length_cell
 from rotscope.analysis.tasks import NO_SIGNAL_CEILING, NOLIMA_RATIO, RULER_THRESHOLD, effective_lengths
+from rotscope.records.effective import Bracket, BracketEnd
 from rotscope.rows import Row
 from rotscope.stats.bracket_ends import (
     BRACKET_CONFIDENCE,
@@ -216,17 +217,15 @@ def as_rows(x: np.ndarray, lengths: tuple[int, ...], items: int, variants: int =
     return rows
 
 
-def through_rows(
-    x: np.ndarray, lengths: tuple[int, ...], items: int, variants: int
-) -> dict[str, dict[str, Any]]:
+def through_rows(x: np.ndarray, lengths: tuple[int, ...], items: int, variants: int) -> dict[str, Bracket]:
     rows = as_rows(x, lengths, items, variants)
-    per_length = {n: cell({"length": n}, [r for r in rows if r["length_target"] == n]) for n in lengths}
+    per_length = {n: length_cell(n, [r for r in rows if r["length_target"] == n]) for n in lengths}
     effective = effective_lengths(per_length, rows)
-    return {d["definition"]: d["bracket"] for d in effective["definitions"]}
+    return {d.definition: d.bracket for d in effective.definitions or [] if d.bracket is not None}
 
 
-def index_of(end: dict[str, Any], lengths: tuple[int, ...], missing: int) -> int:
-    return missing if end["length"] is None else lengths.index(end["length"])
+def index_of(end: BracketEnd, lengths: tuple[int, ...], missing: int) -> int:
+    return missing if end.length is None else lengths.index(end.length)
 
 
 def settings() -> Iterator[tuple[str, int, float, int]]:
@@ -260,10 +259,10 @@ def check_rows(
     low, high, signal = found
     for d in range(min(rows, x.shape[0])):
         bracket = through_rows(x[d], lengths, items, variants)[definition]
-        if bracket["state"] == "no-signal":
+        if bracket.state == "no-signal":
             assert not signal[d], (setting, d)
             continue
-        ends = (index_of(bracket["low"], lengths, -1), index_of(bracket["high"], lengths, len(lengths)))
+        ends = (index_of(bracket.low, lengths, -1), index_of(bracket.high, lengths, len(lengths)))
         assert ends == (low[d], high[d]), (setting, d, ends, low[d], high[d])
 
 

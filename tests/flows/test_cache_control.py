@@ -164,11 +164,11 @@ def _check(warm: float, cold: float, same: bool) -> dict[str, Any]:
 def test_sampling_engines_use_a_paired_test_not_any_difference() -> None:
     # Replies differ (sampling) but correctness does not move: no incident.
     noisy = [_check(1.0, 1.0, same=False) for _ in range(10)]
-    assert summarise_checks(noisy, deterministic=False, alpha=0.05)["incident"] is False  # type: ignore[index]
+    assert summarise_checks(noisy, deterministic=False, alpha=0.05).incident is False  # type: ignore[union-attr]
     # Cold loses correctness on 10 of 10 paired items: systematic.
     worse = [_check(1.0, 0.0, same=False) for _ in range(10)]
     summary = summarise_checks(worse, deterministic=False, alpha=0.05)
-    assert summary is not None and summary["incident"] is True and summary["rule"] == PAIRED_RULE
-    assert summary["p_value"] < 0.01
+    assert summary is not None and summary.incident is True and summary.rule == PAIRED_RULE
+    assert summary.p_value is not None and summary.p_value < 0.01
     # The same replies judged as a deterministic engine: any difference counts.
-    assert summarise_checks(noisy, deterministic=True, alpha=0.05)["incident"] is True  # type: ignore[index]
+    assert summarise_checks(noisy, deterministic=True, alpha=0.05).incident is True  # type: ignore[union-attr]

@@ -9,7 +9,6 @@ import shutil
 import sys
 from importlib import resources
 from pathlib import Path
-from typing import Any
 
 import jsonschema
 import pytest
@@ -20,6 +19,7 @@ from rotscope.analysis.headline import effective_lengths_by_task, lead_task
 from rotscope.cli import app
 from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
+from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.html import render_report
 from rotscope.report.names import model_name, without_paths
 from rotscope.report.wording import headline_intro
@@ -59,22 +59,26 @@ def split_run(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return run_experiment(config, run_dir=root / "run")
 
 
-def _analysis(task: str, verdict: str, accuracy: float) -> dict[str, Any]:
-    return {
-        "task": task,
-        "calibration": {
-            "length": 256,
-            "accuracy": accuracy,
-            "instance_accuracy": accuracy,
-            "verdict": verdict,
-        },
-        "effective_length": {
-            "definition": "nolima-0.85",
-            "value": 1024,
-            "state": "value",
-            "base_score": 0.9,
-        },
-    }
+def _analysis(task: str, verdict: str, accuracy: float) -> TaskAnalysis:
+    return TaskAnalysis.model_validate(
+        {
+            "task": task,
+            "calibration": {
+                "length": 256,
+                "accuracy": accuracy,
+                "instance_accuracy": accuracy,
+                "verdict": verdict,
+            },
+            "effective_length": {
+                "definition": "nolima-0.85",
+                "value": 1024,
+                "state": "value",
+                "conservative": None,
+                "conservative_state": "value",
+                "base_score": 0.9,
+            },
+        }
+    )
 
 
 def test_the_lead_is_the_in_band_probe_with_the_lowest_control_accuracy() -> None:
@@ -86,8 +90,8 @@ def test_the_lead_is_the_in_band_probe_with_the_lowest_control_accuracy() -> Non
     ]
     assert lead_task(analyses) == "nolima"
     per_task = effective_lengths_by_task(analyses)
-    assert [entry["task"] for entry in per_task["tasks"]] == ["nolima", "niah", "multihop", "latent"]
-    assert headline_intro(per_task).startswith(
+    assert [entry.task for entry in per_task.tasks] == ["nolima", "niah", "multihop", "latent"]
+    assert headline_intro(per_task.model_dump()).startswith(
         "Effective length per task, led by nolima, the hardest probe in band at its control length "
         "(256 tokens: accuracy 0.91)"
     )
@@ -96,10 +100,10 @@ def test_the_lead_is_the_in_band_probe_with_the_lowest_control_accuracy() -> Non
 def test_no_probe_in_band_leads_none_and_says_why() -> None:
     analyses = [_analysis("niah", "saturated", 1.0), _analysis("nolima", "too hard", 0.0)]
     per_task = effective_lengths_by_task(analyses)
-    assert per_task["lead"] is None
-    assert [entry["task"] for entry in per_task["tasks"]] == ["niah", "nolima"]
+    assert per_task.lead is None
+    assert [entry.task for entry in per_task.tasks] == ["niah", "nolima"]
     assert "no probe is in band at its control length (niah saturated, nolima too hard)" in headline_intro(
-        per_task
+        per_task.model_dump()
     )
 
 

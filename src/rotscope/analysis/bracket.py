@@ -17,13 +17,15 @@ lengths that can fail), each at ``stats.end_confidence``, so both hold at ``BRAC
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import numpy as np
 
 from rotscope.analysis.clusters import clusters_of
 from rotscope.analysis.rejections import matched_means
+from rotscope.records.effective import Bracket, BracketEnd, BracketTest
 from rotscope.rows import Row, group_by, instance_means
 from rotscope.stats.bracket_ends import (
     BRACKET_CONFIDENCE,
@@ -56,10 +58,33 @@ Labels = dict[int, str]
 """Each tested length's interval, named with its clusters (``Clusters.label``)."""
 
 
-def _test(
-    estimate: float | None, lower: float | None, upper: float | None, fail_upper: float | None, pairs: int
-) -> dict[str, Any]:
-    return {"estimate": estimate, "lower": lower, "upper": upper, "fail_upper": fail_upper, "pairs": pairs}
+@dataclass(frozen=True)
+class _Margin:
+    """One tested length's margin and bounds, before its pass and fail are decided."""
+
+    estimate: float | None
+    lower: float | None
+    upper: float | None
+    fail_upper: float | None
+    pairs: int
+    by_definition: bool = False
+
+    def tested(self, length: int, passes: bool, fails: bool) -> BracketTest:
+        test = BracketTest(
+            length=length,
+            passes=passes,
+            fails=fails,
+            estimate=self.estimate,
+            lower=self.lower,
+            upper=self.upper,
+            fail_upper=self.fail_upper,
+            pairs=self.pairs,
+        )
+        # by_definition is absent, not false, for a length tested on its data (docs/records.md)
+        return test.model_copy(update={"by_definition": True}) if self.by_definition else test
+
+
+_UNTESTED = _Margin(None, None, None, None, 0)
 
 
 def interval_label(labels: Labels, default: str) -> str:
@@ -76,20 +101,20 @@ def interval_label(labels: Labels, default: str) -> str:
 
 def _relative_tests(
     rows: list[Row], lengths: list[int], base_lengths: list[int], ratio: float, one_sided: float, fail: float
-) -> tuple[dict[int, dict[str, Any]], Labels]:
+) -> tuple[dict[int, _Margin], Labels]:
     by_length = group_by(rows, "length_target")
     base_rows = [row for row in rows if row["length_target"] in base_lengths]
-    tests: dict[int, dict[str, Any]] = {}
+    tests: dict[int, _Margin] = {}
     labels: Labels = {}
     for length in lengths:
         if base_lengths == [length]:
-            tests[length] = {**_test(None, None, None, None, 0), "by_definition": True}
+            tests[length] = _Margin(None, None, None, None, 0, by_definition=True)
             continue
         at_rows = by_length.get((length,), [])
         base, at_length, _ = matched_means(base_rows, at_rows)
         keys = sorted(set(base) & set(at_length))
         if not keys:
-            tests[length] = _test(None, None, None, None, 0)
+            tests[length] = _UNTESTED
             continue
         margins = threshold_margins(
             np.array([at_length[key] for key in keys]), np.array([base[key] for key in keys]), ratio
@@ -105,21 +130,23 @@ def _relative_tests(
             lower, upper = margin_bounds(margins, one_sided)
             _, fail_upper = margin_bounds(margins, fail)
         labels[length] = clusters.label(MARGIN_INTERVAL)
-        tests[length] = _test(float(margins.mean()), float(lower), float(upper), float(fail_upper), len(keys))
+        tests[length] = _Margin(
+            float(margins.mean()), float(lower), float(upper), float(fail_upper), len(keys)
+        )
     return tests, labels
 
 
 def _absolute_tests(
     rows: list[Row], lengths: list[int], threshold: float, one_sided: float, fail: float
-) -> tuple[dict[int, dict[str, Any]], Labels]:
+) -> tuple[dict[int, _Margin], Labels]:
     by_length = group_by(rows, "length_target")
-    tests: dict[int, dict[str, Any]] = {}
+    tests: dict[int, _Margin] = {}
     labels: Labels = {}
     for length in lengths:
         at_rows = by_length.get((length,), [])
         means = instance_means(at_rows)
         if not means:
-            tests[length] = _test(None, None, None, None, 0)
+            tests[length] = _UNTESTED
             continue
         k, n = sum(means.values()), len(means)
         clusters = clusters_of(at_rows)
@@ -134,12 +161,13 @@ def _absolute_tests(
             low, high = score_bounds(k, n, one_sided)
             fail_high = score_bounds(k, n, fail)[1]
             labels[length] = clusters.label(SCORE_INTERVAL)
-        tests[length] = _test(k / n - threshold, low - threshold, high - threshold,
-                              fail_high - threshold, n)  # fmt: skip
+        tests[length] = _Margin(
+            k / n - threshold, low - threshold, high - threshold, fail_high - threshold, n
+        )
     return tests, labels
 
 
-def _near(tests: dict[int, dict[str, Any]], lengths: list[int], point: int | None) -> list[int]:
+def _near(tests: dict[int, _Margin], lengths: list[int], point: int | None) -> list[int]:
     """The lengths that decide the point estimate (the one it calls effective and the next, where
     it falls) whose margin's interval at the end's confidence holds the threshold: there the point
     could as well have come out one length apart."""
@@ -152,9 +180,9 @@ def _near(tests: dict[int, dict[str, Any]], lengths: list[int], point: int | Non
     near = []
     for length in deciding:
         test = tests[length]
-        if test.get("by_definition"):
+        if test.by_definition:
             continue
-        if test["lower"] is None or test["lower"] < 0.0 <= test["upper"]:
+        if test.lower is None or (test.upper is not None and test.lower < 0.0 <= test.upper):
             near.append(length)
     return near
 
@@ -168,7 +196,7 @@ def effective_bracket(
     ratio: float | None = None,
     threshold: float | None = None,
     confidence: float = BRACKET_CONFIDENCE,
-) -> dict[str, Any]:
+) -> Bracket:
     """The bracket of one definition: relative when ``ratio`` is given (``base_lengths`` form the
     base), else absolute at ``threshold``; ``point`` is that definition's point estimate, for the
     flag ``point_near_threshold``; ``lengths`` are those with a score."""
@@ -184,60 +212,67 @@ def effective_bracket(
         assert threshold is not None
         tests, labels = _absolute_tests(rows, lengths, threshold, one_sided, fail)
         method = ABSOLUTE_METHOD.format(threshold=threshold, interval=interval_label(labels, SCORE_INTERVAL))
-    passes = [bool(t.get("by_definition")) or (t["lower"] is not None and t["lower"] >= 0.0)
+    passes = [t.by_definition or (t.lower is not None and t.lower >= 0.0)
               for t in (tests[n] for n in lengths)]  # fmt: skip
-    fails = [t["fail_upper"] is not None and t["fail_upper"] < 0.0 for t in (tests[n] for n in lengths)]
+    fails = [t.fail_upper is not None and t.fail_upper < 0.0 for t in (tests[n] for n in lengths)]
     low_index, high_index = (int(end) for end in bracket_indices(np.array(passes), np.array(fails)))
     state = bracket_state(low_index, high_index, len(lengths))
     near = _near(tests, lengths, point) if lengths else []
-    return {
-        "state": state,
-        "confidence": confidence,
-        "low": {
-            "length": lengths[low_index] if low_index >= 0 else None,
-            "state": "passes" if low_index >= 0 else "below-shortest",
-            "confidence": one_sided,
-        },
-        "high": {
-            "length": lengths[high_index] if high_index < len(lengths) else None,
-            "state": "fails" if high_index < len(lengths) else "beyond-longest",
-            "confidence": one_sided,
-        },
-        "method": method,
-        "tests": [
-            {"length": length, "passes": p, "fails": f, **tests[length]}
-            for length, p, f in zip(lengths, passes, fails, strict=True)
+    return Bracket(
+        state=state,
+        confidence=confidence,
+        low=BracketEnd(
+            length=lengths[low_index] if low_index >= 0 else None,
+            state="passes" if low_index >= 0 else "below-shortest",
+            confidence=one_sided,
+        ),
+        high=BracketEnd(
+            length=lengths[high_index] if high_index < len(lengths) else None,
+            state="fails" if high_index < len(lengths) else "beyond-longest",
+            confidence=one_sided,
+        ),
+        method=method,
+        tests=[
+            tests[length].tested(length, p, f) for length, p, f in zip(lengths, passes, fails, strict=True)
         ],
-        "point_near_threshold": bool(near),
-        "near_lengths": near,
-    }
+        point_near_threshold=bool(near),
+        near_lengths=near,
+    )
 
 
-def empty_bracket(state: str, confidence: float = BRACKET_CONFIDENCE) -> dict[str, Any]:
+Unbounded = Literal["no-data", "no-signal"]
+"""A definition with nothing to test (``no-data``) or nothing to lose (``no-signal``)."""
+
+
+def empty_bracket(state: Unbounded, confidence: float = BRACKET_CONFIDENCE) -> Bracket:
     """The bracket of a definition with nothing to test (``no-data``) or nothing to lose
     (``no-signal``)."""
     one_sided = end_confidence(confidence)
-    return {
-        "state": state,
-        "confidence": confidence,
-        "low": {"length": None, "state": state, "confidence": one_sided},
-        "high": {"length": None, "state": state, "confidence": one_sided},
-        "method": "",
-        "tests": [],
-        "point_near_threshold": False,
-        "near_lengths": [],
-    }
+    return Bracket(
+        state=state,
+        confidence=confidence,
+        low=BracketEnd(length=None, state=state, confidence=one_sided),
+        high=BracketEnd(length=None, state=state, confidence=one_sided),
+        method="",
+        tests=[],
+        point_near_threshold=False,
+        near_lengths=[],
+    )
 
 
-def contradicts(point: int | None, bracket: dict[str, Any]) -> bool:
+def contradicts(point: int | None, bracket: Bracket | Mapping[str, Any]) -> bool:
     """Whether a bracket says what its point estimate denies: a lower end above the point (or any
     lower end where the point is below the shortest length) or an upper end at or below it. On
     balanced lengths it cannot (a pass's mean margin is at least its lower bound, a fail's at most
     its upper bound, and the point scans those means); lengths holding different (case, position)
-    pairs can, and a view then states no bound."""
-    if bracket["state"] in ("no-data", "no-signal"):
+    pairs can, and a view then states no bound. ``bracket`` is the typed record or, for views that
+    still read the summary's dump, its dict."""
+    if isinstance(bracket, Bracket):
+        state, low, high = bracket.state, bracket.low.length, bracket.high.length
+    else:
+        state, low, high = bracket["state"], bracket["low"]["length"], bracket["high"]["length"]
+    if state in ("no-data", "no-signal"):
         return False
-    low, high = bracket["low"]["length"], bracket["high"]["length"]
     if point is None:
         return low is not None
     return (low is not None and low > point) or (high is not None and high <= point)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterable
-from typing import Any
 
+from rotscope.records.summary import CaseLayout, CaseResult, WorstLayout
 from rotscope.rows import Row
 from rotscope.scoring.deterministic import HIGH_RISK_CATEGORIES
 from rotscope.types import EVIDENCE_ONLY_SUFFIX
@@ -31,7 +31,7 @@ def _claim_ids(rows: Iterable[Row], field: str) -> list[str]:
     return sorted(found)
 
 
-def _layouts(rows: list[Row]) -> list[dict[str, Any]]:
+def _layouts(rows: list[Row]) -> list[CaseLayout]:
     groups: dict[tuple[int, float, str], list[Row]] = {}
     for row in rows:
         label = row["position"] or f"{row['depth']:.2f}"
@@ -39,12 +39,12 @@ def _layouts(rows: list[Row]) -> list[dict[str, Any]]:
             label = f"{row['filler']}/{label}"
         groups.setdefault((row["length_target"], row["depth"], label), []).append(row)
     return [
-        {"length": length, "position": label, "depth": depth, "n": len(group), "accuracy": _accuracy(group)}
+        CaseLayout(length=length, position=label, depth=depth, n=len(group), accuracy=_accuracy(group))
         for (length, depth, label), group in sorted(groups.items())
     ]
 
 
-def case_results(probes: list[Row], evidence_only: list[Row]) -> list[dict[str, Any]]:
+def case_results(probes: list[Row], evidence_only: list[Row]) -> list[CaseResult]:
     """One entry per (task, case id) of ``probes``, sorted by task and case id."""
     by_case: dict[tuple[str, str], list[Row]] = {}
     for row in probes:
@@ -55,28 +55,30 @@ def case_results(probes: list[Row], evidence_only: list[Row]) -> list[dict[str, 
     results = []
     for key, rows in sorted(by_case.items()):
         layouts = _layouts(rows)
-        scored = [layout for layout in layouts if layout["accuracy"] is not None]
-        worst = min(scored, key=lambda layout: layout["accuracy"], default=None)
+        scored = [(layout, layout.accuracy) for layout in layouts if layout.accuracy is not None]
+        worst = min(scored, key=lambda pair: pair[1], default=None)
         control = alone.get(key, [])
         control_accuracy = _accuracy(control)
         capable = control_accuracy is not None and control_accuracy >= PASS_RATE
         categories = Counter(row["category"] for row in [*rows, *control] if row["status"] == "ok")
         results.append(
-            {
-                "task": key[0],
-                "case_id": key[1],
-                "slices": json.loads(rows[0].get("slices") or "{}"),
-                "layouts": layouts,
-                "worst": None if worst is None else {k: worst[k] for k in ("length", "position", "accuracy")},
-                "range": max(layout["accuracy"] for layout in scored) - worst["accuracy"] if worst else None,
-                "evidence_only": control_accuracy,
-                "capability_failure": control_accuracy is not None and not capable,
-                "positional_failure": capable and worst is not None and worst["accuracy"] < PASS_RATE,
-                "forbidden_claims": sum(categories[category] for category in HIGH_RISK_CATEGORIES),
-                "missing_claims": _claim_ids([*rows, *control], "missing"),
-                "wrong_citations": _claim_ids([*rows, *control], "wrong_citations"),
-                "missing_citations": _claim_ids([*rows, *control], "missing_citations"),
-                "categories": dict(sorted((c, n) for c, n in categories.items() if c)),
-            }
+            CaseResult(
+                task=key[0],
+                case_id=key[1],
+                slices=json.loads(rows[0].get("slices") or "{}"),
+                layouts=layouts,
+                worst=None
+                if worst is None
+                else WorstLayout(length=worst[0].length, position=worst[0].position, accuracy=worst[1]),
+                range=max(accuracy for _, accuracy in scored) - worst[1] if worst else None,
+                evidence_only=control_accuracy,
+                capability_failure=control_accuracy is not None and not capable,
+                positional_failure=capable and worst is not None and worst[1] < PASS_RATE,
+                forbidden_claims=sum(categories[category] for category in HIGH_RISK_CATEGORIES),
+                missing_claims=_claim_ids([*rows, *control], "missing"),
+                wrong_citations=_claim_ids([*rows, *control], "wrong_citations"),
+                missing_citations=_claim_ids([*rows, *control], "missing_citations"),
+                categories=dict(sorted((c, n) for c, n in categories.items() if c)),
+            )
         )
     return results

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from rotscope.records.cells import ClusterOn
 from rotscope.rows import Row, column, scored
 
 
@@ -18,8 +18,9 @@ from rotscope.rows import Row, column, scored
 class Clusters:
     """Each instance's cluster, what the clusters are (``variant``, ``instance``) and why."""
 
-    of: Mapping[str, Any]
-    unit: str
+    of: Mapping[str, str]
+    """Each key's cluster: its instance, or ``variant N``."""
+    unit: ClusterOn
     count: int
     note: str | None = None
 
@@ -37,9 +38,9 @@ def clusters_of(rows: Iterable[Row], key: str = "instance_id") -> Clusters:
     variant recorded (a row stored before variants were, of a run with several; a family that
     plans its own prompts) or a single shared haystack leaves the instances as clusters, and says
     so in ``note``."""
-    variants: dict[str, Any] = {}
+    variants: dict[str, int | None] = {}
     instances: dict[str, str] = {}
-    variant_of: dict[str, Any] = {}
+    variant_of: dict[str, int | None] = {}
     unknown = False
     for row in scored(rows):
         variant = row.get("haystack_variant")

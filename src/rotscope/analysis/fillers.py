@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
 
-from rotscope.analysis.rejections import _place
+from rotscope.analysis.rejections import Place, _place
 from rotscope.filler.session import KIND
+from rotscope.records.cells import FillerGap
 from rotscope.rows import Row, group_by, instance_means, scored
 from rotscope.stats.paired import paired_gap
 
@@ -19,8 +19,8 @@ SESSION = KIND
 """``filler`` of a row on session filler (the session filler source's name)."""
 
 
-def _layouts(rows: Iterable[Row]) -> dict[tuple[str, int, Any], list[Row]]:
-    by_layout: dict[tuple[str, int, Any], list[Row]] = defaultdict(list)
+def _layouts(rows: Iterable[Row]) -> dict[tuple[str, int, Place], list[Row]]:
+    by_layout: dict[tuple[str, int, Place], list[Row]] = defaultdict(list)
     for row in scored(rows):
         by_layout[(row["case_id"], row["length_target"], _place(row["position"], row["depth"]))].append(row)
     return by_layout
@@ -30,31 +30,31 @@ def _mean(means: dict[str, float]) -> float | None:
     return sum(means.values()) / len(means) if means else None
 
 
-def _compare(task: str, length: int | None, static: list[Row], session: list[Row]) -> dict[str, Any]:
+def _compare(task: str, length: int | None, static: list[Row], session: list[Row]) -> FillerGap:
     static_layouts, session_layouts = _layouts(static), _layouts(session)
     matched = sorted(static_layouts.keys() & session_layouts.keys(), key=str)
     static_means = instance_means([row for key in matched for row in static_layouts[key]], "case_id")
     session_means = instance_means([row for key in matched for row in session_layouts[key]], "case_id")
     gap = paired_gap(static_means, session_means)
-    return {
-        "task": task,
-        "length": length,
-        "static_accuracy": _mean(static_means),
-        "session_accuracy": _mean(session_means),
-        "gap": gap.estimate,
-        "ci_low": gap.low,
-        "ci_high": gap.high,
-        "pairs": gap.pairs,
-        "method": gap.method,
-        "too_few": gap.too_few,
-        "unmatched": len(static_layouts.keys() ^ session_layouts.keys()),
-    }
+    return FillerGap(
+        task=task,
+        length=length,
+        static_accuracy=_mean(static_means),
+        session_accuracy=_mean(session_means),
+        gap=gap.estimate,
+        ci_low=gap.low,
+        ci_high=gap.high,
+        pairs=gap.pairs,
+        method=gap.method,
+        too_few=gap.too_few,
+        unmatched=len(static_layouts.keys() ^ session_layouts.keys()),
+    )
 
 
-def filler_gaps(probes: list[Row]) -> list[dict[str, Any]]:
+def filler_gaps(probes: list[Row]) -> list[FillerGap]:
     """Per task, the session-minus-static gap pooled over lengths (``length`` null), then at each
     length; empty unless the run holds probes in both fillers."""
-    gaps: list[dict[str, Any]] = []
+    gaps: list[FillerGap] = []
     for (task,), rows in group_by(probes, "task").items():
         static = [row for row in rows if row["filler"] is None]
         session = [row for row in rows if row["filler"] == SESSION]

@@ -9,56 +9,77 @@ model still does at the short length.
 
 from __future__ import annotations
 
-from typing import Any
+from rotscope.records.effective import EffectiveLengths, LeadCalibration, TaskEffectiveLength
+from rotscope.records.tasks import Calibration, TaskAnalysis
 
 IN_BAND = "in band"
 LEAD_RULE = (
     "the hardest probe in band at its control length: among tasks whose calibration verdict is "
     f"'{IN_BAND}', the lowest instance_accuracy at the control length (ties: the first in the run's order)"
 )
-_KEPT = (
-    "definition", "value", "state", "bracket", "point_near_threshold", "conservative", "conservative_state",
-    "conservative_deprecated", "base_score", "base_lengths", "base_ci", "base_ci_method",
-    "unbalanced_lengths", "no_curve",
-)  # fmt: skip
 
 
-def _control_point(analysis: dict[str, Any]) -> float:
-    calibration = analysis["calibration"]
-    point = calibration.get("instance_accuracy", calibration["accuracy"])
+def _calibration(analysis: TaskAnalysis) -> Calibration:
+    # every task's analysis has one (analysis.tasks: task_analysis, empty_task_analysis)
+    assert analysis.calibration is not None, analysis.task
+    return analysis.calibration
+
+
+def _control_point(analysis: TaskAnalysis) -> float:
+    calibration = _calibration(analysis)
+    point = (
+        calibration.instance_accuracy
+        if "instance_accuracy" in calibration.model_fields_set
+        else calibration.accuracy
+    )
     return 1.0 if point is None else float(point)
 
 
-def lead_task(analyses: list[dict[str, Any]]) -> str | None:
+def lead_task(analyses: list[TaskAnalysis]) -> str | None:
     """The task that leads the headline (``LEAD_RULE``), or ``None`` when no task is in band."""
-    in_band = [analysis for analysis in analyses if analysis["calibration"]["verdict"] == IN_BAND]
+    in_band = [analysis for analysis in analyses if _calibration(analysis).verdict == IN_BAND]
     if not in_band:
         return None
-    return str(min(in_band, key=_control_point)["task"])
+    return min(in_band, key=_control_point).task
 
 
-def effective_lengths_by_task(analyses: list[dict[str, Any]]) -> dict[str, Any]:
+def _entry(analysis: TaskAnalysis) -> TaskEffectiveLength:
+    """A task's entry: its effective length's keys, each given (null where the task's has none), and
+    its calibration as the headline reads it."""
+    effective = analysis.effective_length
+    assert effective is not None, analysis.task  # as the calibration
+    calibration = _calibration(analysis)
+    return TaskEffectiveLength(
+        task=analysis.task,
+        data=analysis.data if "data" in analysis.model_fields_set else "scored",
+        definition=effective.definition,
+        value=effective.value,
+        state=effective.state,
+        bracket=effective.bracket,
+        point_near_threshold=effective.point_near_threshold,
+        conservative=effective.conservative,
+        conservative_state=effective.conservative_state,
+        conservative_deprecated=effective.conservative_deprecated,
+        base_score=effective.base_score,
+        base_lengths=effective.base_lengths,
+        base_ci=effective.base_ci,
+        base_ci_method=effective.base_ci_method,
+        unbalanced_lengths=effective.unbalanced_lengths,
+        no_curve=effective.no_curve,
+        calibration=LeadCalibration(
+            length=calibration.length,
+            verdict=calibration.verdict,
+            instance_accuracy=calibration.instance_accuracy,
+            ci_low=calibration.ci_low,
+            ci_high=calibration.ci_high,
+            band_verdict=calibration.band_verdict,
+        ),
+    )
+
+
+def effective_lengths_by_task(analyses: list[TaskAnalysis]) -> EffectiveLengths:
     """The summary's ``effective_lengths``: the lead, its rule, and one entry per task, the lead
     first and the others in the run's order."""
     lead = lead_task(analyses)
-    ordered = sorted(analyses, key=lambda analysis: analysis["task"] != lead)
-    return {
-        "lead": lead,
-        "lead_rule": LEAD_RULE,
-        "tasks": [
-            {
-                "task": analysis["task"],
-                "data": analysis.get("data", "scored"),
-                **{key: analysis["effective_length"].get(key) for key in _KEPT},
-                "calibration": {
-                    "length": analysis["calibration"]["length"],
-                    "verdict": analysis["calibration"]["verdict"],
-                    "instance_accuracy": analysis["calibration"].get("instance_accuracy"),
-                    "ci_low": analysis["calibration"].get("ci_low"),
-                    "ci_high": analysis["calibration"].get("ci_high"),
-                    "band_verdict": analysis["calibration"].get("band_verdict"),
-                },
-            }
-            for analysis in ordered
-        ],
-    }
+    ordered = sorted(analyses, key=lambda analysis: analysis.task != lead)
+    return EffectiveLengths(lead=lead, lead_rule=LEAD_RULE, tasks=[_entry(analysis) for analysis in ordered])

@@ -6,47 +6,54 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable
-from typing import Any
 
+from rotscope.records.cells import Cell
+from rotscope.records.effective import UnbalancedLength
+from rotscope.records.summary import Rejection
 from rotscope.rows import Row, instance_means, scored
 
+Place = float | str | None
+"""Where a question sits in its cell: the position's name, else the depth."""
 
-def _place(position: str | None, depth: float | None) -> Any:
+
+def _place(position: str | None, depth: float | str | None) -> Place:
     return position if position is not None else depth
 
 
-def rejected_by_cell(rejections: Iterable[dict[str, Any]]) -> dict[tuple[Any, ...], list[str]]:
+def rejected_by_cell(rejections: Iterable[Rejection]) -> dict[tuple[str, int, Place, str | None], list[str]]:
     """(task, length, position name or depth, filler) -> the case ids rejected there, for probes
     (a control's rejection is listed in the run's rejections only)."""
-    cells: dict[tuple[Any, ...], list[str]] = defaultdict(list)
+    cells: dict[tuple[str, int, Place, str | None], list[str]] = defaultdict(list)
     for rejection in rejections:
-        if rejection["control"]:
+        if rejection.control:
             continue
         key = (
-            rejection["task"],
-            rejection["length"],
-            _place(rejection["position"], rejection["depth"]),
-            rejection["filler"],
+            rejection.task,
+            rejection.length,
+            _place(rejection.position, rejection.depth),
+            rejection.filler,
         )
-        cells[key].extend(rejection["case_ids"])
+        cells[key].extend(rejection.case_ids)
     return cells
 
 
 def with_rejections(
-    cells: list[dict[str, Any]],
-    rejections: Iterable[dict[str, Any]],
-    empty_cell: Callable[[str, int, float | None, str | None, str | None], dict[str, Any]],
-) -> list[dict[str, Any]]:
+    cells: list[Cell],
+    rejections: Iterable[Rejection],
+    empty_cell: Callable[[str, int, float | None, str | None, str | None], Cell],
+) -> list[Cell]:
     """``cells`` with each one's ``rejected`` count and ``rejected_cases``; a cell whose prompts were
     all rejected is added from ``empty_cell`` with ``all_rejected`` true, so it is shown, not lost."""
     rejected = rejected_by_cell(rejections)
-    seen: set[tuple[Any, ...]] = set()
-    annotated: list[dict[str, Any]] = []
+    seen: set[tuple[str, int, Place, str | None]] = set()
+    annotated: list[Cell] = []
     for cell in cells:
-        key = (cell["task"], cell["length"], _place(cell["position"], cell["depth"]), cell.get("filler"))
+        key = (cell.task, cell.length, _place(cell.position, cell.depth), cell.filler)
         seen.add(key)
         cases = sorted(set(rejected.get(key, [])))
-        annotated.append({**cell, "rejected": len(cases), "rejected_cases": cases, "all_rejected": False})
+        annotated.append(
+            cell.model_copy(update={"rejected": len(cases), "rejected_cases": cases, "all_rejected": False})
+        )
     for key, case_ids in rejected.items():
         if key in seen:
             continue
@@ -55,14 +62,15 @@ def with_rejections(
         position = place if isinstance(place, str) else None
         cases = sorted(set(case_ids))
         annotated.append(
-            {**empty_cell(task, length, depth, position, filler), "rejected": len(cases),
-             "rejected_cases": cases, "all_rejected": True}
-        )  # fmt: skip
+            empty_cell(task, length, depth, position, filler).model_copy(
+                update={"rejected": len(cases), "rejected_cases": cases, "all_rejected": True}
+            )
+        )
     return annotated
 
 
-def _questions(rows: Iterable[Row]) -> dict[tuple[str, Any], list[Row]]:
-    by_question: dict[tuple[str, Any], list[Row]] = defaultdict(list)
+def _questions(rows: Iterable[Row]) -> dict[tuple[str, Place], list[Row]]:
+    by_question: dict[tuple[str, Place], list[Row]] = defaultdict(list)
     for row in scored(rows):
         by_question[(row["case_id"], _place(row["position"], row["depth"]))].append(row)
     return by_question
@@ -83,15 +91,15 @@ def matched_means(
     return instance_means(short_rows), instance_means(long_rows), unmatched
 
 
-def unbalanced_lengths(rows: Iterable[Row]) -> list[dict[str, Any]]:
+def unbalanced_lengths(rows: Iterable[Row]) -> list[UnbalancedLength]:
     """Lengths that lack (case, position) pairs another length holds (rejected, failed or pending
     there): their scores average over a different set of depths and cases than the others'."""
-    by_length: dict[int, set[tuple[str, Any]]] = defaultdict(set)
+    by_length: dict[int, set[tuple[str, Place]]] = defaultdict(set)
     for row in scored(rows):
         by_length[row["length_target"]].add((row["case_id"], _place(row["position"], row["depth"])))
     every = set().union(*by_length.values()) if by_length else set()
     return [
-        {"length": length, "missing": len(every - held)}
+        UnbalancedLength(length=length, missing=len(every - held))
         for length, held in sorted(by_length.items())
         if every - held
     ]

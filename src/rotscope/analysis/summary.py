@@ -12,13 +12,26 @@ from typing import Any
 
 from rotscope.analysis.cache_checks import summarise_checks
 from rotscope.analysis.cases import case_results
-from rotscope.analysis.cells import cell, cell_key, counts
+from rotscope.analysis.cells import cell, cell_key, cell_stats, counts, length_cell
 from rotscope.analysis.fillers import SESSION, filler_gaps
 from rotscope.analysis.headline import effective_lengths_by_task
 from rotscope.analysis.rejections import with_rejections
 from rotscope.analysis.tasks import curve_effective_lengths, empty_task_analysis, task_analysis
 from rotscope.position import Position
-from rotscope.records.summary import Summary
+from rotscope.records.cells import Cell, CellKey, Control, EvidenceOnly
+from rotscope.records.run import (
+    CellOver,
+    Cost,
+    ErrorCap,
+    Execution,
+    Judge,
+    Overhead,
+    Timing,
+    TokenCounts,
+    Tokens,
+)
+from rotscope.records.summary import Imported, Items, Rejection, Summary
+from rotscope.records.tasks import TaskAnalysis
 from rotscope.rows import Row, error_rate, group_by, scored
 from rotscope.stats import BASE_LENGTHS
 from rotscope.store import IMPORTED_KEY, RunStore, imported_note, session_usd
@@ -28,7 +41,7 @@ from rotscope.types import EVIDENCE_ONLY_POSITION
 DEFAULT_MAX_ERROR_RATE = 0.05
 
 
-def harness_overhead(rows: Iterable[Row], model: str | None) -> dict[str, Any] | None:
+def harness_overhead(rows: Iterable[Row], model: str | None) -> Overhead | None:
     """Provider-reported prompt tokens minus the local count, per call: the fixed cost of the
     server's template and system prompt that rotscope's lengths do not include."""
     per_call = {
@@ -39,23 +52,23 @@ def harness_overhead(rows: Iterable[Row], model: str | None) -> dict[str, Any] |
     if not per_call:
         return None
     differences = list(per_call.values())
-    return {
-        "model": model,
-        "calls": len(differences),
-        "median": statistics.median(differences),
-        "min": min(differences),
-        "max": max(differences),
-    }
+    return Overhead(
+        model=model,
+        calls=len(differences),
+        median=statistics.median(differences),
+        min=min(differences),
+        max=max(differences),
+    )
 
 
-def token_counts(meta: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
+def token_counts(meta: Mapping[str, Any], rows: list[Row]) -> TokenCounts:
     """How lengths were counted (``approximate`` when no tokenizer of the model was at hand)."""
     backend = meta.get("backend") or {}
-    return {
-        "method": backend.get("token_count", "exact"),
-        "tokenizer": backend.get("tokenizer"),
-        "overhead": harness_overhead(rows, meta.get("model")),
-    }
+    return TokenCounts(
+        method=backend.get("token_count", "exact"),
+        tokenizer=backend.get("tokenizer"),
+        overhead=harness_overhead(rows, meta.get("model")),
+    )
 
 
 def _pool_offset_depths(rows: list[Row]) -> list[Row]:
@@ -75,69 +88,77 @@ def _pool_offset_depths(rows: list[Row]) -> list[Row]:
     ]
 
 
-def _error_cap(rows: list[Row], cells: list[dict[str, Any]], cap: float) -> dict[str, Any]:
+def _error_cap(rows: list[Row], cells: list[Cell], cap: float) -> ErrorCap:
     """The run's error rate against the configured cap, and the cells above the cap."""
     rate = error_rate(rows)
-    return {
-        "max_error_rate": cap,
-        "error_rate": rate,
-        "exceeded": rate > cap,
-        "cells_over": [
-            {
-                "task": cell["task"],
-                "length": cell["length"],
-                "depth": cell["depth"],
-                "position": cell["position"],
-                **({"filler": cell["filler"]} if "filler" in cell else {}),
-                "error_rate": cell["error_rate"],
-            }
-            for cell in cells
-            if cell["error_rate"] > cap
+    return ErrorCap(
+        max_error_rate=cap,
+        error_rate=rate,
+        exceeded=rate > cap,
+        cells_over=[
+            _cell_over(cell, over) for cell in cells if (over := cell.error_rate) is not None and over > cap
         ],
-    }
+    )
 
 
-def _spend(rows: list[Row], config: dict[str, Any], meta: Mapping[str, Any]) -> dict[str, Any]:
+def _cell_over(cell: Cell, rate: float) -> CellOver:
+    over = CellOver(
+        task=cell.task,
+        length=cell.length,
+        depth=cell.depth,
+        position=cell.position,
+        error_rate=rate,
+    )
+    # filler is absent, not null, for a cell in static filler (as in the cell)
+    return over.model_copy(update={"filler": cell.filler}) if "filler" in cell.model_fields_set else over
+
+
+def _spend(rows: list[Row], config: Mapping[str, Any], meta: Mapping[str, Any]) -> Cost:
     """What the run spent: its rows' calls and the session the model wrote for it, if it did."""
     finished = [row for row in rows if row["status"] != "pending"]
     session = session_usd(meta)
-    return {
-        "usd": sum(row["cost"] or 0.0 for row in finished) + session,
-        "session_usd": session,
+    return Cost(
+        usd=sum(row["cost"] or 0.0 for row in finished) + session,
+        session_usd=session,
         # a note of the model's session without a price leaves the run's cost unknown too
-        "priced": all(row["cost"] is not None for row in finished)
+        priced=all(row["cost"] is not None for row in finished)
         and bool((meta.get("session_generation") or {}).get("priced", True)),
-        "max_cost": config.get("max_cost"),
-        "cached_responses": sum(bool(row["cached_response"]) for row in finished),
-    }
+        max_cost=config.get("max_cost"),
+        cached_responses=sum(bool(row["cached_response"]) for row in finished),
+    )
 
 
-def _cached_tokens(called: list[Row]) -> dict[str, Any]:
-    """Prompt tokens evaluated and read from a cache over the calls whose cached tokens are known
-    (reported by the engine or provider, or counted from a server's log); the calls whose are not
-    count in ``cached_unknown``, their prompt tokens in neither sum. Both sums are ``None`` when
-    calls were made and none of them is known: a 0 there would read as a measurement."""
+def _tokens(planned: Mapping[str, int], called: list[Row]) -> Tokens:
+    """Prompt tokens as planned, and evaluated and read from a cache over the calls whose cached
+    tokens are known (reported by the engine or provider, or counted from a server's log); the calls
+    whose are not count in ``cached_unknown``, their prompt tokens in neither sum. Both sums are
+    ``None`` when calls were made and none of them is known: a 0 there would read as a measurement."""
     known = [row for row in called if row["cached_tokens"] is not None]
     unknown = bool(called) and not known
-    return {
-        "evaluated": None
+    return Tokens(
+        naive_prefill=planned.get("naive_prefill", 0),
+        lower_bound=planned.get("lower_bound", 0),
+        evaluated=None
         if unknown
         else sum((row["usage_prompt_tokens"] or 0) - (row["cached_tokens"] or 0) for row in known),
-        "cached": None if unknown else sum(row["cached_tokens"] or 0 for row in known),
-        "cached_unknown": len(called) - len(known),
-        "cached_from_log": sum(row["cached_source"] == "server_log" for row in known),
-    }
+        cached=None if unknown else sum(row["cached_tokens"] or 0 for row in known),
+        cached_unknown=len(called) - len(known),
+        cached_from_log=sum(row["cached_source"] == "server_log" for row in known),
+    )
 
 
-def _judge(rows: list[Row], config: dict[str, Any]) -> dict[str, Any] | None:
+def _judge(rows: list[Row], config: Mapping[str, Any]) -> Judge | None:
     if not config.get("judge"):
         return None
-    judged = [row for row in rows if row["judge_verdict"] is not None]
-    return {
-        "model": config["judge"]["model"],
-        "prompt_sha256": sorted({row["judge_prompt_sha256"] for row in judged}),
-        "verdicts": dict(sorted(Counter(row["judge_verdict"] for row in judged).items())),
-    }
+    verdicts = Counter(verdict for row in rows if (verdict := row["judge_verdict"]) is not None)
+    return Judge(
+        model=config["judge"]["model"],
+        # every judged row records its judge prompt's digest
+        prompt_sha256=sorted(
+            {str(row["judge_prompt_sha256"]) for row in rows if row["judge_verdict"] is not None}
+        ),
+        verdicts=dict(sorted(verdicts.items())),
+    )
 
 
 def _control_kind(task: str) -> str:
@@ -155,14 +176,14 @@ def _layout_rank(task: str, position: str | None) -> int | None:
     return order.index(position) if position in order else len(order)
 
 
-def _probe_cell(key: dict[str, Any], rows: list[Row]) -> dict[str, Any]:
+def _probe_cell(key: CellKey, rows: list[Row]) -> Cell:
     """A probe cell; one of a family whose depth names a region (``aggregation``) also says which
     region its pieces reached: the first and last depth of their spans, measured, not asked."""
     found = cell(key, rows)
-    family = TASKS.find(key["task"])
+    family = TASKS.find(key.task)
     if family is not None and family.hooks.region:
         depths = [span["depth"] for row in rows for span in json.loads(row["spans"] or "[]")]
-        found["region"] = [min(depths), max(depths)] if depths else None
+        return Cell(**found.model_dump(), region=[min(depths), max(depths)] if depths else None)
     return found
 
 
@@ -177,14 +198,14 @@ def _split_session(rows: list[Row]) -> list[tuple[bool, list[Row]]]:
 
 
 def _rowless_tasks(
-    task_order: list[str], analysed: set[str], config: dict[str, Any], meta: Mapping[str, Any]
-) -> list[dict[str, Any]]:
+    task_order: list[str], analysed: set[str], config: Mapping[str, Any], rejections: list[Rejection]
+) -> list[TaskAnalysis]:
     """An analysis for each task the experiment named that has no probe row: ``all-rejected`` where
     the verifier rejected its prompts, else ``empty``; shown as such in every view, not dropped."""
     rejected: dict[str, list[int]] = defaultdict(list)
-    for rejection in meta.get("rejections", []):
-        if not rejection.get("control"):
-            rejected[rejection["task"]].append(rejection["length"])
+    for rejection in rejections:
+        if not rejection.control:
+            rejected[rejection.task].append(rejection.length)
     asked = min(config.get("lengths") or [256])
     return [
         empty_task_analysis(task, "all-rejected", min(rejected[task]))
@@ -195,17 +216,49 @@ def _rowless_tasks(
     ]
 
 
+def _imported(meta: Mapping[str, Any]) -> Imported | None:
+    """A folder made by ``rotscope import``: the file, and what it lacks (every view says so)."""
+    note = imported_note(meta)
+    return None if note is None else Imported(**meta[IMPORTED_KEY], note=note)
+
+
+def _controls(controls: list[Row]) -> list[Control]:
+    """The evidence-absent controls per task and length, in static then session filler."""
+    found = []
+    for (task, length), by_length in group_by(controls, "task", "length_target").items():
+        for session, group in _split_session(by_length):
+            control = Control(
+                task=task,
+                length=length,
+                kind=_control_kind(task),
+                **counts(group).model_dump(),
+                hallucinated=sum(row["category"] == "hallucinated" for row in group),
+            )
+            # filler is absent, not null, in static filler
+            found.append(control.model_copy(update={"filler": SESSION}) if session else control)
+    return found
+
+
+def _execution(meta: Mapping[str, Any]) -> Execution:
+    options = (meta.get("backend") or {}).get("options", {})
+    return Execution(
+        order=meta.get("order"),
+        # Which reuse ran: the correctness of reuse is tested, but a reader should know.
+        prefix_cache=options.get("prefix_cache"),
+        state_cache_mb=options.get("state_cache_mb"),
+        # A local engine's mode (llama.cpp extra buffers), why, and its worker's crashes.
+        engine=meta.get("engine"),
+    )
+
+
 def build_summary(store: RunStore, run_dir: Path, rows: list[Row] | None = None) -> Summary:
     """The run's summary, of ``rows`` where given (a subset of the store's: ``rotscope compare``
     narrows an imported run to the cells the compared runs share), else of all its rows: the
     typed record every view reads (``rotscope.records.summary.Summary``, docs/records.md)."""
-    return Summary.model_validate_json(json.dumps(_summary_data(store, run_dir, rows)))
-
-
-def _summary_data(store: RunStore, run_dir: Path, rows: list[Row] | None = None) -> dict[str, Any]:
     meta = store.meta()
     config = meta.get("config") or {}
     rows = _pool_offset_depths(store.rows() if rows is None else rows)
+    rejections = [Rejection.model_validate(rejection) for rejection in meta.get("rejections", [])]
     probes = [row for row in rows if not row["control"]]
     evidence_only = [row for row in rows if row["control"] and row["position"] == EVIDENCE_ONLY_POSITION]
     controls = [row for row in rows if row["control"] and row["position"] != EVIDENCE_ONLY_POSITION]
@@ -217,109 +270,82 @@ def _summary_data(store: RunStore, run_dir: Path, rows: list[Row] | None = None)
                 probes, "task", "length_target", "depth", "position", "filler"
             ).items()
         ],
-        meta.get("rejections", []),
+        rejections,
         lambda task, length, depth, position, filler: cell(
             cell_key(task, length, depth, position, filler, _layout_rank(task, position)), []
         ),
     )
     per_length = {
-        length: cell({"length": length}, group)
-        for (length,), group in group_by(probes, "length_target").items()
+        length: length_cell(length, group) for (length,), group in group_by(probes, "length_target").items()
     }
     done = scored(rows)
     # One call's usage and latency once, though each of its questions is a row; replies from the
     # response cache cost no tokens.
     calls = list({row["call_id"]: row for row in done}.values())
     called = [row for row in calls if not row["cached_response"]]
-    tokens = meta.get("tokens", {})
     # A run stored before the analysis section existed takes the default base lengths.
     base_lengths = tuple((config.get("analysis") or {}).get("base_lengths") or BASE_LENGTHS)
-    task_order = (meta.get("config") or {}).get("tasks") or []
+    task_order: list[str] = config.get("tasks") or []
     by_task = sorted(
         group_by(probes, "task").items(),
         key=lambda item: task_order.index(item[0][0]) if item[0][0] in task_order else len(task_order),
     )
     analyses = [task_analysis(task, group, base_lengths) for (task,), group in by_task]
-    analyses += _rowless_tasks(task_order, {analysis["task"] for analysis in analyses}, config, meta)
-    analyses.sort(key=lambda a: task_order.index(a["task"]) if a["task"] in task_order else len(task_order))
-    return {
-        "run": run_dir.name,
-        "model": meta.get("model"),
-        "task": ",".join(
-            (meta.get("config") or {}).get("tasks") or dict.fromkeys(row["task"] for row in rows)
-        ),
-        # A folder made by ``rotscope import``: the file, and what it lacks (every view says so).
-        "imported": {**meta[IMPORTED_KEY], "note": imported_note(meta)} if meta.get(IMPORTED_KEY) else None,
-        "cells": cells,
-        "lengths": list(per_length.values()),
-        "effective_length": curve_effective_lengths(per_length, probes, base_lengths),
+    analyses += _rowless_tasks(task_order, {analysis.task for analysis in analyses}, config, rejections)
+    analyses.sort(key=lambda a: task_order.index(a.task) if a.task in task_order else len(task_order))
+    return Summary(
+        run=run_dir.name,
+        model=meta.get("model"),
+        task=",".join(task_order or dict.fromkeys(row["task"] for row in rows)),
+        imported=_imported(meta),
+        cells=cells,
+        lengths=list(per_length.values()),
+        effective_length=curve_effective_lengths(per_length, probes, base_lengths),
         # Each task's own effective length, led by the hardest probe in band (analysis/headline.py).
-        "effective_lengths": effective_lengths_by_task(analyses),
-        "tasks": analyses,
+        effective_lengths=effective_lengths_by_task(analyses),
+        tasks=analyses,
         # The same probe in static and session filler, paired on cases (analysis/fillers.py).
-        "filler_gap": filler_gaps(probes),
-        "controls": [
-            {
-                "task": task,
-                "length": length,
-                "kind": _control_kind(task),
-                **counts(group),
-                "hallucinated": sum(row["category"] == "hallucinated" for row in group),
-                **({"filler": SESSION} if session else {}),
-            }
-            for (task, length), by_length in group_by(controls, "task", "length_target").items()
-            for session, group in _split_session(by_length)
-        ],
-        "evidence_only": [
-            {"task": task, **counts(group), "accuracy": cell({}, group)["accuracy"]}
+        filler_gap=filler_gaps(probes),
+        controls=_controls(controls),
+        evidence_only=[
+            EvidenceOnly(task=task, **counts(group).model_dump(), accuracy=cell_stats(group).accuracy)
             for (task,), group in group_by(evidence_only, "task").items()
         ],
-        "cases": per_case,
-        "capability_failures": [entry["case_id"] for entry in per_case if entry["capability_failure"]],
-        "positional_failures": [entry["case_id"] for entry in per_case if entry["positional_failure"]],
-        "high_risk": sum(entry["forbidden_claims"] for entry in per_case),
-        "items": {
-            "total": len(rows),
-            "done": len(done),
-            "errors": sum(row["status"] == "error" for row in rows),
-            "rejected_prompts": len(meta.get("rejected", [])),
-        },
-        "rejections": meta.get("rejections", []),
-        "tokens": {
-            "naive_prefill": tokens.get("naive_prefill", 0),
-            "lower_bound": tokens.get("lower_bound", 0),
-            **_cached_tokens(called),
-        },
-        "token_counts": token_counts(meta, rows),
-        "timing": {
-            "latency_s": sum(row["latency_s"] or 0.0 for row in calls),
-            "started": min((row["created_at"] for row in rows), default=None),
-            "finished": max((row["finished_at"] for row in rows if row["finished_at"]), default=None),
-        },
-        "execution": {
-            "order": meta.get("order"),
-            # Which reuse ran: the correctness of reuse is tested, but a reader should know.
-            "prefix_cache": (meta.get("backend") or {}).get("options", {}).get("prefix_cache"),
-            "state_cache_mb": (meta.get("backend") or {}).get("options", {}).get("state_cache_mb"),
-            # A local engine's mode (llama.cpp extra buffers), why, and its worker's crashes.
-            "engine": meta.get("engine"),
-        },
-        "error_cap": _error_cap(rows, cells, config.get("max_error_rate", DEFAULT_MAX_ERROR_RATE)),
-        "cost": _spend(rows, config, meta),
-        "judge": _judge(rows, config),
-        "corpus": meta.get("corpus"),
+        cases=per_case,
+        capability_failures=[entry.case_id for entry in per_case if entry.capability_failure],
+        positional_failures=[entry.case_id for entry in per_case if entry.positional_failure],
+        high_risk=sum(entry.forbidden_claims for entry in per_case),
+        items=Items(
+            total=len(rows),
+            done=len(done),
+            errors=sum(row["status"] == "error" for row in rows),
+            rejected_prompts=len(meta.get("rejected", [])),
+        ),
+        rejections=rejections,
+        tokens=_tokens(meta.get("tokens", {}), called),
+        token_counts=token_counts(meta, rows),
+        timing=Timing(
+            latency_s=sum(row["latency_s"] or 0.0 for row in calls),
+            started=min((row["created_at"] for row in rows), default=None),
+            finished=max((row["finished_at"] for row in rows if row["finished_at"]), default=None),
+        ),
+        execution=_execution(meta),
+        error_cap=_error_cap(rows, cells, config.get("max_error_rate", DEFAULT_MAX_ERROR_RATE)),
+        cost=_spend(rows, config, meta),
+        judge=_judge(rows, config),
+        corpus=meta.get("corpus"),
         # What the model's own writing of its session cost (filler.assistant: model), else null.
-        "session_generation": meta.get("session_generation"),
-        "backend": meta.get("backend"),
-        "config": meta.get("config"),
-        "manifest_digest": meta.get("manifest_digest"),
-        "plan": meta.get("plan"),
-        "cache_control": summarise_checks(
+        session_generation=meta.get("session_generation"),
+        backend=meta.get("backend"),
+        config=meta.get("config"),
+        manifest_digest=meta.get("manifest_digest"),
+        plan=meta.get("plan"),
+        cache_control=summarise_checks(
             store.cache_checks(),
             deterministic=(meta.get("cache_control") or {}).get("deterministic", False),
-            alpha=((meta.get("config") or {}).get("gate") or {}).get("alpha", 0.05),
+            alpha=(config.get("gate") or {}).get("alpha", 0.05),
         ),
-    }
+    )
 
 
 def load_summary(run_dir: Path | str) -> Summary:

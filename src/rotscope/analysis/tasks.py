@@ -6,12 +6,23 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from typing import Any, Literal
+from dataclasses import dataclass, field
+from typing import Final
 
 from rotscope.analysis.bracket import effective_bracket, empty_bracket
-from rotscope.analysis.cells import cell
+from rotscope.analysis.cells import length_cell
 from rotscope.analysis.clusters import clusters_of
 from rotscope.analysis.rejections import matched_means, unbalanced_lengths
+from rotscope.records.cells import LengthCell
+from rotscope.records.effective import Definition, EffectiveLength, TaskData
+from rotscope.records.tasks import (
+    Calibration,
+    Degradation,
+    MiddleVsEnds,
+    PositionEffect,
+    TaskAnalysis,
+    TopError,
+)
 from rotscope.rows import Row, group_by, instance_means, scored
 from rotscope.stats.band import SATURATED_POINT, TOO_HARD_POINT, band_verdict, calibration
 from rotscope.stats.intervals import mean_interval, proportion_interval
@@ -28,7 +39,8 @@ end of the two-sided 90% interval) clears the threshold."""
 NO_SIGNAL_CEILING = 0.5
 """The relative definition needs a base to lose: a base of 0, or one whose 95% upper bound is
 below 0.5 (the model is shown to miss most answers already at the base lengths), has no signal."""
-SCORE = "instance_accuracy"
+SCORE: Final = "instance_accuracy"
+"""The per-length score the effective length scans (each length cell's ``instance_accuracy``)."""
 CONSERVATIVE = (
     f"one-sided {CONSERVATIVE_CONFIDENCE:.0%} Wilson lower bound of instance_accuracy at each length"
 )
@@ -71,28 +83,41 @@ def _base_interval(base_rows: list[Row]) -> tuple[list[float], str, dict[str, fl
     )
 
 
-def _no_data() -> dict[str, Any]:
+def _no_data() -> EffectiveLength:
     """The effective length of rows with no score (empty, all errors, all rejected): every key a
     view reads, each saying so."""
     definitions = [
-        {"definition": definition, "value": None, "state": "no-data", "conservative": None,
-         "conservative_state": "no-data", "bracket": empty_bracket("no-data"), "point_near_threshold": False}
+        Definition(definition=definition, value=None, state="no-data", conservative=None,
+                   conservative_state="no-data", bracket=empty_bracket("no-data"), point_near_threshold=False)
         for definition in (f"nolima-{NOLIMA_RATIO}", f"absolute-{RULER_THRESHOLD}")
     ]  # fmt: skip
-    return {**definitions[0], "score": SCORE, "no_signal": NO_SIGNAL, "base_score": None,
-            "base_lengths": [], "base_ci": None, "base_ci_method": None, "unbalanced_lengths": [],
-            "conservative_deprecated": CONSERVATIVE_DEPRECATED, "definitions": definitions}  # fmt: skip
+    return EffectiveLength(
+        **definitions[0].model_dump(),
+        score=SCORE,
+        no_signal=NO_SIGNAL,
+        base_score=None,
+        base_lengths=[],
+        base_ci=None,
+        base_ci_method=None,
+        unbalanced_lengths=[],
+        conservative_deprecated=CONSERVATIVE_DEPRECATED,
+        definitions=definitions,
+    )
 
 
 def effective_lengths(
-    per_length: dict[int, dict[str, Any]], rows: list[Row], base_lengths: Sequence[int] = BASE_LENGTHS
-) -> dict[str, Any]:
+    per_length: dict[int, LengthCell], rows: list[Row], base_lengths: Sequence[int] = BASE_LENGTHS
+) -> EffectiveLength:
     """Effective length by both definitions on ``instance_accuracy`` (the centre of each length's
     interval), each value with its ``state`` and its ``bracket`` (``analysis.bracket``: the lengths
     it is shown to reach and to fall before); the deprecated ``conservative`` scan of one-sided
     lower bounds is kept beside them for one version. The base interval counts each case once over
     the base lengths; a base without signal (``NO_SIGNAL``) gives the relative definition no value."""
-    points = {length: cell[SCORE] for length, cell in per_length.items() if cell[SCORE] is not None}
+    points = {
+        length: cell.instance_accuracy
+        for length, cell in per_length.items()
+        if cell.instance_accuracy is not None
+    }
     lows = {length: low for length, low in _lower_bounds(rows).items() if length in points}
     if not points:
         return _no_data()
@@ -116,41 +141,41 @@ def effective_lengths(
     )
     absolute_bracket = effective_bracket(rows, scored_lengths, absolute, base_lengths=chosen,
                                          threshold=RULER_THRESHOLD)  # fmt: skip
-    nolima = {
-        "definition": f"nolima-{NOLIMA_RATIO}",
-        "value": relative,
-        "state": state,
-        "bracket": relative_bracket,
-        "point_near_threshold": relative_bracket["point_near_threshold"],
-        "conservative": conservative,
-        "conservative_state": conservative_state,
-        "conservative_definition": f"{CONSERVATIVE} >= {NOLIMA_RATIO} x base score",
-    }
-    return {
-        **nolima,
-        "conservative_deprecated": CONSERVATIVE_DEPRECATED,
-        "no_signal": NO_SIGNAL,
-        "score": SCORE,
-        "base_score": base,
-        "base_lengths": chosen,
-        "base_ci": base_ci,
-        "base_ci_method": base_ci_method,
+    nolima = Definition(
+        definition=f"nolima-{NOLIMA_RATIO}",
+        value=relative,
+        state=state,
+        bracket=relative_bracket,
+        point_near_threshold=relative_bracket.point_near_threshold,
+        conservative=conservative,
+        conservative_state=conservative_state,
+        conservative_definition=f"{CONSERVATIVE} >= {NOLIMA_RATIO} x base score",
+    )
+    return EffectiveLength(
+        **nolima.model_dump(),
+        conservative_deprecated=CONSERVATIVE_DEPRECATED,
+        no_signal=NO_SIGNAL,
+        score=SCORE,
+        base_score=base,
+        base_lengths=chosen,
+        base_ci=base_ci,
+        base_ci_method=base_ci_method,
         # Each length's score is on the (case, position) pairs it holds; these lack some.
-        "unbalanced_lengths": unbalanced_lengths(rows),
-        "definitions": [
+        unbalanced_lengths=unbalanced_lengths(rows),
+        definitions=[
             nolima,
-            {
-                "definition": f"absolute-{RULER_THRESHOLD}",
-                "value": absolute,
-                "state": absolute_state,
-                "bracket": absolute_bracket,
-                "point_near_threshold": absolute_bracket["point_near_threshold"],
-                "conservative": absolute_low,
-                "conservative_state": absolute_low_state,
-                "conservative_definition": f"{CONSERVATIVE} >= {RULER_THRESHOLD}",
-            },
+            Definition(
+                definition=f"absolute-{RULER_THRESHOLD}",
+                value=absolute,
+                state=absolute_state,
+                bracket=absolute_bracket,
+                point_near_threshold=absolute_bracket.point_near_threshold,
+                conservative=absolute_low,
+                conservative_state=absolute_low_state,
+                conservative_definition=f"{CONSERVATIVE} >= {RULER_THRESHOLD}",
+            ),
         ],
-    }
+    )
 
 
 NO_CURVE = "each case at its own length (replayed recordings, pinned cases): no length curve"
@@ -170,21 +195,58 @@ def has_length_curve(rows: list[Row]) -> bool:
 
 
 def curve_effective_lengths(
-    per_length: dict[int, dict[str, Any]], rows: list[Row], base_lengths: Sequence[int] = BASE_LENGTHS
-) -> dict[str, Any]:
+    per_length: dict[int, LengthCell], rows: list[Row], base_lengths: Sequence[int] = BASE_LENGTHS
+) -> EffectiveLength:
     """``effective_lengths`` where the rows form a length curve; else its no-data answer with
     ``no_curve`` saying why (``NO_CURVE``)."""
     if has_length_curve(rows):
         return effective_lengths(per_length, rows, base_lengths)
-    return {**effective_lengths({}, rows, base_lengths), "no_curve": NO_CURVE}
+    return effective_lengths({}, rows, base_lengths).model_copy(update={"no_curve": NO_CURVE})
 
 
-def position_effect(task_rows: list[Row], depths: list[float]) -> list[dict[str, Any]]:
+@dataclass
+class _LengthEffect:
+    """One length's position effect while its tests are adjusted over the lengths."""
+
+    length: int
+    worst_depth: float
+    best_depth: float
+    range: float
+    middle_vs_ends: tuple[float, int] | None = None
+    """The mean per-case difference, middle minus ends, and its cases."""
+    tested: tuple[float, float, bool] | None = None
+    """The sign test's p-value, adjusted and whether it is significant."""
+    flagged_depths: list[float] = field(default_factory=list)
+
+    def record(self) -> PositionEffect:
+        middle = None
+        if self.middle_vs_ends is not None:
+            difference, pairs = self.middle_vs_ends
+            assert self.tested is not None  # every middle-vs-ends difference is tested
+            p_value, p_adjusted, significant = self.tested
+            middle = MiddleVsEnds(
+                difference=difference,
+                pairs=pairs,
+                p_value=p_value,
+                p_adjusted=p_adjusted,
+                significant=significant,
+            )
+        return PositionEffect(
+            length=self.length,
+            worst_depth=self.worst_depth,
+            best_depth=self.best_depth,
+            range=self.range,
+            middle_vs_ends=middle,
+            flagged_depths=self.flagged_depths,
+        )
+
+
+def position_effect(task_rows: list[Row], depths: list[float]) -> list[PositionEffect]:
     """Per length: worst position, range, middle-vs-ends sign test, cells below the row's best.
     Benjamini-Hochberg runs over the lengths (middle vs ends) and over all cell comparisons."""
     ends = {min(depths), max(depths)}
     middle = [d for d in depths if d not in ends]
-    results: list[dict[str, Any]] = []
+    results: list[_LengthEffect] = []
     tests: list[tuple[int, float]] = []
     comparisons: list[tuple[int, float, float]] = []
     for (length,), rows in group_by(task_rows, "length_target").items():
@@ -196,14 +258,7 @@ def position_effect(task_rows: list[Row], depths: list[float]) -> list[dict[str,
             continue
         best = max(accuracy, key=lambda d: accuracy[d])
         worst = min(accuracy, key=lambda d: accuracy[d])
-        entry: dict[str, Any] = {
-            "length": length,
-            "worst_depth": worst,
-            "best_depth": best,
-            "range": accuracy[best] - accuracy[worst],
-            "middle_vs_ends": None,
-            "flagged_depths": [],
-        }
+        entry = _LengthEffect(length, worst, best, accuracy[best] - accuracy[worst])
         results.append(entry)
         if middle:
             cases = set.intersection(*(set(by_depth.get(d, {})) for d in depths))
@@ -214,10 +269,7 @@ def position_effect(task_rows: list[Row], depths: list[float]) -> list[dict[str,
             ]
             if differences:
                 tests.append((len(results) - 1, sign_test(differences)))
-                entry["middle_vs_ends"] = {
-                    "difference": sum(differences) / len(differences),
-                    "pairs": len(cases),
-                }
+                entry.middle_vs_ends = (sum(differences) / len(differences), len(cases))
         for depth in accuracy:
             if depth == best:
                 continue
@@ -226,18 +278,12 @@ def position_effect(task_rows: list[Row], depths: list[float]) -> list[dict[str,
             comparisons.append((len(results) - 1, depth, sign_test(differences)))
     reject, adjusted = benjamini_hochberg([p for _, p in tests])
     for (index, p_value), significant, p_adjusted in zip(tests, reject, adjusted, strict=True):
-        effect = results[index]["middle_vs_ends"]
-        effect.update({"p_value": p_value, "p_adjusted": p_adjusted, "significant": significant})
+        results[index].tested = (p_value, p_adjusted, significant)
     reject, _ = benjamini_hochberg([p for _, _, p in comparisons])
     for (index, depth, _), significant in zip(comparisons, reject, strict=True):
         if significant:
-            results[index]["flagged_depths"].append(depth)
-    return results
-
-
-TaskData = Literal["scored", "all-error", "pending", "all-rejected", "empty"]
-"""What a task's rows hold: some scores; only errors (and pending rows); only pending rows; none,
-every prompt rejected by the verifier; none at all."""
+            results[index].flagged_depths.append(depth)
+    return [result.record() for result in results]
 
 
 def task_data(rows: list[Row]) -> TaskData:
@@ -249,7 +295,7 @@ def task_data(rows: list[Row]) -> TaskData:
     return "pending" if rows else "empty"
 
 
-def top_error(rows: list[Row]) -> dict[str, Any] | None:
+def top_error(rows: list[Row]) -> TopError | None:
     """The most common error text of ``rows`` (texts that differ only in their numbers count as
     one: "the backend reports 7 prompt tokens, 160 were sent" at every length), its first example,
     its count and the error rows in all; ``None`` without an error row. Ties go to the text met
@@ -259,27 +305,39 @@ def top_error(rows: list[Row]) -> dict[str, Any] | None:
         return None
     shapes = [re.sub(r"[0-9]+", "#", error) for error in errors]
     shape, count = Counter(shapes).most_common(1)[0]
-    return {"message": errors[shapes.index(shape)], "count": count, "errors": len(errors)}
+    return TopError(message=errors[shapes.index(shape)], count=count, errors=len(errors))
 
 
-def _no_calibration(length: int) -> dict[str, Any]:
-    return {"length": length, "accuracy": None, "instance_accuracy": None, "ci_low": None, "ci_high": None,
-            "band": [TOO_HARD_POINT, SATURATED_POINT], "verdict": calibration(None),
-            "band_verdict": band_verdict(None, None)}  # fmt: skip
+def _no_calibration(length: int) -> Calibration:
+    return Calibration(
+        length=length,
+        accuracy=None,
+        instance_accuracy=None,
+        ci_low=None,
+        ci_high=None,
+        band=[TOO_HARD_POINT, SATURATED_POINT],
+        verdict=calibration(None),
+        band_verdict=band_verdict(None, None),
+    )
 
 
-def empty_task_analysis(task: str, data: TaskData, control_length: int) -> dict[str, Any]:
+def empty_task_analysis(task: str, data: TaskData, control_length: int) -> TaskAnalysis:
     """The analysis of a task with no rows (``all-rejected`` or ``empty``): every key a view reads,
     each saying there is nothing; ``control_length`` is the shortest length the task was asked."""
-    return {"task": task, "data": data, "lengths": [], "effective_length": _no_data(),
-            "calibration": _no_calibration(control_length), "degradation": [],
-            "position_effect": []}  # fmt: skip
+    return TaskAnalysis(
+        task=task,
+        data=data,
+        lengths=[],
+        effective_length=_no_data(),
+        calibration=_no_calibration(control_length),
+        degradation=[],
+        position_effect=[],
+    )
 
 
-def task_analysis(task: str, rows: list[Row], base_lengths: Sequence[int] = BASE_LENGTHS) -> dict[str, Any]:
+def task_analysis(task: str, rows: list[Row], base_lengths: Sequence[int] = BASE_LENGTHS) -> TaskAnalysis:
     per_length = {
-        length: cell({"length": length}, group)
-        for (length,), group in group_by(rows, "length_target").items()
+        length: length_cell(length, group) for (length,), group in group_by(rows, "length_target").items()
     }
     control_length = min(per_length)
     control_cell = per_length[control_length]
@@ -299,36 +357,36 @@ def task_analysis(task: str, rows: list[Row], base_lengths: Sequence[int] = BASE
         gap = paired_gap(short, long, clusters=clusters.of)
         method = gap.method if gap.low is None else clusters.label(PAIRED_METHOD)
         degradation.append(
-            {"length": length, "gap": gap.estimate, "ci_low": gap.low, "ci_high": gap.high,
-             "pairs": gap.pairs, "method": method, "too_few": gap.too_few, "unmatched": unmatched,
-             "clusters": gap.clusters, "cluster_on": clusters.unit}
+            Degradation(length=length, gap=gap.estimate, ci_low=gap.low, ci_high=gap.high, pairs=gap.pairs,
+                        method=method, too_few=gap.too_few, unmatched=unmatched, clusters=gap.clusters,
+                        cluster_on=clusters.unit)
         )  # fmt: skip
     family = TASKS.find(task)
     own_analysis = family.hooks.analyse if family is not None else None
-    return {
-        "task": task,
-        "data": task_data(rows),
-        "lengths": list(per_length.values()),
-        "effective_length": curve_effective_lengths(per_length, rows, base_lengths),
+    analysis = TaskAnalysis(
+        task=task,
+        data=task_data(rows),
+        lengths=list(per_length.values()),
+        effective_length=curve_effective_lengths(per_length, rows, base_lengths),
         # The verdict is on instance_accuracy, the centre of the interval shown beside it.
-        "calibration": {
-            "length": control_length,
-            "accuracy": control_cell["accuracy"],
-            "instance_accuracy": control_cell["instance_accuracy"],
-            "ci_low": control_cell["ci_low"],
-            "ci_high": control_cell["ci_high"],
-            "ci_method": control_cell["ci_method"],
-            "band": [TOO_HARD_POINT, SATURATED_POINT],
-            "verdict": calibration(control_cell["instance_accuracy"]),
+        calibration=Calibration(
+            length=control_length,
+            accuracy=control_cell.accuracy,
+            instance_accuracy=control_cell.instance_accuracy,
+            ci_low=control_cell.ci_low,
+            ci_high=control_cell.ci_high,
+            ci_method=control_cell.ci_method,
+            band=[TOO_HARD_POINT, SATURATED_POINT],
+            verdict=calibration(control_cell.instance_accuracy),
             # What the interval lets one say (the point verdict above picks the lead).
-            "band_verdict": band_verdict(control_cell["ci_low"], control_cell["ci_high"]),
-        },
-        "degradation": degradation,
+            band_verdict=band_verdict(control_cell.ci_low, control_cell.ci_high),
+        ),
+        degradation=degradation,
         # A family with its own analysis (reasoning: layouts that share depths) replaces the
-        # depth-pooled position effect with it.
-        "position_effect": []
-        if own_analysis
-        else position_effect(rows, sorted({row["depth"] for row in rows})),
+        # depth-pooled position effect with it, its keys beside these (an open record).
+        position_effect=[] if own_analysis else position_effect(rows, sorted({row["depth"] for row in rows})),
         **(own_analysis(rows) if own_analysis else {}),
-        **({"top_error": found} if (found := top_error(rows)) is not None else {}),
-    }
+    )
+    # top_error is absent, not null, for a task without error rows (docs/records.md)
+    found = top_error(rows)
+    return analysis if found is None else analysis.model_copy(update={"top_error": found})

@@ -11,7 +11,7 @@ TOO_HARD_POINT = 0.90
 """Below this control-length accuracy a probe is too hard for the reference band."""
 
 
-def calibration(point: float | None) -> str:
+def calibration(point: float | None) -> Literal["saturated", "in band", "too hard", "no data"]:
     """Where the control length's accuracy (a point estimate) stands against the reference band of
     90-95%: ``saturated`` above 0.95, ``too hard`` below 0.90, ``in band`` from 0.90 to 0.95
     inclusive. The verdict is on the point, as the band is; its interval is reported beside it

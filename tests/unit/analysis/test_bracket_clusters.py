@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rotscope.analysis.bracket import interval_label
-from rotscope.analysis.cells import cell
+from rotscope.analysis.cells import length_cell
 from rotscope.analysis.tasks import effective_lengths
 from rotscope.stats.bracket_ends import (
     cluster_margin_bounds,
@@ -38,12 +38,12 @@ def _rows(right: dict[int, list[bool]], variants: list[int | None]) -> list[dict
 
 def _effective(rows: list[dict[str, Any]]) -> dict[str, Any]:
     lengths = sorted({row["length_target"] for row in rows})
-    per_length = {n: cell({"length": n}, [r for r in rows if r["length_target"] == n]) for n in lengths}
+    per_length = {n: length_cell(n, [r for r in rows if r["length_target"] == n]) for n in lengths}
     return effective_lengths(per_length, rows)
 
 
 def _test(bracket: dict[str, Any], length: int) -> dict[str, Any]:
-    return next(test for test in bracket["tests"] if test["length"] == length)
+    return next(test for test in bracket.tests if test.length == length)
 
 
 SHARED = [case % 3 for case in range(CASES)]
@@ -60,17 +60,15 @@ def test_three_shared_variants_do_not_show_a_pass_the_instances_would() -> None:
     # miss sits in variant 0, and three variants cannot show it.
     at_512 = [case != 0 for case in range(CASES)]
     right = {256: _all(True), 512: at_512, 1024: _all(False)}
-    alone = _effective(_rows(right, UNKNOWN))["bracket"]
-    assert _test(alone, 512)["passes"] and alone["low"]["length"] == 512
-    shared = _effective(_rows(right, SHARED))["bracket"]
-    assert not _test(shared, 512)["passes"] and shared["low"]["length"] == 256
+    alone = _effective(_rows(right, UNKNOWN)).bracket
+    assert _test(alone, 512).passes and alone.low.length == 512
+    shared = _effective(_rows(right, SHARED)).bracket
+    assert not _test(shared, 512).passes and shared.low.length == 256
     margins = np.array(at_512, dtype=float) - 0.85
     lower, upper = cluster_margin_bounds(margins, SHARED, ONE_SIDED)
-    assert (_test(shared, 512)["lower"], _test(shared, 512)["upper"]) == pytest.approx(
-        (float(lower), float(upper))
-    )
-    assert "adjusted t, one-sided, clustered on 3 haystack variants" in shared["method"]
-    assert "(no haystack variant recorded)" in alone["method"]
+    assert (_test(shared, 512).lower, _test(shared, 512).upper) == pytest.approx((float(lower), float(upper)))
+    assert "adjusted t, one-sided, clustered on 3 haystack variants" in shared.method
+    assert "(no haystack variant recorded)" in alone.method
 
 
 def test_three_shared_variants_do_not_show_a_fail_the_instances_would() -> None:
@@ -78,15 +76,15 @@ def test_three_shared_variants_do_not_show_a_fail_the_instances_would() -> None:
     # the variants (0, 1, 1) cannot.
     at_1024 = [case % 3 != 0 for case in range(CASES)]
     right = {256: _all(True), 512: _all(True), 1024: at_1024}
-    alone = _effective(_rows(right, UNKNOWN))["definitions"][1]["bracket"]
-    assert _test(alone, 1024)["fails"] and alone["high"]["length"] == 1024
-    shared = _effective(_rows(right, SHARED))["definitions"][1]["bracket"]
-    assert not _test(shared, 1024)["fails"] and shared["high"]["length"] is None
+    alone = _effective(_rows(right, UNKNOWN)).definitions[1].bracket
+    assert _test(alone, 1024).fails and alone.high.length == 1024
+    shared = _effective(_rows(right, SHARED)).definitions[1].bracket
+    assert not _test(shared, 1024).fails and shared.high.length is None
     fail = 1 - (1 - ONE_SIDED) / 3
     _, high = cluster_score_bounds(np.array(at_1024, dtype=float), SHARED, fail)
-    assert _test(shared, 1024)["fail_upper"] == pytest.approx(float(high) - 0.856)
-    assert "adjusted t on instance means, one-sided, clustered on 3 haystack variants" in shared["method"]
-    assert "Wilson on instances, one-sided" in alone["method"]
+    assert _test(shared, 1024).fail_upper == pytest.approx(float(high) - 0.856)
+    assert "adjusted t on instance means, one-sided, clustered on 3 haystack variants" in shared.method
+    assert "Wilson on instances, one-sided" in alone.method
 
 
 def test_the_base_interval_and_no_signal_cluster_on_shared_variants() -> None:
@@ -96,27 +94,27 @@ def test_the_base_interval_and_no_signal_cluster_on_shared_variants() -> None:
     assert sum(base) == 8
     right = {256: base, 512: base, 1024: base}
     alone = _effective(_rows(right, UNKNOWN))
-    assert alone["state"] == "no-signal" and alone["base_ci"][1] < 0.5
-    assert alone["base_ci_method"] == "Wilson on case means (no haystack variant recorded)"
+    assert alone.state == "no-signal" and alone.base_ci[1] < 0.5
+    assert alone.base_ci_method == "Wilson on case means (no haystack variant recorded)"
     shared = _effective(_rows(right, SHARED))
     means = {f"c{case:02d}": float(ok) for case, ok in enumerate(base)}
     expected = mean_interval(means, {f"c{case:02d}": f"variant {SHARED[case]}" for case in range(CASES)})
-    assert shared["base_ci"] == pytest.approx(list(expected))
-    assert shared["base_ci"][1] >= 0.5 and shared["state"] != "no-signal"
-    assert shared["base_ci_method"] == "adjusted t on case means, clustered on 3 haystack variants"
+    assert shared.base_ci == pytest.approx(list(expected))
+    assert shared.base_ci[1] >= 0.5 and shared.state != "no-signal"
+    assert shared.base_ci_method == "adjusted t on case means, clustered on 3 haystack variants"
 
 
 def test_a_variant_per_case_keeps_the_instance_bounds() -> None:
     rng = np.random.default_rng(31)
     right = {length: list(rng.random(CASES) < p) for length, p in ((256, 0.95), (512, 0.9), (1024, 0.6))}
     own, alone = _effective(_rows(right, OWN)), _effective(_rows(right, UNKNOWN))
-    for mine, theirs in zip(own["definitions"], alone["definitions"], strict=True):
-        assert mine["bracket"]["tests"] == theirs["bracket"]["tests"]
-    assert own["base_ci"] == alone["base_ci"] and own["base_ci_method"] == "Wilson on case means"
+    for mine, theirs in zip(own.definitions, alone.definitions, strict=True):
+        assert mine.bracket.tests == theirs.bracket.tests
+    assert own.base_ci == alone.base_ci and own.base_ci_method == "Wilson on case means"
     margins = np.array(right[512], dtype=float) - 0.85 * np.array(right[256], dtype=float)
     lower, _ = margin_bounds(margins, ONE_SIDED)
-    assert _test(own["bracket"], 512)["lower"] == pytest.approx(float(lower))
-    assert "clustered" not in own["bracket"]["method"]
+    assert _test(own.bracket, 512).lower == pytest.approx(float(lower))
+    assert "clustered" not in own.bracket.method
 
 
 def test_each_length_is_named_where_their_clusters_differ() -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from rotscope.analysis.bracket import contradicts
-from rotscope.analysis.cells import cell
+from rotscope.analysis.cells import length_cell
 from rotscope.analysis.tasks import effective_lengths
 
 LENGTHS = (256, 512, 1024)
@@ -36,41 +36,41 @@ def _effective(
     rows: list[dict[str, Any]], base_lengths: tuple[int, ...] = (250, 500, 1000)
 ) -> dict[str, Any]:
     lengths = sorted({row["length_target"] for row in rows})
-    per_length = {n: cell({"length": n}, [r for r in rows if r["length_target"] == n]) for n in lengths}
+    per_length = {n: length_cell(n, [r for r in rows if r["length_target"] == n]) for n in lengths}
     return effective_lengths(per_length, rows, base_lengths)
 
 
 def _ends(bracket: dict[str, Any]) -> tuple[str, int | None, int | None]:
-    return bracket["state"], bracket["low"]["length"], bracket["high"]["length"]
+    return bracket.state, bracket.low.length, bracket.high.length
 
 
 def test_the_bundled_curve_at_16_instances_reads_256_to_beyond_1024() -> None:
     # 13/16, 13/16, 6/16: the point says 512; the data show 256 (the base, by definition) and cannot
     # show 512 passing or 1,024 failing at 97.5% (Bonferroni over two lengths for the fail).
     effective = _effective(_rows({256: _first(13, 16), 512: _first(13, 16), 1024: _first(6, 16)}))
-    assert (effective["value"], effective["state"]) == (512, "value")
-    assert _ends(effective["bracket"]) == ("at-least", 256, None)
-    assert effective["bracket"]["high"]["state"] == "beyond-longest"
-    assert effective["point_near_threshold"] and effective["bracket"]["near_lengths"] == [512]
-    assert effective["bracket"]["tests"][0]["by_definition"]
+    assert (effective.value, effective.state) == (512, "value")
+    assert _ends(effective.bracket) == ("at-least", 256, None)
+    assert effective.bracket.high.state == "beyond-longest"
+    assert effective.point_near_threshold and effective.bracket.near_lengths == [512]
+    assert effective.bracket.tests[0].by_definition
 
 
 def test_enough_instances_close_the_bracket_around_the_point() -> None:
     effective = _effective(_rows({256: _first(60, 60), 512: _first(60, 60), 1024: _first(10, 60)}))
-    assert (effective["value"], _ends(effective["bracket"])) == (512, ("value", 512, 1024))
-    assert not effective["point_near_threshold"]
-    assert (effective["bracket"]["confidence"], effective["bracket"]["low"]["confidence"]) == (0.95, 0.975)
+    assert (effective.value, _ends(effective.bracket)) == (512, ("value", 512, 1024))
+    assert not effective.point_near_threshold
+    assert (effective.bracket.confidence, effective.bracket.low.confidence) == (0.95, 0.975)
 
 
 def test_the_relative_definition_falls_below_the_shortest_only_with_another_base() -> None:
     rows = _rows({256: _first(10, 30), 512: _first(30, 30), 1024: _first(30, 30)})
     # The default base here is 256 alone: it passes by definition, whatever it scores (here the
     # longer lengths, right everywhere, pass too).
-    alone = _effective(rows)["bracket"]
-    assert alone["tests"][0]["by_definition"] and _ends(alone) == ("at-least-longest", 1024, None)
+    alone = _effective(rows).bracket
+    assert alone.tests[0].by_definition and _ends(alone) == ("at-least-longest", 1024, None)
     # With a base over all three lengths (analysis.base_lengths), 256 is shown to fail.
     effective = _effective(rows, (256, 512, 1024))
-    assert (effective["state"], _ends(effective["bracket"])) == (
+    assert (effective.state, _ends(effective.bracket)) == (
         "below-shortest",
         ("below-shortest", None, 256),
     )
@@ -78,19 +78,19 @@ def test_the_relative_definition_falls_below_the_shortest_only_with_another_base
 
 def test_the_absolute_definition_can_fall_below_the_shortest() -> None:
     effective = _effective(_rows({256: _first(2, 30), 512: _first(2, 30), 1024: _first(1, 30)}))
-    absolute = effective["definitions"][1]
-    assert absolute["definition"] == "absolute-0.856"
-    assert _ends(absolute["bracket"]) == ("below-shortest", None, 256)
+    absolute = effective.definitions[1]
+    assert absolute.definition == "absolute-0.856"
+    assert _ends(absolute.bracket) == ("below-shortest", None, 256)
 
 
 def test_a_base_without_signal_has_no_bracket() -> None:
     effective = _effective(_rows({256: _first(1, 16), 512: _first(1, 16), 1024: _first(0, 16)}))
-    assert effective["state"] == "no-signal" and effective["bracket"]["state"] == "no-signal"
+    assert effective.state == "no-signal" and effective.bracket.state == "no-signal"
 
 
 def test_every_length_passing_is_at_least_the_longest() -> None:
     effective = _effective(_rows({length: _first(60, 60) for length in LENGTHS}))
-    assert _ends(effective["bracket"]) == ("at-least-longest", 1024, None)
+    assert _ends(effective.bracket) == ("at-least-longest", 1024, None)
 
 
 @pytest.mark.parametrize("cases", [5, 16, 40])
@@ -100,5 +100,5 @@ def test_on_balanced_lengths_the_bracket_never_denies_its_point(cases: int) -> N
         curve = np.sort(rng.uniform(0.05, 1.0, 3))[::-1]
         rows = _rows({length: list(rng.random(cases) < p) for length, p in zip(LENGTHS, curve, strict=True)})
         effective = _effective(rows)
-        for definition in effective["definitions"]:
-            assert not contradicts(definition["value"], definition["bracket"]), definition
+        for definition in effective.definitions:
+            assert not contradicts(definition.value, definition.bracket), definition

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rotscope.analysis.cells import cell
+from rotscope.analysis.cells import cell_stats
 from rotscope.analysis.clusters import clusters_of
 from rotscope.analysis.tasks import task_analysis
 from rotscope.rows import Row
@@ -47,34 +47,34 @@ def data() -> np.ndarray:
 def test_a_cell_is_clustered_on_three_variants(data: np.ndarray) -> None:
     variants = [i % 3 for i in range(12)]
     rows = rows_of(data, variants)
-    found = cell({}, [row for row in rows if row["length_target"] == 256 and row["depth"] == 0.0])
+    found = cell_stats([row for row in rows if row["length_target"] == 256 and row["depth"] == 0.0])
     values = data[0, :, 0, :].mean(axis=-1)
     low, high = cluster_t_interval(values, variants, bounds=(0.0, 1.0), weight=CELL_PSEUDO_WEIGHT)
-    assert (found["ci_low"], found["ci_high"]) == pytest.approx((float(low), float(high)))
-    assert found["ci_method"] == "adjusted t on instance means, clustered on 3 haystack variants"
-    assert (found["clusters"], found["cluster_on"]) == (3, "variant")
+    assert (found.ci_low, found.ci_high) == pytest.approx((float(low), float(high)))
+    assert found.ci_method == "adjusted t on instance means, clustered on 3 haystack variants"
+    assert (found.clusters, found.cluster_on) == (3, "variant")
     # clustering widens it past the instance-level interval, which treats the 12 cases as independent
     unclustered = mean_interval({f"c{i}": v for i, v in enumerate(values)})
-    assert found["ci_high"] - found["ci_low"] > unclustered[1] - unclustered[0]
-    split = found["by_variant"]
-    assert [part["variant"] for part in split] == [0, 1, 2]
-    assert sum(part["n"] for part in split) == found["n"]
+    assert found.ci_high - found.ci_low > unclustered[1] - unclustered[0]
+    split = found.by_variant
+    assert [part.variant for part in split] == [0, 1, 2]
+    assert sum(part.n for part in split) == found.n
 
 
 def test_the_per_length_line_and_the_gap_use_the_same_clusters(data: np.ndarray) -> None:
     variants = [i % 3 for i in range(12)]
     analysis = task_analysis("niah", rows_of(data, variants))
-    line = next(entry for entry in analysis["lengths"] if entry["length"] == 1024)
+    line = next(entry for entry in analysis.lengths if entry.length == 1024)
     values = data[1].mean(axis=(-1, -2))
     low, high = cluster_t_interval(values, variants, bounds=(0.0, 1.0), weight=CELL_PSEUDO_WEIGHT)
-    assert (line["ci_low"], line["ci_high"]) == pytest.approx((float(low), float(high)))
-    (gap,) = analysis["degradation"]
+    assert (line.ci_low, line.ci_high) == pytest.approx((float(low), float(high)))
+    (gap,) = analysis.degradation
     differences = data[1].mean(axis=(-1, -2)) - data[0].mean(axis=(-1, -2))
     low, high = cluster_t_interval(differences, variants, bounds=(-1.0, 1.0))
-    assert (gap["ci_low"], gap["ci_high"]) == pytest.approx((float(low), float(high)))
-    assert gap["gap"] == pytest.approx(float(differences.mean()))
-    assert (gap["clusters"], gap["cluster_on"]) == (3, "variant")
-    assert gap["method"] == "adjusted t on paired instance differences, clustered on 3 haystack variants"
+    assert (gap.ci_low, gap.ci_high) == pytest.approx((float(low), float(high)))
+    assert gap.gap == pytest.approx(float(differences.mean()))
+    assert (gap.clusters, gap.cluster_on) == (3, "variant")
+    assert gap.method == "adjusted t on paired instance differences, clustered on 3 haystack variants"
 
 
 @pytest.mark.parametrize(
@@ -91,10 +91,10 @@ def test_instances_are_the_clusters_where_variants_do_not_group_them(
     rows = [row for row in rows_of(data, variants) if row["length_target"] == 256]
     clusters = clusters_of(rows)
     assert (clusters.unit, clusters.count, clusters.note) == ("instance", 12, note)
-    found = cell({}, rows)
+    found = cell_stats(rows)
     values = data[0].mean(axis=(-1, -2))
     low, high = cluster_t_interval(values, np.arange(12), bounds=(0.0, 1.0), weight=CELL_PSEUDO_WEIGHT)
-    assert (found["ci_low"], found["ci_high"]) == pytest.approx((float(low), float(high)))
+    assert (found.ci_low, found.ci_high) == pytest.approx((float(low), float(high)))
     assert "by_variant" not in found or len({v for v in variants}) > 1
 
 
