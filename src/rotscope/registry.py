@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar, cast
 
+from rotscope.config.spec import section_spec
 from rotscope.errors import BadInput
 
 T = TypeVar("T")
@@ -295,9 +296,6 @@ class Registry(Generic[T]):
 SECTIONS_GROUP = f"{OWN}.sections"
 """The entry-point group of options sections: ``KEY = "module:Class"`` claims the experiment
 file's top-level key ``KEY`` for ``Class``, imported on the first config read (not by name)."""
-SUBJECT_OVERRIDES = "SUBJECT_OVERRIDES"
-"""A section class's ``ClassVar[bool]``: a subject (``subjects:``) may override its keys one by one
-(an engine's options)."""
 
 
 @dataclass(frozen=True)
@@ -307,7 +305,8 @@ class Section:
     registered from ``module``. ``present``: a built-in's (rotscope's own ``rotscope.sections``
     entry point), part of every config, at its defaults when the file leaves it out (``None`` for a
     class with a required key), as when it was a field of the experiment model; any other section
-    is dumped only when given. ``subject``: a subject may override its keys."""
+    is dumped only when given. ``subject``: a subject may override its keys (its class's
+    ``rotscope.config.spec.SectionSpec.subject_overrides``)."""
 
     name: str
     model: type
@@ -331,7 +330,7 @@ def _claim(
             f"{what} {name!r} is registered by {_module_provider(held.module).label()} "
             f"and by {_module_provider(origin).label()}"
         )
-    subject = bool(getattr(model, SUBJECT_OVERRIDES, False))
+    subject = section_spec(model).subject_overrides
     table[name] = Section(name, model, origin, present=present, subject=subject)
     return model
 

@@ -10,10 +10,10 @@ from urllib.parse import urlsplit
 from pydantic import Field, field_validator
 
 from rotscope.config.options import PathOption, RuntimeOption
-from rotscope.config.sections import Float, Int, _Strict
+from rotscope.config.sections import Float, Int, SectionSpec, StrictOptions
 
 
-class RemoteOptions(_Strict):
+class RemoteOptions(StrictOptions):
     """How to reach a model served elsewhere (``openai/…``, ``anthropic/…``, ``gemini/…``).
 
     The API key is read at call time from the environment variable ``api_key_env`` names (the
@@ -23,8 +23,10 @@ class RemoteOptions(_Strict):
     none, lengths are an estimate and the run is marked approximate.
     """
 
-    SUBJECT_OVERRIDES: ClassVar[bool] = True
-    """A subject (``subjects:``) may set its keys one by one."""
+    SECTION: ClassVar[SectionSpec] = SectionSpec(subject_overrides=True, identity_when_set=False)
+    """A subject (``subjects:``) may set its keys one by one. Part of every run identity since
+    before sections were registered, so at its defaults too (``identity_when_set=False``: configs
+    keep their digests)."""
 
     base_url: str | None = None
     """The server's address (``http(s)://HOST[:PORT][/PATH]``); unset: the provider's own. Only

@@ -26,7 +26,7 @@ from pydantic_core import InitErrorDetails
 
 from rotscope import registry
 from rotscope.config.options import claimed_sections
-from rotscope.config.sections import _Strict
+from rotscope.config.spec import SectionSpec, StrictOptions
 from rotscope.errors import BadInput
 
 S = TypeVar("S", bound=BaseModel)
@@ -173,7 +173,7 @@ def first_error(error: ValidationError, source: str) -> str:
     return f"{source}: field {where!r}: {message} (got {first.get('input')!r})"
 
 
-class SectionHolder(_Strict):
+class SectionHolder(StrictOptions):
     """A model that holds registered sections beside its fields (the experiment file's model): kept
     validated in ``_sections`` (set by the model's validator, ``validate_sections``), dumped after
     its fields, read as ``section(Class)``."""
@@ -228,7 +228,7 @@ def subject_sections() -> list[str]:
     return [name for name, section in registry.sections().items() if section.subject]
 
 
-class SubjectConfig(_Strict):
+class SubjectConfig(StrictOptions):
     """One subject of a release (``subjects:``): a name, a model, and the overrides it carries over
     the experiment's own settings. ``--pair A,B`` takes subject names (or plain model names); the
     cases, grid, seeds, decoding and gate stay the experiment's, so both subjects get the same items.
@@ -236,7 +236,7 @@ class SubjectConfig(_Strict):
     ``vllm``, ``cmd``, ``remote``) is a key holding the keys of it this subject sets
     (``llamacpp: {n_batch: 512}``), the rest the experiment's."""
 
-    TAKES_SECTIONS: ClassVar[bool] = True
+    SECTION: ClassVar[SectionSpec] = SectionSpec(takes_overrides=True)
     """Keys of the subject-overridable sections are taken, as mappings (``subject_sections``)."""
     _engines: dict[str, dict[str, Any]] = PrivateAttr(default_factory=dict)
 

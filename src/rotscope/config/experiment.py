@@ -51,7 +51,8 @@ from rotscope.config.sections import PlacementConfig as PlacementConfig
 from rotscope.config.sections import Price as Price
 from rotscope.config.sections import ProviderLimits as ProviderLimits
 from rotscope.config.sections import SearchConfig as SearchConfig
-from rotscope.config.sections import _Strict as _Strict
+from rotscope.config.sections import StrictOptions as StrictOptions
+from rotscope.config.spec import SectionSpec, section_spec
 from rotscope.errors import BadInput
 from rotscope.position import NAMED_POSITIONS as NAMED_POSITIONS
 from rotscope.position import OFFSET_PREFIX as OFFSET_PREFIX
@@ -60,22 +61,17 @@ from rotscope.position import Position
 BUNDLED_MODEL = "bundled"
 DEFAULT_DEPTHS: tuple[float | str, ...] = ("beginning", "midpoint", "end")
 S = TypeVar("S", bound=BaseModel)
-MODEL_NAME_FORM = "MODEL_NAME_FORM"
-"""A section class's ``ClassVar[str]``, for the provider named like its key: how the model name after
-``PROVIDER/`` is read. ``path``: a file or folder, made absolute against the experiment file
-(``bundled`` stays the bundled model); ``path-or-command``: a path where it holds a ``/``, else a
-command looked up on ``$PATH`` when run. Unset: a name the provider knows (an API's model name)."""
 
 
 def _model_path(model: object, base: Path) -> object:
     """A model given by path (``PATH.gguf``, or ``PROVIDER/PATH`` for a provider whose section
-    declares ``MODEL_NAME_FORM``) made absolute."""
+    declares a ``SectionSpec.model_name_form``) made absolute."""
     if not isinstance(model, str) or model == BUNDLED_MODEL:
         return model
     provider, slash, name = model.partition("/")
     if slash:
         section = registry.sections().get(provider)
-        form = getattr(section.model, MODEL_NAME_FORM, None) if section is not None else None
+        form = section_spec(section.model).model_name_form if section is not None else None
         if form == "path" and name != BUNDLED_MODEL:
             return f"{provider}/{absolute(name, base)}"
         if form == "path-or-command" and "/" in name:
@@ -86,7 +82,7 @@ def _model_path(model: object, base: Path) -> object:
 
 
 class ExperimentConfig(SectionHolder):
-    OUTSIDE_SECTIONS: ClassVar[bool] = True
+    SECTION: ClassVar[SectionSpec] = SectionSpec(takes_sections=True)
     """A top-level key that is no field below may be a component's own options section (the
     built-in ones through the ``rotscope.sections`` entry points, an outside one also through
     ``rotscope.registry.register_section``): validated by its class, kept in ``sections``, read as

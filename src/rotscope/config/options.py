@@ -15,7 +15,7 @@ A component's options class marks its own fields; no central table lists them. A
 component's own section (``rotscope.registry.register_section``, a top-level key of the experiment
 file) is walked as a built-in section is: its ``PathOption`` fields resolved, its ``RuntimeOption``
 fields left out of the identity (the mapping ``runtime_keys`` gives for a model that takes outside
-sections, ``OUTSIDE_SECTIONS``, reads the registered sections each time it is read). The built-in
+sections, ``SectionSpec.takes_sections``, reads the registered sections each time it is read). The built-in
 components' sections (``llamacpp``, ``remote``, ``reasoning``...) are registered the same way, through
 the ``rotscope.sections`` entry points, and walked with them (``registered_sections``).
 
@@ -37,6 +37,7 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from rotscope import registry
+from rotscope.config.spec import section_spec
 from rotscope.errors import BadInput
 
 
@@ -119,9 +120,9 @@ def field_models(field: FieldInfo) -> Iterator[type[BaseModel]]:
 
 
 def registered_sections(model: type[BaseModel]) -> dict[str, type[BaseModel]]:
-    """The sections registered for a model that takes them (``OUTSIDE_SECTIONS``), by key: the
-    built-in ones and the outside ones known now; none for any other model."""
-    if not getattr(model, "OUTSIDE_SECTIONS", False):
+    """The sections registered for a model that takes them (``SectionSpec.takes_sections``), by key:
+    the built-in ones and the outside ones known now; none for any other model."""
+    if not section_spec(model).takes_sections:
         return {}
     return {
         name: section.model
@@ -130,20 +131,15 @@ def registered_sections(model: type[BaseModel]) -> dict[str, type[BaseModel]]:
     }
 
 
-LATER_SECTION = "IDENTITY_WHEN_SET"
-"""A section class's flag (a ``ClassVar[bool]``): a section added after run identities and plans
-were first frozen, which counts in an identity or a manifest only once set. At its defaults (and as
-an empty override of a subject) it is left out, so a config that never names it keeps the digest
-and the plan it had before the section existed."""
-
-
 def without_unset_later_sections(model: type[BaseModel], dumped: dict[str, Any]) -> dict[str, Any]:
-    """``dumped`` (a JSON dump of a ``model`` config) without the ``LATER_SECTION`` sections left at
-    their defaults, nor a subject's empty override of one."""
+    """``dumped`` (a JSON dump of a ``model`` config) without the sections that count only once set
+    (``SectionSpec.identity_when_set``: added after run identities and plans were first frozen)
+    left at their defaults, nor a subject's empty override of one, so a config that never names
+    such a section keeps the digest and the plan it had before the section existed."""
     later = {
         name: section
         for name, section in registered_sections(model).items()
-        if getattr(section, LATER_SECTION, False)
+        if section_spec(section).identity_when_set
     }
     for name, section in later.items():
         if name in dumped and dumped[name] == section().model_dump(mode="json"):
@@ -290,7 +286,7 @@ def runtime_fields(model: type[BaseModel]) -> frozenset[str]:
 def runtime_keys(model: type[BaseModel]) -> tuple[frozenset[str], Mapping[str, frozenset[str]]]:
     """The ``RuntimeOption`` fields of ``model``: its top-level ones, and by section those of its
     top-level sections (see the module docstring), outside sections included for a model whose
-    ``OUTSIDE_SECTIONS`` is true."""
+    ``SectionSpec.takes_sections`` is true."""
     top: set[str] = set()
     sections: dict[str, frozenset[str]] = {}
     for name, field in model.model_fields.items():
@@ -306,6 +302,6 @@ def runtime_keys(model: type[BaseModel]) -> tuple[frozenset[str], Mapping[str, f
         }
         if inner:
             sections[key] = frozenset(inner)
-    if getattr(model, "OUTSIDE_SECTIONS", False):
+    if section_spec(model).takes_sections:
         return frozenset(top), _WithOutside(sections, model)
     return frozenset(top), sections

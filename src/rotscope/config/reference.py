@@ -45,6 +45,7 @@ from rotscope import registry
 from rotscope.config.assembly import subject_sections
 from rotscope.config.experiment import ExperimentConfig, SubjectConfig
 from rotscope.config.options import SectionOf, marker
+from rotscope.config.spec import section_spec
 from rotscope.errors import BadInput
 from rotscope.records import RECORDS, RecordKind
 
@@ -266,7 +267,7 @@ def _walk(model: type[BaseModel], prefix: str, seen: tuple[type[BaseModel], ...]
             continue
         yield KeyRow(key, _type_of(field), _default_of(field), description)
         yield from _nested(field.annotation, key, description, (*seen, model))
-    if getattr(model, "TAKES_SECTIONS", False):
+    if section_spec(model).takes_overrides:
         for name in subject_sections():
             yield KeyRow(f"{prefix}{name}", "mapping of string to any", "`{}`", _engine_doc(name))
 

@@ -1,9 +1,10 @@
 """The sections of the experiment file that are run policy (filler, placement, generation, gate,
 analysis, limits, prices, cache, judge, search, executor, subjects), and the field types every
-section shares (``Int``, ``Float``, ``Depth``, ``_Strict``...): one pydantic model per section,
-unknown keys an error, numbers never taken from YAML booleans. ``rotscope.config.experiment`` assembles them
-into the experiment. A component's own section (``llamacpp``, ``remote``, ``reasoning``...) lives
-with the component and is registered through the ``rotscope.sections`` entry points."""
+section shares (``Int``, ``Float``, ``Depth``...): one pydantic model per section, each a
+``StrictOptions`` (``rotscope.config.spec``, re-exported here): unknown keys an error, numbers never
+taken from YAML booleans. ``rotscope.config.experiment`` assembles them into the experiment. A
+component's own section (``llamacpp``, ``remote``, ``reasoning``...) lives with the component and
+is registered through the ``rotscope.sections`` entry points."""
 
 from __future__ import annotations
 
@@ -12,9 +13,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import (
     AfterValidator,
-    BaseModel,
     BeforeValidator,
-    ConfigDict,
     Field,
     field_validator,
     model_validator,
@@ -22,6 +21,8 @@ from pydantic import (
 
 from rotscope._util.decode import check_encoding
 from rotscope.config.options import PathOption, SectionOf
+from rotscope.config.spec import SectionSpec as SectionSpec
+from rotscope.config.spec import StrictOptions as StrictOptions
 
 
 def _not_a_boolean(value: object) -> object:
@@ -47,15 +48,11 @@ def _depth(value: object) -> object:
 Depth = Annotated[float | str, BeforeValidator(_depth)]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-
-
 _FILLER_CONTENT = PathOption(by_content="filler.digest")
 """A filler file: the manifest's ``filler.digest`` (the haystack's bytes) covers its content."""
 
 
-class FillerConfig(_Strict):
+class FillerConfig(StrictOptions):
     """Where haystack text comes from.
 
     ``code``: the source files of an installed package (``package``) or a directory (``path``);
@@ -136,7 +133,7 @@ class FillerConfig(_Strict):
         return self
 
 
-class PlacementConfig(_Strict):
+class PlacementConfig(StrictOptions):
     """Where evidence other than the answer piece goes, relative to the grid's depth ``d``.
 
     ``support``: ``before`` puts the i-th support piece counted back from the answer at
@@ -164,7 +161,7 @@ class PlacementConfig(_Strict):
         return depths
 
 
-class GenerationConfig(_Strict):
+class GenerationConfig(StrictOptions):
     """How replies are decoded: the same settings for every call of the run."""
 
     temperature: Float = Field(default=0.0, ge=0.0)
@@ -175,7 +172,7 @@ class GenerationConfig(_Strict):
     """The decoding seed of trial 0 (trial ``t`` uses ``seed + t``), for engines that take one."""
 
 
-class ExecutorConfig(_Strict):
+class ExecutorConfig(StrictOptions):
     """Where calls run. ``auto``: a local engine in a worker process of its own (a native crash is an
     error row and a restart, not the end of the run), remote APIs on the run's event loop;
     ``inprocess``: the engine in the run's own process; ``ray``: a local engine on ``workers`` Ray
@@ -209,7 +206,7 @@ class ExecutorConfig(_Strict):
         return address
 
 
-class GateConfig(_Strict):
+class GateConfig(StrictOptions):
     """The pre-registered analysis of a release gate (frozen by ``rotscope plan``).
 
     The primary metric is instance-level accuracy, candidate minus baseline, paired item by item and
@@ -255,7 +252,7 @@ class GateConfig(_Strict):
     """Error rows are excluded from the tests and counted in the record (the only rule)."""
 
 
-class AnalysisConfig(_Strict):
+class AnalysisConfig(StrictOptions):
     """How ``show`` and ``report`` analyse the run (the summary; read again at each analysis)."""
 
     base_lengths: list[Int] = Field(default_factory=lambda: [250, 500, 1000], min_length=1)
@@ -271,7 +268,7 @@ class AnalysisConfig(_Strict):
         return lengths
 
 
-class ProviderLimits(_Strict):
+class ProviderLimits(StrictOptions):
     """How hard a run may press one provider: calls in flight, requests and tokens per minute.
     A call is charged its prompt tokens plus ``max_tokens`` against the token limit, so long
     prompts reach it first."""
@@ -284,7 +281,7 @@ class ProviderLimits(_Strict):
     """Tokens charged per minute (prompt plus ``max_tokens``); unset: no limit."""
 
 
-class Price(_Strict):
+class Price(StrictOptions):
     """List price of a model in USD per million tokens; cached input (prompt tokens read from the
     provider's prompt cache) and cache writes (prompt tokens written to it, which Anthropic bills
     above the input price) default to the input price."""
@@ -299,7 +296,7 @@ class Price(_Strict):
     """USD per million prompt tokens written to the provider's cache; unset: ``input``."""
 
 
-class CacheConfig(_Strict):
+class CacheConfig(StrictOptions):
     """The on-disk response cache of remote calls (default: the user's cache folder)."""
 
     enabled: bool = True
@@ -311,7 +308,7 @@ class CacheConfig(_Strict):
 _REMOTE = SectionOf("remote")
 
 
-class JudgeConfig(_Strict):
+class JudgeConfig(StrictOptions):
     """An optional model that grades the replies deterministic scoring cannot decide."""
 
     model: str
@@ -325,7 +322,7 @@ class JudgeConfig(_Strict):
     model's ``remote`` (its server, key variable or parameters belong to another provider)."""
 
 
-class SearchConfig(_Strict):
+class SearchConfig(StrictOptions):
     """An adaptive search for the effective length (``rotscope run CONFIG --search``): the base is
     measured at ``base_length``, then a bisection on log length inside ``range`` adds instances at
     a length until an anytime-valid confidence sequence decides it, and stops when a passing and a

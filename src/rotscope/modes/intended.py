@@ -49,7 +49,8 @@ def intended_by(
 
 def _as_planned(subject: dict[str, Any]) -> list[dict[str, Any]]:
     """A subject's definition as a manifest stores it (empty overrides of a later section left out,
-    ``rotscope.config.options.LATER_SECTION``), and as it is, for a plan frozen with them."""
+    ``rotscope.config.spec.SectionSpec.identity_when_set``), and as it is, for a plan frozen with
+    them."""
     stored = without_unset_later_sections(ExperimentConfig, {"subjects": [dict(subject)]})["subjects"][0]
     return [stored, subject]
 

@@ -3,11 +3,11 @@ question answered by a line of the code filler. A config without it has ``None``
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, ClassVar
 
 from pydantic import BeforeValidator, Field
 
-from rotscope.config.sections import _Strict
+from rotscope.config.sections import SectionSpec, StrictOptions
 
 
 def _text(value: object) -> object:
@@ -18,7 +18,7 @@ def _text(value: object) -> object:
 AnswerText = Annotated[str, BeforeValidator(_text, json_schema_input_type=str | int | float)]
 
 
-class CodeLine(_Strict):
+class CodeLine(StrictOptions):
     """A line that exists in the code filler: the one line of ``file`` (a path relative to the
     filler's root) that contains ``line_contains``."""
 
@@ -28,7 +28,7 @@ class CodeLine(_Strict):
     """Text that exactly one line of ``file`` contains: that line is the evidence."""
 
 
-class CodebaseCase(_Strict):
+class CodebaseCase(StrictOptions):
     id: str
     """The case's id, unique in the family; part of each of its items' ids."""
     question: str
@@ -43,8 +43,12 @@ class CodebaseCase(_Strict):
     """The line of the code filler that answers the question."""
 
 
-class CodebaseConfig(_Strict):
+class CodebaseConfig(StrictOptions):
     """Cases of the ``codebase`` family, whose evidence is a line already in the code filler."""
+
+    SECTION: ClassVar[SectionSpec] = SectionSpec(identity_when_set=False)
+    """Part of every run identity since before sections were registered, so at its defaults too
+    (``identity_when_set=False``: configs keep their digests)."""
 
     cases: list[CodebaseCase] = Field(min_length=1)
     """The family's cases, each a question answered by one line of the code filler."""

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Annotated, ClassVar
 
 import pytest
-from pydantic import BaseModel, ConfigDict
 
 from rotscope import registry
 from rotscope.backends.llamacpp.options import LlamaCppOptions
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.config.experiment import SubjectConfig, build_config
 from rotscope.config.options import RuntimeOption
+from rotscope.config.spec import SectionSpec, StrictOptions
 from rotscope.errors import BadInput
 from rotscope.execution.state.identity import config_digest, config_fields
 from rotscope.tasks.codebase_options import CodebaseConfig
@@ -36,11 +36,10 @@ BUILT_IN = {
 ENGINES = {"llamacpp", "hf", "vllm", "cmd", "remote"}
 
 
-class TurboOptions(BaseModel):
+class TurboOptions(StrictOptions):
     """An outside engine whose keys a subject may override."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, use_attribute_docstrings=True)
-    SUBJECT_OVERRIDES: ClassVar[bool] = True
+    SECTION: ClassVar[SectionSpec] = SectionSpec(subject_overrides=True)
     boost: int = 1
     """How much."""
     threads: Annotated[int, RuntimeOption()] = 1

@@ -129,7 +129,7 @@ def test_runtime_fields_leave_the_identity_a_nested_section_stays_whole() -> Non
     assert not OLD_RUNTIME_FIELDS & set(fields)
     for section, names in OLD_ENGINE_RUNTIME_FIELDS.items():
         assert not names & set(fields.get(section, {}))
-    assert "serve" not in fields  # a later section at its defaults stays out (options.LATER_SECTION)
+    assert "serve" not in fields  # a later section at its defaults stays out (SectionSpec.identity_when_set)
     served = config_fields(ExperimentConfig(serve={"tokenizer": "t.gguf", "concurrency": 4}))  # type: ignore[arg-type]
     assert served["serve"]["tokenizer"] == "t.gguf" and "concurrency" not in served["serve"]
     assert "server_log" in fields["judge"]["remote"]

@@ -8,7 +8,7 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field, field_validator, model_validator
 
 from rotscope.config.options import PathOption, RuntimeOption
-from rotscope.config.sections import Float, Int, OptionalInt, _Strict
+from rotscope.config.sections import Float, Int, OptionalInt, SectionSpec, StrictOptions
 
 CMD_PLACEHOLDERS = ("{prompt_file}", "{system}", "{system_file}", "{usage_file}", "{usage_fd}")
 """What ``cmd.args`` may contain, replaced on every call (see ``CmdOptions``)."""
@@ -16,7 +16,7 @@ _PLACEHOLDER = re.compile(r"\{[A-Za-z_]+\}")
 _ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 
-class CmdOptions(_Strict):
+class CmdOptions(StrictOptions):
     """How the ``cmd/PATH`` backend runs the executable at ``PATH`` (or a command name found on
     ``$PATH``): once per prompt, the reply read from its standard output. In ``args``,
     ``{prompt_file}``, ``{system}``, ``{system_file}``, ``{usage_file}`` and ``{usage_fd}`` are
@@ -25,10 +25,13 @@ class CmdOptions(_Strict):
     ``max_attempts`` times and again on ``--resume``.
     """
 
-    SUBJECT_OVERRIDES: ClassVar[bool] = True
-    """A subject (``subjects:``) may set its keys one by one."""
-    MODEL_NAME_FORM: ClassVar[str] = "path-or-command"
-    """How the model name after ``cmd/`` is read (``rotscope.config.experiment.MODEL_NAME_FORM``)."""
+    SECTION: ClassVar[SectionSpec] = SectionSpec(
+        subject_overrides=True, identity_when_set=False, model_name_form="path-or-command"
+    )
+    """A subject (``subjects:``) may set its keys one by one; the model name after ``cmd/`` is
+    read in its form (``rotscope.config.spec.ModelNameForm``). Part of every run identity since
+    before sections were registered, so at its defaults too (``identity_when_set=False``: configs
+    keep their digests)."""
 
     args: list[str] = Field(default_factory=list)
     """Arguments after the executable, each one word (no shell)."""

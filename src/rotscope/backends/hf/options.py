@@ -8,16 +8,19 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from rotscope.config.options import RuntimeOption
-from rotscope.config.sections import OptionalInt, _Strict
+from rotscope.config.sections import OptionalInt, SectionSpec, StrictOptions
 
 
-class HfOptions(_Strict):
+class HfOptions(StrictOptions):
     """Engine settings of the Hugging Face transformers backend (``hf/PATH``, ``rotscope[hf]``)."""
 
-    SUBJECT_OVERRIDES: ClassVar[bool] = True
-    """A subject (``subjects:``) may set its keys one by one."""
-    MODEL_NAME_FORM: ClassVar[str] = "path"
-    """How the model name after ``hf/`` is read (``rotscope.config.experiment.MODEL_NAME_FORM``)."""
+    SECTION: ClassVar[SectionSpec] = SectionSpec(
+        subject_overrides=True, identity_when_set=False, model_name_form="path"
+    )
+    """A subject (``subjects:``) may set its keys one by one; the model name after ``hf/`` is
+    read in its form (``rotscope.config.spec.ModelNameForm``). Part of every run identity since
+    before sections were registered, so at its defaults too (``identity_when_set=False``: configs
+    keep their digests)."""
 
     device: Literal["auto", "cpu", "cuda"] = "auto"
     """``auto``: the first CUDA device when torch sees one, else the CPU."""

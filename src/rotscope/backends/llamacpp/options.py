@@ -8,19 +8,22 @@ from typing import Annotated, ClassVar, Literal
 from pydantic import Field
 
 from rotscope.config.options import RuntimeOption
-from rotscope.config.sections import Int, OptionalInt, _Strict
+from rotscope.config.sections import Int, OptionalInt, SectionSpec, StrictOptions
 
 
-class LlamaCppOptions(_Strict):
+class LlamaCppOptions(StrictOptions):
     """Engine settings of the llama.cpp backend. A thread count left unset is tuned per machine by
     ``rotscope doctor``, else one per usable CPU; the batch default is measured on 2 CPU cores with
     the bundled model (benchmarks/engine_settings.py): 256 prefills 2,000 tokens at 226 tok/s
     against 173 tok/s with 2,048."""
 
-    SUBJECT_OVERRIDES: ClassVar[bool] = True
-    """A subject (``subjects:``) may set its keys one by one."""
-    MODEL_NAME_FORM: ClassVar[str] = "path"
-    """How the model name after ``llamacpp/`` is read (``rotscope.config.experiment.MODEL_NAME_FORM``)."""
+    SECTION: ClassVar[SectionSpec] = SectionSpec(
+        subject_overrides=True, identity_when_set=False, model_name_form="path"
+    )
+    """A subject (``subjects:``) may set its keys one by one; the model name after ``llamacpp/`` is
+    read in its form (``rotscope.config.spec.ModelNameForm``). Part of every run identity since
+    before sections were registered, so at its defaults too (``identity_when_set=False``: configs
+    keep their digests)."""
 
     n_threads: Annotated[OptionalInt, RuntimeOption()] = Field(default=None, gt=0)
     """``None``: the thread count ``rotscope doctor`` measured prefilling fastest on this machine with

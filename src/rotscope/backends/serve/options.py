@@ -8,12 +8,12 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import Field
 
 from rotscope.config.options import PathOption, RuntimeOption
-from rotscope.config.sections import Float, Int, OptionalInt, _Strict
+from rotscope.config.sections import Float, Int, OptionalInt, SectionSpec, StrictOptions
 
 ServerKind = Literal["vllm", "sglang", "llamacpp"]
 
 
-class ServeOptions(_Strict):
+class ServeOptions(StrictOptions):
     """How rotscope sends exact token ids to servers the user already runs (``serve/NAME``: vLLM's
     or SGLang's ``/v1/completions``, llama.cpp's ``llama-server`` ``/completion``).
 
@@ -22,11 +22,10 @@ class ServeOptions(_Strict):
     renders every prompt with ``tokenizer`` (and its chat template, or ``template``) and verifies
     it; the server's reported prompt-token count must equal the ids sent."""
 
-    SUBJECT_OVERRIDES: ClassVar[bool] = True
-    """A subject (``subjects:``) may set its keys one by one."""
-    IDENTITY_WHEN_SET: ClassVar[bool] = True
-    """Added after identities and plans were first frozen: left out of them while at its defaults
-    (``rotscope.config.options.LATER_SECTION``), so a config without ``serve:`` keeps its digest and plan."""
+    SECTION: ClassVar[SectionSpec] = SectionSpec(subject_overrides=True)
+    """A subject (``subjects:``) may set its keys one by one. Added after identities and plans were
+    first frozen: left out of them while at its defaults (``identity_when_set``, the default), so a
+    config without ``serve:`` keeps its digest and plan."""
 
     kind: ServerKind | None = None
     """The server's software: ``vllm``, ``sglang`` or ``llamacpp``; unset: detected from its

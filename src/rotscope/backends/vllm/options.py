@@ -8,17 +8,20 @@ from typing import Annotated, ClassVar
 from pydantic import Field
 
 from rotscope.config.options import RuntimeOption
-from rotscope.config.sections import Float, Int, _Strict
+from rotscope.config.sections import Float, Int, SectionSpec, StrictOptions
 
 
-class VllmOptions(_Strict):
+class VllmOptions(StrictOptions):
     """Engine settings of the ``vllm/PATH`` backend (an in-process ``vllm.LLM`` on a local model
     folder). Prefix caching is always on; prompts go as token ids, decoding is greedy."""
 
-    SUBJECT_OVERRIDES: ClassVar[bool] = True
-    """A subject (``subjects:``) may set its keys one by one."""
-    MODEL_NAME_FORM: ClassVar[str] = "path"
-    """How the model name after ``vllm/`` is read (``rotscope.config.experiment.MODEL_NAME_FORM``)."""
+    SECTION: ClassVar[SectionSpec] = SectionSpec(
+        subject_overrides=True, identity_when_set=False, model_name_form="path"
+    )
+    """A subject (``subjects:``) may set its keys one by one; the model name after ``vllm/`` is
+    read in its form (``rotscope.config.spec.ModelNameForm``). Part of every run identity since
+    before sections were registered, so at its defaults too (``identity_when_set=False``: configs
+    keep their digests)."""
 
     batch_size: Annotated[Int, RuntimeOption()] = Field(default=64, gt=0)
     """Consecutive work items (in prefix order) handed to the engine at once; it schedules them

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from rotscope.config.options import PathOption
-from rotscope.config.sections import Int, _Strict
+from rotscope.config.sections import Int, SectionSpec, StrictOptions
 
 ReasoningSource = Literal["generated", "gsm8k", "arc"]
 ReasoningFiller = Literal["with_solutions", "questions_only", "neutral"]
@@ -16,13 +16,17 @@ _DEFAULT_FILLERS: tuple[ReasoningFiller, ...] = ("with_solutions", "questions_on
 _DEFAULT_LAYOUTS: tuple[ReasoningLayout, ...] = ("end", "middle", "middle_twice", "middle_dup")
 
 
-class ReasoningConfig(_Strict):
+class ReasoningConfig(StrictOptions):
     """The ``reasoning`` family: where its items come from, which fillers and layouts it crosses.
 
     ``source``: ``generated`` (seeded arithmetic word problems), ``gsm8k`` or ``arc`` (a local JSONL
     file, or Parquet for ARC, at ``path``). ``items``: how many target items; the rest of the pool
     is filler. ``neutral`` filler comes from the experiment's ``filler`` source.
     """
+
+    SECTION: ClassVar[SectionSpec] = SectionSpec(identity_when_set=False)
+    """Part of every run identity since before sections were registered, so at its defaults too
+    (``identity_when_set=False``: configs keep their digests)."""
 
     source: ReasoningSource = "generated"
     """Where the items come from: ``generated`` word problems, or a local ``gsm8k`` or ``arc`` file."""
