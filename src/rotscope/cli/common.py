@@ -210,8 +210,8 @@ def _numbers(value: str | None, kind: type, field: str) -> list[Any] | None:
 def _build(
     config_path: Path | None, overrides: dict[str, Any], sections: dict[str, dict[str, Any]] | None = None
 ) -> ExperimentConfig:
-    """The experiment of a command's config file and options (``dispatch.build_experiment``)."""
-    from rotscope.modes.dispatch import build_experiment
+    """The experiment of a command's config file and options (``config.builder.build_experiment``)."""
+    from rotscope.config.builder import build_experiment
 
     return build_experiment(config_path, overrides, sections)
 

@@ -1,6 +1,7 @@
 """Which workflow a ``rotscope run`` calls: from its options (plain, --resume of a run, a paired
 session or a search, --pair, --search, --dry-run), with the refusals of options that do not go
-together; and the record a finished search leaves in its folder (``search.json``).
+together; and the record a finished search leaves in its folder (``search.json``). The experiment
+itself is built from the options by ``rotscope.config.builder``.
 
 The command line parses its arguments into ``RunOptions`` and prints the ``Outcome``; this module
 decides and calls, and reports bad input as ``BadInput``."""
@@ -16,38 +17,14 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from rotscope.config.experiment import (
-    ExperimentConfig,
-    build_config,
-    quick_config_data,
-    read_config_file,
-    resolve_paths,
-)
+from rotscope.config.builder import experiment_for_run, with_search_budget
+from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.execution.calls.execute import Reporter
 from rotscope.execution.workflows.dry_run import DryRun
 from rotscope.search.setup import SearchDryRun
 
 SEARCH_RECORD = "search.json"
-
-
-def build_experiment(
-    config_path: Path | None, overrides: dict[str, Any], sections: dict[str, dict[str, Any]] | None = None
-) -> ExperimentConfig:
-    """The experiment: the file (or the quick experiment) with the command line's fields, and its
-    options of a section (``remote``, ``executor``) merged into the file's section."""
-    data = read_config_file(config_path) if config_path else quick_config_data()
-    given = {key: value for key, value in overrides.items() if value is not None}
-    data.update(resolve_paths(given, Path.cwd()))  # a path on the command line is relative to here
-    for name, options in (sections or {}).items():
-        options = {key: value for key, value in options.items() if value is not None}
-        if not options:
-            continue
-        section = data.get(name) or {}
-        if not isinstance(section, dict):
-            raise BadInput(f"{config_path}: field {name!r} must be a mapping")
-        data[name] = {**section, **options}
-    return build_config(data, str(config_path) if config_path else "quick experiment")
 
 
 class _Part(BaseModel):
@@ -326,16 +303,14 @@ def _resume(resume: Path, options: RunOptions, progress: Callable[[], Reporter |
 def _new(
     options: RunOptions, progress: Callable[[], Reporter | None], warn: Callable[[str], None]
 ) -> Outcome:
-    from rotscope.config.subjects import read_subjects_file, with_subjects
     from rotscope.execution.workflows.dry_run import dry_run
     from rotscope.execution.workflows.runner import run_experiment
     from rotscope.modes.pair import pair_dry_run, parse_pair, run_pair
     from rotscope.plan.manifest import read_manifest
 
-    experiment = build_experiment(options.config, options.overrides(), options.sections)
-    if options.subjects_file is not None:
-        subjects = read_subjects_file(options.subjects_file)
-        experiment = with_subjects(experiment, subjects, str(options.subjects_file))
+    experiment = experiment_for_run(
+        options.config, options.overrides(), options.sections, options.subjects_file
+    )
     if options.search:
         return _search(experiment, options, progress, warn)
     frozen = read_manifest(options.plan_file) if options.plan_file is not None else None
@@ -392,13 +367,7 @@ def _search(
             "--search takes neither --pair nor --plan: a search plans each step from the "
             "last one's results (run --search once per model; --dry-run shows its worst case)"
         )
-    if experiment.search is not None and (options.max_calls or options.max_tokens):
-        budget = {"max_calls": options.max_calls, "max_tokens": options.max_tokens}
-        changed = {**experiment.search.model_dump(), **{k: v for k, v in budget.items() if v}}
-        experiment = build_config(  # unset fields stay unset: the search resolves them
-            {**experiment.model_dump(mode="json", exclude_unset=True), "search": changed},
-            str(options.config),
-        )
+    experiment = with_search_budget(experiment, options.max_calls, options.max_tokens, str(options.config))
     if options.dry_run:
         return SearchPlanned(search_dry_run(experiment))
     return SearchFinished(run_search_experiment(experiment, reporter=progress, warn=warn))
