@@ -109,7 +109,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         "the corpus record's count of conversations",
     ),
     # Owned by other changes of this issue.
-    ("cases", "src/rotscope/analysis/summary.py"): (1, HOMONYM + " (the summary's per-case key)"),
     ("cases", "src/rotscope/gate/run_record.py"): (1, HOMONYM + " (the manifest's cases group)"),
     ("number", "src/rotscope/records/cells.py"): (1, HOMONYM + " (a JSON schema type)"),
     # Homonyms.
