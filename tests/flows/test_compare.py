@@ -181,3 +181,21 @@ def test_one_model_against_itself_shows_no_difference_under_folder_names(session
     assert (pair["first"], pair["second"]) == ("fake-lexical", "again")  # one model: named by folder
     assert [entry["verdict"] for entry in pair["lengths"]] == ["no difference shown"] * len(LENGTHS)
     assert all(entry["difference"] == 0.0 for entry in pair["lengths"])
+
+
+def test_junit_names_each_pair_and_length_and_fails_where_a_model_is_worse(
+    session: Path, tmp_path: Path
+) -> None:
+    from xml.etree import ElementTree
+
+    target = tmp_path / "compare.xml"
+    result = invoke("compare", session / "session", "--json", "--junit", target)
+    assert result.exit_code == 0, result.output
+    verdicts = json.loads(result.stdout)["pairs"]
+    root = ElementTree.parse(target).getroot()
+    cases = [case for suite in root.iter("testsuite") for case in suite.iter("testcase")]
+    assert len(cases) == sum(len(pair["lengths"]) for pair in verdicts)
+    worse = sum(1 for pair in verdicts for length in pair["lengths"] if length["verdict"] == "worse")
+    assert worse > 0  # the scripted models differ: curve-600 is worse than lexical past 600 tokens
+    assert sum(int(suite.get("failures", "0")) for suite in root.iter("testsuite")) == worse
+    assert sum(1 for case in cases if case.find("failure") is not None) == worse

@@ -54,6 +54,13 @@ def compare(
             "--figures", help="Also write the overlay and heat maps as SVG and PNG into this folder."
         ),
     ] = None,
+    junit: Annotated[
+        Path | None,
+        typer.Option(
+            "--junit",
+            help="Also write the verdicts as JUnit XML for CI: a length where a model is worse fails.",
+        ),
+    ] = None,
 ) -> None:
     """Compare runs on the same items: leaderboards and each pair's paired verdicts (Holm).
 
@@ -81,6 +88,13 @@ def compare(
         folder = figures
         for path in _guarded(lambda: write_comparison_figures(comparison, summaries, folder)):
             paths.print(f"figure: {terminal_safe(str(path))}", markup=False, soft_wrap=True)
+    if junit is not None:
+        from rotscope.compare.junit import comparison_junit
+        from rotscope.errors import write_output
+
+        document, target_xml = comparison_junit(comparison), junit
+        _guarded(lambda: write_output(target_xml, document, "--junit"))
+        paths.print(f"junit: {terminal_safe(str(target_xml))}", markup=False, soft_wrap=True)
     if output is not None:
         from rotscope.compare.html import write_comparison
 
@@ -93,5 +107,5 @@ def compare(
         sys.stdout.write(comparison_markdown(comparison))
     elif as_csv:
         sys.stdout.write(comparison_csv(comparison))
-    elif output is None and figures is None:
+    elif output is None and figures is None and junit is None:
         print_comparison(comparison, console)
