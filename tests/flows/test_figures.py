@@ -6,6 +6,7 @@ control characters still gives well-formed SVG; a missing matplotlib is one line
 from __future__ import annotations
 
 import copy
+import json
 import os
 import subprocess
 import sys
@@ -19,8 +20,9 @@ from rotscope import load_summary
 from rotscope.backends.fake import FakeBackend, responder_for
 from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
+from rotscope.records.summary import Summary
 from rotscope.report import figure_files
-from rotscope.report.names import shareable_data
+from rotscope.report.names import shareable
 from tests.support.cli_helpers import assert_bad_input, invoke, nonsense_corpus
 
 STEMS = [f"{task}-{kind}" for task in ("niah", "nolima") for kind in ("heatmap", "length", "position")]
@@ -128,7 +130,7 @@ def test_a_model_name_with_escape_and_bell_gives_well_formed_svg_and_lists_only_
 
 
 def test_the_same_run_draws_the_same_files(run_dir: Path, tmp_path: Path) -> None:
-    summary = load_summary(run_dir).model_dump()
+    summary = load_summary(run_dir)
     first = figure_files.write_figures(summary, tmp_path / "first")
     second = figure_files.write_figures(summary, tmp_path / "second")
     assert [path.name for path in first] == [path.name for path in second] and len(first) == 18
@@ -137,7 +139,7 @@ def test_the_same_run_draws_the_same_files(run_dir: Path, tmp_path: Path) -> Non
 
 
 def test_each_task_has_three_figures_titled_with_model_task_and_effective_length(run_dir: Path) -> None:
-    drawn = figure_files.run_figures(shareable_data(load_summary(run_dir).model_dump()))
+    drawn = figure_files.run_figures(shareable(load_summary(run_dir)))
     assert sorted(drawn) == STEMS
     for stem, figure in drawn.items():
         title = figure.get_suptitle()
@@ -147,7 +149,7 @@ def test_each_task_has_three_figures_titled_with_model_task_and_effective_length
 
 
 def test_lines_differ_without_colour_and_the_heatmap_is_grayscale_safe(run_dir: Path) -> None:
-    drawn = figure_files.run_figures(shareable_data(load_summary(run_dir).model_dump()))
+    drawn = figure_files.run_figures(shareable(load_summary(run_dir)))
     lines = [container.lines[0] for container in drawn["niah-position"].axes[0].containers]
     assert len(lines) == 3
     assert len({str(line.get_linestyle()) for line in lines}) == 3
@@ -165,22 +167,23 @@ def test_a_task_whose_rows_are_all_errors_is_drawn_saying_so(tmp_path: Path) -> 
 
     config = _config(tmp_path, ["niah"])
     run = run_experiment(config, run_dir=tmp_path / "run", backend=FakeBackend("fails", fails))
-    written = figure_files.write_figures(load_summary(run).model_dump(), tmp_path / "figs")
+    written = figure_files.write_figures(load_summary(run), tmp_path / "figs")
     assert len(written) == 9
     for path in written:
         _assert_valid(path)
-    drawn = figure_files.run_figures(shareable_data(load_summary(run).model_dump()))
+    drawn = figure_files.run_figures(shareable(load_summary(run)))
     assert {text.get_text() for text in drawn["niah-heatmap"].axes[0].texts} == {"no score\n3 errors"}
     assert [text.get_text() for text in drawn["niah-length"].axes[0].texts] == ["no scored cell"]
 
 
 def test_an_all_rejected_row_and_an_empty_task_are_drawn_saying_so(run_dir: Path, tmp_path: Path) -> None:
-    summary = copy.deepcopy(load_summary(run_dir).model_dump())
-    for cell in summary["cells"]:
+    edited = copy.deepcopy(load_summary(run_dir).model_dump())
+    for cell in edited["cells"]:
         if cell["task"] == "niah" and cell["depth"] == 0.0:  # the verifier rejected every prompt
             cell.update(accuracy=None, ci_low=None, ci_high=None, n=0, all_rejected=True, rejected=3)
-    summary["tasks"].append({**summary["tasks"][0], "task": "empty", "lengths": []})
-    drawn = figure_files.run_figures(shareable_data(summary))
+    edited["tasks"].append({**edited["tasks"][0], "task": "empty", "lengths": []})
+    summary = Summary.model_validate_json(json.dumps(edited))
+    drawn = figure_files.run_figures(shareable(summary))
     texts = [text.get_text() for text in drawn["niah-heatmap"].axes[0].texts]
     assert texts.count("rejected\n3 cases") == 3 and len(texts) == 9
     for stem in ("empty-heatmap", "empty-length", "empty-position"):
@@ -200,7 +203,7 @@ def test_named_layouts_are_a_category_axis_in_their_family_order(tmp_path: Path)
             "reasoning": {"items": 2, "fillers": ["with_solutions", "neutral"]},
         }
     )
-    summary = shareable_data(load_summary(run_experiment(config, run_dir=tmp_path / "run")).model_dump())
+    summary = shareable(load_summary(run_experiment(config, run_dir=tmp_path / "run")))
     axes = figure_files.run_figures(summary)["reasoning-position"].axes[0]
     assert [label.get_text() for label in axes.get_xticklabels()] == [
         "end",

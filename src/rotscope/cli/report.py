@@ -44,7 +44,7 @@ def report(
         return
     if figures is not None:  # first: a missing extra is refused before anything is written
         folder = figures
-        for path in _guarded(lambda: write_figures(load_summary(run_dir).model_dump(), folder)):
+        for path in _guarded(lambda: write_figures(load_summary(run_dir), folder)):
             # One line a path, never wrapped: each is copied as it is.
             console.print(f"figure: {terminal_safe(str(path))}", markup=False, soft_wrap=True)
     written = _guarded(lambda: write_report(run_dir, output or run_dir / "report.html"))

@@ -14,14 +14,18 @@ disk and not empty.
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from rotscope._util.safe_text import terminal_safe
 from rotscope.errors import BadInput
+from rotscope.records.cells import Cell
+from rotscope.records.summary import Summary
+from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.figures import (
     ACCURACY_AXIS,
     COLOURS,
@@ -32,12 +36,14 @@ from rotscope.report.figures import (
     LENGTH_WHAT,
     POSITION_AXIS,
     POSITION_WHAT,
-    heatmap_grid,
+    cell_above,
+    cell_below,
+    cell_grid,
     position_rows,
     scored_lengths,
     title_lines,
 )
-from rotscope.report.names import shareable_data
+from rotscope.report.names import shareable
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -113,24 +119,24 @@ def _style(index: int) -> dict[str, Any]:
     }
 
 
-def length_figure(summary: dict[str, Any], analysis: dict[str, Any]) -> Figure:
+def length_figure(summary: Summary, analysis: TaskAnalysis) -> Figure:
     """One task's accuracy per length with its interval band (adjusted t on instance means)."""
-    task = analysis["task"]
+    task = analysis.task
     figure, axes = _new_figure(*title_lines(summary, task, LENGTH_WHAT))
     lines = scored_lengths(analysis)
-    x = [line["length"] for line in lines]
+    x = [line.length for line in lines]
     style = _style(0)
     if lines:
         axes.fill_between(
             x,
-            [line["ci_low"] for line in lines],
-            [line["ci_high"] for line in lines],
+            _drawn(line.ci_low for line in lines),
+            _drawn(line.ci_high for line in lines),
             color=style["color"],
             alpha=0.2,
             linewidth=0,
             label=drawable(f"{task} 95% interval"),
         )
-        axes.plot(x, [line["accuracy"] for line in lines], label=drawable(task), clip_on=False, **style)
+        axes.plot(x, _drawn(line.accuracy for line in lines), label=drawable(task), clip_on=False, **style)
         axes.set_xscale("log")
         axes.set_xticks(x, [f"{length:,}" for length in x])
         axes.minorticks_off()
@@ -144,21 +150,18 @@ def length_figure(summary: dict[str, Any], analysis: dict[str, Any]) -> Figure:
     return figure
 
 
-def position_figure(summary: dict[str, Any], task: str) -> Figure:
+def position_figure(summary: Summary, task: str) -> Figure:
     """One task's accuracy per position with its interval, a line per length (and filler)."""
     figure, axes = _new_figure(*title_lines(summary, task, POSITION_WHAT))
     named, rows = position_rows(summary, task)
     labels: list[str] = []
     if named:  # named layouts on a category axis, in the order their rows first give them
-        labels = list(dict.fromkeys(cell["layout"] for _, row in rows for cell in row))
+        labels = list(dict.fromkeys(cell.layout or "" for _, row in rows for cell in row))
     for index, (name, row) in enumerate(rows):
         axes.errorbar(
-            [labels.index(cell["layout"]) if named else cell["depth"] for cell in row],
-            [cell["accuracy"] for cell in row],
-            yerr=[
-                [cell["accuracy"] - cell["ci_low"] for cell in row],
-                [cell["ci_high"] - cell["accuracy"] for cell in row],
-            ],
+            [labels.index(cell.layout or "") if named else _depth(cell) for cell in row],
+            _drawn(cell.accuracy for cell in row),
+            yerr=[[cell_below(cell) for cell in row], [cell_above(cell) for cell in row]],
             capsize=4,
             clip_on=False,
             label=drawable(name),
@@ -181,16 +184,16 @@ def position_figure(summary: dict[str, Any], task: str) -> Figure:
     return figure
 
 
-def heatmap_figure(summary: dict[str, Any], task: str) -> Figure:
+def heatmap_figure(summary: Summary, task: str) -> Figure:
     """One task's accuracy by position x length, each cell printed with its value and n."""
     import numpy as np
 
     figure, axes = _new_figure(*title_lines(summary, task, HEATMAP_WHAT))
-    lengths, labels, grid = heatmap_grid(summary, task)
+    lengths, labels, grid = cell_grid(summary, task)
     values = np.ma.masked_invalid(
         np.array(
             [
-                [np.nan if cell is None or cell["accuracy"] is None else cell["accuracy"] for cell in line]
+                [np.nan if cell is None or cell.accuracy is None else cell.accuracy for cell in line]
                 for line in grid
             ],
             dtype=float,
@@ -221,21 +224,31 @@ def heatmap_figure(summary: dict[str, Any], task: str) -> Figure:
     return figure
 
 
-def _cell_label(cell: dict[str, Any] | None) -> tuple[str, str] | None:
+def _drawn(values: Iterable[float | None]) -> list[float]:
+    """Values to draw, a missing one (no interval) as NaN, which matplotlib leaves out."""
+    return [math.nan if value is None else value for value in values]
+
+
+def _depth(cell: Cell) -> float:
+    """A cell's numeric depth (a named layout's cell is placed by its label instead)."""
+    return cell.depth if isinstance(cell.depth, float) else math.nan
+
+
+def _cell_label(cell: Cell | None) -> tuple[str, str] | None:
     """What a heatmap cell prints and in which colour: its accuracy and n (the HTML report's
     values); on a cell without a score, why (every prompt rejected, every row an error)."""
     if cell is None:
         return None
-    accuracy = cell["accuracy"]
+    accuracy = cell.accuracy
     if accuracy is not None:
         return (
-            f"{accuracy:.2f}\nn={cell['n']}",
+            f"{accuracy:.2f}\nn={cell.n}",
             "white" if accuracy < 0.6 else "black",
         )  # cividis is dark below ~0.6
-    if cell.get("all_rejected"):
-        return f"rejected\n{cell.get('rejected', 0)} cases", "#666666"
-    if cell.get("errors"):
-        return f"no score\n{cell['errors']} errors", "#666666"
+    if cell.all_rejected:
+        return f"rejected\n{cell.rejected or 0} cases", "#666666"
+    if cell.errors:
+        return f"no score\n{cell.errors} errors", "#666666"
     return None
 
 
@@ -255,13 +268,13 @@ def _file_part(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "task"
 
 
-def run_figures(summary: dict[str, Any]) -> dict[str, Figure]:
+def run_figures(summary: Summary) -> dict[str, Figure]:
     """Each task's three figures by file stem: ``TASK-heatmap``, ``TASK-length``, ``TASK-position``
-    (``summary`` as the views show it: ``names.shareable_data``)."""
+    (``summary`` as the views show it: ``names.shareable``)."""
     figures: dict[str, Figure] = {}
     with _house_style():
-        for analysis in summary["tasks"]:
-            task = analysis["task"]
+        for analysis in summary.tasks:
+            task = analysis.task
             stem = _file_part(task)
             figures[f"{stem}-heatmap"] = heatmap_figure(summary, task)
             figures[f"{stem}-length"] = length_figure(summary, analysis)
@@ -269,10 +282,10 @@ def run_figures(summary: dict[str, Any]) -> dict[str, Figure]:
     return figures
 
 
-def write_figures(summary: dict[str, Any], folder: Path) -> list[Path]:
+def write_figures(summary: Summary, folder: Path) -> list[Path]:
     """Write each figure of the run as SVG, PNG and PDF into ``folder``; the files written, each
     checked on disk and not empty."""
-    figures = run_figures(shareable_data(summary))
+    figures = run_figures(shareable(summary))
     if not figures:
         raise BadInput("--figures: the run has no scored task to draw")
     with _house_style():

@@ -13,6 +13,10 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from rotscope.records.cells import Cell, LengthCell
+from rotscope.records.effective import TaskEffectiveLength
+from rotscope.records.summary import Summary
+from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.cells import row_key
 
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -41,11 +45,11 @@ def _styles() -> Iterator[dict[str, Any]]:
         index += 1
 
 
-def short_effective(entry: dict[str, Any] | None) -> str:
+def short_effective(entry: TaskEffectiveLength | None) -> str:
     """An effective length in a few characters, for a figure's title."""
     if entry is None:
         return "-"
-    value, state = entry.get("value"), entry.get("state")
+    value, state = entry.value, entry.state
     if state == "no-data":
         return "no data"
     if state == "no-signal":
@@ -57,40 +61,59 @@ def short_effective(entry: dict[str, Any] | None) -> str:
     return f"{value:,} tokens"
 
 
-def title_lines(summary: dict[str, Any], task: str, what: str) -> tuple[str, str]:
+def title_lines(summary: Summary, task: str, what: str) -> tuple[str, str]:
     """A task's figure title: model, task and what it shows; then its effective length."""
-    per_task = {entry["task"]: entry for entry in summary["effective_lengths"]["tasks"]}
+    per_task = {entry.task: entry for entry in summary.effective_lengths.tasks}
     entry = per_task.get(task)
-    definition = f" ({entry['definition']})" if entry else ""
-    return f"{summary['model']} · {task}: {what}", f"effective length {short_effective(entry)}{definition}"
+    definition = f" ({entry.definition})" if entry else ""
+    return f"{summary.model} · {task}: {what}", f"effective length {short_effective(entry)}{definition}"
 
 
-def scored_lengths(analysis: dict[str, Any]) -> list[dict[str, Any]]:
+def scored_lengths(analysis: TaskAnalysis) -> list[LengthCell]:
     """A task's length lines that have an accuracy (a length with every row an error has none)."""
-    return [line for line in analysis["lengths"] if line["accuracy"] is not None]
+    return [line for line in analysis.lengths or [] if line.accuracy is not None]
 
 
-def position_rows(summary: dict[str, Any], task: str) -> tuple[bool, list[tuple[str, list[dict[str, Any]]]]]:
+def position_rows(summary: Summary, task: str) -> tuple[bool, list[tuple[str, list[Cell]]]]:
     """A task's scored cells as one line per length (and filler): its legend name and its cells in
     row order; first whether the positions are named layouts (else numeric depths)."""
-    cells = [cell for cell in summary["cells"] if cell["task"] == task and cell["accuracy"] is not None]
-    named = any(cell.get("layout") for cell in cells)
-    groups = sorted({(cell["length"], cell.get("filler") or "") for cell in cells})
+    cells = [cell for cell in summary.cells if cell.task == task and cell.accuracy is not None]
+    named = any(cell.layout for cell in cells)
+    groups = sorted({(cell.length, cell.filler or "") for cell in cells})
     rows = []
     for length, filler in groups:
         row = sorted(
-            (cell for cell in cells if cell["length"] == length and (cell.get("filler") or "") == filler),
-            key=row_key,
+            (cell for cell in cells if cell.length == length and (cell.filler or "") == filler),
+            key=_row_key,
         )
         rows.append((f"{length:,} tokens" + (f", {filler}" if filler else ""), row))
     return named, rows
 
 
+def _row_key(cell: Cell) -> tuple[str, float, str]:
+    return row_key(cell.model_dump())
+
+
+def cell_grid(summary: Summary, task: str) -> tuple[list[int], list[str], list[list[Cell | None]]]:
+    """A task's position x length grid: its lengths, its row labels, its cells (``None`` where
+    nothing ran)."""
+    cells = [cell for cell in summary.cells if cell.task == task]
+    lengths = sorted({cell.length for cell in cells})
+    keys = {id(cell): _row_key(cell) for cell in cells}
+    rows = sorted(set(keys.values()))
+    lookup = {(keys[id(cell)], cell.length): cell for cell in cells}
+    return (
+        lengths,
+        [key[2] for key in rows],
+        [[lookup.get((key, length)) for length in lengths] for key in rows],
+    )
+
+
 def heatmap_grid(
     summary: dict[str, Any], task: str
 ) -> tuple[list[int], list[str], list[list[dict[str, Any] | None]]]:
-    """A task's position x length grid: its lengths, its row labels, its cells (``None`` where
-    nothing ran)."""
+    """``cell_grid`` of a summary's dump (for the comparison's views, not yet reading the typed
+    summary)."""
     cells = [cell for cell in summary["cells"] if cell["task"] == task]
     lengths = sorted({cell["length"] for cell in cells})
     rows = sorted({row_key(cell) for cell in cells})
@@ -102,30 +125,30 @@ def heatmap_grid(
     )
 
 
-def length_figure(summary: dict[str, Any]) -> go.Figure:
+def length_figure(summary: Summary) -> go.Figure:
     """Accuracy per length with its interval band (adjusted t on instance means), a line per task."""
     figure = go.Figure()
-    for analysis, style in zip(summary["tasks"], _styles(), strict=False):
+    for analysis, style in zip(summary.tasks, _styles(), strict=False):
         lines = scored_lengths(analysis)
-        x = [line["length"] for line in lines]
+        x = [line.length for line in lines]
         figure.add_trace(
             go.Scatter(
                 x=x + x[::-1],
-                y=[line["ci_high"] for line in lines] + [line["ci_low"] for line in lines][::-1],
+                y=[line.ci_high for line in lines] + [line.ci_low for line in lines][::-1],
                 fill="toself",
                 opacity=0.2,
                 line={"width": 0},
                 hoverinfo="skip",
                 showlegend=False,
-                name=f"{analysis['task']} 95% interval",
+                name=f"{analysis.task} 95% interval",
             )
         )
         figure.add_trace(
             go.Scatter(
                 x=x,
-                y=[line["accuracy"] for line in lines],
+                y=[line.accuracy for line in lines],
                 mode="lines+markers",
-                name=analysis["task"],
+                name=analysis.task,
                 **style,
             )
         )
@@ -135,20 +158,20 @@ def length_figure(summary: dict[str, Any]) -> go.Figure:
     return figure
 
 
-def position_figure(summary: dict[str, Any], task: str) -> go.Figure:
+def position_figure(summary: Summary, task: str) -> go.Figure:
     """Accuracy per position with its interval, a line per length (and filler)."""
     figure = go.Figure()
     named, rows = position_rows(summary, task)
     for (name, row), style in zip(rows, _styles(), strict=False):
         figure.add_trace(
             go.Scatter(
-                x=[cell["layout"] if named else cell["depth"] for cell in row],
-                y=[cell["accuracy"] for cell in row],
+                x=[cell.layout if named else cell.depth for cell in row],
+                y=[cell.accuracy for cell in row],
                 error_y={
                     "type": "data",
                     "symmetric": False,
-                    "array": [cell["ci_high"] - cell["accuracy"] for cell in row],
-                    "arrayminus": [cell["accuracy"] - cell["ci_low"] for cell in row],
+                    "array": [cell_above(cell) for cell in row],
+                    "arrayminus": [cell_below(cell) for cell in row],
                 },
                 mode="lines+markers",
                 name=name,
@@ -162,3 +185,16 @@ def position_figure(summary: dict[str, Any], task: str) -> go.Figure:
     figure.update_yaxes(range=[0, 1.05], title=ACCURACY_AXIS)
     figure.update_layout(title=f"{task}: {POSITION_WHAT}")
     return figure
+
+
+def cell_above(cell: Cell) -> float:
+    """How far a scored cell's interval reaches above its accuracy (``position_rows`` gives only
+    scored cells, each with its interval)."""
+    assert cell.accuracy is not None and cell.ci_high is not None
+    return cell.ci_high - cell.accuracy
+
+
+def cell_below(cell: Cell) -> float:
+    """How far a scored cell's interval reaches below its accuracy."""
+    assert cell.accuracy is not None and cell.ci_low is not None
+    return cell.accuracy - cell.ci_low

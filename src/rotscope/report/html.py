@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import plotly.graph_objects as go
 from jinja2 import Environment, PackageLoader, select_autoescape
@@ -16,10 +16,14 @@ from markupsafe import Markup, escape
 
 from rotscope.analysis.summary import build_summary
 from rotscope.errors import write_output
-from rotscope.report.cells import depth_label, row_key
+from rotscope.records._base import Record
+from rotscope.records.cells import Cell
+from rotscope.records.summary import Summary
+from rotscope.records.tasks import TaskAnalysis
+from rotscope.report.cells import depth_label
 from rotscope.report.effective import base_lengths_text, bracket_text, near_text, no_scores_text
-from rotscope.report.figures import length_figure, position_figure
-from rotscope.report.names import shareable_data, without_paths
+from rotscope.report.figures import cell_grid, length_figure, position_figure
+from rotscope.report.names import shareable, without_paths
 from rotscope.report.sentence import one_sentence
 from rotscope.report.wording import headline_entries, headline_intro, order_note, token_count_line
 from rotscope.store import RunStore
@@ -28,17 +32,18 @@ NEIGHBOURHOOD_CHARS = 240
 WRONG_OUTCOMES = ("incorrect", "abstained")
 
 
-def heatmap_rows(summary: dict[str, Any], task: str) -> dict[str, Any]:
+class HeatmapRows(NamedTuple):
     """The depth x length grid of one task as rows of cells (``None`` where nothing ran)."""
-    cells = [cell for cell in summary["cells"] if cell["task"] == task]
-    lengths = sorted({cell["length"] for cell in cells})
-    rows = sorted({row_key(cell) for cell in cells})
-    lookup = {(row_key(cell), cell["length"]): cell for cell in cells}
-    return {
-        "task": task,
-        "lengths": lengths,
-        "rows": [(key[2], [lookup.get((key, length)) for length in lengths]) for key in rows],
-    }
+
+    task: str
+    lengths: list[int]
+    rows: list[tuple[str, list[Cell | None]]]
+
+
+def heatmap_rows(summary: Summary, task: str) -> HeatmapRows:
+    """The depth x length grid of one task as rows of cells (``None`` where nothing ran)."""
+    lengths, labels, grid = cell_grid(summary, task)
+    return HeatmapRows(task, lengths, list(zip(labels, grid, strict=True)))
 
 
 def _figure_html(figure: go.Figure) -> Markup:
@@ -46,25 +51,44 @@ def _figure_html(figure: go.Figure) -> Markup:
     return Markup(figure.to_html(full_html=False, include_plotlyjs=False, config={"displaylogo": False}))
 
 
-def accuracy_by_length(summary: dict[str, Any]) -> Markup:
+def accuracy_by_length(summary: Summary) -> Markup:
     return _figure_html(length_figure(summary))
 
 
-def accuracy_by_position(summary: dict[str, Any], task: str) -> Markup:
+def accuracy_by_position(summary: Summary, task: str) -> Markup:
     return _figure_html(position_figure(summary, task))
 
 
-def failure_mix(summary: dict[str, Any]) -> Markup:
-    categories = sorted({name for cell in summary["cells"] for name in cell["categories"]})
-    labels = [f"{cell['task']} {cell['length']:,} @ {depth_label(cell)}" for cell in summary["cells"]]
+def failure_mix(summary: Summary) -> Markup:
+    categories = sorted({name for cell in summary.cells for name in cell.categories or {}})
+    labels = [f"{cell.task} {cell.length:,} @ {_depth_label(cell)}" for cell in summary.cells]
     figure = go.Figure(
         [
-            go.Bar(name=name, x=labels, y=[cell["categories"].get(name, 0) for cell in summary["cells"]])
+            go.Bar(name=name, x=labels, y=[(cell.categories or {}).get(name, 0) for cell in summary.cells])
             for name in categories
         ]
     )
     figure.update_layout(barmode="stack", title="Failure categories per cell (items)")
     return _figure_html(figure)
+
+
+def _dump(record: Record | None) -> dict[str, Any] | None:
+    return None if record is None else record.model_dump()
+
+
+def _depth_label(cell: Record) -> str:
+    """A cell's (or a cell over the error cap's) depth as the views name it (report/cells.py)."""
+    return depth_label(cell.model_dump())
+
+
+def _point_accuracy(analysis: TaskAnalysis) -> float | None:
+    """The calibration's accuracy as the report shows it: on instance means, the point's where an
+    older summary has none."""
+    calibration = analysis.calibration
+    assert calibration is not None
+    if "instance_accuracy" in calibration.model_fields_set:
+        return calibration.instance_accuracy
+    return calibration.accuracy
 
 
 def evidence_neighbourhood(content: str, evidence_texts: list[str]) -> Markup:
@@ -105,36 +129,40 @@ def render_report(run_dir: Path) -> str:
     from plotly.offline import get_plotlyjs
 
     with RunStore.read(run_dir) as store:
-        summary = shareable_data(build_summary(store, run_dir).model_dump())
+        summary = shareable(build_summary(store, run_dir))
         # an imported folder holds no prompts to show a wrong answer in
-        wrong = [] if summary.get("imported") else wrong_answers(store)
+        wrong = [] if summary.imported else wrong_answers(store)
         meta = store.meta()
     environment = Environment(
         loader=PackageLoader("rotscope.report", "templates"), autoescape=select_autoescape(default=True)
     )
-    environment.filters["depth_label"] = depth_label
+    environment.filters["depth_label"] = _depth_label
+    # The shared wording helpers read a record's dump (report/effective.py).
     environment.globals.update(
-        bracket_text=bracket_text,
-        near_text=near_text,
+        bracket_text=lambda bracket: bracket_text(_dump(bracket)),
+        near_text=lambda entry: near_text(entry.model_dump()),
         base_lengths_text=base_lengths_text,
-        no_scores_text=no_scores_text,
+        no_scores_text=lambda analysis: no_scores_text(analysis.model_dump()),
+        point_accuracy=_point_accuracy,
     )
-    tasks = [analysis["task"] for analysis in summary["tasks"]]
+    tasks = [analysis.task for analysis in summary.tasks]
+    data = summary.model_dump()
     return environment.get_template("report.html.j2").render(
         summary=summary,
         heatmaps=[heatmap_rows(summary, task) for task in tasks],
         by_length=accuracy_by_length(summary) if tasks else "",
         by_position=[accuracy_by_position(summary, task) for task in tasks],
-        mix=failure_mix(summary) if summary["cells"] else "",
+        mix=failure_mix(summary) if summary.cells else "",
         wrong=wrong,
         meta=meta,
         config_json=json.dumps(without_paths(meta.get("config")), indent=2),
-        headline_intro=headline_intro(summary["effective_lengths"]),
-        headline_entries=headline_entries(summary["effective_lengths"]),
-        sentence=one_sentence(summary),
-        token_counts=token_count_line(summary),
-        order_note=order_note(summary["execution"]["order"]),
-        approximate=(summary.get("token_counts") or {}).get("method") == "approximate",
+        headline_intro=headline_intro(summary.effective_lengths.model_dump()),
+        headline_entries=headline_entries(summary.effective_lengths.model_dump()),
+        sentence=one_sentence(data),
+        token_counts=token_count_line(data),
+        order_note=order_note(summary.execution.order),
+        approximate=summary.token_counts.method == "approximate",
+        corpus=_dump(summary.corpus),
         plotly_js=Markup(get_plotlyjs()),
     )
 

@@ -11,6 +11,8 @@ import re
 from typing import Any
 
 from rotscope._util.safe_text import terminal_safe_tree
+from rotscope.records.summary import Summary
+from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.cells import depth_label
 from rotscope.report.effective import (
     base_lengths_text,
@@ -19,7 +21,7 @@ from rotscope.report.effective import (
     near_text,
     no_scores_text,
 )
-from rotscope.report.names import shareable_data
+from rotscope.report.names import shareable, shareable_data, terminal_safe_summary
 from rotscope.report.numbers import score as _fmt
 from rotscope.report.verdict import layout_lines, pooled_line, support_lines
 from rotscope.report.wording import headline_intro
@@ -199,55 +201,61 @@ def _rollback_markdown(guidance: dict[str, Any] | None) -> list[str]:
     return lines
 
 
-def run_markdown(summary: dict[str, Any]) -> str:
+def run_markdown(summary: Summary) -> str:
     """A run's summary as a PR comment: headline, accuracy per task and length, worst positions."""
-    summary = shareable_data(terminal_safe_tree(summary))
-    items = summary["items"]
+    summary = shareable(terminal_safe_summary(summary))
+    items = summary.items
     lines = [
-        f"## rotscope run {_text(summary['run'])}: {_text(summary['model'])}",
+        f"## rotscope run {_text(summary.run)}: {_text(summary.model)}",
         "",
-        f"{items['done']}/{items['total']} items done, {items['errors']} errors.",
+        f"{items.done}/{items.total} items done, {items.errors} errors.",
         "",
-        *([f"**{_text(summary['imported']['note'])}**", ""] if summary.get("imported") else []),
-        *effective_table(summary["effective_lengths"]),
+        *([f"**{_text(summary.imported.note)}**", ""] if summary.imported else []),
+        *effective_table(summary.effective_lengths.model_dump()),
         "",
         "| task | length | accuracy [95%] | instances | gap to control [95%] | worst position |",
         "|---|---|---|---|---|---|",
     ]
     # A worst depth by its position's name where the run named positions (``beginning``).
-    labels = {(cell["task"], cell["length"], cell["depth"]): depth_label(cell) for cell in summary["cells"]}
-    for analysis in summary["tasks"]:
-        gaps = {gap["length"]: gap for gap in analysis["degradation"]}
-        worst = {effect["length"]: effect for effect in analysis["position_effect"]}
-        for line in analysis["lengths"]:
-            gap = gaps.get(line["length"])
-            if gap is None:
-                gap_text = "control"
-            elif gap["too_few"]:
-                gap_text = f"{_fmt(gap['gap'], True)} (too few pairs)"
-            else:
-                low, high = _fmt(gap["ci_low"], True), _fmt(gap["ci_high"], True)
-                gap_text = f"{_fmt(gap['gap'], True)} [{low}, {high}]"
-            effect = worst.get(line["length"])
-            at = "-"  # a length whose positions all scored alike has no worst position
-            if effect and effect["range"]:
-                where = labels.get(
-                    (analysis["task"], line["length"], effect["worst_depth"]), effect["worst_depth"]
-                )
-                at = f"{_text(where)} (range {effect['range']:.2f})"
-            lines.append(
-                f"| {_text(analysis['task'])} | {line['length']:,} | {_fmt(line['accuracy'])} "
-                f"[{_fmt(line['ci_low'])}, {_fmt(line['ci_high'])}] | {line['instances']} | {gap_text} "
-                f"| {at} |"
-            )
-    for analysis in summary["tasks"]:
-        if analysis.get("data") == "all-error" and analysis.get("top_error"):
-            lines += ["", f"**{_text(analysis['task'])}**: {_text(no_scores_text(analysis))}"]
-    cap = summary.get("error_cap")
-    if cap and cap["exceeded"]:
+    labels = {(cell.task, cell.length, cell.depth): depth_label(cell.model_dump()) for cell in summary.cells}
+    for analysis in summary.tasks:
+        lines += _length_rows(analysis, labels)
+    for analysis in summary.tasks:
+        if analysis.data == "all-error" and analysis.top_error:
+            lines += ["", f"**{_text(analysis.task)}**: {_text(no_scores_text(analysis.model_dump()))}"]
+    cap = summary.error_cap
+    if cap.exceeded:
         lines += [
             "",
-            f"**Error rate {cap['error_rate']:.1%} exceeds the cap {cap['max_error_rate']:.1%}**: "
+            f"**Error rate {cap.error_rate:.1%} exceeds the cap {cap.max_error_rate:.1%}**: "
             "accuracy rests on fewer items than planned.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _length_rows(analysis: TaskAnalysis, labels: dict[tuple[str, int, float | str | None], str]) -> list[str]:
+    """A task's table rows, one per length: accuracy, the gap to the control length, the worst
+    position (by its name, from ``labels``, where the run named it)."""
+    gaps = {gap.length: gap for gap in analysis.degradation or []}
+    worst = {effect.length: effect for effect in analysis.position_effect or []}
+    rows = []
+    for line in analysis.lengths or []:
+        gap = gaps.get(line.length)
+        if gap is None:
+            gap_text = "control"
+        elif gap.too_few:
+            gap_text = f"{_fmt(gap.gap, True)} (too few pairs)"
+        else:
+            low, high = _fmt(gap.ci_low, True), _fmt(gap.ci_high, True)
+            gap_text = f"{_fmt(gap.gap, True)} [{low}, {high}]"
+        effect = worst.get(line.length)
+        at = "-"  # a length whose positions all scored alike has no worst position
+        if effect and effect.range:
+            where = labels.get((analysis.task, line.length, effect.worst_depth), effect.worst_depth)
+            at = f"{_text(where)} (range {effect.range:.2f})"
+        rows.append(
+            f"| {_text(analysis.task)} | {line.length:,} | {_fmt(line.accuracy)} "
+            f"[{_fmt(line.ci_low)}, {_fmt(line.ci_high)}] | {line.instances} | {gap_text} "
+            f"| {at} |"
+        )
+    return rows

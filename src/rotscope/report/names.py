@@ -11,6 +11,7 @@ import re
 from pathlib import PurePosixPath
 from typing import Any
 
+from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.config.experiment import BUNDLED_MODEL
 from rotscope.records.summary import Summary
 
@@ -72,6 +73,11 @@ def summary_model_name(summary: Summary) -> str:
 def shareable(summary: Summary) -> Summary:
     """A copy of a summary for a view: the model by its recognisable name, no absolute path."""
     return Summary.model_validate_json(json.dumps(shareable_data(summary.model_dump())))
+
+
+def terminal_safe_summary(summary: Summary) -> Summary:
+    """A copy of a summary with every text in it ``terminal_safe``, for a view a terminal prints."""
+    return Summary.model_validate_json(json.dumps(terminal_safe_tree(summary.model_dump())))
 
 
 def summary_data_model_name(summary: dict[str, Any]) -> str:

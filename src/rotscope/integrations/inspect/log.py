@@ -9,7 +9,6 @@ and each control's."""
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,8 @@ from rotscope.errors import BadInput
 from rotscope.integrations.inspect.cells import cell_label
 from rotscope.integrations.inspect.dataset import to_messages
 from rotscope.integrations.inspect.scorer import VALUES
+from rotscope.records.cells import Counts
+from rotscope.records.summary import Summary
 from rotscope.rows import Row
 from rotscope.store import RunStore
 
@@ -104,64 +105,64 @@ def _sample(row: Row, messages: list[dict[str, str]], model: str) -> EvalSample:
     )
 
 
-def _accuracy(counts: Mapping[str, Any]) -> float | None:
-    judged = counts["n"] - counts["errors"] - counts["pending"]
-    return counts["correct"] / judged if judged else None
+def _accuracy(counts: Counts) -> float | None:
+    judged = counts.n - counts.errors - (counts.pending or 0)
+    return counts.correct / judged if judged else None
 
 
-def _metrics(summary: Mapping[str, Any], samples: list[EvalSample]) -> dict[str, EvalMetric]:
+def _metrics(summary: Summary, samples: list[EvalSample]) -> dict[str, EvalMetric]:
     """Inspect's overall accuracy over the scored samples, then the summary's cells and controls."""
     values = [sample.scores[SCORER].value == "C" for sample in samples if sample.scores]
     metrics = {"accuracy": EvalMetric(name="accuracy", value=sum(values) / len(values) if values else 0.0)}
-    for cell in summary["cells"]:
-        accuracy = cell["accuracy"]
+    for cell in summary.cells:
+        accuracy = cell.accuracy
         if accuracy is None:
             continue
-        name = "accuracy " + cell_label(cell["task"], cell["length"], cell["depth"], cell["position"],
-                                        cell.get("filler"))  # fmt: skip
-        interval = {"ci_low": cell["ci_low"], "ci_high": cell["ci_high"], "n": cell["n"]}
+        name = "accuracy " + cell_label(cell.task, cell.length, cell.depth, cell.position, cell.filler)
+        interval = {"ci_low": cell.ci_low, "ci_high": cell.ci_high, "n": cell.n}
         metrics[name] = EvalMetric(name=name, group="cells", value=accuracy, metadata=interval)
-    for control in summary.get("controls", []):
+    for control in summary.controls:
         accuracy = _accuracy(control)
         if accuracy is not None:
-            name = f"accuracy {control['task']} {control['length']} absent"
+            name = f"accuracy {control.task} {control.length} absent"
             metrics[name] = EvalMetric(name=name, group="controls", value=accuracy)
     return metrics
 
 
 def run_log(run_dir: Path) -> EvalLog:
     """The Inspect log of a run folder."""
-    summary = load_summary(run_dir).model_dump()
-    if summary.get("imported"):
+    summary = load_summary(run_dir)
+    if summary.imported:
         raise BadInput(
-            f"{run_dir}: {summary['imported']['note']}: no prompts to put in an Inspect log; "
+            f"{run_dir}: {summary.imported.note}: no prompts to put in an Inspect log; "
             "export it with --format csv, jsonl or parquet"
         )
     with RunStore.read(run_dir) as store:
         rows = store.rows()
         messages = {row["prompt_digest"]: store.prompt_messages(row["prompt_digest"]) for row in rows}
-    model = f"rotscope/{summary['model']}"
+    model = f"rotscope/{summary.model}"
     samples = [_sample(row, messages[row["prompt_digest"]], model) for row in rows]
     created = min((row["created_at"] for row in rows), default="")
     finished = max((row["finished_at"] or "" for row in rows), default="")
-    config = summary.get("config", {})
+    backend = summary.backend or {}
     spec = EvalSpec(
         created=created or finished,
-        run_id=str(summary["run"]),
-        task_id=str(summary["run"]),
-        task=f"rotscope/{summary['task']}",
+        run_id=summary.run,
+        task_id=summary.run,
+        task=f"rotscope/{summary.task}",
         task_attribs={},
         dataset=EvalDataset(name="rotscope", samples=len(samples), sample_ids=[s.id for s in samples]),
         model=model,
         config=EvalConfig(),
         packages={"rotscope": __version__},
         metadata={
-            "run": summary["run"],
-            "tokenizer": summary.get("backend", {}).get("tokenizer"),
-            "tokenizer_digest": summary.get("backend", {}).get("tokenizer_digest"),
+            "run": summary.run,
+            "tokenizer": backend.get("tokenizer"),
+            "tokenizer_digest": backend.get("tokenizer_digest"),
             "spans": "token spans under the run's own tokenizer (the model's): exact",
-            "experiment": config,
-            "effective_lengths": summary.get("effective_lengths"),
+            "experiment": summary.config,
+            # the log's metadata is JSON: the summary's own, as show --json prints it
+            "effective_lengths": summary.effective_lengths.model_dump(),
         },
     )
     scored = sum(sample.scores is not None for sample in samples)
