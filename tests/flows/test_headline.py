@@ -20,6 +20,7 @@ from rotscope.analysis.headline import effective_lengths_by_task, lead_task
 from rotscope.cli import app
 from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
+from rotscope.records.effective import EffectiveLengths
 from rotscope.report.html import render_report
 from rotscope.report.names import model_name, without_paths
 from rotscope.report.wording import headline_intro
@@ -87,7 +88,7 @@ def test_the_lead_is_the_in_band_probe_with_the_lowest_control_accuracy() -> Non
     assert lead_task(analyses) == "nolima"
     per_task = effective_lengths_by_task(analyses)
     assert [entry["task"] for entry in per_task["tasks"]] == ["nolima", "niah", "multihop", "latent"]
-    assert headline_intro(per_task).startswith(
+    assert headline_intro(EffectiveLengths.model_validate(per_task)).startswith(
         "Effective length per task, led by nolima, the hardest probe in band at its control length "
         "(256 tokens: accuracy 0.91)"
     )
@@ -99,7 +100,7 @@ def test_no_probe_in_band_leads_none_and_says_why() -> None:
     assert per_task["lead"] is None
     assert [entry["task"] for entry in per_task["tasks"]] == ["niah", "nolima"]
     assert "no probe is in band at its control length (niah saturated, nolima too hard)" in headline_intro(
-        per_task
+        EffectiveLengths.model_validate(per_task)
     )
 
 

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from rotscope.cli.common import _guarded, app, console
 from rotscope.errors import BadInput
+
+if TYPE_CHECKING:
+    from rotscope.records.summary import Summary
 
 
 @app.command()
@@ -41,15 +44,15 @@ def show(
                 console.print(line, markup=False, highlight=False, soft_wrap=True)
         return
 
-    def body() -> dict[str, Any]:
+    def body() -> Summary:
         if as_json and markdown:
             raise BadInput("--json and --markdown: choose one")
-        return load_summary(run_dir).model_dump()
+        return load_summary(run_dir)
 
     summary = _guarded(body)
     if as_json:
-        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        sys.stdout.write(json.dumps(summary.model_dump(), indent=2) + "\n")
     elif markdown:
-        sys.stdout.write(run_markdown(summary))
+        sys.stdout.write(run_markdown(summary.model_dump()))
     else:
         print_summary(summary, console)

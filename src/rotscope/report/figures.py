@@ -8,11 +8,13 @@ colour scale (cividis) rises in lightness monotonically and each cell prints its
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from typing import Any
 
 import plotly.graph_objects as go
 
+from rotscope.records.cells import Cell
 from rotscope.report.cells import row_key
 
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
@@ -28,6 +30,11 @@ DEPTH_AXIS = "evidence depth (0 = first, 1 = last)"
 LAYOUT_AXIS = "layout of the target problem"
 POSITION_AXIS = "evidence position"
 ACCURACY_AXIS = "accuracy"
+
+
+def _row_key(cell: dict[str, Any]) -> tuple[str, float, str]:
+    """Transitional adapter (issue 47): ``row_key`` of a cell of the summary's dump."""
+    return row_key(Cell.model_validate_json(json.dumps(cell)))
 
 
 def _styles() -> Iterator[dict[str, Any]]:
@@ -80,7 +87,7 @@ def position_rows(summary: dict[str, Any], task: str) -> tuple[bool, list[tuple[
     for length, filler in groups:
         row = sorted(
             (cell for cell in cells if cell["length"] == length and (cell.get("filler") or "") == filler),
-            key=row_key,
+            key=_row_key,
         )
         rows.append((f"{length:,} tokens" + (f", {filler}" if filler else ""), row))
     return named, rows
@@ -93,8 +100,8 @@ def heatmap_grid(
     nothing ran)."""
     cells = [cell for cell in summary["cells"] if cell["task"] == task]
     lengths = sorted({cell["length"] for cell in cells})
-    rows = sorted({row_key(cell) for cell in cells})
-    lookup = {(row_key(cell), cell["length"]): cell for cell in cells}
+    rows = sorted({_row_key(cell) for cell in cells})
+    lookup = {(_row_key(cell), cell["length"]): cell for cell in cells}
     return (
         lengths,
         [key[2] for key in rows],

@@ -16,6 +16,14 @@ from markupsafe import Markup, escape
 
 from rotscope.analysis.summary import build_summary
 from rotscope.errors import write_output
+
+# Transitional (issue 47): this view reads the summary's dump, the report's typed helpers take its
+# records, so each call of one validates its part (``Record.model_validate_json``) until it goes typed.
+from rotscope.records.cells import Cell
+from rotscope.records.effective import Bracket, Definition
+from rotscope.records.run import CellOver
+from rotscope.records.summary import Summary
+from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.cells import depth_label, row_key
 from rotscope.report.effective import base_lengths_text, bracket_text, near_text, no_scores_text
 from rotscope.report.figures import length_figure, position_figure
@@ -32,8 +40,9 @@ def heatmap_rows(summary: dict[str, Any], task: str) -> dict[str, Any]:
     """The depth x length grid of one task as rows of cells (``None`` where nothing ran)."""
     cells = [cell for cell in summary["cells"] if cell["task"] == task]
     lengths = sorted({cell["length"] for cell in cells})
-    rows = sorted({row_key(cell) for cell in cells})
-    lookup = {(row_key(cell), cell["length"]): cell for cell in cells}
+    keys = [row_key(Cell.model_validate_json(json.dumps(cell))) for cell in cells]
+    rows = sorted(set(keys))
+    lookup = {(key, cell["length"]): cell for key, cell in zip(keys, cells, strict=True)}
     return {
         "task": task,
         "lengths": lengths,
@@ -56,7 +65,10 @@ def accuracy_by_position(summary: dict[str, Any], task: str) -> Markup:
 
 def failure_mix(summary: dict[str, Any]) -> Markup:
     categories = sorted({name for cell in summary["cells"] for name in cell["categories"]})
-    labels = [f"{cell['task']} {cell['length']:,} @ {depth_label(cell)}" for cell in summary["cells"]]
+    labels = [
+        f"{cell['task']} {cell['length']:,} @ {depth_label(Cell.model_validate_json(json.dumps(cell)))}"
+        for cell in summary["cells"]
+    ]
     figure = go.Figure(
         [
             go.Bar(name=name, x=labels, y=[cell["categories"].get(name, 0) for cell in summary["cells"]])
@@ -112,13 +124,18 @@ def render_report(run_dir: Path) -> str:
     environment = Environment(
         loader=PackageLoader("rotscope.report", "templates"), autoescape=select_autoescape(default=True)
     )
-    environment.filters["depth_label"] = depth_label
-    environment.globals.update(
-        bracket_text=bracket_text,
-        near_text=near_text,
-        base_lengths_text=base_lengths_text,
-        no_scores_text=no_scores_text,
+    environment.filters["depth_label"] = lambda cell: depth_label(
+        CellOver.model_validate_json(json.dumps(cell))
     )
+    environment.globals.update(
+        bracket_text=lambda bracket: bracket_text(Bracket.model_validate_json(json.dumps(bracket))),
+        near_text=lambda entry: near_text(Definition.model_validate_json(json.dumps(entry))),
+        base_lengths_text=base_lengths_text,
+        no_scores_text=lambda analysis: no_scores_text(
+            TaskAnalysis.model_validate_json(json.dumps(analysis))
+        ),
+    )
+    typed = Summary.model_validate_json(json.dumps(summary))
     tasks = [analysis["task"] for analysis in summary["tasks"]]
     return environment.get_template("report.html.j2").render(
         summary=summary,
@@ -129,10 +146,10 @@ def render_report(run_dir: Path) -> str:
         wrong=wrong,
         meta=meta,
         config_json=json.dumps(without_paths(meta.get("config")), indent=2),
-        headline_intro=headline_intro(summary["effective_lengths"]),
-        headline_entries=headline_entries(summary["effective_lengths"]),
-        sentence=one_sentence(summary),
-        token_counts=token_count_line(summary),
+        headline_intro=headline_intro(typed.effective_lengths),
+        headline_entries=headline_entries(typed.effective_lengths),
+        sentence=one_sentence(typed),
+        token_counts=token_count_line(typed),
         order_note=order_note(summary["execution"]["order"]),
         approximate=(summary.get("token_counts") or {}).get("method") == "approximate",
         plotly_js=Markup(get_plotlyjs()),

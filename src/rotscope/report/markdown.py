@@ -7,10 +7,17 @@ what Markdown or HTML would act on, so a case id cannot open a link, a table cel
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from rotscope._util.safe_text import terminal_safe_tree
+
+# Transitional (issue 47): this view reads the summary's dump, the report's typed helpers take its
+# records, so each call of one validates its part (``Record.model_validate_json``) until it goes typed.
+from rotscope.records.cells import Cell
+from rotscope.records.effective import Bracket, EffectiveLengths, TaskEffectiveLength
+from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.cells import depth_label
 from rotscope.report.effective import (
     base_lengths_text,
@@ -53,7 +60,7 @@ def _calibration(calibration: dict[str, Any]) -> str:
 def effective_table(per_task: dict[str, Any]) -> list[str]:
     """The per-task headline: its intro line and a table of each task's effective length."""
     lines = [
-        _text(headline_intro(per_task)),
+        _text(headline_intro(EffectiveLengths.model_validate_json(json.dumps(per_task)))),
         "",
         "| task | effective length | bracket | base score | calibration |",
         "|---|---|---|---|---|",
@@ -67,7 +74,8 @@ def effective_table(per_task: dict[str, Any]) -> list[str]:
         lead = " (lead)" if entry["task"] == per_task["lead"] else ""
         # An older summary has no bracket: its deprecated conservative value stands in.
         hedge = (
-            bracket_text(entry["bracket"]) + near_text(entry)
+            bracket_text(Bracket.model_validate_json(json.dumps(entry["bracket"])))
+            + near_text(TaskEffectiveLength.model_validate_json(json.dumps(entry)))
             if entry.get("bracket")
             else "conservative: " + effective_text(entry.get("conservative"), entry.get("conservative_state"))
         )
@@ -215,7 +223,10 @@ def run_markdown(summary: dict[str, Any]) -> str:
         "|---|---|---|---|---|---|",
     ]
     # A worst depth by its position's name where the run named positions (``beginning``).
-    labels = {(cell["task"], cell["length"], cell["depth"]): depth_label(cell) for cell in summary["cells"]}
+    labels = {
+        (cell["task"], cell["length"], cell["depth"]): depth_label(Cell.model_validate_json(json.dumps(cell)))
+        for cell in summary["cells"]
+    }
     for analysis in summary["tasks"]:
         gaps = {gap["length"]: gap for gap in analysis["degradation"]}
         worst = {effect["length"]: effect for effect in analysis["position_effect"]}
@@ -242,7 +253,8 @@ def run_markdown(summary: dict[str, Any]) -> str:
             )
     for analysis in summary["tasks"]:
         if analysis.get("data") == "all-error" and analysis.get("top_error"):
-            lines += ["", f"**{_text(analysis['task'])}**: {_text(no_scores_text(analysis))}"]
+            why = no_scores_text(TaskAnalysis.model_validate_json(json.dumps(analysis)))
+            lines += ["", f"**{_text(analysis['task'])}**: {_text(why)}"]
     cap = summary.get("error_cap")
     if cap and cap["exceeded"]:
         lines += [
