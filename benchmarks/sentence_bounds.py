@@ -86,10 +86,9 @@ def stated_bounds(sentence: str) -> tuple[int | None, int | None]:
 def one_seed(seed: int, rho: float, folder: Path) -> dict[str, Any]:
     config = build_config({**yaml.safe_load(QUICK.read_text(encoding="utf-8")), "seed": seed})
     backend = FakeBackend("scripted", scripted(seed, BUNDLED_CURVE, rho))
-    summary = load_summary(
-        run_experiment(config, run_dir=folder / f"seed-{seed}", backend=backend)
-    ).model_dump()
-    sentence = one_sentence(summary) or ""
+    typed = load_summary(run_experiment(config, run_dir=folder / f"seed-{seed}", backend=backend))
+    summary = typed.model_dump()
+    sentence = one_sentence(typed) or ""
     entry = summary["effective_lengths"]["tasks"][0]
     point = entry["value"]
     low, high = stated_bounds(sentence)

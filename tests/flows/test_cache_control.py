@@ -89,14 +89,15 @@ def test_a_cache_that_changes_replies_is_an_incident(tmp_path: Path, config_data
     backend = ColdDiffers()
     run_dir = run_experiment(build_config(config_data), run_dir=tmp_path / "run", backend=backend)
     assert backend.cache_clears == 5
-    summary = load_summary(run_dir).model_dump()
+    typed = load_summary(run_dir)
+    summary = typed.model_dump()
     jsonschema.validate(summary, _summary_schema(), cls=jsonschema.Draft202012Validator)
     cache = summary["cache_control"]
     assert cache["checked"] == 5 and cache["differing"] == 5
     assert cache["incident"] is True and cache["rule"] == DETERMINISTIC_RULE
     assert cache["cold_correct"] == 0 and cache["warm_correct"] == 5
     console = Console(record=True, width=200)
-    print_summary(summary, console)
+    print_summary(typed, console)
     assert "RUNTIME CORRECTNESS INCIDENT" in console.export_text()
     assert "runtime correctness incident" in render_report(run_dir)
 

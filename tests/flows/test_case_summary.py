@@ -87,7 +87,8 @@ def test_rows_carry_slices_and_claim_reports(tmp_path: Path) -> None:
 
 def test_summary_separates_capability_from_positional_failures(tmp_path: Path) -> None:
     run_dir = _run(tmp_path)
-    summary = load_summary(run_dir).model_dump()
+    typed = load_summary(run_dir)
+    summary = typed.model_dump()
     schema = json.loads(
         resources.files("rotscope").joinpath("schemas", "summary.schema.json").read_text(encoding="utf-8")
     )
@@ -113,7 +114,7 @@ def test_summary_separates_capability_from_positional_failures(tmp_path: Path) -
     assert sum(cell["n"] for cell in summary["cells"]) == 4
     assert all(control["n"] == 2 for control in summary["controls"])
     console = Console(record=True, width=200)
-    print_summary(summary, console)
+    print_summary(typed, console)
     text = console.export_text()
     assert "capability failures (wrong even with the evidence alone): tunnel-year" in text
     assert re.search(r"positional failures .*crane-load \(worst beginning at 300 tokens\)", text)

@@ -91,7 +91,7 @@ def test_the_lead_is_the_in_band_probe_with_the_lowest_control_accuracy() -> Non
     assert lead_task(analyses) == "nolima"
     per_task = effective_lengths_by_task(analyses)
     assert [entry.task for entry in per_task.tasks] == ["nolima", "niah", "multihop", "latent"]
-    assert headline_intro(per_task.model_dump()).startswith(
+    assert headline_intro(per_task).startswith(
         "Effective length per task, led by nolima, the hardest probe in band at its control length "
         "(256 tokens: accuracy 0.91)"
     )
@@ -103,7 +103,7 @@ def test_no_probe_in_band_leads_none_and_says_why() -> None:
     assert per_task.lead is None
     assert [entry.task for entry in per_task.tasks] == ["niah", "nolima"]
     assert "no probe is in band at its control length (niah saturated, nolima too hard)" in headline_intro(
-        per_task.model_dump()
+        per_task
     )
 
 

@@ -18,6 +18,7 @@ from rotscope.backends.fake import FakeBackend
 from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.prompt.builder import PlacementError, PromptBuilder
+from rotscope.records.summary import Summary
 from rotscope.report.html import render_report
 from rotscope.report.terminal import print_summary
 from rotscope.tasks.needles import load_needle_cases
@@ -128,7 +129,7 @@ def test_show_and_report_mark_rejected_cells(tmp_path: Path, monkeypatch: pytest
         tmp_path, monkeypatch, lambda case, layout: layout.length_tokens == 400 and layout.depth == 0
     )
     console = Console(record=True, width=200)
-    print_summary(summary, console)
+    print_summary(Summary.model_validate(summary), console)
     shown = console.export_text()
     assert f"rejected ({CASES})" in shown and f"({CASES} unmatched left out)" in shown
     assert f"length 400 lacks {CASES} (case, position) pairs" in " ".join(shown.split())

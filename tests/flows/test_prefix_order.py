@@ -187,11 +187,12 @@ def test_the_run_sends_that_order_and_says_which_ran(
     )
     planned = execution_order(items, False, config.seed, order)
     assert seen == [item.prompt.token_ids for item in planned.items]
-    summary = load_summary(run_dir).model_dump()
+    typed = load_summary(run_dir)
+    summary = typed.model_dump()
     assert summary["execution"]["order"] == planned.describe()
     assert summary["execution"]["order"].startswith(order)
     console = Console(width=200, record=True)
-    print_summary(summary, console)
+    print_summary(typed, console)
     assert "drift" in console.export_text() and "drift" in render_report(run_dir)
     with sqlite3.connect(run_dir / "run.db") as db:
         (stored,) = db.execute("SELECT value FROM meta WHERE key = 'order'").fetchone()

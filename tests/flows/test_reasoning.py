@@ -279,7 +279,8 @@ def test_summary_reports_layout_cells_drops_and_interference(tmp_path: Path) -> 
         }
     )
     run_dir = run_experiment(config, run_dir=tmp_path / "run", backend=FakeBackend("end", end_reader))
-    summary = load_summary(run_dir).model_dump()
+    typed = load_summary(run_dir)
+    summary = typed.model_dump()
     schema = json.loads(
         resources.files("rotscope").joinpath("schemas", "summary.schema.json").read_text(encoding="utf-8")
     )
@@ -303,7 +304,7 @@ def test_summary_reports_layout_cells_drops_and_interference(tmp_path: Path) -> 
     assert summary["tasks"][0]["position_effect"] == []  # layouts at one depth are not pooled
 
     console = Console(record=True, width=200)
-    print_summary(summary, console)
+    print_summary(typed, console)
     shown = console.export_text()
     assert "with_solutions · middle_twice" in shown  # a heatmap row per filler type and layout
     assert re.search(r"length +500 with_solutions +middle +end 1\.00 vs 0\.00: drop \+1\.00", shown), shown
@@ -373,7 +374,8 @@ def test_reasoning_cells_over_the_error_cap_are_named_by_filler_and_layout(tmp_p
         db.execute(
             "UPDATE items SET status = 'error', outcome = 'error', error = 'x' WHERE position = 'middle'"
         )
-    summary = load_summary(run_dir).model_dump()
+    typed = load_summary(run_dir)
+    summary = typed.model_dump()
     schema = json.loads(
         resources.files("rotscope").joinpath("schemas", "summary.schema.json").read_text(encoding="utf-8")
     )
@@ -381,6 +383,6 @@ def test_reasoning_cells_over_the_error_cap_are_named_by_filler_and_layout(tmp_p
     assert summary["error_cap"]["exceeded"]
     assert [cell["depth"] for cell in summary["error_cap"]["cells_over"]] == ["middle"]
     console = Console(record=True, width=300)
-    print_summary(summary, console)
+    print_summary(typed, console)
     assert "reasoning 500 at with_solutions · middle (100%)" in console.export_text()
     assert "reasoning 500 @ with_solutions · middle (100%)" in render_report(run_dir)

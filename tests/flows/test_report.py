@@ -94,10 +94,11 @@ def test_neighbourhood_escapes_context_and_marks_evidence() -> None:
 
 def test_a_gap_on_too_few_pairs_shows_no_interval(run_dir: Path) -> None:
     # limit 2: each length's gap to the control is paired on 2 instances, under MIN_PAIRS = 5.
-    summary = load_summary(run_dir).model_dump()
+    typed = load_summary(run_dir)
+    summary = typed.model_dump()
     gaps = [gap for task in summary["tasks"] for gap in task["degradation"]]
     assert gaps and all(gap["too_few"] and gap["ci_low"] is None for gap in gaps)
     assert "too few pairs for an interval" in render_report(run_dir)
     console = Console(record=True, width=200)
-    print_summary(summary, console)
+    print_summary(typed, console)
     assert "on 2 pairs (too few pairs for an interval)" in console.export_text()

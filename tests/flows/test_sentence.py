@@ -6,13 +6,15 @@ matcher, which never falls."""
 from __future__ import annotations
 
 import html
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from rotscope.records.effective import EffectiveLengths
+from rotscope.records.summary import Summary
+from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.html import render_report
 from rotscope.report.sentence import one_sentence
 from tests.support.cli_helpers import case_file, invoke, nonsense_corpus
@@ -45,11 +47,10 @@ def closing(stdout: str) -> str:
     return " ".join(lines[start:])
 
 
-def summary(run_dir: Path) -> dict[str, Any]:
+def summary(run_dir: Path) -> Summary:
     result = invoke("show", run_dir, "--json")
     assert result.exit_code == 0, result.output
-    data: dict[str, Any] = json.loads(result.stdout)
-    return data
+    return Summary.model_validate_json(result.stdout)
 
 
 def test_a_run_whose_accuracy_falls_ends_with_its_effective_length_and_the_gap_that_places_it(
@@ -57,7 +58,7 @@ def test_a_run_whose_accuracy_falls_ends_with_its_effective_length_and_the_gap_t
 ) -> None:
     run = invoke("run", experiment(tmp_path, "fake/curve-600"), "--out", tmp_path / "run")
     assert run.exit_code == 0, run.output
-    data = summary(tmp_path / "run")
+    data = summary(tmp_path / "run").model_dump()
     entry = data["effective_lengths"]["tasks"][0]
     niah = data["tasks"][0]
     assert entry["state"] == "value" and entry["value"] in (256, 512)
@@ -99,11 +100,12 @@ def test_a_model_that_never_falls_is_at_least_the_longest_length_and_says_the_ga
 def _line(length: int, accuracy: float | None) -> dict[str, Any]:
     return {
         "length": length,
+        "n": 16, "instances": 16, "correct": 0, "incorrect": 0, "abstained": 0, "errors": 0,
         "accuracy": accuracy,
         "instance_accuracy": accuracy,
         "ci_low": 0.1,
         "ci_high": 0.9,
-    }
+    }  # fmt: skip
 
 
 def _task(
@@ -118,24 +120,25 @@ def _task(
                 {"length": length, "gap": -0.5, "ci_low": -0.8, "ci_high": -0.2, "pairs": 16}
                 for length in lengths[1:]
             ],
-            "calibration": {"length": lengths[0], "verdict": verdict},
+            "calibration": {"length": lengths[0], "accuracy": None, "verdict": verdict},
         },
         "entry": {
             "task": task, "definition": "nolima-0.85", "state": state, "value": value,
             "conservative": value if state == "at-least-longest" else None,
-            "conservative_state": "value" if state == "value" else state,
+            "conservative_state": "value" if state == "value" else state, "base_score": None,
             "calibration": {"length": lengths[0], "verdict": verdict},
         },
     }  # fmt: skip
 
 
-def _summary(*tasks: dict[str, Any], lead: str | None) -> dict[str, Any]:
+def _summary(*tasks: dict[str, Any], lead: str | None) -> Summary:
+    """The parts of a summary the sentence reads (``model_construct``: the rest is left out)."""
     entries = sorted((t["entry"] for t in tasks), key=lambda entry: entry["task"] != lead)
-    return {
-        "model": "m",
-        "tasks": [t["analysis"] for t in tasks],
-        "effective_lengths": {"lead": lead, "tasks": entries},
-    }
+    return Summary.model_construct(
+        model="m",
+        tasks=[TaskAnalysis.model_validate(t["analysis"]) for t in tasks],
+        effective_lengths=EffectiveLengths.model_validate({"lead": lead, "lead_rule": "", "tasks": entries}),
+    )
 
 
 @pytest.mark.parametrize(
@@ -202,4 +205,4 @@ def test_the_sentence_in_every_state(tasks: list[dict[str, Any]], lead: str | No
 
 
 def test_a_run_without_tasks_has_no_sentence() -> None:
-    assert one_sentence({"model": "m", "tasks": [], "effective_lengths": {"lead": None, "tasks": []}}) is None
+    assert one_sentence(_summary(lead=None)) is None

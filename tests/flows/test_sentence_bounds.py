@@ -67,10 +67,8 @@ def sentences(tmp_path_factory: pytest.TempPathFactory) -> list[tuple[dict[str, 
     for seed in SEEDS:
         config = build_config({**yaml.safe_load(QUICK.read_text(encoding="utf-8")), "seed": seed})
         backend = FakeBackend("scripted", _scripted(seed))
-        summary = load_summary(
-            run_experiment(config, run_dir=root / f"seed-{seed}", backend=backend)
-        ).model_dump()
-        found.append((summary, one_sentence(summary) or ""))
+        typed = load_summary(run_experiment(config, run_dir=root / f"seed-{seed}", backend=backend))
+        found.append((typed.model_dump(), one_sentence(typed) or ""))
     return found
 
 

@@ -126,12 +126,13 @@ def test_without_the_log_a_server_reporting_none_leaves_them_unknown(
     run_dir = run_experiment(build_config(config_data(server, tmp_path)), run_dir=tmp_path / "run")
     rows = stored(run_dir)
     assert len(rows) == 4 and {(cached, source) for _, cached, source in rows} == {(None, None)}
-    summary = load_summary(run_dir).model_dump()
+    typed = load_summary(run_dir)
+    summary = typed.model_dump()
     tokens = summary["tokens"]
     assert (tokens["cached"], tokens["evaluated"], tokens["cached_unknown"]) == (None, None, 4)
     jsonschema.validate(summary, SCHEMA)
     console = Console(width=400, record=True)
-    print_summary(summary, console)  # the views say so rather than show 0 cached as a measurement
+    print_summary(typed, console)  # the views say so rather than show 0 cached as a measurement
     text = console.export_text()
     assert "4 calls' cached tokens unknown" in text and "evaluated unknown, from cache unknown" in text
     report = render_report(run_dir)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import io
 import itertools
+import json
 import os
 import pty
 import subprocess
@@ -25,6 +26,7 @@ from rotscope.backends.fake import FakeBackend
 from rotscope.cli import app
 from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
+from rotscope.records.summary import Summary
 from rotscope.report.terminal import print_summary
 from rotscope.types import GenerateRequest
 from tests.support.chat_server import ChatServer
@@ -140,11 +142,13 @@ def test_the_terminal_views_show_outside_text_escaped(evil_run: Path) -> None:
     summary["positional_failures"] = [f"case-{EVIL}"]
     summary["capability_failures"] = [f"case-{EVIL}"]
     summary["cache_control"] = {
-        "compared": 1, "differing": 1, "warm_correct": 1.0, "cold_correct": 0.0, "rule": EVIL,
+        "checked": 1, "compared": 1, "differing": 1, "warm_correct": 1.0, "cold_correct": 0.0, "rule": EVIL,
         "incident": True, "examples": [{"call_id": EVIL, "warm_response": EVIL, "cold_response": EVIL}],
     }  # fmt: skip
     screen = io.StringIO()
-    print_summary(summary, Console(file=screen, force_terminal=True, width=200))
+    print_summary(
+        Summary.model_validate_json(json.dumps(summary)), Console(file=screen, force_terminal=True, width=200)
+    )
     printed = screen.getvalue()
     assert "case-clear" in printed and "pwned" in printed
     assert_neutral(printed)  # rich's own styling escapes are there, no sequence from the text

@@ -159,9 +159,7 @@ def run(
             print_dry_run(outcome.dry_run, console)
         else:
             console.print(f"run folder: {terminal_safe(str(outcome.run_dir))}", markup=False)
-            print_summary(
-                load_summary(outcome.run_dir).model_dump(), console
-            )  # it ends with the run's one sentence
+            print_summary(load_summary(outcome.run_dir), console)  # it ends with the run's one sentence
 
     _guarded(body)
 
@@ -174,7 +172,7 @@ def _show_pair(out: Path) -> None:
 
     for role in SUBJECTS:
         console.print(f"{role}:", markup=False)
-        print_summary(load_summary(out / role).model_dump(), console)
+        print_summary(load_summary(out / role), console)
     folders = ", ".join(terminal_safe(str(out / role)) for role in SUBJECTS)
     console.print(f"paired run folders: {folders}; judge them with rotscope gate", markup=False)
 
@@ -188,7 +186,7 @@ def _show_models(out: Path) -> None:
     names = session_subjects(out)
     for name in names:
         console.print(f"{name}:", markup=False)
-        print_summary(load_summary(out / name).model_dump(), console)
+        print_summary(load_summary(out / name), console)
     console.print(f"prompts: {session_prompts(out)}", markup=False)
     folders = ", ".join(terminal_safe(str(out / name)) for name in names)
     console.print(f"session run folders: {folders}", markup=False)

@@ -49,11 +49,10 @@ def show(
             raise BadInput("--json and --markdown: choose one")
         return load_summary(run_dir)
 
-    typed = _guarded(body)
-    summary = typed.model_dump()  # the summary JSON; the terminal view still reads it
+    summary = _guarded(body)
     if as_json:
-        sys.stdout.write(json.dumps(summary, indent=2) + "\n")
+        sys.stdout.write(json.dumps(summary.model_dump(), indent=2) + "\n")
     elif markdown:
-        sys.stdout.write(run_markdown(typed))
+        sys.stdout.write(run_markdown(summary))
     else:
         print_summary(summary, console)

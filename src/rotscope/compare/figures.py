@@ -24,7 +24,7 @@ from rotscope.report.figure_files import (
     drawable,
     save_figures,
 )
-from rotscope.report.figures import ACCURACY_AXIS, LENGTH_AXIS, POSITION_AXIS, heatmap_grid
+from rotscope.report.figures import ACCURACY_AXIS, LENGTH_AXIS, POSITION_AXIS, cell_grid
 from rotscope.report.names import shareable
 
 if TYPE_CHECKING:
@@ -81,11 +81,10 @@ def heatmaps_file_figure(comparison: Comparison, summaries: Mapping[str, Summary
     axes_row = figure.subplots(1, len(entries), squeeze=False, sharey=True)[0]
     image = None
     for axes, entry in zip(axes_row, entries, strict=True):
-        # report.figures reads the summary's dump until it takes the typed summary
-        lengths, labels, grid = heatmap_grid(summaries[entry.run].model_dump(), task)
+        lengths, labels, grid = cell_grid(summaries[entry.run], task)
         values = np.array(
             [
-                [np.nan if cell is None or cell["accuracy"] is None else cell["accuracy"] for cell in line]
+                [np.nan if cell is None or cell.accuracy is None else cell.accuracy for cell in line]
                 for line in grid
             ],
             dtype=float,

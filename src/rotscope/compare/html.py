@@ -28,7 +28,7 @@ from rotscope.report.figures import (
     LENGTH_WHAT,
     POSITION_AXIS,
     _styles,
-    heatmap_grid,
+    cell_grid,
 )
 from rotscope.report.names import shareable
 
@@ -119,9 +119,8 @@ def heatmaps_figure(comparison: Comparison, summaries: Mapping[str, Summary], ta
         shared_yaxes=True,
     )
     for column, entry in enumerate(entries, start=1):
-        # report.figures reads the summary's dump until it takes the typed summary
-        lengths, labels, grid = heatmap_grid(summaries[entry.run].model_dump(), task)
-        values = [[None if cell is None else cell["accuracy"] for cell in line] for line in grid]
+        lengths, labels, grid = cell_grid(summaries[entry.run], task)
+        values = [[None if cell is None else cell.accuracy for cell in line] for line in grid]
         figure.add_trace(
             go.Heatmap(
                 z=values,

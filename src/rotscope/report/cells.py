@@ -2,41 +2,39 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from rotscope.position import OFFSET_PREFIX, Position
+from rotscope.records.cells import Cell
+from rotscope.records.run import CellOver
 
 
-def depth_label(cell: dict[str, Any]) -> str:
-    label = cell["position"] or Position(cell["depth"]).label
-    return f"{cell['filler']} · {label}" if cell.get("filler") else label
+def depth_label(cell: Cell | CellOver) -> str:
+    """A cell's position as named, else its depth to two places (a layout's name as it is)."""
+    depth = cell.depth
+    label = cell.position or (depth if isinstance(depth, str) else Position(depth).label)
+    return f"{cell.filler} · {label}" if cell.filler else label
 
 
-def _offset(cell: dict[str, Any]) -> int | None:
+def _offset(cell: Cell) -> int | None:
     """The N of an ``@N`` cell (N filler tokens before the evidence at every length), else ``None``."""
-    position = cell.get("position") or ""
+    position = cell.position or ""
     digits = position.removeprefix(OFFSET_PREFIX)
     return int(digits) if position.startswith(OFFSET_PREFIX) and digits.isdigit() else None
 
 
-def row_key(cell: dict[str, Any]) -> tuple[str, float, str]:
+def row_key(cell: Cell) -> tuple[str, float, str]:
     """Heatmap row of a cell: by filler type, then depth (named layouts in their family's order,
     which the summary gives as ``layout_order``). An ``@N`` offset is one row at every length (its
     fraction differs by length), after the fractions, labelled ``@N tokens``."""
-    depth = cell["depth"]
+    depth = cell.depth
     offset = _offset(cell)
     if offset is not None:
         label = f"{OFFSET_PREFIX}{offset:,} tokens"
-        return (
-            cell.get("filler") or "",
-            2.0 + offset,
-            f"{cell['filler']} · {label}" if cell.get("filler") else label,
-        )
+        return (cell.filler or "", 2.0 + offset, f"{cell.filler} · {label}" if cell.filler else label)
     if depth is None:  # an all-rejected offset cell: no prompt reached a depth
         order = float("inf")
     elif isinstance(depth, str):
-        rank = cell.get("layout_order")
+        rank = cell.layout_order
         order = float(rank) if rank is not None else float("inf")
     else:
         order = float(depth)
-    return (cell.get("filler") or "", order, depth_label(cell))
+    return (cell.filler or "", order, depth_label(cell))

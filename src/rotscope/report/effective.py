@@ -4,8 +4,8 @@ bracket existed has none, and is shown without one)."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from rotscope.records.effective import Bracket, Definition, LeadCalibration, TaskEffectiveLength
+from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.numbers import score as _fmt
 from rotscope.stats.band import SATURATED_POINT, TOO_HARD_POINT
 
@@ -30,21 +30,21 @@ ERROR_SHOWN = 120
 """Characters of a task's most common error a view shows (the whole text is in each row)."""
 
 
-def no_scores_text(analysis: dict[str, Any]) -> str | None:
+def no_scores_text(analysis: TaskAnalysis) -> str | None:
     """Why a task of the summary has no score (``None`` when it has scores); a task whose every row
     is an error names its most common error with its count, so the cause is in the view:
     ``every row an error — 48 × 'prompt truncated: …'; ...``."""
-    why = data_text(analysis.get("data"))
-    top = analysis.get("top_error")
-    if analysis.get("data") != "all-error" or not top:
+    why = data_text(analysis.data)
+    top = analysis.top_error
+    if analysis.data != "all-error" or not top:
         return why
-    text = " ".join(str(top["message"]).split())
+    text = " ".join(top.message.split())
     if len(text) > ERROR_SHOWN:
         text = text[: ERROR_SHOWN - 1].rstrip() + "…"
-    others = top["errors"] - top["count"]
+    others = top.errors - top.count
     more = f" (and {others} other errors)" if others else ""
     return (
-        f"every row an error — {top['count']} × {text!r}{more}; see each row's error with rotscope "
+        f"every row an error — {top.count} × {text!r}{more}; see each row's error with rotscope "
         "export on the run folder; rotscope run --resume retries them once the cause is fixed"
     )
 
@@ -64,21 +64,21 @@ def effective_text(value: int | None, state: str | None, data: str | None = None
     return f"{value:,} tokens"
 
 
-def _tested(bracket: dict[str, Any]) -> list[int]:
-    return [test["length"] for test in bracket.get("tests", [])]
+def _tested(bracket: Bracket) -> list[int]:
+    return [test.length for test in bracket.tests]
 
 
-def bracket_text(bracket: dict[str, Any] | None) -> str:
+def bracket_text(bracket: Bracket | None) -> str:
     """``95% bracket: 256 to beyond 1,024 tokens``: the lengths the effective length is shown to
     reach (the lower end) and to fall before (the upper end); empty for an older summary."""
     if not bracket:
         return ""
-    state = bracket["state"]
+    state = bracket.state
     if state == "no-data":
         return "no bracket (no data)"
     if state == "no-signal":
         return "no bracket (no signal)"
-    low, high = bracket["low"]["length"], bracket["high"]["length"]
+    low, high = bracket.low.length, bracket.high.length
     lengths = _tested(bracket)
     shortest, longest = (lengths[0], lengths[-1]) if lengths else (None, None)
     shown = {
@@ -89,28 +89,29 @@ def bracket_text(bracket: dict[str, Any] | None) -> str:
         "below-shortest": lambda: f"under {high:,} tokens, the shortest tested",
         "cannot-bound": lambda: f"cannot bound it between {shortest:,} and {longest:,} tokens",
     }[state]()
-    return f"{bracket['confidence']:.0%} bracket: {shown}"
+    return f"{bracket.confidence:.0%} bracket: {shown}"
 
 
-def is_wide(bracket: dict[str, Any] | None) -> bool:
+def is_wide(bracket: Bracket | None) -> bool:
     """Whether the bracket leaves the effective length unplaced: open on a side inside the tested
     range, or with a tested length strictly between its ends."""
-    if not bracket or bracket["state"] in ("no-data", "no-signal"):
+    if not bracket or bracket.state in ("no-data", "no-signal"):
         return False
-    state = bracket["state"]
+    state = bracket.state
     if state in ("at-least", "below", "cannot-bound"):
         return True
     if state == "value":
-        low, high = bracket["low"]["length"], bracket["high"]["length"]
-        return any(low < length < high for length in _tested(bracket))
+        low, high = bracket.low.length, bracket.high.length
+        return (
+            low is not None and high is not None and any(low < length < high for length in _tested(bracket))
+        )
     return False
 
 
-def near_text(entry: dict[str, Any]) -> str:
+def near_text(entry: Definition | TaskEffectiveLength) -> str:
     """``; the point is within noise of the threshold at 512`` where it could as well have come out a
     length apart."""
-    bracket = entry.get("bracket") or {}
-    near = bracket.get("near_lengths") or []
+    near = (entry.bracket.near_lengths if entry.bracket else None) or []
     if not near:
         return ""
     return f"; the point is within noise of the threshold at {', '.join(f'{n:,}' for n in near)}"
@@ -125,22 +126,22 @@ def base_lengths_text(lengths: list[int] | None) -> str:
     return " over " + ", ".join(f"{length:,}" for length in lengths)
 
 
-def band_numbers(calibration: dict[str, Any]) -> str:
+def band_numbers(calibration: LeadCalibration) -> str:
     """``accuracy 0.81 [0.57, 0.93]; band 0.90-0.95``: what a band verdict is read from."""
-    point = calibration.get("instance_accuracy", calibration.get("accuracy"))
+    point = calibration.instance_accuracy
     interval = ""
-    if calibration.get("ci_low") is not None:
-        interval = f" [{_fmt(calibration['ci_low'])}, {_fmt(calibration['ci_high'])}]"
+    if calibration.ci_low is not None:
+        interval = f" [{_fmt(calibration.ci_low)}, {_fmt(calibration.ci_high)}]"
     return f"accuracy {_fmt(point)}{interval}; band {BAND}"
 
 
-def band_text(calibration: dict[str, Any]) -> str:
+def band_text(calibration: LeadCalibration) -> str:
     """``overlaps the band (point too hard: accuracy 0.81 [0.57, 0.93]; band 0.90-0.95)``: the
     interval's verdict with the numbers it is read from; an older summary without one gives its
     point verdict."""
-    verdict = calibration.get("band_verdict")
+    verdict = calibration.band_verdict
     if verdict is None:
-        return f"{calibration['verdict']} ({band_numbers(calibration)})"
+        return f"{calibration.verdict} ({band_numbers(calibration)})"
     # Where the interval cannot say, the point's verdict (which picks the lead) is named as such.
-    by_point = f"point {calibration['verdict']}: " if verdict == "overlaps the band" else ""
+    by_point = f"point {calibration.verdict}: " if verdict == "overlaps the band" else ""
     return f"{verdict} ({by_point}{band_numbers(calibration)})"

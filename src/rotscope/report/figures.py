@@ -91,7 +91,7 @@ def position_rows(summary: Summary, task: str) -> tuple[bool, list[tuple[str, li
 
 
 def _row_key(cell: Cell) -> tuple[str, float, str]:
-    return row_key(cell.model_dump())
+    return row_key(cell)
 
 
 def cell_grid(summary: Summary, task: str) -> tuple[list[int], list[str], list[list[Cell | None]]]:
@@ -102,22 +102,6 @@ def cell_grid(summary: Summary, task: str) -> tuple[list[int], list[str], list[l
     keys = {id(cell): _row_key(cell) for cell in cells}
     rows = sorted(set(keys.values()))
     lookup = {(keys[id(cell)], cell.length): cell for cell in cells}
-    return (
-        lengths,
-        [key[2] for key in rows],
-        [[lookup.get((key, length)) for length in lengths] for key in rows],
-    )
-
-
-def heatmap_grid(
-    summary: dict[str, Any], task: str
-) -> tuple[list[int], list[str], list[list[dict[str, Any] | None]]]:
-    """``cell_grid`` of a summary's dump (for the comparison's views, not yet reading the typed
-    summary)."""
-    cells = [cell for cell in summary["cells"] if cell["task"] == task]
-    lengths = sorted({cell["length"] for cell in cells})
-    rows = sorted({row_key(cell) for cell in cells})
-    lookup = {(row_key(cell), cell["length"]): cell for cell in cells}
     return (
         lengths,
         [key[2] for key in rows],

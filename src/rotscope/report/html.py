@@ -18,6 +18,7 @@ from rotscope.analysis.summary import build_summary
 from rotscope.errors import write_output
 from rotscope.records._base import Record
 from rotscope.records.cells import Cell
+from rotscope.records.run import CellOver
 from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.cells import depth_label
@@ -76,9 +77,9 @@ def _dump(record: Record | None) -> dict[str, Any] | None:
     return None if record is None else record.model_dump()
 
 
-def _depth_label(cell: Record) -> str:
+def _depth_label(cell: Cell | CellOver) -> str:
     """A cell's (or a cell over the error cap's) depth as the views name it (report/cells.py)."""
-    return depth_label(cell.model_dump())
+    return depth_label(cell)
 
 
 def _point_accuracy(analysis: TaskAnalysis) -> float | None:
@@ -137,16 +138,15 @@ def render_report(run_dir: Path) -> str:
         loader=PackageLoader("rotscope.report", "templates"), autoescape=select_autoescape(default=True)
     )
     environment.filters["depth_label"] = _depth_label
-    # The shared wording helpers read a record's dump (report/effective.py).
+    # The shared wording helpers (report/effective.py), as every view words them.
     environment.globals.update(
-        bracket_text=lambda bracket: bracket_text(_dump(bracket)),
-        near_text=lambda entry: near_text(entry.model_dump()),
+        bracket_text=bracket_text,
+        near_text=near_text,
         base_lengths_text=base_lengths_text,
-        no_scores_text=lambda analysis: no_scores_text(analysis.model_dump()),
+        no_scores_text=no_scores_text,
         point_accuracy=_point_accuracy,
     )
     tasks = [analysis.task for analysis in summary.tasks]
-    data = summary.model_dump()
     return environment.get_template("report.html.j2").render(
         summary=summary,
         heatmaps=[heatmap_rows(summary, task) for task in tasks],
@@ -156,10 +156,10 @@ def render_report(run_dir: Path) -> str:
         wrong=wrong,
         meta=meta,
         config_json=json.dumps(without_paths(meta.get("config")), indent=2),
-        headline_intro=headline_intro(summary.effective_lengths.model_dump()),
-        headline_entries=headline_entries(summary.effective_lengths.model_dump()),
-        sentence=one_sentence(data),
-        token_counts=token_count_line(data),
+        headline_intro=headline_intro(summary.effective_lengths),
+        headline_entries=headline_entries(summary.effective_lengths),
+        sentence=one_sentence(summary),
+        token_counts=token_count_line(summary),
         order_note=order_note(summary.execution.order),
         approximate=summary.token_counts.method == "approximate",
         corpus=_dump(summary.corpus),

@@ -7,10 +7,12 @@ what Markdown or HTML would act on, so a case id cannot open a link, a table cel
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
 from rotscope._util.safe_text import terminal_safe_tree
+from rotscope.records.effective import EffectiveLengths, LeadCalibration
 from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.cells import depth_label
@@ -42,17 +44,17 @@ def _more(total: int) -> list[str]:
     return ["", f"… and {total - ROWS_SHOWN} more"] if total > ROWS_SHOWN else []
 
 
-def _calibration(calibration: dict[str, Any]) -> str:
+def _calibration(calibration: LeadCalibration) -> str:
     """``overlaps the band at 256 (point saturated)``: the interval's verdict, the point's beside it
     where the interval cannot say (an older summary: the point's verdict alone)."""
-    verdict = calibration.get("band_verdict")
-    at = f" at {calibration['length']:,}"
+    verdict = calibration.band_verdict
+    at = f" at {calibration.length:,}"
     if verdict is None:
-        return f"{calibration['verdict']}{at}"
-    return f"{verdict}{at}" + (f" (point {calibration['verdict']})" if verdict == "overlaps the band" else "")
+        return f"{calibration.verdict}{at}"
+    return f"{verdict}{at}" + (f" (point {calibration.verdict})" if verdict == "overlaps the band" else "")
 
 
-def effective_table(per_task: dict[str, Any]) -> list[str]:
+def effective_table(per_task: EffectiveLengths) -> list[str]:
     """The per-task headline: its intro line and a table of each task's effective length."""
     lines = [
         _text(headline_intro(per_task)),
@@ -60,24 +62,23 @@ def effective_table(per_task: dict[str, Any]) -> list[str]:
         "| task | effective length | bracket | base score | calibration |",
         "|---|---|---|---|---|",
     ]
-    for entry in per_task["tasks"]:
-        base = _fmt(entry["base_score"])
-        if entry.get("base_ci"):
-            base += f" [{_fmt(entry['base_ci'][0])}, {_fmt(entry['base_ci'][1])}]"
-        base += base_lengths_text(entry.get("base_lengths"))
-        calibration = entry["calibration"]
-        lead = " (lead)" if entry["task"] == per_task["lead"] else ""
+    for entry in per_task.tasks:
+        base = _fmt(entry.base_score)
+        if entry.base_ci:
+            base += f" [{_fmt(entry.base_ci[0])}, {_fmt(entry.base_ci[1])}]"
+        base += base_lengths_text(entry.base_lengths)
+        lead = " (lead)" if entry.task == per_task.lead else ""
         # An older summary has no bracket: its deprecated conservative value stands in.
         hedge = (
-            bracket_text(entry["bracket"]) + near_text(entry)
-            if entry.get("bracket")
-            else "conservative: " + effective_text(entry.get("conservative"), entry.get("conservative_state"))
+            bracket_text(entry.bracket) + near_text(entry)
+            if entry.bracket
+            else "conservative: " + effective_text(entry.conservative, entry.conservative_state)
         )
-        shown = effective_text(entry["value"], entry["state"], entry.get("data"))
+        shown = effective_text(entry.value, entry.state, entry.data)
         lines.append(
-            f"| {_text(entry['task'])}{lead} | {_text(shown)} "
-            f"({_text(entry['definition'])}) | {_text(hedge)} | "
-            f"{base} | {_text(_calibration(calibration))} |"
+            f"| {_text(entry.task)}{lead} | {_text(shown)} "
+            f"({_text(entry.definition)}) | {_text(hedge)} | "
+            f"{base} | {_text(_calibration(entry.calibration))} |"
         )
     return lines
 
@@ -160,7 +161,12 @@ def gate_markdown(record: dict[str, Any], baseline: dict[str, Any], candidate: d
     lines += _layouts_markdown(record.get("layouts"))
     lines += _rollback_markdown(record.get("rollback"))
     for role, summary in (("Candidate", candidate), ("Baseline", baseline)):
-        lines += ["", f"### {role}'s effective length", "", *effective_table(summary["effective_lengths"])]
+        lines += [
+            "",
+            f"### {role}'s effective length",
+            "",
+            *effective_table(EffectiveLengths.model_validate_json(json.dumps(summary["effective_lengths"]))),
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -211,18 +217,18 @@ def run_markdown(summary: Summary) -> str:
         f"{items.done}/{items.total} items done, {items.errors} errors.",
         "",
         *([f"**{_text(summary.imported.note)}**", ""] if summary.imported else []),
-        *effective_table(summary.effective_lengths.model_dump()),
+        *effective_table(summary.effective_lengths),
         "",
         "| task | length | accuracy [95%] | instances | gap to control [95%] | worst position |",
         "|---|---|---|---|---|---|",
     ]
     # A worst depth by its position's name where the run named positions (``beginning``).
-    labels = {(cell.task, cell.length, cell.depth): depth_label(cell.model_dump()) for cell in summary.cells}
+    labels = {(cell.task, cell.length, cell.depth): depth_label(cell) for cell in summary.cells}
     for analysis in summary.tasks:
         lines += _length_rows(analysis, labels)
     for analysis in summary.tasks:
         if analysis.data == "all-error" and analysis.top_error:
-            lines += ["", f"**{_text(analysis.task)}**: {_text(no_scores_text(analysis.model_dump()))}"]
+            lines += ["", f"**{_text(analysis.task)}**: {_text(no_scores_text(analysis))}"]
     cap = summary.error_cap
     if cap.exceeded:
         lines += [

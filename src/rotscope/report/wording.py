@@ -3,8 +3,9 @@ counts were made and why the order of a run's calls matters."""
 
 from __future__ import annotations
 
-from typing import Any
-
+from rotscope.records.effective import EffectiveLength, EffectiveLengths, TaskData, TaskEffectiveLength
+from rotscope.records.summary import Summary
+from rotscope.records.tasks import Calibration
 from rotscope.report.effective import (
     BAND,
     band_text,
@@ -16,54 +17,54 @@ from rotscope.report.effective import (
 from rotscope.report.numbers import score as _fmt
 
 
-def effective_phrase(effective: dict[str, Any]) -> str:
+def _unbalanced(effective: EffectiveLength | TaskEffectiveLength) -> str:
+    return "".join(
+        f"; length {entry.length:,} lacks {entry.missing} (case, position) pairs"
+        for entry in effective.unbalanced_lengths or []
+    )
+
+
+def effective_phrase(effective: TaskEffectiveLength) -> str:
     """``512 tokens (nolima-0.85; 95% bracket: 256 to beyond 1,024 tokens); base score 0.81 [0.57, 0.93]
     at 256``: the point, its bracket (the deprecated conservative value only for an older summary
     without one) and the lengths that formed the base."""
-    if effective.get("no_curve"):
-        return f"not measured ({effective['no_curve']})"
-    shown = effective_text(effective["value"], effective.get("state"), effective.get("data"))
+    if effective.no_curve:
+        return f"not measured ({effective.no_curve})"
+    shown = effective_text(effective.value, effective.state, effective.data)
     interval = ""
-    if effective.get("base_ci"):
-        interval = f" [{_fmt(effective['base_ci'][0])}, {_fmt(effective['base_ci'][1])}]"
-    base = _fmt(effective["base_score"])
+    if effective.base_ci:
+        interval = f" [{_fmt(effective.base_ci[0])}, {_fmt(effective.base_ci[1])}]"
+    base = _fmt(effective.base_score)
     hedge = ""
-    if effective.get("bracket"):
-        hedge = f"; {bracket_text(effective['bracket'])}{near_text(effective)}"
-    elif effective.get("conservative_state"):
-        shown_low = effective_text(effective["conservative"], effective["conservative_state"])
+    if effective.bracket:
+        hedge = f"; {bracket_text(effective.bracket)}{near_text(effective)}"
+    elif effective.conservative_state:
+        shown_low = effective_text(effective.conservative, effective.conservative_state)
         hedge = f"; conservative: {shown_low}"
-    unbalanced = "".join(
-        f"; length {entry['length']:,} lacks {entry['missing']} (case, position) pairs"
-        for entry in effective.get("unbalanced_lengths") or []
+    where = base_lengths_text(effective.base_lengths)
+    return (
+        f"{shown} ({effective.definition}{hedge}); base score {base}{interval}{where}{_unbalanced(effective)}"
     )
-    where = base_lengths_text(effective.get("base_lengths"))
-    return f"{shown} ({effective['definition']}{hedge}); base score {base}{interval}{where}{unbalanced}"
 
 
-def effective_short(effective: dict[str, Any]) -> str:
+def effective_short(effective: EffectiveLength, data: TaskData | None) -> str:
     """``512 tokens (nolima-0.85; 95% bracket: 256 to beyond 1,024 tokens)``: the point and its
-    bracket without the base score, for a view that shows the base's accuracy on a line of its own."""
-    if effective.get("no_curve"):
-        return f"not measured ({effective['no_curve']})"
-    shown = effective_text(effective.get("value"), effective.get("state"), effective.get("data"))
-    bracket = bracket_text(effective.get("bracket")) if effective.get("bracket") else ""
+    bracket without the base score, for a view that shows the base's accuracy on a line of its own;
+    ``data`` (the task's) says why a task without scores has none."""
+    if effective.no_curve:
+        return f"not measured ({effective.no_curve})"
+    shown = effective_text(effective.value, effective.state, data)
+    bracket = bracket_text(effective.bracket) if effective.bracket else ""
     hedge = f"; {bracket}{near_text(effective)}" if bracket else ""
-    unbalanced = "".join(
-        f"; length {entry['length']:,} lacks {entry['missing']} (case, position) pairs"
-        for entry in effective.get("unbalanced_lengths") or []
-    )
-    return f"{shown} ({effective.get('definition', 'effective length')}{hedge}){unbalanced}"
+    return f"{shown} ({effective.definition}{hedge}){_unbalanced(effective)}"
 
 
-def band_verdict(calibration: dict[str, Any]) -> str:
+def band_verdict(calibration: Calibration) -> str:
     """``overlaps the band 0.90-0.95 (point too hard)``: the calibration verdict without the
     accuracy it is read from, for a view that shows that accuracy beside its length."""
-    verdict = calibration.get("band_verdict") or calibration.get("verdict") or "not placed"
+    verdict = calibration.band_verdict or calibration.verdict or "not placed"
     by_point = (
-        f" (point {calibration['verdict']})"
-        if verdict == "overlaps the band" and calibration.get("verdict")
-        else ""
+        f" (point {calibration.verdict})" if verdict == "overlaps the band" and calibration.verdict else ""
     )
     shown = (
         verdict.replace("the band", f"the band {BAND}")
@@ -73,72 +74,64 @@ def band_verdict(calibration: dict[str, Any]) -> str:
     return f"{shown}{by_point}"
 
 
-def lead_line(per_task: dict[str, Any]) -> str:
+def _verdicts(per_task: EffectiveLengths) -> str:
+    return ", ".join(f"{entry.task} {entry.calibration.verdict}" for entry in per_task.tasks)
+
+
+def lead_line(per_task: EffectiveLengths) -> str:
     """Which probe the closing sentence is on and why, in words (the numbers are on its lines)."""
-    entries = per_task["tasks"]
-    if per_task["lead"] is None:
-        verdicts = ", ".join(f"{entry['task']} {entry['calibration']['verdict']}" for entry in entries)
-        return f"No probe is in band at its control length ({verdicts}), so none leads."
-    return f"Led by {per_task['lead']}, the hardest probe in band at its control length."
+    if per_task.lead is None:
+        return f"No probe is in band at its control length ({_verdicts(per_task)}), so none leads."
+    return f"Led by {per_task.lead}, the hardest probe in band at its control length."
 
 
-def headline(effective: dict[str, Any]) -> str:
-    return f"Effective length: {effective_phrase(effective)}"
-
-
-def headline_intro(per_task: dict[str, Any]) -> str:
+def headline_intro(per_task: EffectiveLengths) -> str:
     """Which probe leads the per-task headline and why, or that none is in band."""
-    entries = per_task["tasks"]
-    if per_task["lead"] is None:
-        verdicts = ", ".join(f"{entry['task']} {entry['calibration']['verdict']}" for entry in entries)
+    if per_task.lead is None:
         return (
-            f"Effective length per task; no probe is in band at its control length ({verdicts}), "
+            f"Effective length per task; no probe is in band at its control length ({_verdicts(per_task)}), "
             "so none leads:"
         )
-    calibration = entries[0]["calibration"]
-    hedged = f"; its interval {calibration['band_verdict']}" if calibration.get("band_verdict") else ""
+    calibration = per_task.tasks[0].calibration
+    hedged = f"; its interval {calibration.band_verdict}" if calibration.band_verdict else ""
+    interval = (
+        "" if calibration.ci_low is None else f" [{_fmt(calibration.ci_low)}, {_fmt(calibration.ci_high)}]"
+    )
     return (
-        f"Effective length per task, led by {per_task['lead']}, the hardest probe in band at its control "
-        f"length ({calibration['length']:,} tokens: accuracy {_fmt(calibration['instance_accuracy'])}"
-        f"{_interval(calibration)}{hedged}):"
+        f"Effective length per task, led by {per_task.lead}, the hardest probe in band at its control "
+        f"length ({calibration.length:,} tokens: accuracy {_fmt(calibration.instance_accuracy)}"
+        f"{interval}{hedged}):"
     )
 
 
-def _interval(calibration: dict[str, Any]) -> str:
-    if calibration.get("ci_low") is None:
-        return ""
-    return f" [{_fmt(calibration['ci_low'])}, {_fmt(calibration['ci_high'])}]"
-
-
-def headline_entries(per_task: dict[str, Any]) -> list[tuple[str, str]]:
+def headline_entries(per_task: EffectiveLengths) -> list[tuple[str, str]]:
     """``(task, "its effective length; calibration at <length>: <band verdict (numbers)>")``, the lead
     first."""
     return [
         (
-            entry["task"],
-            f"{effective_phrase(entry)}; calibration at {entry['calibration']['length']:,}: "
-            f"{band_text(entry['calibration'])}",
+            entry.task,
+            f"{effective_phrase(entry)}; calibration at {entry.calibration.length:,}: "
+            f"{band_text(entry.calibration)}",
         )
-        for entry in per_task["tasks"]
+        for entry in per_task.tasks
     ]
 
 
-def token_count_line(summary: dict[str, Any]) -> str:
+def token_count_line(summary: Summary) -> str:
     """How lengths were counted and the measured harness overhead (provider count minus local)."""
-    counts = summary.get("token_counts") or {}
-    method = counts.get("method", "exact")
-    tokenizer = counts.get("tokenizer") or "unknown"
-    if method == "approximate":
+    counts = summary.token_counts
+    tokenizer = counts.tokenizer or "unknown"
+    if counts.method == "approximate":
         line = (
             f"token counts: APPROXIMATE (estimated by {tokenizer}; no tokenizer of the model was available)"
         )
     else:
         line = f"token counts: exact ({tokenizer})"
-    overhead = counts.get("overhead")
+    overhead = counts.overhead
     if overhead:
         line += (
-            f"; harness overhead of {overhead['model']}: median {overhead['median']:g} tokens "
-            f"(range {overhead['min']} to {overhead['max']}) over {overhead['calls']} calls"
+            f"; harness overhead of {overhead.model}: median {overhead.median:g} tokens "
+            f"(range {overhead.min} to {overhead.max}) over {overhead.calls} calls"
         )
     return line
 

@@ -23,6 +23,7 @@ from rotscope.backends.llamacpp.engine_speed import (
 )
 from rotscope.backends.llamacpp.extra_buffers import probe_key
 from rotscope.backends.llamacpp.options import LlamaCppOptions
+from rotscope.records.run import Execution
 from rotscope.report.terminal import engine_note
 from rotscope.tokenizers.gguf import file_digest
 
@@ -170,25 +171,26 @@ def test_the_affinity_bounds_the_fallback(bundled_path: Path, monkeypatch: pytes
 
 
 def test_the_engine_line_shows_threads_their_source_and_the_batch() -> None:
-    execution = {
-        "engine": {
-            "mode": "extra_buffers=on",
-            "settings": {
-                "threads": 2,
-                "threads_from": "tuned by doctor",
-                "n_batch": 256,
-                "n_batch_from": "set",
-            },
-            "worker_process": True,
-            "crashes": 0,
-            "verdict": None,
-        }
+    engine = {
+        "mode": "extra_buffers=on",
+        "settings": {
+            "threads": 2,
+            "threads_from": "tuned by doctor",
+            "n_batch": 256,
+            "n_batch_from": "set",
+        },
+        "worker_process": True,
+        "crashes": 0,
+        "verdict": None,
     }
-    assert engine_note(execution) == (
+    assert engine_note(Execution(order="prefix trie", engine=engine)) == (
         "; engine extra_buffers=on, 2 threads (tuned by doctor), n_batch 256 (set), in a worker process"
     )
-    del execution["engine"]["settings"]  # a run from before tuning
-    assert engine_note(execution) == "; engine extra_buffers=on, in a worker process"
+    del engine["settings"]  # a run from before tuning
+    assert (
+        engine_note(Execution(order="prefix trie", engine=engine))
+        == "; engine extra_buffers=on, in a worker process"
+    )
 
 
 def test_the_dry_run_estimate_names_the_threads_it_assumes() -> None:

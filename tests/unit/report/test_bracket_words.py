@@ -7,19 +7,30 @@ from typing import Any
 
 import pytest
 
+from rotscope.records.effective import Bracket, LeadCalibration
 from rotscope.report.effective import band_text, base_lengths_text, bracket_text, effective_text, is_wide
 
 LENGTHS = (256, 512, 1024)
 
 
-def _bracket(state: str, low: int | None, high: int | None) -> dict[str, Any]:
-    return {
-        "state": state,
-        "confidence": 0.95,
-        "low": {"length": low, "state": "passes" if low else "below-shortest", "confidence": 0.975},
-        "high": {"length": high, "state": "fails" if high else "beyond-longest", "confidence": 0.975},
-        "tests": [{"length": length} for length in LENGTHS],
-    }
+def _test(length: int) -> dict[str, Any]:
+    """A tested length; the words read only its length."""
+    return {"length": length, "passes": False, "fails": False, "estimate": None, "lower": None, "upper": None,
+            "fail_upper": None, "pairs": 0}  # fmt: skip
+
+
+def _bracket(state: str, low: int | None, high: int | None) -> Bracket:
+    return Bracket.model_validate(
+        {
+            "state": state,
+            "confidence": 0.95,
+            "low": {"length": low, "state": "passes" if low else "below-shortest", "confidence": 0.975},
+            "high": {"length": high, "state": "fails" if high else "beyond-longest", "confidence": 0.975},
+            "method": "",
+            "tests": [_test(length) for length in LENGTHS],
+            "point_near_threshold": False,
+        }
+    )
 
 
 @pytest.mark.parametrize(
@@ -42,7 +53,7 @@ def test_each_state_in_words(state: str, low: int | None, high: int | None, word
 
 def test_no_bracket_for_an_older_summary_and_none_without_data() -> None:
     assert bracket_text(None) == "" and not is_wide(None)
-    assert bracket_text({"state": "no-signal"}) == "no bracket (no signal)"
+    assert bracket_text(_bracket("no-signal", None, None)) == "no bracket (no signal)"
 
 
 def test_the_base_lengths_and_why_a_task_has_no_score() -> None:
@@ -54,12 +65,13 @@ def test_the_base_lengths_and_why_a_task_has_no_score() -> None:
 
 
 def test_the_band_is_read_from_the_interval_with_the_point_beside_an_overlap() -> None:
-    overlap = {"verdict": "too hard", "band_verdict": "overlaps the band", "instance_accuracy": 0.8125,
-               "ci_low": 0.57, "ci_high": 0.93}  # fmt: skip
+    overlap = {"length": 256, "verdict": "too hard", "band_verdict": "overlaps the band",
+               "instance_accuracy": 0.8125, "ci_low": 0.57, "ci_high": 0.93}  # fmt: skip
     assert (
-        band_text(overlap) == "overlaps the band (point too hard: accuracy 0.81 [0.57, 0.93]; band 0.90-0.95)"
+        band_text(LeadCalibration.model_validate(overlap))
+        == "overlaps the band (point too hard: accuracy 0.81 [0.57, 0.93]; band 0.90-0.95)"
     )
     below = {**overlap, "band_verdict": "below the band", "ci_high": 0.85}
-    assert band_text(below).startswith("below the band (accuracy 0.81")
-    older = {"verdict": "saturated", "instance_accuracy": 1.0}
-    assert band_text(older) == "saturated (accuracy 1.00; band 0.90-0.95)"
+    assert band_text(LeadCalibration.model_validate(below)).startswith("below the band (accuracy 0.81")
+    older = {"length": 256, "verdict": "saturated", "instance_accuracy": 1.0}
+    assert band_text(LeadCalibration.model_validate(older)) == "saturated (accuracy 1.00; band 0.90-0.95)"

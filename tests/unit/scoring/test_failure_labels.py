@@ -13,7 +13,8 @@ from rich.console import Console
 
 from rotscope.filler.corpus import TokenizedCorpus
 from rotscope.prompt.builder import PromptBuilder
-from rotscope.report.terminal import _print_reasoning
+from rotscope.records.tasks import Reasoning
+from rotscope.report.terminal_sections import print_reasoning
 from rotscope.scoring.deterministic import score, score_parts
 from rotscope.tokenizers.local import FakeTokenizer
 from rotscope.types import Case, Completion, Evidence, Layout, Oracle, RenderedPrompt, Score
@@ -145,16 +146,18 @@ def _entry(layout: str, wrong: int, filler_answer: int, filler_number: int, unpa
 
 
 def test_the_terminal_prints_every_share_with_its_denominator() -> None:
-    reasoning = {
-        "drops": [],
-        "interference": [
-            _entry("middle", 8, 2, 1, 1),
-            _entry("start", 1, 1, 0, 0),
-            _entry("end", 1, 0, 0, 1),
-        ],
-    }
+    reasoning = Reasoning.model_validate(
+        {
+            "drops": [],
+            "interference": [
+                _entry("middle", 8, 2, 1, 1),
+                _entry("middle_twice", 1, 1, 0, 0),
+                _entry("end", 1, 0, 0, 1),
+            ],
+        }
+    )
     console = Console(record=True, width=200)
-    _print_reasoning(reasoning, console)
+    print_reasoning(reasoning, console)
     shown = console.export_text()
     assert "3 of 7 wrong answers from the filler (43%)" in shown
     assert "1 of 1 wrong answer from the filler (100%)" in shown  # one answer, not a bare "100%"
