@@ -47,10 +47,10 @@ class PooledNoninferiority(PooledTest):
     """How it is computed."""
 
     @model_serializer(mode="wrap")
-    def _level_first(self, dump: SerializerFunctionWrapHandler) -> dict[str, Any]:
+    def _level_first(self, dump: SerializerFunctionWrapHandler) -> dict[str, object]:
         """The level and method ahead of the test's result, as records have always been written
         (the schema, generated for validation, is unaffected)."""
-        fields: dict[str, Any] = dump(self)
+        fields: dict[str, object] = dump(self)
         return {"alpha": fields.pop("alpha"), "method": fields.pop("method"), **fields}
 
 
