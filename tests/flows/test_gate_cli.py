@@ -118,14 +118,14 @@ def test_plan_states_the_gates_power_at_its_counts(runs: dict[str, Path]) -> Non
     expected = gate_power(_design(16, 4), Rule(0.3, 0.05, 0.0, 5))
     result = _invoke("plan", runs["experiment"], "-o", runs["plan"].with_name("power.json"))
     shown = " ".join(result.output.split())
-    assert f"P(PASS | identical) = {expected['pass_identical']:.2f}" in shown
-    assert f"P(FAIL | a drop of the margin everywhere) = {expected['fail_margin_everywhere']:.2f}" in shown
+    assert f"P(PASS | identical) = {expected.pass_identical:.2f}" in shown
+    assert f"P(FAIL | a drop of the margin everywhere) = {expected.fail_margin_everywhere:.2f}" in shown
     assert "simulated through the gate's own tests, 2000 datasets per truth" in shown
     record = json.loads(
         _invoke("gate", "--baseline", runs["baseline"], "--candidate", runs["same"], "--json").output
     )
     assert record["power"]["simulated"] and record["power"]["slices"] == 4
-    assert record["power"]["pass_identical"] == pytest.approx(expected["pass_identical"], abs=0.08)
+    assert record["power"]["pass_identical"] == pytest.approx(expected.pass_identical, abs=0.08)
 
 
 def test_power_grows_with_cases_and_falls_with_slices() -> None:

@@ -104,35 +104,35 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 def test_a_changed_system_prompt_gets_a_verdict_bound_to_both_subjects(runs: dict[str, Path]) -> None:
     record = evaluate(runs["baseline"], runs["prompted"], read_manifest(runs["plan"]))
-    assert record["exit_code"] == EXIT_CODES[record["verdict"]]
-    assert record["baseline"]["system_prompt_digest"] is None
-    assert record["candidate"]["system_prompt_digest"] is not None
-    assert record["baseline"]["model_digest"] == record["candidate"]["model_digest"]
-    assert [item["instances"] for item in record["slices"]] == [10]
+    assert record.exit_code == EXIT_CODES[record.verdict]
+    assert record.baseline.system_prompt_digest is None
+    assert record.candidate.system_prompt_digest is not None
+    assert record.baseline.model_digest == record.candidate.model_digest
+    assert [item.instances for item in record.slices] == [10]
 
 
 def test_a_gateway_that_trims_the_head_fails(runs: dict[str, Path]) -> None:
     record = evaluate(runs["baseline"], runs["trimmed"])
-    beginning = next(item for item in record["slices"] if item["position"] == "beginning")
-    assert beginning["candidate_accuracy"] == 0.0
-    assert beginning["verdict"] == "FAIL"
-    assert record["verdict"] == "FAIL" and record["exit_code"] == 1
+    beginning = next(item for item in record.slices if item.position == "beginning")
+    assert beginning.candidate_accuracy == 0.0
+    assert beginning.verdict == "FAIL"
+    assert record.verdict == "FAIL" and record.exit_code == 1
 
 
 def test_a_gateway_whose_usage_shows_the_trim_gives_error_rows_not_a_model_verdict(
     runs: dict[str, Path],
 ) -> None:
     record = evaluate(runs["baseline"], runs["trimmed-reported"])
-    assert record["errors"]["candidate_errors"] == 10 and record["slices"] == []
-    assert record["verdict"] == "INCONCLUSIVE" and "rows in error" in record["reasons"][0]
+    assert record.errors.candidate_errors == 10 and record.slices == []
+    assert record.verdict == "INCONCLUSIVE" and "rows in error" in record.reasons[0]
 
 
 def test_slices_below_the_minimum_are_inconclusive(tmp_path: Path) -> None:
     small = build_config(_config(limit=3, depths=["end"]))
     first = run_experiment(small, run_dir=tmp_path / "a")
     record = evaluate(first, first)  # the run against itself: every slice pairs, each too small
-    assert record["verdict"] == "INCONCLUSIVE" and record["exit_code"] == 3
-    assert "fewer than the plan's minimum 10" in record["slices"][0]["reason"]
+    assert record.verdict == "INCONCLUSIVE" and record.exit_code == 3
+    assert "fewer than the plan's minimum 10" in record.slices[0].reason
 
 
 def test_warm_and_cold_llamacpp_answer_alike(runs: dict[str, Path]) -> None:

@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from rotscope.cli.common import _guarded, app, console
 from rotscope.errors import BadInput, write_output
+
+if TYPE_CHECKING:
+    from rotscope.gate.record import GateRecord
 
 
 @app.command()
@@ -29,20 +32,20 @@ def gate(
 ) -> None:
     """Release verdict of a candidate against a baseline: exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE."""
     from rotscope.analysis.summary import load_summary
+    from rotscope.gate.markdown import gate_markdown
     from rotscope.gate.verdict import evaluate
+    from rotscope.gate.view import print_record
     from rotscope.plan.manifest import read_manifest
     from rotscope.records import RECORDS
-    from rotscope.report.markdown import gate_markdown
-    from rotscope.report.verdict import print_record
 
-    def body() -> dict[str, Any]:
+    def body() -> GateRecord:
         if as_json and markdown:
             raise BadInput("--json and --markdown: choose one")
         frozen = read_manifest(plan) if plan is not None else None
         return evaluate(baseline, candidate, frozen)
 
     record = _guarded(body)
-    text = json.dumps(record, indent=2) + "\n"
+    text = json.dumps(record.model_dump(mode="json"), indent=2) + "\n"
     # The record as written follows its model (schemas/gate.schema.json); a mismatch is a bug.
     RECORDS["gate"].validate_json(text)
     target = output or candidate / f"gate-vs-{baseline.resolve().name}.json"
@@ -50,11 +53,9 @@ def gate(
     if as_json:
         sys.stdout.write(text)
     elif markdown:
-        summaries = _guarded(
-            lambda: (load_summary(baseline).model_dump(), load_summary(candidate).model_dump())
-        )
+        summaries = _guarded(lambda: (load_summary(baseline), load_summary(candidate)))
         sys.stdout.write(gate_markdown(record, *summaries))
     else:
         print_record(record, console)
         console.print(f"release record: {target}", markup=False)
-    raise typer.Exit(record["exit_code"])
+    raise typer.Exit(record.exit_code)

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from rotscope.cli.common import _build, _guarded, app, console
 from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.errors import BadInput
+
+if TYPE_CHECKING:
+    from rotscope.gate.record import Power
 
 
 @app.command("plan")
@@ -28,8 +31,8 @@ def plan_command(
     """Freeze a pre-registration manifest: digests, grid, seeds, decoding and the gate's analysis,
     with what the gate can decide at its size (simulated through the gate's own tests)."""
     from rotscope.execution.workflows.dry_run import planned_manifest
+    from rotscope.gate.view import power_lines
     from rotscope.plan.manifest import write_manifest
-    from rotscope.report.verdict import power_lines
 
     def body() -> None:
         if power is not None and not 0.0 < power < 1.0:
@@ -53,7 +56,7 @@ def plan_command(
     _guarded(body)
 
 
-def _plan_power(experiment: ExperimentConfig, plan: Any) -> dict[str, Any]:
+def _plan_power(experiment: ExperimentConfig, plan: Any) -> Power:
     from rotscope.gate.judgement import rule_of
     from rotscope.gate.sizing import Design, gate_power
     from rotscope.plan.slices import gate_slices

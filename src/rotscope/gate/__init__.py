@@ -1,6 +1,6 @@
 """The release gate: pairing a baseline with a candidate, and the verdict."""
 
-from rotscope.gate.judgement import EXIT_CODES, Verdict, judge_slices, overall_verdict
+from rotscope.gate.judgement import EXIT_CODES, judge_slices, overall_verdict
 from rotscope.gate.pairing import (
     EVIDENCE_ONLY,
     RunData,
@@ -10,6 +10,7 @@ from rotscope.gate.pairing import (
     check_pairable,
     load_run,
 )
+from rotscope.gate.record import GateRecord, Verdict
 from rotscope.gate.run_record import CLAIM_FIELDS, binding, claim_counts, worst_positions
 from rotscope.gate.verdict import analysis_settings, compare, evaluate
 
@@ -17,6 +18,7 @@ __all__ = [
     "CLAIM_FIELDS",
     "EVIDENCE_ONLY",
     "EXIT_CODES",
+    "GateRecord",
     "RunData",
     "Slice",
     "Verdict",

@@ -6,7 +6,6 @@ and the gate's verdict with the tests that decided it and the reasons.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -16,30 +15,19 @@ from rotscope.gate.decision import Pooled, Rule, decide, pooled_tests
 from rotscope.gate.pairing import (
     Slice,
 )
+from rotscope.gate.record import PooledTest, Verdict
 
-Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
-EXIT_CODES: dict[Verdict, int] = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}
+ExitCode = Literal[0, 1, 3]
+EXIT_CODES: dict[Verdict, ExitCode] = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}
+NO_POOLED = PooledTest(
+    clusters=0, difference=None, lower=None, upper=None, p_noninferior=None, p_inferior=None,
+    passes=False, fails=False,
+)  # fmt: skip
+"""The pooled tests over no slices."""
 
 
 def rule_of(settings: GateConfig) -> Rule:
     return Rule(settings.margin, settings.alpha, settings.floor, settings.min_instances)
-
-
-@dataclass(frozen=True)
-class PooledTest:
-    """The pooled tests' result over some slices (all of them, or one task's length)."""
-
-    clusters: int
-    difference: float | None
-    lower: float | None
-    upper: float | None
-    p_noninferior: float | None
-    p_inferior: float | None
-    passes: bool
-    fails: bool
-
-    def record(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _number(value: Any) -> float | None:
@@ -80,7 +68,7 @@ def judge_slices(slices: list[Slice], settings: GateConfig) -> PooledTest:
     rule = rule_of(settings)
     base, cand, count = matrices(slices)
     if not slices:
-        return PooledTest(0, None, None, None, None, None, False, False)
+        return NO_POOLED
     decision = decide(base, cand, count, rule)
     for number, item in enumerate(slices):
         if decision.tested[number]:
@@ -134,7 +122,7 @@ def _slice_verdict(
 def pooled_test(slices: Sequence[Slice], settings: GateConfig) -> PooledTest:
     """The pooled tests over ``slices``."""
     if not slices:
-        return PooledTest(0, None, None, None, None, None, False, False)
+        return NO_POOLED
     base, cand, count = matrices(slices)
     return _pooled(pooled_tests(base, cand, count, rule_of(settings)))
 

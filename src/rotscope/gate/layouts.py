@@ -11,9 +11,9 @@ model changed) from one whose layout moved too.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from rotscope.gate.pairing import RunData, pair_key, row_position
+from rotscope.gate.record_checks import Changed, Layouts, Moved, Where
 from rotscope.rows import Row
 from rotscope.store import IMPORTED_KEY
 
@@ -25,30 +25,31 @@ def _spans(row: Row) -> list[tuple[str, int, int]]:
     )
 
 
-def _where(row: Row) -> dict[str, Any]:
-    return {
-        "task": row["task"],
-        "case_id": row["case_id"],
-        "length": row["length_target"],
-        "position": row_position(row),
-        "trial": row["trial"],
-    }
+def _where(row: Row) -> Where:
+    return Where(
+        task=row["task"],
+        case_id=row["case_id"],
+        length=row["length_target"],
+        position=row_position(row),
+        trial=row["trial"],
+    )
 
 
-def _digest(run: RunData, key: str) -> Any:
+def _digest(run: RunData, key: str) -> str | None:
     subject = (run.meta.get("manifest") or {}).get("subject") or {}
-    return subject.get(key, (run.meta.get("backend") or {}).get(key))
+    digest: str | None = subject.get(key, (run.meta.get("backend") or {}).get(key))
+    return digest
 
 
-def layout_changes(baseline: RunData, candidate: RunData) -> dict[str, Any]:
+def layout_changes(baseline: RunData, candidate: RunData) -> Layouts:
     """Per paired layout: whether its spans or prompt length moved (``moved``), and, listed apart,
     whether its scored answer changed (``answers_changed``, each saying whether its layout moved).
     Where either run was imported (``spans_known`` false) it has no prompts or token spans: no
     layout is said to have moved, and only the changed answers are listed."""
     spans_known = not (baseline.meta.get(IMPORTED_KEY) or candidate.meta.get(IMPORTED_KEY))
     cand = {pair_key(row): row for row in candidate.rows}
-    moved: list[dict[str, Any]] = []
-    changed: list[dict[str, Any]] = []
+    moved: list[Moved] = []
+    changed: list[Changed] = []
     paired = 0
     for row in baseline.rows:
         other = cand.get(pair_key(row))
@@ -60,23 +61,23 @@ def layout_changes(baseline: RunData, candidate: RunData) -> dict[str, Any]:
         )
         if spans_moved:
             moved.append(
-                {
-                    **_where(row),
-                    "baseline_prompt_tokens": row["prompt_tokens"],
-                    "candidate_prompt_tokens": other["prompt_tokens"],
-                    "baseline_spans": [[start, end] for _, start, end in _spans(row)],
-                    "candidate_spans": [[start, end] for _, start, end in _spans(other)],
-                }
+                Moved(
+                    **_where(row).model_dump(),
+                    baseline_prompt_tokens=row["prompt_tokens"],
+                    candidate_prompt_tokens=other["prompt_tokens"],
+                    baseline_spans=[[start, end] for _, start, end in _spans(row)],
+                    candidate_spans=[[start, end] for _, start, end in _spans(other)],
+                )
             )
         scored = row["status"] == "ok" and other["status"] == "ok"
         if scored and row["outcome"] != other["outcome"]:
             changed.append(
-                {
-                    **_where(row),
-                    "baseline": row["outcome"],
-                    "candidate": other["outcome"],
-                    "layout_moved": spans_moved,
-                }
+                Changed(
+                    **_where(row).model_dump(),
+                    baseline=row["outcome"],
+                    candidate=other["outcome"],
+                    layout_moved=spans_moved,
+                )
             )
     tokenizers = {
         role: _digest(run, "tokenizer_digest")
@@ -86,15 +87,15 @@ def layout_changes(baseline: RunData, candidate: RunData) -> dict[str, Any]:
         role: _digest(run, "template_digest")
         for role, run in (("baseline", baseline), ("candidate", candidate))
     }
-    return {
-        "same_tokenizer": tokenizers["baseline"] == tokenizers["candidate"],
-        "same_template": templates["baseline"] == templates["candidate"],
-        "tokenizer_digests": tokenizers,
-        "template_digests": templates,
-        "spans_known": spans_known,
-        "paired_layouts": paired,
-        "spans_moved": len(moved),
-        "answers_changed": len(changed),
-        "moved": moved,
-        "changed": changed,
-    }
+    return Layouts(
+        same_tokenizer=tokenizers["baseline"] == tokenizers["candidate"],
+        same_template=templates["baseline"] == templates["candidate"],
+        tokenizer_digests=tokenizers,
+        template_digests=templates,
+        spans_known=spans_known,
+        paired_layouts=paired,
+        spans_moved=len(moved),
+        answers_changed=len(changed),
+        moved=moved,
+        changed=changed,
+    )

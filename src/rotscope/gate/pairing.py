@@ -14,21 +14,19 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from rotscope.errors import BadInput
+from rotscope.gate.record import SliceRecord, Verdict
 from rotscope.plan.manifest import SHARED_GROUPS, deviations
 from rotscope.plan.slices import cluster_of
 from rotscope.position import Position
 from rotscope.rows import Row, column
 from rotscope.store import RunStore
-
-if TYPE_CHECKING:
-    from rotscope.gate.judgement import Verdict
 
 EVIDENCE_ONLY = "evidence-only"
 """Position of the evidence-only control: its length is the unpadded prompt's, which differs
@@ -177,9 +175,29 @@ class Slice:
     counts: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     """Per instance: correct items of each run and paired items."""
 
-    def record(self) -> dict[str, Any]:
-        skip = {"differences", "candidate_means", "clusters", "baseline_sums", "candidate_sums", "counts"}
-        return {key: value for key, value in asdict(self).items() if key not in skip}
+    def record(self) -> SliceRecord:
+        """The slice as the release record holds it: its judgement, without the arrays."""
+        return SliceRecord(
+            task=self.task,
+            length=self.length,
+            position=self.position,
+            fields=self.fields,
+            instances=self.instances,
+            pairs=self.pairs,
+            baseline_accuracy=self.baseline_accuracy,
+            candidate_accuracy=self.candidate_accuracy,
+            difference=self.difference,
+            lower=self.lower,
+            upper=self.upper,
+            p_noninferior=self.p_noninferior,
+            p_inferior=self.p_inferior,
+            p_noninferior_holm=self.p_noninferior_holm,
+            p_inferior_holm=self.p_inferior_holm,
+            candidate_ci_high=self.candidate_ci_high,
+            floor_p_holm=self.floor_p_holm,
+            verdict=self.verdict,
+            reason=self.reason,
+        )
 
 
 def row_correct(row: Row) -> float:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from rotscope.config.experiment import GateConfig
 from rotscope.gate.record_checks import Claims, Layouts, Rollback, WorstPosition
@@ -45,6 +45,13 @@ class PooledNoninferiority(PooledTest):
     """Its one-sided level."""
     method: str
     """How it is computed."""
+
+    @model_serializer(mode="wrap")
+    def _level_first(self, dump: SerializerFunctionWrapHandler) -> dict[str, object]:
+        """The level and method ahead of the test's result, as records have always been written
+        (the schema, generated for validation, is unaffected)."""
+        fields: dict[str, object] = dump(self)
+        return {"alpha": fields.pop("alpha"), "method": fields.pop("method"), **fields}
 
 
 class PooledFail(Record):

@@ -16,6 +16,8 @@ from collections import defaultdict
 from collections.abc import Mapping
 from typing import Any
 
+from rotscope.gate.record_checks import Caches, Rollback
+
 RUNTIME_KEYS = (
     "model",
     "model_digest",
@@ -81,9 +83,10 @@ def settings(config: Mapping[str, Any] | None, manifest: Mapping[str, Any] | Non
 
 def rollback(
     record: Mapping[str, Any], baseline_settings: Mapping[str, Any] | None = None
-) -> dict[str, Any] | None:
-    """The rollback guidance of a FAILed gate's record (``baseline_settings``: ``settings`` of the
-    baseline run); ``None`` for any other verdict."""
+) -> Rollback | None:
+    """The rollback guidance of a FAILed gate's record, read as written (``GateRecord.model_dump()``,
+    or a record of an earlier shape); ``baseline_settings``: ``settings`` of the baseline run;
+    ``None`` for any other verdict."""
     if record.get("verdict") != "FAIL":
         return None
     baseline, candidate = record["baseline"], record["candidate"]
@@ -93,21 +96,21 @@ def rollback(
     window = record.get("supported_up_to")
     prefixes = {key: candidate.get(key) for key in RUNTIME_KEYS if key != "model"}
     imported = candidate.get("imported")  # its note: no prompts or layouts to pin as cases
-    return {
-        "restore": {"run": baseline.get("run"), "subject": baseline.get("subject"), **restore},
-        "restore_settings": dict(baseline_settings or {}),
-        "changed": changed,
-        "unsupported_lengths": lengths,
-        "supported_up_to": window if isinstance(window, Mapping) else None,
-        "lengths_from": "supported_up_to" if isinstance(window, Mapping) else "failing slices",
-        "caches": {
-            "drop": "every cache keyed on the candidate's prompt prefixes: engine KV and prefix caches, "
+    return Rollback(
+        restore={"run": baseline.get("run"), "subject": baseline.get("subject"), **restore},
+        restore_settings=dict(baseline_settings or {}),
+        changed=changed,
+        unsupported_lengths=lengths,
+        supported_up_to=dict(window) if isinstance(window, Mapping) else None,
+        lengths_from="supported_up_to" if isinstance(window, Mapping) else "failing slices",
+        caches=Caches(
+            drop="every cache keyed on the candidate's prompt prefixes: engine KV and prefix caches, "
             "saved engine states, provider prompt caches and response caches of the candidate model",
-            "built_with": prefixes,
-        },
-        "cases_command": None if imported else cases_command(str(candidate["path"]), str(baseline["path"])),
-        "steps": _steps(restore, changed, lengths, candidate, baseline),
-    }
+            built_with=prefixes,
+        ),
+        cases_command=None if imported else cases_command(str(candidate["path"]), str(baseline["path"])),
+        steps=_steps(restore, changed, lengths, candidate, baseline),
+    )
 
 
 def _steps(

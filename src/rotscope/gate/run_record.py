@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from typing import Any
 
 import numpy as np
 
@@ -15,13 +14,15 @@ from rotscope.gate.pairing import (
     row_correct,
     row_position,
 )
+from rotscope.gate.record import Binding
+from rotscope.gate.record_checks import WorstPosition
 from rotscope.store import imported_note
 
 CLAIM_FIELDS = ("missing", "forbidden", "wrong_citations", "missing_citations")
 """Lists in a case-file row's ``claim_report`` (JSON) that the record counts per claim id."""
 
 
-def worst_positions(baseline: RunData, candidate: RunData) -> list[dict[str, Any]]:
+def worst_positions(baseline: RunData, candidate: RunData) -> list[WorstPosition]:
     """Per case (evidence present): the candidate's worst position and its range across positions,
     beside the baseline's range; largest candidate range first."""
 
@@ -38,17 +39,17 @@ def worst_positions(baseline: RunData, candidate: RunData) -> list[dict[str, Any
         worst = min(positions, key=lambda pos: positions[pos])
         base_positions = base.get(case, {})
         result.append(
-            {
-                "case_id": case,
-                "worst_position": worst,
-                "worst_accuracy": positions[worst],
-                "range": max(positions.values()) - min(positions.values()),
-                "baseline_range": max(base_positions.values()) - min(base_positions.values())
+            WorstPosition(
+                case_id=case,
+                worst_position=worst,
+                worst_accuracy=positions[worst],
+                range=max(positions.values()) - min(positions.values()),
+                baseline_range=max(base_positions.values()) - min(base_positions.values())
                 if base_positions
                 else None,
-            }
+            )
         )
-    return sorted(result, key=lambda entry: (-entry["range"], entry["case_id"]))
+    return sorted(result, key=lambda entry: (-entry.range, entry.case_id))
 
 
 def claim_counts(run: RunData) -> dict[str, dict[str, int]]:
@@ -67,25 +68,26 @@ def claim_counts(run: RunData) -> dict[str, dict[str, int]]:
     return found
 
 
-def binding(run: RunData) -> dict[str, Any]:
-    """What identifies a run in a release record: model, tokenizer, template, assembler, cases, plan."""
+def binding(run: RunData) -> Binding:
+    """What identifies a run in a release record: model, tokenizer, template, assembler, cases, plan
+    (read from the run's stored metadata, which is JSON of no fixed shape)."""
     manifest = run.meta.get("manifest") or {}
     subject = manifest.get("subject") or {}
     backend = run.meta.get("backend") or {}
-    return {
-        "run": run.name,
-        "path": str(run.path),
-        "model": run.meta.get("model"),
-        "subject": (run.meta.get("config") or {}).get("subject"),
-        "model_digest": subject.get("model_digest", backend.get("model_digest")),
-        "tokenizer_digest": subject.get("tokenizer_digest", backend.get("tokenizer_digest")),
-        "template_digest": subject.get("template_digest", backend.get("template_digest")),
-        "system_prompt_digest": subject.get("system_prompt_digest"),
-        "assembler_digest": subject.get("assembler_digest"),
-        "cases_digest": (manifest.get("cases") or {}).get("digest"),
-        "filler_digest": (run.meta.get("corpus") or {}).get("digest"),
-        "manifest_digest": run.meta.get("manifest_digest"),
-        "plan_digest": (run.meta.get("plan") or {}).get("digest"),
-        "plan_deviations": (run.meta.get("plan") or {}).get("deviations", []),
-        "imported": imported_note(run.meta),
-    }
+    return Binding(
+        run=run.name,
+        path=str(run.path),
+        model=run.meta.get("model"),
+        subject=(run.meta.get("config") or {}).get("subject"),
+        model_digest=subject.get("model_digest", backend.get("model_digest")),
+        tokenizer_digest=subject.get("tokenizer_digest", backend.get("tokenizer_digest")),
+        template_digest=subject.get("template_digest", backend.get("template_digest")),
+        system_prompt_digest=subject.get("system_prompt_digest"),
+        assembler_digest=subject.get("assembler_digest"),
+        cases_digest=(manifest.get("cases") or {}).get("digest"),
+        filler_digest=(run.meta.get("corpus") or {}).get("digest"),
+        manifest_digest=run.meta.get("manifest_digest"),
+        plan_digest=(run.meta.get("plan") or {}).get("digest"),
+        plan_deviations=(run.meta.get("plan") or {}).get("deviations", []),
+        imported=imported_note(run.meta),
+    )

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
 
 import numpy as np
 from scipy import optimize, special
 from scipy import stats as scipy_stats
 
 from rotscope.gate.decision import FAIL, PASS, Rule, decide
+from rotscope.gate.record import Power
 from rotscope.plan.slices import SliceKey
 
 DATASETS = 2000
@@ -169,11 +169,11 @@ def one_slice(design: Design, drop: float, truth: Truth = Truth()) -> list[float
 
 def gate_power(
     design: Design, rule: Rule, *, truth: Truth = Truth(), datasets: int = DATASETS, seed: int = 0
-) -> dict[str, Any]:
+) -> Power:
     """The probabilities ``rotscope plan`` states for a plan and the gate records beside a verdict
-    (``rotscope.report.verdict.power_lines`` words them)."""
+    (``rotscope.gate.view.power_lines`` words them)."""
     if not design.keys:
-        return {"simulated": False, "reason": "no slices"}
+        return Power(simulated=False, reason="no slices")
     everywhere = len(design.keys)
     same = verdict_rates(
         design, rule, [truth.accuracy] * everywhere, truth=truth, datasets=datasets, seed=seed
@@ -194,26 +194,26 @@ def gate_power(
         design, rule, one_slice(design, 2 * rule.margin, truth), truth=truth, datasets=datasets, seed=seed,
         probe=probe,
     )  # fmt: skip
-    return {
-        "simulated": True,
-        "datasets": datasets,
-        "power_level": POWER,
-        "truth": truth.describe(),
-        "slices": everywhere,
-        "clusters": int(design.count.shape[0]),
-        "instances_per_slice": int((design.count > 0).sum(axis=0).min()),
-        "margin": rule.margin,
-        "pass_identical": same["PASS"],
-        "fail_identical": same["FAIL"],
-        "fail_one_slice_2x_margin": one["FAIL"],
-        "one_slice": _key_text(design.keys[probe]),
-        "fail_margin_everywhere": at_margin["FAIL"],
-        "pass_margin_everywhere": at_margin["PASS"],
-        "fail_2x_margin_everywhere": twice["FAIL"],
-        "detectable_one_slice_drop": detectable_drop(
+    return Power(
+        simulated=True,
+        datasets=datasets,
+        power_level=POWER,
+        truth=truth.describe(),
+        slices=everywhere,
+        clusters=int(design.count.shape[0]),
+        instances_per_slice=int((design.count > 0).sum(axis=0).min()),
+        margin=rule.margin,
+        pass_identical=same["PASS"],
+        fail_identical=same["FAIL"],
+        fail_one_slice_2x_margin=one["FAIL"],
+        one_slice=_key_text(design.keys[probe]),
+        fail_margin_everywhere=at_margin["FAIL"],
+        pass_margin_everywhere=at_margin["PASS"],
+        fail_2x_margin_everywhere=twice["FAIL"],
+        detectable_one_slice_drop=detectable_drop(
             design, rule, truth=truth, datasets=datasets // 2, seed=seed
         ),
-    }
+    )
 
 
 def detectable_drop(

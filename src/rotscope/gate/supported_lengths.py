@@ -5,27 +5,27 @@ pooled non-inferiority test over them passes."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from rotscope.config.experiment import GateConfig
 from rotscope.gate.judgement import pooled_test
 from rotscope.gate.pairing import (
     Slice,
 )
+from rotscope.gate.record import Support, SupportStep
 
 
-def supported_up_to(slices: Sequence[Slice], settings: GateConfig) -> dict[str, dict[str, Any]]:
+def supported_up_to(slices: Sequence[Slice], settings: GateConfig) -> dict[str, Support]:
     """Per task, the longest length L such that at L and every shorter length every slice has its
     minimum counts, no slice FAILs and the pooled non-inferiority test over that length's slices
     passes. Lengths are tested in order from the shortest and the scan stops at the first that
     does not hold (a fixed-sequence procedure: the claim keeps the gate's alpha without
     adjustment). Evidence-only slices (length 0) belong to no length."""
-    result: dict[str, dict[str, Any]] = {}
+    result: dict[str, Support] = {}
     for task in dict.fromkeys(s.task for s in slices):
         lengths = sorted({s.length for s in slices if s.task == task and s.length > 0})
         supported: int | None = None
-        first: dict[str, Any] | None = None
-        steps = []
+        first: SupportStep | None = None
+        steps: list[SupportStep] = []
         for length in lengths:
             here = [s for s in slices if s.task == task and s.length == length]
             pooled = pooled_test(here, settings)
@@ -40,10 +40,10 @@ def supported_up_to(slices: Sequence[Slice], settings: GateConfig) -> dict[str, 
                 why = f"is not shown within the margin (pooled lower bound {lower})"
             else:
                 why = ""
-            steps.append({"length": length, "pooled": pooled.record(), "holds": not why, "why": why})
+            steps.append(SupportStep(length=length, pooled=pooled, holds=not why, why=why))
             if first is None:
                 if why:
-                    first = {"length": length, "why": why}
+                    first = steps[-1]
                 else:
                     supported = length
         if supported is None:
@@ -53,13 +53,13 @@ def supported_up_to(slices: Sequence[Slice], settings: GateConfig) -> dict[str, 
         else:
             sentence = f"supported up to {supported:,} tokens"
         if first is not None:
-            sentence += f"; {first['length']:,} {first['why']}"
-        result[task] = {
-            "supported_up_to": supported,
-            "first_unsupported": None if first is None else first["length"],
-            "sentence": sentence,
-            "lengths": steps,
-        }
+            sentence += f"; {first.length:,} {first.why}"
+        result[task] = Support(
+            supported_up_to=supported,
+            first_unsupported=None if first is None else first.length,
+            sentence=sentence,
+            lengths=steps,
+        )
     return result
 
 

@@ -24,7 +24,7 @@ from rotscope._version import __version__
 from rotscope.config.experiment import GateConfig
 from rotscope.errors import BadInput
 from rotscope.gate.decision import TESTS_VERSION
-from rotscope.gate.judgement import EXIT_CODES, PooledTest, decided, judge_slices, rule_of
+from rotscope.gate.judgement import EXIT_CODES, decided, judge_slices, rule_of
 from rotscope.gate.layouts import layout_changes
 from rotscope.gate.pairing import (
     RunData,
@@ -34,6 +34,18 @@ from rotscope.gate.pairing import (
     check_pairable,
     load_run,
 )
+from rotscope.gate.record import (
+    Errors,
+    FloorTest,
+    GateAnalysis,
+    GateRecord,
+    PooledFail,
+    PooledNoninferiority,
+    PooledTest,
+    SliceFail,
+    Tests,
+)
+from rotscope.gate.record_checks import Claims
 from rotscope.gate.rollback import rollback
 from rotscope.gate.rollback import settings as rollback_settings
 from rotscope.gate.run_record import binding, claim_counts, worst_positions
@@ -72,25 +84,29 @@ RECORD_DATASETS = 500
 """Simulated datasets per truth behind a record's power (a plan states it from 2,000)."""
 
 
-def _tests_record(pooled: PooledTest, settings: GateConfig, plan: Mapping[str, Any] | None) -> dict[str, Any]:
+def _tests_record(pooled: PooledTest, settings: GateConfig, plan: Mapping[str, Any] | None) -> Tests:
     """Each test with its alpha and, for a plan frozen by an earlier rotscope, that it is judged
     with this version's tests."""
     alpha = settings.alpha
-    record: dict[str, Any] = {
-        "version": TESTS_VERSION,
-        "pooled_noninferiority": {"alpha": alpha, "method": "adjusted t over cases", **pooled.record()},
-        "pooled_fail": {"alpha": alpha, "method": "adjusted t over cases", "fails": pooled.fails},
-        "slice_fail": {"alpha": alpha, "method": "adjusted t per slice, Holm across slices"},
-        "floor": {"alpha": alpha, "floor": settings.floor, "method": "exact binomial per slice, Holm"},
-    }
+    note: dict[str, str] = {}
     if settings.interval == LEGACY_INTERVAL:
         origin = "the plan" if plan is not None else "the runs' gate settings"
-        record["note"] = (
+        note["note"] = (
             f"{origin} asked for the per-slice cluster bootstrap of the gate's tests before version "
             f"{TESTS_VERSION}; judged with this version's tests (pooled and per-slice adjusted t, "
             "Holm-adjusted floor)"
         )
-    return record
+    # A note only where there is one: an unset note stays out of the record.
+    return Tests(
+        version=TESTS_VERSION,
+        pooled_noninferiority=PooledNoninferiority(
+            **pooled.model_dump(), alpha=alpha, method="adjusted t over cases"
+        ),
+        pooled_fail=PooledFail(alpha=alpha, method="adjusted t over cases", fails=pooled.fails),
+        slice_fail=SliceFail(alpha=alpha, method="adjusted t per slice, Holm across slices"),
+        floor=FloorTest(alpha=alpha, floor=settings.floor, method="exact binomial per slice, Holm"),
+        **note,
+    )
 
 
 def slice_design(slices: Sequence[Slice]) -> Design:
@@ -105,22 +121,14 @@ def slice_design(slices: Sequence[Slice]) -> Design:
     return Design.from_slices(found)
 
 
-def evaluate(
-    baseline_dir: Path, candidate_dir: Path, plan: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
+def evaluate(baseline_dir: Path, candidate_dir: Path, plan: Mapping[str, Any] | None = None) -> GateRecord:
     """The release record of ``candidate_dir`` against ``baseline_dir``: verdict, exit code, slices,
     worst positions, claim counts, the digests that bind them, which layouts moved under the
     candidate's tokenizer (``layouts``) and, on FAIL, the rollback guidance (``rollback``)."""
-    baseline, candidate = load_run(baseline_dir), load_run(candidate_dir)
-    record = compare(baseline, candidate, plan)
-    record["layouts"] = layout_changes(baseline, candidate)
-    record["rollback"] = rollback(
-        record, rollback_settings(baseline.meta.get("config"), baseline.meta.get("manifest"))
-    )
-    return record
+    return compare(load_run(baseline_dir), load_run(candidate_dir), plan)
 
 
-def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | None = None) -> dict[str, Any]:
+def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | None = None) -> GateRecord:
     """``evaluate`` on runs already loaded."""
     if plan is not None:
         check_against_plan(plan, baseline, "baseline")
@@ -134,31 +142,37 @@ def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | Non
     pending = {role: sum(row["status"] == "pending" for row in run.rows) for role, run in runs.items()}
     verdict, tests, reasons = decided(slices, error_rates, settings, pending, pooled)
     support = supported_up_to(slices, settings)
-    return {
-        "verdict": verdict,
-        "exit_code": EXIT_CODES[verdict],
-        "decided_by": tests,
-        "reasons": reasons,
-        "tests": _tests_record(pooled, settings, plan),
-        "supported_up_to": {task: entry["supported_up_to"] for task, entry in support.items()},
-        "support": support,
-        "created_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "rotscope_version": __version__,
-        "plan_digest": manifest_digest(plan) if plan is not None else None,
-        "analysis": {
-            **settings.model_dump(mode="json"),
-            "tested_slices": sum(s.upper is not None for s in slices),
-        },
-        "baseline": binding(baseline),
-        "candidate": binding(candidate),
-        "errors": {
+    record = GateRecord(
+        verdict=verdict,
+        exit_code=EXIT_CODES[verdict],
+        decided_by=tests,
+        reasons=reasons,
+        tests=_tests_record(pooled, settings, plan),
+        supported_up_to={task: entry.supported_up_to for task, entry in support.items()},
+        support=support,
+        created_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        rotscope_version=__version__,
+        plan_digest=manifest_digest(plan) if plan is not None else None,
+        analysis=GateAnalysis.model_validate(
+            {**settings.model_dump(), "tested_slices": sum(s.upper is not None for s in slices)}
+        ),
+        baseline=binding(baseline),
+        candidate=binding(candidate),
+        errors=Errors(
             **excluded,
-            "baseline_rate": error_rates["baseline"],
-            "candidate_rate": error_rates["candidate"],
-        },
-        "slices": [item.record() for item in slices],
+            baseline_rate=error_rates["baseline"],
+            candidate_rate=error_rates["candidate"],
+        ),
+        slices=[item.record() for item in slices],
         # What this gate could decide at its counts (a PASS is read against it).
-        "power": gate_power(slice_design(slices), rule_of(settings), datasets=RECORD_DATASETS),
-        "worst_positions": worst_positions(baseline, candidate),
-        "claims": {"baseline": claim_counts(baseline), "candidate": claim_counts(candidate)},
-    }
+        power=gate_power(slice_design(slices), rule_of(settings), datasets=RECORD_DATASETS),
+        worst_positions=worst_positions(baseline, candidate),
+        claims=Claims(baseline=claim_counts(baseline), candidate=claim_counts(candidate)),
+        layouts=layout_changes(baseline, candidate),
+        rollback=None,
+    )
+    # The rollback reads the record as written (its verdict, bindings, slices and window).
+    guidance = rollback(
+        record.model_dump(), rollback_settings(baseline.meta.get("config"), baseline.meta.get("manifest"))
+    )
+    return record.model_copy(update={"rollback": guidance})

@@ -117,8 +117,7 @@ def test_unsupported_lengths_follow_the_window_else_the_shortest_failing_length(
     binding = {"path": "runs/x", "model": "m", "run": "x"}
     assert rollback({"verdict": "PASS", "slices": slices}) is None
     failed = rollback({"verdict": "FAIL", "slices": slices, "baseline": binding, "candidate": binding})
-    assert failed is not None and failed["lengths_from"] == "failing slices"
+    assert failed is not None and failed.lengths_from == "failing slices"
     assert (
-        failed["cases_command"]
-        == "rotscope cases runs/x --failing --since runs/x -o newly-failing-cases.jsonl"
+        failed.cases_command == "rotscope cases runs/x --failing --since runs/x -o newly-failing-cases.jsonl"
     )

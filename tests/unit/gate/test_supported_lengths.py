@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.gate.pairing import RunData
+from rotscope.gate.record import GateRecord
 from rotscope.gate.verdict import compare
 
 
@@ -15,7 +16,8 @@ def _row(task: str, case: str, length: int, position: str, correct: bool) -> dic
     return {
         "task": task, "case_id": case, "instance_id": case, "length_target": length, "position": position,
         "depth": 0.5, "trial": 0, "control": 0, "question": "q", "expected": "a", "seed": 0,
-        "spans": "[]", "status": "ok", "outcome": "correct" if correct else "incorrect",
+        "spans": "[]", "prompt_tokens": length, "status": "ok",
+        "outcome": "correct" if correct else "incorrect",
     }  # fmt: skip
 
 
@@ -24,7 +26,7 @@ def _run(rows: list[dict[str, Any]], name: str, gate: dict[str, Any]) -> RunData
     return RunData(Path(name), meta, rows)
 
 
-def _window(outcome: Any) -> dict[str, Any]:
+def _window(outcome: Any) -> GateRecord:
     rows = {
         role: [
             _row("niah", f"case-{case}", length, position, outcome(role, length, position, case))
@@ -44,12 +46,10 @@ def test_the_supported_window_ends_before_the_first_length_that_fails() -> None:
     record = _window(
         lambda role, length, position, case: role == "baseline" or length < 2048 or position != "midpoint"
     )
-    assert record["supported_up_to"] == {"niah": 1024}
-    assert (
-        record["support"]["niah"]["sentence"] == "supported up to 1,024 tokens; 2,048 fails at the midpoint"
-    )
-    assert record["verdict"] == "FAIL"
+    assert record.supported_up_to == {"niah": 1024}
+    assert record.support["niah"].sentence == "supported up to 1,024 tokens; 2,048 fails at the midpoint"
+    assert record.verdict == "FAIL"
     every = _window(lambda role, length, position, case: case % 10 != 0)
-    assert every["supported_up_to"] == {"niah": 4096}
-    assert every["support"]["niah"]["sentence"] == "supported up to 4,096 tokens (the longest tested)"
-    assert json.dumps(every)  # the record stays JSON
+    assert every.supported_up_to == {"niah": 4096}
+    assert every.support["niah"].sentence == "supported up to 4,096 tokens (the longest tested)"
+    assert json.dumps(every.model_dump(mode="json"))  # the record stays JSON

@@ -17,7 +17,7 @@ from rotscope.errors import BadInput
 from rotscope.gate.judgement import EXIT_CODES
 from rotscope.gate.pairing import RunData
 from rotscope.gate.verdict import compare
-from rotscope.report.verdict import print_record
+from rotscope.gate.view import print_record
 from rotscope.stats.intervals import adjusted_t_interval
 from rotscope.stats.multiplicity import holm
 
@@ -38,7 +38,10 @@ def _row(position: str, number: int, correct: bool, **extra: Any) -> dict[str, A
         "question": f"question {number}",
         "expected": f"answer {number}",
         "seed": 0,
-        "spans": json.dumps([{"evidence_id": "e", "text": f"evidence {number}"}]),
+        "spans": json.dumps(
+            [{"evidence_id": "e", "text": f"evidence {number}", "token_start": 100, "token_end": 104}]
+        ),
+        "prompt_tokens": 300,
         "status": "ok",
         "outcome": "correct" if correct else "incorrect",
     }
@@ -73,7 +76,7 @@ def ninety(position: str, number: int) -> bool:
 
 
 def verdict(baseline: RunData, candidate: RunData) -> str:
-    return str(compare(baseline, candidate)["verdict"])
+    return str(compare(baseline, candidate).verdict)
 
 
 def test_few_identical_instances_do_not_prove_non_inferiority() -> None:
@@ -81,29 +84,29 @@ def test_few_identical_instances_do_not_prove_non_inferiority() -> None:
     losing one in ten; the pseudo-instances keep the interval from collapsing to a point."""
     gate = {"min_instances": 5, "margin": 0.1}
     record = compare(make_run(always, instances=7, gate=gate), make_run(always, instances=7, gate=gate))
-    assert all(item["lower"] < -0.1 for item in record["slices"])
-    assert record["verdict"] == "INCONCLUSIVE"
+    assert all(item.lower < -0.1 for item in record.slices)
+    assert record.verdict == "INCONCLUSIVE"
 
 
 def test_identical_runs_pass_with_exit_0() -> None:
     record = compare(make_run(ninety), make_run(ninety, name="cand"))
-    assert record["verdict"] == "PASS"
-    assert record["exit_code"] == EXIT_CODES["PASS"] == 0
-    assert all(item["verdict"] == "PASS" for item in record["slices"])
-    assert all(item["lower"] > -0.05 for item in record["slices"])
+    assert record.verdict == "PASS"
+    assert record.exit_code == EXIT_CODES["PASS"] == 0
+    assert all(item.verdict == "PASS" for item in record.slices)
+    assert all(item.lower > -0.05 for item in record.slices)
 
 
 def test_evidence_lost_at_one_position_fails_that_slice() -> None:
     candidate = make_run(lambda position, number: position != "midpoint", name="cand")
     record = compare(make_run(always), candidate)
-    assert record["verdict"] == "FAIL" and record["exit_code"] == 1
-    by_position = {item["position"]: item for item in record["slices"]}
-    assert by_position["midpoint"]["verdict"] == "FAIL"
-    assert by_position["midpoint"]["upper"] < -0.05
-    assert by_position["beginning"]["verdict"] == "PASS"
-    assert record["worst_positions"][0]["worst_position"] == "midpoint"
-    assert record["worst_positions"][0]["range"] == 1.0
-    assert record["worst_positions"][0]["baseline_range"] == 0.0
+    assert record.verdict == "FAIL" and record.exit_code == 1
+    by_position = {item.position: item for item in record.slices}
+    assert by_position["midpoint"].verdict == "FAIL"
+    assert by_position["midpoint"].upper < -0.05
+    assert by_position["beginning"].verdict == "PASS"
+    assert record.worst_positions[0].worst_position == "midpoint"
+    assert record.worst_positions[0].range == 1.0
+    assert record.worst_positions[0].baseline_range == 0.0
 
 
 def test_a_small_loss_in_one_slice_neither_fails_it_nor_blocks_a_pooled_pass() -> None:
@@ -118,24 +121,24 @@ def test_a_small_loss_in_one_slice_neither_fails_it_nor_blocks_a_pooled_pass() -
         name="cand",
     )
     record = compare(make_run(always, instances=30, gate=gate), candidate)
-    midpoint = next(item for item in record["slices"] if item["position"] == "midpoint")
-    assert midpoint["lower"] < -0.1 < midpoint["upper"]
-    assert midpoint["verdict"] == "PASS"
-    pooled = record["tests"]["pooled_noninferiority"]
-    assert pooled["clusters"] == 30 and pooled["difference"] == pytest.approx(-0.1 / 3)
-    assert pooled["lower"] > -0.1
-    assert record["verdict"] == "PASS" and record["decided_by"] == ["pooled non-inferiority"]
+    midpoint = next(item for item in record.slices if item.position == "midpoint")
+    assert midpoint.lower < -0.1 < midpoint.upper
+    assert midpoint.verdict == "PASS"
+    pooled = record.tests.pooled_noninferiority
+    assert pooled.clusters == 30 and pooled.difference == pytest.approx(-0.1 / 3)
+    assert pooled.lower > -0.1
+    assert record.verdict == "PASS" and record.decided_by == ["pooled non-inferiority"]
 
 
 def test_the_same_small_loss_everywhere_is_inconclusive_on_the_pooled_test() -> None:
     gate = {"margin": 0.1}
     candidate = make_run(lambda position, number: number >= 3, instances=30, gate=gate, name="cand")
     record = compare(make_run(always, instances=30, gate=gate), candidate)
-    assert all(item["verdict"] == "PASS" for item in record["slices"])
-    pooled = record["tests"]["pooled_noninferiority"]
-    assert pooled["lower"] < -0.1 < pooled["upper"]
-    assert record["verdict"] == "INCONCLUSIVE" and record["decided_by"] == ["pooled non-inferiority"]
-    assert record["exit_code"] == 3
+    assert all(item.verdict == "PASS" for item in record.slices)
+    pooled = record.tests.pooled_noninferiority
+    assert pooled.lower < -0.1 < pooled.upper
+    assert record.verdict == "INCONCLUSIVE" and record.decided_by == ["pooled non-inferiority"]
+    assert record.exit_code == 3
 
 
 def test_a_slice_below_the_minimum_is_inconclusive_and_never_pooled() -> None:
@@ -146,13 +149,13 @@ def test_a_slice_below_the_minimum_is_inconclusive_and_never_pooled() -> None:
         return {"slices": json.dumps({"risk": "high" if number < 3 else "low"})}
 
     record = compare(make_run(always, extra=risk), make_run(always, extra=risk, name="cand"))
-    small = [item for item in record["slices"] if item["fields"] == {"risk": "high"}]
-    assert [item["instances"] for item in small] == [3, 3, 3]
-    assert all(item["verdict"] == "INCONCLUSIVE" and "fewer than" in item["reason"] for item in small)
-    large = [item for item in record["slices"] if item["fields"] == {"risk": "low"}]
-    assert [item["instances"] for item in large] == [97, 97, 97]
-    assert all(item["verdict"] == "PASS" for item in large)
-    assert record["verdict"] == "INCONCLUSIVE"
+    small = [item for item in record.slices if item.fields == {"risk": "high"}]
+    assert [item.instances for item in small] == [3, 3, 3]
+    assert all(item.verdict == "INCONCLUSIVE" and "fewer than" in item.reason for item in small)
+    large = [item for item in record.slices if item.fields == {"risk": "low"}]
+    assert [item.instances for item in large] == [97, 97, 97]
+    assert all(item.verdict == "PASS" for item in large)
+    assert record.verdict == "INCONCLUSIVE"
 
 
 def test_slice_fields_can_be_chosen() -> None:
@@ -161,7 +164,7 @@ def test_slice_fields_can_be_chosen() -> None:
 
     def sliced(gate: dict[str, Any]) -> list[dict[str, str]]:
         record = compare(make_run(always, extra=fields, gate=gate), make_run(always, extra=fields, gate=gate))
-        return [item["fields"] for item in record["slices"] if item["position"] == "end"]
+        return [item.fields for item in record.slices if item.position == "end"]
 
     assert len(sliced({})) == 4  # every field, crossed
     assert sliced({"slice_fields": ["risk"]}) == [{"risk": "high"}, {"risk": "low"}]
@@ -170,9 +173,7 @@ def test_slice_fields_can_be_chosen() -> None:
 
 def test_rows_without_slice_fields_slice_by_task_length_and_position() -> None:
     record = compare(make_run(always), make_run(always, name="cand"))
-    assert [
-        (item["task"], item["length"], item["position"], item["fields"]) for item in record["slices"]
-    ] == [
+    assert [(item.task, item.length, item.position, item.fields) for item in record.slices] == [
         ("niah", 300, "beginning", {}),
         ("niah", 300, "end", {}),
         ("niah", 300, "midpoint", {}),
@@ -203,16 +204,16 @@ def test_holm_withholds_a_slice_fail_that_the_pooled_fail_test_catches() -> None
         name="cand",
     )
     record = compare(baseline, candidate)
-    raw = [item["p_inferior"] for item in record["slices"]]
+    raw = [item.p_inferior for item in record.slices]
     assert all(0.01 < p < 0.05 for p in raw)
-    assert all(item["p_inferior_holm"] > 0.05 and item["verdict"] != "FAIL" for item in record["slices"])
-    assert record["verdict"] == "FAIL" and record["decided_by"] == ["pooled FAIL test"]
+    assert all(item.p_inferior_holm > 0.05 and item.verdict != "FAIL" for item in record.slices)
+    assert record.verdict == "FAIL" and record.decided_by == ["pooled FAIL test"]
     one = compare(
         make_run(always, instances=40, positions=("p1",), gate=gate),
         make_run(_lose(10), instances=40, positions=("p1",), gate=gate, name="cand"),
     )
-    assert one["slices"][0]["verdict"] == "FAIL"
-    assert one["decided_by"] == ["pooled FAIL test", "slice FAIL test"]
+    assert one.slices[0].verdict == "FAIL"
+    assert one.decided_by == ["pooled FAIL test", "slice FAIL test"]
 
 
 def test_holm_is_holm_not_the_statsmodels_default() -> None:
@@ -229,8 +230,8 @@ def test_a_candidate_clearly_below_the_floor_fails_even_without_a_difference() -
         return number % 5 == 0
 
     record = compare(make_run(low, gate=gate), make_run(low, gate=gate, name="cand"))
-    assert all(item["verdict"] == "FAIL" and "floor" in item["reason"] for item in record["slices"])
-    assert record["verdict"] == "FAIL"
+    assert all(item.verdict == "FAIL" and "floor" in item.reason for item in record.slices)
+    assert record.verdict == "FAIL"
 
 
 def test_floor_met_on_the_point_but_not_clearly_missed_is_inconclusive() -> None:
@@ -240,7 +241,7 @@ def test_floor_met_on_the_point_but_not_clearly_missed_is_inconclusive() -> None
         return number % 4 != 0  # 0.73 of 30: below 0.8, Wilson upper bound above it
 
     record = compare(make_run(most, gate=gate), make_run(most, gate=gate, name="cand"))
-    assert all(item["verdict"] == "INCONCLUSIVE" for item in record["slices"])
+    assert all(item.verdict == "INCONCLUSIVE" for item in record.slices)
 
 
 def test_error_rows_are_excluded_counted_and_too_many_make_it_inconclusive() -> None:
@@ -248,14 +249,14 @@ def test_error_rows_are_excluded_counted_and_too_many_make_it_inconclusive() -> 
         return {"status": "error", "outcome": "error"} if number < 10 else {}
 
     record = compare(make_run(always), make_run(always, extra=broken, name="cand"))
-    assert record["errors"]["candidate_errors"] == 30
-    assert record["errors"]["pairs_excluded"] == 30
-    assert all(item["instances"] == 90 for item in record["slices"])
-    assert record["verdict"] == "INCONCLUSIVE"
-    assert "error" in record["reasons"][0]
+    assert record.errors.candidate_errors == 30
+    assert record.errors.pairs_excluded == 30
+    assert all(item.instances == 90 for item in record.slices)
+    assert record.verdict == "INCONCLUSIVE"
+    assert "error" in record.reasons[0]
     tolerant = {"max_error_rate": 0.2}
     record = compare(make_run(always, gate=tolerant), make_run(always, extra=broken, gate=tolerant, name="c"))
-    assert record["verdict"] == "PASS"
+    assert record.verdict == "PASS"
 
 
 def test_a_slices_bounds_are_the_adjusted_t_of_paired_gap_at_holms_levels() -> None:
@@ -264,9 +265,9 @@ def test_a_slices_bounds_are_the_adjusted_t_of_paired_gap_at_holms_levels() -> N
     record = compare(
         make_run(always, positions=("end",)), make_run(_lose(5), positions=("end",), name="cand")
     )
-    item = record["slices"][0]
+    item = record.slices[0]
     low, high = adjusted_t_interval(np.array([-1.0] * 5 + [0.0] * 95), confidence=0.9)
-    assert (item["lower"], item["upper"]) == pytest.approx((float(low), float(high)))
+    assert (item.lower, item.upper) == pytest.approx((float(low), float(high)))
 
 
 @pytest.mark.parametrize(
@@ -305,8 +306,8 @@ def test_a_plans_analysis_overrides_the_runs_settings() -> None:
     for run in (baseline, candidate):
         run.meta["manifest"] = {"analysis": plan["analysis"]}
     record = compare(baseline, candidate, plan)
-    assert record["analysis"]["min_instances"] == 150
-    assert record["verdict"] == "INCONCLUSIVE"
+    assert record.analysis.min_instances == 150
+    assert record.verdict == "INCONCLUSIVE"
 
 
 def test_claim_reports_are_counted_when_rows_carry_them() -> None:
@@ -315,13 +316,13 @@ def test_claim_reports_are_counted_when_rows_carry_them() -> None:
         return {"claim_report": json.dumps({**report, "wrong_citations": ["faq-2"] if number == 5 else []})}
 
     record = compare(make_run(always), make_run(always, extra=claims, name="cand"))
-    assert record["claims"]["candidate"] == {
+    assert record.claims.candidate == {
         "missing": {"window-23": 6},
         "forbidden": {},
         "wrong_citations": {"faq-2": 3},
         "missing_citations": {},
     }
-    assert record["claims"]["baseline"] == {}
+    assert record.claims.baseline == {}
 
 
 def test_evidence_only_rows_pair_by_case_whatever_their_unpadded_length() -> None:
@@ -334,17 +335,17 @@ def test_evidence_only_rows_pair_by_case_whatever_their_unpadded_length() -> Non
     baseline = make_run(always, positions=("evidence-only",), extra=evidence_only(40))
     candidate = make_run(always, positions=("evidence-only",), extra=evidence_only(55), name="cand")
     record = compare(baseline, candidate)
-    assert [(item["position"], item["length"], item["instances"]) for item in record["slices"]] == [
+    assert [(item.position, item.length, item.instances) for item in record.slices] == [
         ("evidence-only", 0, 100)
     ]
-    assert record["verdict"] == "PASS"
+    assert record.verdict == "PASS"
 
 
 def test_absolute_offsets_pair_on_the_offset_not_the_depth_it_reached() -> None:
     baseline = make_run(always, positions=("@40",), extra=lambda position, number: {"depth": 0.31})
     candidate = make_run(always, positions=("@40",), extra=lambda position, number: {"depth": 0.29}, name="c")
     record = compare(baseline, candidate)
-    assert [item["position"] for item in record["slices"]] == ["@40"]
+    assert [item.position for item in record.slices] == ["@40"]
 
 
 def test_each_filler_type_pairs_and_slices_on_its_own() -> None:
@@ -363,7 +364,7 @@ def test_each_filler_type_pairs_and_slices_on_its_own() -> None:
     baseline = two_fillers(lambda filler, number: True, "base")
     candidate = two_fillers(lambda filler, number: filler == "with_solutions", "cand")
     record = compare(baseline, candidate)
-    verdicts = {item["position"]: (item["instances"], item["verdict"]) for item in record["slices"]}
+    verdicts = {item.position: (item.instances, item.verdict) for item in record.slices}
     assert verdicts == {
         "questions_only/middle": (100, "FAIL"),
         "with_solutions/middle": (100, "PASS"),
@@ -391,8 +392,8 @@ def test_a_plan_frozen_for_the_bootstrap_is_judged_with_the_new_tests_and_says_s
     for run in (baseline, candidate):
         run.meta["manifest"] = {"analysis": old}
     record = compare(baseline, candidate, plan)
-    assert record["verdict"] == "PASS"
-    assert "judged with this version's tests" in record["tests"]["note"]
+    assert record.verdict == "PASS"
+    assert "judged with this version's tests" in record.tests.note
     console = Console(record=True, width=250)
     print_record(record, console)
     assert "note: the plan asked for the per-slice cluster bootstrap" in console.export_text()
@@ -402,7 +403,7 @@ def test_a_setting_left_at_its_default_equals_the_same_value_given() -> None:
     record = compare(
         make_run(always), make_run(always, gate={"margin": 0.05, "slice_fields": None}, name="c")
     )
-    assert record["verdict"] == "PASS"
+    assert record.verdict == "PASS"
 
 
 def test_slice_values_are_shown_as_written_not_as_markup() -> None:
@@ -414,25 +415,6 @@ def test_slice_values_are_shown_as_written_not_as_markup() -> None:
     print_record(record, console)
     shown = console.export_text()
     assert "team=[/x]" in shown and "team=[bold]" in shown
-
-
-def test_a_release_record_written_by_an_earlier_version_still_prints() -> None:
-    """Records from before the pooled tests have no tests, decided_by or support, slices without a
-    floor p-value and the normal approximation's power: the terminal view shows them as they are."""
-    record = compare(make_run(always), make_run(always, name="cand"))
-    for key in ("tests", "decided_by", "support", "supported_up_to"):
-        del record[key]
-    for item in record["slices"]:
-        del item["floor_p_holm"]
-    record["power"] = {"instances": 100, "slices": 3, "assumed_base": 0.9, "drop": 0.1, "power_at_drop": 0.5,
-                       "detectable_drop": 0.2}  # fmt: skip
-    record["analysis"] |= {"resamples": 4000, "bootstrap_seed": 0}
-    console = Console(record=True, width=250)
-    print_record(record, console)
-    text = " ".join(console.export_text().split())
-    assert "cluster bootstrap (4000 resamples, seed 0)" in text
-    assert "a drop of 0.10 in one of 3 slices FAILs with probability 0.50" in text
-    assert "PASS (exit 0)" in text
 
 
 @pytest.mark.parametrize("width", [80, 100])
@@ -452,6 +434,6 @@ def test_the_slice_table_keeps_every_column_and_whole_slices_in_a_log(width: int
     assert head.split() == ["slice", "inst.", "base", "cand.", "diff", "bounds", "Holm", "p", "verdict"]
     assert "…" not in "\n".join(lines)
     rows = [line for line in lines if line.startswith("niah 300")]
-    assert len(rows) == len(record["slices"]) == 6 and all(line.rstrip().endswith("PASS") for line in rows)
+    assert len(rows) == len(record.slices) == 6 and all(line.rstrip().endswith("PASS") for line in rows)
     if width == 100:
         assert "niah 300 beginning risk=high" in "\n".join(rows)
