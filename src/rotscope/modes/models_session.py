@@ -35,7 +35,7 @@ from rotscope.config.subjects import resolve_subject
 from rotscope.errors import BadInput
 from rotscope.execution.calls.execute import Reporter
 from rotscope.execution.state.lock import LOCK_FILE
-from rotscope.execution.state.run_folder import SESSION_FILE, writing
+from rotscope.execution.state.run_folder import PAIR_FILE, SESSION_FILE, writing
 from rotscope.execution.workflows.dry_run import DryRun, dry_run
 from rotscope.execution.workflows.runner import resumed_config
 from rotscope.modes.intended import intended_by
@@ -86,7 +86,7 @@ def folder_name(subject: str) -> str:
 def folder_names(subjects: Sequence[str]) -> list[str]:
     """Each subject's folder; two subjects whose safe names collide are bad input."""
     names = [folder_name(Path(s).name if "/" in s and Path(s).suffix else s) for s in subjects]
-    names = [name if name != SESSION_FILE else f"{name}-run" for name in names]
+    names = [name if name not in (SESSION_FILE, PAIR_FILE) else f"{name}-run" for name in names]
     if len(set(names)) != len(names):
         raise BadInput(
             f"--models: {', '.join(subjects)} give the same folder name twice ({', '.join(names)})"
