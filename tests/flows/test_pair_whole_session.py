@@ -93,6 +93,16 @@ def test_a_subject_folder_refuses_to_resume_alone_and_names_its_session(whole: t
     assert _outcomes(pair / "baseline") == before
 
 
+def test_compare_takes_a_pair_folder_as_it_takes_a_models_session(whole: tuple[Path, Path]) -> None:
+    _, pair = whole
+    together = invoke("compare", pair, "--json")
+    apart = invoke("compare", pair / "baseline", pair / "candidate", "--json")
+    assert together.exit_code == apart.exit_code == 0, together.output
+    assert together.stdout == apart.stdout
+    runs = json.loads(together.stdout)["runs"]
+    assert [(run["run"], run["model"]) for run in runs] == [("baseline", PAIR[0]), ("candidate", PAIR[1])]
+
+
 def test_a_pair_stopped_while_planning_resumes_to_the_rows_of_an_unstopped_one(
     whole: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
