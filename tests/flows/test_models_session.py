@@ -8,6 +8,7 @@ import json
 import os
 import random
 import re
+import shutil
 import sqlite3
 import subprocess
 import sys
@@ -199,3 +200,25 @@ def test_an_out_folder_that_is_no_session_is_refused(tmp_path: Path) -> None:
 def test_a_subject_folder_resumes_only_with_its_session(session: Path) -> None:
     out = session / "session"
     assert_bad_input(invoke("run", "--resume", out / FOLDERS[1]), "resumes only as a whole", str(out))
+
+
+def test_a_session_file_as_written_before_the_pair_was_a_session_resumes_shows_and_compares(
+    session: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SLOW_ROTSCOPE_LATENCY_S", "0")
+    out = tmp_path / "session"
+    shutil.copytree(session / "session", out, ignore=shutil.ignore_patterns(LOCK_FILE))
+    record = json.loads((out / "session.json").read_text(encoding="utf-8"))
+    before = ("subjects", "seed", "seeds", "planned", "experiment", "prompts")  # its keys until then
+    (out / "session.json").write_text(
+        json.dumps({key: record[key] for key in before}, indent=2) + "\n", encoding="utf-8"
+    )
+    resumed = invoke("run", "--resume", out)
+    assert resumed.exit_code == 0, resumed.output
+    assert "session run folders:" in resumed.stdout
+    for name in FOLDERS:
+        assert _rows(out / name) == _rows(session / "session" / name)
+        assert invoke("show", out / name, "--json").exit_code == 0
+    compared = invoke("compare", out, "--json")
+    assert compared.exit_code == 0, compared.output
+    assert [run["run"] for run in json.loads(compared.stdout)["runs"]] == FOLDERS

@@ -89,7 +89,7 @@ def test_a_paired_session_gates_as_two_separate_runs_do(folder: Path) -> None:
 
 def test_the_stored_order_alternates_subjects_and_seeds_are_shared(folder: Path) -> None:
     out = folder / "paired"  # made by the test above when run in order; made here otherwise
-    if not (out / "pair.json").is_file():
+    if not (out / "session.json").is_file():
         assert (
             invoke(
                 "run", folder / "exp.yaml", "--plan", folder / "plan.json", "--pair", PAIR, "--out", out
@@ -122,7 +122,8 @@ def test_the_stored_order_alternates_subjects_and_seeds_are_shared(folder: Path)
         for role in SUBJECTS
     }
     assert seeds["baseline"] == seeds["candidate"]
-    assert json.loads((out / "pair.json").read_text())["subjects"]["candidate"] == "fake/lexical-recent"
+    record = json.loads((out / "session.json").read_text())
+    assert record["subjects"] == [["baseline", "fake/lexical"], ["candidate", "fake/lexical-recent"]]
 
 
 class _StopAfter:

@@ -60,7 +60,7 @@ def _spent(run_dir: Path) -> float:
 
 
 def _stop_before_any_subject(root: Path, out: Path) -> None:
-    """A pair of ``root``'s experiment into ``out`` stopped once ``pair.json`` is written, before
+    """A pair of ``root``'s experiment into ``out`` stopped once ``session.json`` is written, before
     either subject's folder."""
 
     class Stop(Exception):
@@ -70,7 +70,7 @@ def _stop_before_any_subject(root: Path, out: Path) -> None:
         raise Stop
 
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("rotscope.modes.pair.open_run_steps", stop)
+        patch.setattr("rotscope.modes.session_run.open_run_steps", stop)
         with pytest.raises(Stop):
             run_pair(load_config(root / "exp.yaml"), PAIR, out)
 
@@ -93,6 +93,16 @@ def test_a_subject_folder_refuses_to_resume_alone_and_names_its_session(whole: t
     assert _outcomes(pair / "baseline") == before
 
 
+def test_compare_takes_a_pair_folder_as_it_takes_a_models_session(whole: tuple[Path, Path]) -> None:
+    _, pair = whole
+    together = invoke("compare", pair, "--json")
+    apart = invoke("compare", pair / "baseline", pair / "candidate", "--json")
+    assert together.exit_code == apart.exit_code == 0, together.output
+    assert together.stdout == apart.stdout
+    runs = json.loads(together.stdout)["runs"]
+    assert [(run["run"], run["model"]) for run in runs] == [("baseline", PAIR[0]), ("candidate", PAIR[1])]
+
+
 def test_a_pair_stopped_while_planning_resumes_to_the_rows_of_an_unstopped_one(
     whole: tuple[Path, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -109,7 +119,7 @@ def test_a_pair_stopped_while_planning_resumes_to_the_rows_of_an_unstopped_one(
     with pytest.raises(KeyboardInterrupt):
         run_pair(load_config(root / "exp.yaml"), PAIR, out)
     monkeypatch.undo()
-    assert (out / "pair.json").is_file() and (out / "baseline" / "run.db").is_file()
+    assert (out / "session.json").is_file() and (out / "baseline" / "run.db").is_file()
     rerun = invoke("run", root / "exp.yaml", "--pair", ",".join(PAIR), "--out", out)
     assert_bad_input(rerun, "holds a paired session already", f"--resume {out}")
     result = invoke("run", "--resume", out)
@@ -122,7 +132,7 @@ def test_a_pair_stopped_before_any_subject_folder_resumes(whole: tuple[Path, Pat
     root, reference = whole
     out = tmp_path / "pair"
     _stop_before_any_subject(root, out)
-    assert sorted(path.name for path in out.iterdir() if not path.name.startswith(".")) == ["pair.json"]
+    assert sorted(path.name for path in out.iterdir() if not path.name.startswith(".")) == ["session.json"]
     result = invoke("run", "--resume", out)
     assert result.exit_code == 0, result.output
     for role in SUBJECTS:
@@ -166,6 +176,97 @@ def test_max_cost_is_one_budget_over_both_subjects(tmp_path: Path) -> None:
     assert all(_spent(out / role) > 0 for role in SUBJECTS)  # both subjects ran, interleaved
 
 
+def _as_written_before_sessions(out: Path) -> None:
+    """``out``'s record as the pair wrote it before it was a two-subject session: ``pair.json``,
+    its subjects mapped by role, its keys in their order. The run folders are as they were (the
+    session under ``pair`` with each folder's ``role``), so this is the folder today's pairs were."""
+    record = json.loads((out / "session.json").read_text(encoding="utf-8"))
+    old = {
+        "subjects": dict(record["subjects"]),
+        "seed": record["seed"],
+        "seeds": record["seeds"],
+        "planned": record["planned"],
+        "experiment": record["experiment"],
+        "frozen_plan": record.get("frozen_plan"),
+        "allow_deviation": record["allow_deviation"],
+        **({"names": record["names"]} if "names" in record else {}),
+    }
+    (out / "pair.json").write_text(json.dumps(old, indent=2) + "\n", encoding="utf-8")
+    (out / "session.json").unlink()
+
+
+def test_a_pair_folder_written_before_sessions_resumes_gates_shows_and_compares(
+    whole: tuple[Path, Path], tmp_path: Path
+) -> None:
+    root, reference = whole
+    out = tmp_path / "pair"
+    assert invoke("run", root / "exp.yaml", "--pair", ",".join(PAIR), "--out", out).exit_code == 0
+    _as_written_before_sessions(out)
+    shown = {role: invoke("show", out / role, "--json") for role in SUBJECTS}
+    assert all(result.exit_code == 0 for result in shown.values())
+    gated, judged = (
+        invoke("gate", "--baseline", folder / "baseline", "--candidate", folder / "candidate", "--json")
+        for folder in (out, reference)
+    )
+    assert gated.exit_code == judged.exit_code, gated.output
+    assert json.loads(gated.stdout)["reasons"] == json.loads(judged.stdout)["reasons"]
+    compared = invoke("compare", out, "--json")
+    assert compared.exit_code == 0, compared.output
+    runs = json.loads(compared.stdout)["runs"]
+    assert [(run["run"], run["model"]) for run in runs] == [("baseline", PAIR[0]), ("candidate", PAIR[1])]
+    line = assert_bad_input(invoke("run", "--resume", out / "candidate"), "paired session")
+    assert f"rotscope run --resume {out}" in line
+    resumed = invoke("run", "--resume", out)
+    assert resumed.exit_code == 0, resumed.output
+    assert "paired run folders:" in resumed.stdout
+    assert sorted(path.name for path in out.iterdir() if not path.name.startswith(".")) == [
+        "baseline",
+        "candidate",
+        "session.json",
+    ]
+    for role in SUBJECTS:
+        assert _outcomes(out / role) == _outcomes(reference / role)
+
+
+def test_a_pair_stopped_while_planning_before_sessions_resumes(
+    whole: tuple[Path, Path], tmp_path: Path
+) -> None:
+    root, reference = whole
+    out = tmp_path / "pair"
+    _stop_before_any_subject(root, out)
+    _as_written_before_sessions(out)
+    result = invoke("run", "--resume", out)
+    assert result.exit_code == 0, result.output
+    for role in SUBJECTS:
+        assert _outcomes(out / role) == _outcomes(reference / role)
+
+
+@pytest.mark.parametrize(
+    ("edit", "named"),
+    [
+        (lambda record: record["subjects"].pop(), "subjects"),
+        (lambda record: record["subjects"][0].__setitem__(1, 7), "subjects.0.1"),
+        (lambda record: record["subjects"][1].__setitem__(0, "../candidate"), "not a folder name inside"),
+        (lambda record: record.update(planned="no"), "planned"),
+        (lambda record: record.pop("experiment"), "without its experiment"),
+        (lambda record: record["experiment"].update(cache=["off"]), "experiment.cache"),
+        (lambda record: record.update(frozen_plan="plan.json"), "frozen_plan"),
+        (lambda record: record.update(allow_deviation="yes"), "allow_deviation"),
+        (lambda record: record["experiment"].update(lengths="many"), "lengths"),
+    ],
+)
+def test_a_hand_edited_session_file_is_bad_input_naming_the_field(
+    whole: tuple[Path, Path], tmp_path: Path, edit: Any, named: str
+) -> None:
+    root, _ = whole
+    out = tmp_path / "pair"
+    _stop_before_any_subject(root, out)
+    record = json.loads((out / "session.json").read_text(encoding="utf-8"))
+    edit(record)
+    (out / "session.json").write_text(json.dumps(record), encoding="utf-8")
+    assert_bad_input(invoke("run", "--resume", out), named)
+
+
 @pytest.mark.parametrize(
     ("edit", "named"),
     [
@@ -179,12 +280,13 @@ def test_max_cost_is_one_budget_over_both_subjects(tmp_path: Path) -> None:
         (lambda record: record["experiment"].update(lengths="many"), "lengths"),
     ],
 )
-def test_a_hand_edited_pair_file_is_bad_input_naming_the_field(
+def test_a_hand_edited_older_pair_file_is_bad_input_naming_the_field(
     whole: tuple[Path, Path], tmp_path: Path, edit: Any, named: str
 ) -> None:
     root, _ = whole
     out = tmp_path / "pair"
     _stop_before_any_subject(root, out)
+    _as_written_before_sessions(out)
     record = json.loads((out / "pair.json").read_text(encoding="utf-8"))
     edit(record)
     (out / "pair.json").write_text(json.dumps(record), encoding="utf-8")

@@ -156,7 +156,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         HOMONYM + ": the tokenizer.json tokenizer's name, stored in runs",
     ),
     # The run meta's key for a --models session (as "pair" is for --pair), not the session filler.
-    ("session", "src/rotscope/modes/models_session.py"): (
+    ("session", "src/rotscope/modes/session_run.py"): (
         1,
         HOMONYM + ": the run meta's `session` key of a --models session",
     ),

@@ -274,7 +274,6 @@ def _names_a_config(options: RunOptions) -> bool:
 
 def _resume(resume: Path, options: RunOptions, progress: Callable[[], Reporter | None]) -> Outcome:
     from rotscope.execution.workflows.runner import resume_experiment
-    from rotscope.modes.pair import is_pair, resume_pair
 
     if _names_a_config(options):
         raise BadInput("--resume takes the run folder alone; its config.yaml is used")
@@ -287,14 +286,12 @@ def _resume(resume: Path, options: RunOptions, progress: Callable[[], Reporter |
     use_cache = not options.no_cache
     if options.models is not None:
         raise BadInput("--resume takes the session folder alone; a --models session resumes all its subjects")
-    from rotscope.modes.models_session import is_models_session, resume_models
+    from rotscope.modes.models_session import resume_models, session_kind
 
-    if is_models_session(resume):
+    kind = session_kind(resume)  # either form of a session, by its record (``session_record``)
+    if kind is not None:
         resume_models(resume, reporter=progress(), max_cost=options.max_cost, use_cache=use_cache)
-        return ModelsFinished(resume)
-    if is_pair(resume):
-        resume_pair(resume, reporter=progress(), max_cost=options.max_cost, use_cache=use_cache)
-        return PairFinished(resume)
+        return PairFinished(resume) if kind == "pair" else ModelsFinished(resume)
     return RunFinished(
         resume_experiment(resume, reporter=progress(), max_cost=options.max_cost, use_cache=use_cache)
     )

@@ -1,59 +1,69 @@
 """A session of N subjects (``rotscope run CONFIG --models A,B,C --out DIR``): every subject in one
-interleaved session on one plan, written as one ordinary run folder per subject, ``DIR/<subject>``
+interleaved session on one plan, written as one ordinary run folder per subject, ``DIR/<folder>``
 (the subject's name made filesystem-safe: ``fake/lexical`` -> ``fake-lexical``), beside the session's
-own record ``DIR/session.json`` and nothing else.
+own record ``DIR/session.json`` (``session_record``) and nothing else. ``--pair`` is its two-subject
+form (``pair``): folders ``baseline`` and ``candidate``, optionally under a frozen plan.
 
 Every subject is planned from the same experiment, so every (case, length, position, trial) has the
 same decoding seed in all (``generation.seed`` + trial); subjects sharing a tokenizer get identical
 prompts, the others the same cases and layouts re-rendered and re-verified by their own tokenizer
-(the record and the summary say which). Calls go in seeded rounds (``schedule.subject_rounds``):
-each round one group of every subject, in a seeded order, a group being a run of prefix-sharing
-prompts for a local engine (each subject has its own engine worker, so its KV cache reuse survives)
-and, for a remote API, a block of as many calls as its provider takes at once. One event loop, one
-set of provider limits and one ``--max-cost`` for the whole session. ``--resume DIR`` continues all
-subjects in the stored order; a subject folder never resumes on its own (``runner`` refuses it).
+(the record and the summary say which). Calls go in seeded rounds (``schedule.subject_rounds``; a
+pair's stored order is ``schedule.paired_rounds``): each round one group of every subject, in a
+seeded order, a group being a run of prefix-sharing prompts for a local engine (each subject has its
+own engine worker, so its KV cache reuse survives) and, for a remote API, a block of as many calls
+as its provider takes at once. One event loop, one set of provider limits and one ``--max-cost`` for
+the whole session. ``--resume DIR`` continues all subjects in the stored order; a subject folder
+never resumes on its own (``runner`` refuses it).
 
-``--pair`` keeps its own module (``pair``, two roles ``baseline``/``candidate`` that the gate
-reads); this is the same design for any number of subjects, beside it.
+The session is one unit from its first byte: ``session.json`` is written before any subject is
+planned, holding the experiment and the subjects' models as resolved then (a path is made absolute
+once, so a resume from another folder names the same files), with ``planned: false`` until every
+subject's rows are stored; a session stopped while planning (no call made yet) is planned again by
+``--resume DIR``.
 """
 
 from __future__ import annotations
 
-import asyncio
-import json
-import os
 import re
 import shutil
 from collections.abc import Mapping, Sequence
-from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
 from rotscope.config.experiment import ExperimentConfig, build_config, resolve_paths
 from rotscope.config.subjects import resolve_subject
 from rotscope.errors import BadInput
-from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Reporter
-from rotscope.execution.calls.limits import Limiters
-from rotscope.execution.calls.order import execution_order
 from rotscope.execution.state.lock import LOCK_FILE
-from rotscope.execution.state.run_folder import writing
+from rotscope.execution.state.run_folder import PAIR_FILE, SESSION_FILE, writing
 from rotscope.execution.workflows.dry_run import DryRun, dry_run
-from rotscope.execution.workflows.planned import refuse_nothing_to_measure
-from rotscope.execution.workflows.run_steps import RunSteps, open_run_steps
-from rotscope.execution.workflows.runner import BudgetReached, resumed_config, stops
-from rotscope.plan.schedule import subject_rounds, trie_runs
-from rotscope.store import RunStore
-from rotscope.types import WorkItem
-
-SESSION_FILE = "session.json"
-"""A --models session's record, in the session folder above its subjects' run folders."""
-SHARED_SEEDS = "generation.seed + trial, the same for every subject in every (case, length, position, trial)"
-IDENTICAL = "identical prompts, token for token (the subjects share tokenizer, template and system prompt)"
-RERENDERED = (
-    "the same cases and layouts, re-rendered and re-verified per subject (their tokenizer, template or "
-    "system prompt differ)"
+from rotscope.execution.workflows.runner import resumed_config
+from rotscope.modes.intended import intended_by
+from rotscope.modes.session_record import (
+    Kind,
+    SessionRecord,
+    is_session,
+    read_record,
+    remove_record,
+    write_record,
 )
+from rotscope.modes.session_run import FORMS, IDENTICAL, RERENDERED, run_session
+from rotscope.types import Backend
+
+__all__ = [
+    "IDENTICAL",
+    "RERENDERED",
+    "SESSION_FILE",
+    "folder_names",
+    "is_models_session",
+    "models_dry_run",
+    "parse_models",
+    "resume_models",
+    "run_models",
+    "session_kind",
+    "session_prompts",
+    "session_subjects",
+]
 
 
 def parse_models(value: str) -> list[str]:
@@ -76,7 +86,7 @@ def folder_name(subject: str) -> str:
 def folder_names(subjects: Sequence[str]) -> list[str]:
     """Each subject's folder; two subjects whose safe names collide are bad input."""
     names = [folder_name(Path(s).name if "/" in s and Path(s).suffix else s) for s in subjects]
-    names = [name if name != SESSION_FILE else f"{name}-run" for name in names]
+    names = [name if name not in (SESSION_FILE, PAIR_FILE) else f"{name}-run" for name in names]
     if len(set(names)) != len(names):
         raise BadInput(
             f"--models: {', '.join(subjects)} give the same folder name twice ({', '.join(names)})"
@@ -85,253 +95,147 @@ def folder_names(subjects: Sequence[str]) -> list[str]:
 
 
 def is_models_session(folder: Path) -> bool:
-    return (folder / SESSION_FILE).is_file()
+    """Whether ``folder`` holds a session of either form (``--models`` or ``--pair``)."""
+    return is_session(folder)
 
 
-def _resolved(config: ExperimentConfig, subject: str) -> ExperimentConfig:
-    resolved = resolve_subject(
-        build_config(config.model_dump(mode="json"), "--models"), subject, f"--models {subject}"
-    )
-    return build_config(resolved.model_dump(), f"--models {subject}")
+def session_kind(folder: Path) -> Kind | None:
+    """A session folder's form, ``None`` for a folder that holds no session."""
+    return read_record(folder).kind if is_session(folder) else None
+
+
+def subject_config(config: ExperimentConfig, kind: Kind, folder: str, subject: str) -> ExperimentConfig:
+    """The experiment of one subject: the session's with its overrides (``rotscope.config.subjects``:
+    a subject name or a model); an unknown subject is bad input naming the option."""
+    form = FORMS[kind]
+    experiment = build_config(config.model_dump(mode="json"), form.option)
+    resolved = resolve_subject(experiment, subject, form.label(folder, subject))
+    return build_config(resolved.model_dump(), form.label(folder, subject))
+
+
+def session_dry_run(
+    config: ExperimentConfig,
+    kind: Kind,
+    subjects: Sequence[tuple[str, str]],
+    frozen_plan: Mapping[str, Any] | None = None,
+    allow_deviation: bool = False,
+) -> dict[str, DryRun]:
+    """Each subject's dry run by folder, as the session would plan it: no model is called and
+    nothing is written; a deviation from ``frozen_plan`` is refused as the session would refuse it."""
+    frozen = None if frozen_plan is None else dict(frozen_plan)
+    planned = {}
+    for folder, subject in subjects:
+        one = subject_config(config, kind, folder, subject)
+        planned[folder] = dry_run(one, frozen, allow_deviation, intended_by(one, frozen, folder))
+    return planned
 
 
 def models_dry_run(config: ExperimentConfig, subjects: Sequence[str]) -> dict[str, DryRun]:
     """Each subject's dry run, as ``run_models`` would plan it: nothing is called or written."""
-    names = folder_names(subjects)
-    return {
-        name: dry_run(_resolved(config, subject), None, False)
-        for name, subject in zip(names, subjects, strict=True)
-    }
+    return session_dry_run(config, "models", list(zip(folder_names(subjects), subjects, strict=True)))
+
+
+def start_session(
+    config: ExperimentConfig,
+    kind: Kind,
+    subjects: Sequence[tuple[str, str]],
+    out: Path,
+    *,
+    reporter: Reporter | None = None,
+    frozen_plan: Mapping[str, Any] | None = None,
+    allow_deviation: bool = False,
+    backends: Mapping[str, Backend] | None = None,
+) -> Path:
+    """Run ``config`` for every (folder, subject) in one interleaved session into ``out``; returns
+    ``out``. Against ``frozen_plan`` (a pair's) the candidate may differ in its subject (the point
+    of the pair); any other deviation is bad input unless ``allow_deviation``."""
+    words = FORMS[kind].words
+    try:
+        held = read_record(out).kind if is_session(out) else None
+    except BadInput:
+        held = kind  # a damaged record: its resume names what is wrong with it
+    if held == kind:
+        raise BadInput(f"out: {out} holds {words} already; continue it with rotscope run --resume {out}")
+    if out.exists() and (not out.is_dir() or any(path.name != LOCK_FILE for path in out.iterdir())):
+        raise BadInput(
+            f"out: {out} is not empty and holds no {words.removeprefix('a ')}; choose another --out"
+        )
+    for folder, subject in subjects:
+        subject_config(config, kind, folder, subject)  # an unknown subject is refused before any write
+    record = SessionRecord(
+        kind=kind,
+        subjects=[
+            [folder, resolve_paths({"model": subject}, Path.cwd())["model"]] for folder, subject in subjects
+        ],
+        seed=config.seed,
+        seeds=FORMS[kind].seeds,
+        planned=False,
+        experiment=config.model_dump(mode="json"),
+        frozen_plan=None if frozen_plan is None else dict(frozen_plan),
+        allow_deviation=allow_deviation,
+    )
+    with writing(out):  # the session's own lock, held over all subjects' folders
+        write_record(out, record)
+        try:
+            return run_session(record, _configs(record, out), out, False, reporter, backends)
+        except BadInput:
+            if not read_record(out).planned:
+                remove_record(out)  # a refused session leaves nothing behind, as a refused run does
+            raise
 
 
 def run_models(
     config: ExperimentConfig, subjects: Sequence[str], out: Path, *, reporter: Reporter | None = None
 ) -> Path:
     """Run ``config`` for every subject in one interleaved session into ``out``; returns ``out``."""
-    if is_models_session(out):
-        raise BadInput(
-            f"out: {out} holds a --models session already; continue it with rotscope run --resume {out}"
-        )
-    if out.exists() and (not out.is_dir() or any(path.name != LOCK_FILE for path in out.iterdir())):
-        raise BadInput(f"out: {out} is not empty and holds no --models session; choose another --out")
-    names = folder_names(subjects)
-    for subject in subjects:
-        _resolved(config, subject)  # an unknown subject is refused before anything is written
-    record: dict[str, Any] = {
-        "subjects": [
-            [name, resolve_paths({"model": subject}, Path.cwd())["model"]]
-            for name, subject in zip(names, subjects, strict=True)
-        ],
-        "seed": config.seed,
-        "seeds": SHARED_SEEDS,
-        "planned": False,
-        "experiment": config.model_dump(mode="json"),
-    }
-    with writing(out):  # the session's own lock, held over all subjects' folders
-        _write_record(out, record)
-        try:
-            return _run(_configs(record, out), out, False, reporter)
-        except BadInput:
-            if not _read_record(out).get("planned", True):
-                (out / SESSION_FILE).unlink()  # a refused session leaves nothing behind
-            raise
+    folders = folder_names(subjects)
+    return start_session(config, "models", list(zip(folders, subjects, strict=True)), out, reporter=reporter)
 
 
 def resume_models(
-    out: Path, *, reporter: Reporter | None = None, max_cost: float | None = None, use_cache: bool = True
+    out: Path,
+    *,
+    reporter: Reporter | None = None,
+    max_cost: float | None = None,
+    use_cache: bool = True,
+    backends: Mapping[str, Backend] | None = None,
 ) -> Path:
-    """Continue a --models session: every folder, finished calls skipped, in the stored order; one
-    stopped before all subjects were stored is planned again (no call was made yet)."""
+    """Continue a session of either form: every folder, finished calls skipped, in the stored
+    order; one stopped before all subjects were stored is planned again (no call was made yet)."""
     with writing(out):
-        record = _read_record(out)
-        names = [name for name, _ in record["subjects"]]
-        if not record.get("planned", True):
+        record = read_record(out)
+        if not record.planned and record.experiment is not None:
+            experiment = dict(record.experiment)
             if max_cost is not None:
-                record["experiment"]["max_cost"] = max_cost
+                experiment["max_cost"] = max_cost
             if not use_cache:
-                record["experiment"]["cache"] = {**record["experiment"].get("cache", {}), "enabled": False}
-            _write_record(out, record)
-            for name in names:
-                shutil.rmtree(out / name, ignore_errors=True)
-            return _run(_configs(record, out), out, False, reporter)
-        configs = {name: resumed_config(out / name, max_cost, use_cache) for name in names}
-        return _run(configs, out, True, reporter)
+                experiment["cache"] = {**experiment.get("cache", {}), "enabled": False}
+            record = record.model_copy(update={"experiment": experiment})
+            write_record(out, record)
+            for folder in record.folders:  # what planning left: calls start once all are stored
+                shutil.rmtree(out / folder, ignore_errors=True)
+            return run_session(record, _configs(record, out), out, False, reporter, backends)
+        configs = {folder: resumed_config(out / folder, max_cost, use_cache) for folder in record.folders}
+        return run_session(record, configs, out, True, reporter, backends)
 
 
 def session_subjects(out: Path) -> list[str]:
     """The folder names of a session's subjects, in the order given."""
-    return [name for name, _ in _read_record(out)["subjects"]]
+    return read_record(out).folders
 
 
 def session_prompts(out: Path) -> str:
     """How the session's prompts relate across subjects (``IDENTICAL`` or ``RERENDERED``)."""
-    return str(_read_record(out).get("prompts", ""))
+    return read_record(out).prompts or ""
 
 
-def _configs(record: Mapping[str, Any], out: Path) -> dict[str, ExperimentConfig]:
-    folder = out.absolute()
-    experiment = build_config(record["experiment"], "--models")
+def _configs(record: SessionRecord, out: Path) -> dict[str, ExperimentConfig]:
+    """Each subject's experiment, from the session's, with its folder."""
+    form = FORMS[record.kind]
+    experiment = build_config(record.experiment or {}, form.option)
     configs = {}
-    for name, subject in record["subjects"]:
-        resolved = resolve_subject(experiment, subject, f"--models {subject}")
-        configs[name] = build_config(
-            {**resolved.model_dump(), "out": str(folder / name)}, f"--models {subject}"
-        )
+    for folder, subject in record.subjects:
+        label = form.label(folder, subject)
+        resolved = resolve_subject(experiment, subject, label)
+        configs[folder] = build_config({**resolved.model_dump(), "out": str(out.absolute() / folder)}, label)
     return configs
-
-
-def _read_record(out: Path) -> dict[str, Any]:
-    path = out / SESSION_FILE
-    try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise BadInput(f"{path}: not a --models session's record ({error})") from None
-    subjects = record.get("subjects") if isinstance(record, dict) else None
-    if (
-        not isinstance(subjects, list)
-        or len(subjects) < 2
-        or not all(
-            isinstance(entry, list) and len(entry) == 2 and all(isinstance(v, str) and v for v in entry)
-            for entry in subjects
-        )
-    ):
-        raise BadInput(f"{path}: subjects must be a list of [folder, subject] string pairs, two or more")
-    if not isinstance(record.get("planned", True), bool):
-        raise BadInput(f"{path}: planned must be true or false")
-    if not record.get("planned", True) and not isinstance(record.get("experiment"), dict):
-        raise BadInput(f"{path}: a session stopped while planning, without its experiment")
-    checked: dict[str, Any] = record
-    return checked
-
-
-def _write_record(out: Path, record: Mapping[str, Any]) -> None:
-    """``session.json`` replaced whole (a temporary file renamed over it), never seen half written."""
-    partial = out / f".{SESSION_FILE}.partial"
-    with partial.open("w", encoding="utf-8") as handle:
-        handle.write(json.dumps(record, indent=2) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(partial, out / SESSION_FILE)
-
-
-def _prompts(subjects_steps: Mapping[str, RunSteps]) -> str:
-    """Whether every subject got the same prompts, token for token (call ids name the model, so
-    the prompts are compared as a whole)."""
-    prompts = [
-        sorted(tuple(item.prompt.token_ids) for item in steps.plan.items) for steps in subjects_steps.values()
-    ]
-    return IDENTICAL if all(p == prompts[0] for p in prompts[1:]) else RERENDERED
-
-
-def _run(configs: Mapping[str, ExperimentConfig], out: Path, resume: bool, reporter: Reporter | None) -> Path:
-    names = list(configs)
-    first = configs[names[0]]
-    with ExitStack() as stack:
-        for name in names:
-            stack.enter_context(writing(out / name))
-            if resume:
-                RunStore.open_existing(out / name).close()
-        subjects_steps: dict[str, RunSteps] = {}
-        try:
-            for name in names:
-                subjects_steps[name] = open_run_steps(
-                    configs[name], out / name, resume=resume, reporter=reporter
-                )
-                plan = subjects_steps[name].prepare(None, False, lambda deviation: False)
-                if not resume:
-                    refuse_nothing_to_measure(plan, configs[name])
-            order = joint_order(subjects_steps, first.seed)
-            prompts = _prompts(subjects_steps)
-            meta = {
-                "subjects": {name: configs[name].model for name in names},
-                "names": {name: configs[name].subject for name in names},
-                "folder": str(out.resolve()),
-                "seed": first.seed,
-                "seeds": SHARED_SEEDS,
-                "prompts": prompts,
-                "grouping": {name: _grouping(steps) for name, steps in subjects_steps.items()},
-                "order": [[name, [item.item_id for item in group]] for name, group in order],
-            }
-            for name, steps in subjects_steps.items():
-                steps.open(
-                    [item for owner, group in order if owner == name for item in group],
-                    {"session": {**meta, "subject": name}},
-                    described=f"one of {len(names)} subjects in seeded rounds: {_grouping(steps)} "
-                    f"(seed {meta['seed']})",
-                )
-            _write_record(out, {**_read_record(out), "planned": True, "prompts": prompts})
-            with stops(out, list(subjects_steps.values())):
-                stopped = _execute(subjects_steps, order, reporter)
-                for name, steps in subjects_steps.items():
-                    if stopped is None and steps.rerun_other_mode():
-                        stopped = name
-                if stopped is None:
-                    for steps in subjects_steps.values():
-                        steps.cache_checks()
-            if stopped is not None and configs[stopped].max_cost is not None:
-                counts = [steps.progress() for steps in subjects_steps.values()]
-                spent = sum(steps.opened().spent() for steps in subjects_steps.values())
-                raise BudgetReached(
-                    out,
-                    sum(c[0] for c in counts),
-                    sum(c[1] for c in counts),
-                    spent,
-                    configs[stopped].max_cost or 0.0,
-                )
-        finally:
-            for steps in subjects_steps.values():
-                steps.close()
-    return out
-
-
-def _grouping(steps: RunSteps) -> str:
-    if steps.local:
-        return "prefix groups: runs of prompts sharing at least half their tokens (local engine)"
-    return "blocks of as many calls as its provider's concurrency, in a seeded shuffle (remote API)"
-
-
-def joint_order(subjects_steps: Mapping[str, RunSteps], seed: int) -> list[tuple[str, list[WorkItem]]]:
-    """Every subject's calls as (subject, group) in seeded rounds of their groups."""
-    groups: dict[str, list[list[WorkItem]]] = {}
-    for name, steps in subjects_steps.items():
-        items = steps.plan.items
-        if steps.local:
-            groups[name] = [
-                [items[i] for i in run] for run in trie_runs([item.prompt.token_ids for item in items])
-            ]
-        else:
-            ordered = execution_order(items, False, seed, steps.config.order).items
-            size = steps.concurrency()
-            groups[name] = [ordered[start : start + size] for start in range(0, len(ordered), size)]
-    names = list(groups)
-    rounds = subject_rounds([len(groups[name]) for name in names], seed)
-    return [(names[subject], groups[names[subject]][number]) for subject, number in rounds]
-
-
-def _execute(
-    subjects_steps: Mapping[str, RunSteps], order: list[tuple[str, list[WorkItem]]], reporter: Reporter | None
-) -> str | None:
-    """Every call still to make, group by group in the joint order; the subject whose budget
-    stopped it, else ``None``."""
-    todo = {name: steps.todo() for name, steps in subjects_steps.items()}
-    batches = [(name, [item for item in group if item.item_id in todo[name]]) for name, group in order]
-    batches = [(name, batch) for name, batch in batches if batch]
-    if reporter is not None:
-        calls = [item for _, batch in batches for item in batch]
-        reporter.start(len(calls), sum(item.prompt.prompt_tokens for item in calls))
-    first = next(iter(subjects_steps.values()))
-
-    async def run() -> str | None:
-        limiters = Limiters(first.config.limits)
-        spent = sum(steps.opened().spent() for steps in subjects_steps.values())
-        budget = Budget(first.config.max_cost, spent=spent)  # one --max-cost for the session
-        for name, batch in batches:
-            if await subjects_steps[name].execute_on_loop(batch, limiters, budget):
-                return name
-        return None
-
-    try:
-        return asyncio.run(run())
-    finally:
-        if reporter is not None:
-            reporter.finish()

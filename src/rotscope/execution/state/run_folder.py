@@ -39,6 +39,7 @@ __all__ = [
     "PAIR_FILE",
     "RUNTIME_FIELDS",
     "SESSION_DIR",
+    "SESSION_FILE",
     "STORE_FILE",
     "check_run_dir",
     "config_digest",
@@ -60,7 +61,9 @@ SESSION_DIR = "session"
 """Where a session the model writes itself is stored (``execution.workflows.self_session``); written before
 ``run.db``, so a folder holding only it is a run whose session was still being written."""
 PAIR_FILE = "pair.json"
-"""A paired session's record, in the session folder above its two subjects' run folders."""
+"""A paired session's record as written before a pair was a two-subject session (read, never written)."""
+SESSION_FILE = "session.json"
+"""A session's record (``--models``, ``--pair``), in the session folder above its subjects' run folders."""
 
 
 @contextmanager

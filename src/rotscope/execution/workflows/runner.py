@@ -18,6 +18,7 @@ from rotscope.execution.state.run_folder import (
     CONFIG_FILE,
     PAIR_FILE,
     SESSION_DIR,
+    SESSION_FILE,
     STORE_FILE,
     creation_cut,
     default_run_dir,
@@ -204,8 +205,9 @@ def refuse_pair_subject(run_dir: Path) -> None:
             meta = store.meta()
             pair = meta.get("pair") or meta.get("session")  # --pair, or a --models session
     session = Path(pair["folder"]) if isinstance(pair, dict) and pair.get("folder") else None
-    if session is None and (run_dir.absolute().parent / PAIR_FILE).is_file():
-        session = run_dir.absolute().parent
+    above = run_dir.absolute().parent
+    if session is None and ((above / PAIR_FILE).is_file() or (above / SESSION_FILE).is_file()):
+        session = above
     if session is not None:
         raise BadInput(
             f"{run_dir}: one subject of the paired session {session}, which resumes only as a whole: "
