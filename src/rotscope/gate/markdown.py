@@ -8,9 +8,6 @@ table cell or a tag.
 
 from __future__ import annotations
 
-import json
-
-from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.gate.record import GateRecord
 from rotscope.gate.record_checks import Layouts, Rollback
 from rotscope.gate.view import (
@@ -23,7 +20,7 @@ from rotscope.gate.view import (
 )
 from rotscope.records.summary import Summary
 from rotscope.report.markdown import ROWS_SHOWN, _more, _text, effective_table
-from rotscope.report.names import shareable
+from rotscope.report.names import shareable, terminal_safe_summary
 from rotscope.report.numbers import score as _fmt
 
 _MARK = {"PASS": "✅", "FAIL": "❌", "INCONCLUSIVE": "⚠️"}
@@ -32,7 +29,7 @@ _MARK = {"PASS": "✅", "FAIL": "❌", "INCONCLUSIVE": "⚠️"}
 def _shown(summary: Summary) -> Summary:
     """``summary`` as a comment may show it: terminal-safe text, no absolute path, the model by
     its recognisable name."""
-    return shareable(Summary.model_validate_json(json.dumps(terminal_safe_tree(summary.model_dump()))))
+    return shareable(terminal_safe_summary(summary))
 
 
 def gate_markdown(record: GateRecord, baseline: Summary, candidate: Summary) -> str:

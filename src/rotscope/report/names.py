@@ -72,27 +72,15 @@ def summary_model_name(summary: Summary) -> str:
 
 def shareable(summary: Summary) -> Summary:
     """A copy of a summary for a view: the model by its recognisable name, no absolute path."""
-    return Summary.model_validate_json(json.dumps(shareable_data(summary.model_dump())))
+    name = summary_model_name(summary)
+    shown: dict[str, Any] = without_paths(summary.model_dump())
+    shown["model"] = name
+    overhead = summary.token_counts.overhead
+    if overhead is not None and overhead.model == summary.model:
+        shown["token_counts"]["overhead"]["model"] = name
+    return Summary.model_validate_json(json.dumps(shown))
 
 
 def terminal_safe_summary(summary: Summary) -> Summary:
     """A copy of a summary with every text in it ``terminal_safe``, for a view a terminal prints."""
     return Summary.model_validate_json(json.dumps(terminal_safe_tree(summary.model_dump())))
-
-
-def summary_data_model_name(summary: dict[str, Any]) -> str:
-    """``summary_model_name`` of a summary's dump (for views not yet reading the typed summary)."""
-    configured = (summary.get("config") or {}).get("model")
-    digest = (summary.get("backend") or {}).get("model_digest")
-    return model_name(summary.get("model"), configured, digest)
-
-
-def shareable_data(summary: dict[str, Any]) -> dict[str, Any]:
-    """``shareable`` on a summary's dump (for views not yet reading the typed summary)."""
-    name = summary_data_model_name(summary)
-    shown: dict[str, Any] = without_paths(summary)
-    shown["model"] = name
-    measured = (summary.get("token_counts") or {}).get("overhead")
-    if measured and measured.get("model") == summary.get("model"):
-        shown["token_counts"]["overhead"]["model"] = name
-    return shown

@@ -3,13 +3,10 @@ below the heat maps are in ``report.terminal_sections``."""
 
 from __future__ import annotations
 
-import json
-
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.records.cells import Cell
 from rotscope.records.run import Execution, Tokens
 from rotscope.records.summary import Summary
@@ -17,7 +14,7 @@ from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.cells import depth_label, row_key
 from rotscope.report.effective import no_scores_text
 from rotscope.report.lines import say as _say
-from rotscope.report.names import shareable
+from rotscope.report.names import shareable, terminal_safe_summary
 from rotscope.report.numbers import score as _fmt
 from rotscope.report.sentence import closing_task, one_sentence
 from rotscope.report.terminal_sections import (
@@ -277,18 +274,13 @@ def _print_run(summary: Summary, console: Console) -> None:
     print_plan_and_cache(summary, console)
 
 
-def terminal_safe(summary: Summary) -> Summary:
-    """The summary with every control character in its text shown as its escape."""
-    return Summary.model_validate_json(json.dumps(terminal_safe_tree(summary.model_dump())))
-
-
 def print_summary(summary: Summary, console: Console) -> None:
     """The first screen: what ran, then per task its heat map, a line per length (accuracy with its
     interval, the gap to the base), its failure categories and calibration, then the one closing
     sentence; the effective length of the sentence's task is said there only."""
     # Case ids, replies and errors come from outside: none of their control characters reaches
     # the terminal (a reply's clear-screen or window title is shown as its escape).
-    summary = shareable(terminal_safe(summary))
+    summary = shareable(terminal_safe_summary(summary))
     _print_run(summary, console)
     per_task = summary.effective_lengths
     closing = closing_task(per_task)
