@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -15,15 +15,17 @@ from rotscope.errors import BadInput
 
 if TYPE_CHECKING:
     from rotscope.monitor.canary.probes import Canary
+    from rotscope.monitor.canary.record import CanaryAlert
     from rotscope.monitor.sequential import Margins
     from rotscope.monitor.store import MonitorStore
 
 
-def _show(body: dict[str, Any], as_json: bool, as_markdown: bool, loop: bool) -> None:
+def _show(body: CanaryAlert, as_json: bool, as_markdown: bool, loop: bool) -> None:
     from rotscope.monitor.canary.alert import markdown, status_line
 
-    if as_json:
-        sys.stdout.write(json.dumps(body, separators=(",", ":")) if loop else json.dumps(body, indent=2))
+    if as_json:  # json.dumps of the dump, not pydantic's JSON: the text stays the one scripts read
+        record = body.model_dump()
+        sys.stdout.write(json.dumps(record, separators=(",", ":")) if loop else json.dumps(record, indent=2))
         sys.stdout.write("\n")
     elif as_markdown:
         sys.stdout.write(markdown(body) + ("\n" if loop else ""))
@@ -130,7 +132,7 @@ def canary(
         if interval is None:
             body = _guarded(lambda: run_check(probe, store, margins))
             _show(body, as_json, as_markdown, loop=False)
-            raise typer.Exit(STATUS_EXIT[body["status"]])
+            raise typer.Exit(STATUS_EXIT[body.status])
         check_loop(
             lambda: _guarded_check(probe, store, margins),
             lambda body: _show(body, as_json, as_markdown, loop=True),
@@ -147,7 +149,7 @@ def _notice(message: str) -> None:
     errors.print(f"rotscope: {message}", markup=False, highlight=False, soft_wrap=True)
 
 
-def _guarded_check(probe: Canary, store: MonitorStore, margins: Margins) -> dict[str, Any] | None:
+def _guarded_check(probe: Canary, store: MonitorStore, margins: Margins) -> CanaryAlert | None:
     """One check with the command's error handling; None when a second signal abandoned it."""
     from rotscope.monitor.canary.loop import run_check
 

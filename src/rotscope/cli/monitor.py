@@ -83,18 +83,24 @@ def show(
             if baseline_window is not None:
                 from rotscope.monitor.window import window_comparison
 
-                record["baseline_window"] = window_comparison(
-                    opened, baseline_window, position_bins=position_bins
+                # set only when asked for: the record leaves the key out otherwise
+                record = record.model_copy(
+                    update={
+                        "baseline_window": window_comparison(
+                            opened, baseline_window, position_bins=position_bins
+                        )
+                    }
                 )
-        text = json.dumps(record, indent=2)
+        # json.dumps of the dump, not pydantic's JSON: the text stays the one scripts read
+        text = json.dumps(record.model_dump(), indent=2)
         RECORDS["monitor"].validate_json(text)
         if as_json:
             return text
-        if baseline_window is None:
+        if record.baseline_window is None:
             return "\n".join(lines(record))
         from rotscope.monitor.window import window_lines
 
-        return "\n".join([*lines(record), *window_lines(record["baseline_window"])])
+        return "\n".join([*lines(record), *window_lines(record.baseline_window)])
 
     text = _guarded(body)
     if as_json:

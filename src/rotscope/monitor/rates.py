@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from collections import defaultdict
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
+from rotscope.monitor.record import Breakdown, Group, MonitorRates, Rate
 from rotscope.monitor.schema import OUTCOMES, RATED_OUTCOMES
 from rotscope.monitor.store import SCHEMA_VERSION, MonitorStore
 from rotscope.stats.intervals import CELL_PSEUDO_WEIGHT, cluster_t_from_totals, proportion_interval
@@ -72,32 +72,32 @@ def _interval(tally: Tally, outcome: int, rated: int, confidence: float) -> tupl
     return float(np.clip(round(float(low), 12), 0, 1)), float(np.clip(round(float(high), 12), 0, 1))
 
 
-def group_rates(value: str, tally: Tally, confidence: float) -> dict[str, Any]:
+def group_rates(value: str, tally: Tally, confidence: float) -> Group:
     forbidden = tally.counts[_FORBIDDEN]
     rated = sum(tally.counts) - forbidden
     rates = {}
     for index, name in enumerate(RATED_OUTCOMES):
         low, high = _interval(tally, index, rated, confidence)
         count = tally.counts[index]
-        rates[name] = {"count": count, "rate": count / rated if rated else 0.0, "low": low, "high": high}
+        rates[name] = Rate(count=count, rate=count / rated if rated else 0.0, low=low, high=high)
     clusters = len(tally.clusters) + tally.singles if tally.clusters else None
-    return {
-        "value": value,
-        "records": rated + forbidden,
-        "rated": rated,
-        "forbidden_claim": forbidden,
-        "clusters": clusters,
-        "rates": rates,
-    }
+    return Group(
+        value=value,
+        records=rated + forbidden,
+        rated=rated,
+        forbidden_claim=forbidden,
+        clusters=clusters,
+        rates=rates,
+    )
 
 
 def rates(
     store: MonitorStore, *, by: Sequence[str] = (), position_bins: int = 3, confidence: float = 0.95
-) -> dict[str, Any]:
+) -> MonitorRates:
     """The ``monitor`` record of ``store``: rates by length, by position and by each dimension in
     ``by`` (every dimension the records carry where ``by`` is empty)."""
     index = {name: number for number, name in enumerate(OUTCOMES)}
-    tallies: dict[str, dict[tuple[Any, str], Tally]] = defaultdict(lambda: defaultdict(Tally))
+    tallies: dict[str, dict[tuple[int | str, str], Tally]] = defaultdict(lambda: defaultdict(Tally))
     total = forbidden = 0
     first: str | None = None
     last: str | None = None
@@ -124,38 +124,38 @@ def rates(
     order += [name for name in KNOWN_DIMENSIONS if name in tallies]
     order += sorted(name for name in tallies if name not in order)
     breakdowns = [
-        {
-            "dimension": name,
-            "groups": [group_rates(key[1], tallies[name][key], confidence) for key in sorted(tallies[name])],
-        }
+        Breakdown(
+            dimension=name,
+            groups=[group_rates(key[1], tallies[name][key], confidence) for key in sorted(tallies[name])],
+        )
         for name in order
         if name in tallies
     ]
-    return {
-        "schema_version": SCHEMA_VERSION,
-        "records": total,
-        "first_ts": first,
-        "last_ts": last,
-        "confidence": confidence,
-        "forbidden_claim": forbidden,
-        "breakdowns": breakdowns,
-    }
+    return MonitorRates(
+        schema_version=SCHEMA_VERSION,
+        records=total,
+        first_ts=first,
+        last_ts=last,
+        confidence=confidence,
+        forbidden_claim=forbidden,
+        breakdowns=breakdowns,
+    )
 
 
-def lines(record: dict[str, Any]) -> list[str]:
+def lines(record: MonitorRates) -> list[str]:
     """``record`` as terminal lines: per dimension a line per value, each rated outcome's rate and
     interval; forbidden claims on their own line."""
-    out = [f"{record['records']} records, {record['first_ts'] or '-'} to {record['last_ts'] or '-'}"]
-    out.append(f"forbidden_claim: {record['forbidden_claim']} records (counted on its own, in no rate)")
-    level = f"{record['confidence']:.0%}"
-    for breakdown in record["breakdowns"]:
-        out.append(f"by {breakdown['dimension']} (rates of rated records, {level} intervals):")
-        for group in breakdown["groups"]:
+    out = [f"{record.records} records, {record.first_ts or '-'} to {record.last_ts or '-'}"]
+    out.append(f"forbidden_claim: {record.forbidden_claim} records (counted on its own, in no rate)")
+    level = f"{record.confidence:.0%}"
+    for breakdown in record.breakdowns:
+        out.append(f"by {breakdown.dimension} (rates of rated records, {level} intervals):")
+        for group in breakdown.groups:
             parts = [
-                f"{name} {rate['rate']:.1%} [{rate['low']:.1%}, {rate['high']:.1%}]"
-                for name, rate in group["rates"].items()
+                f"{name} {rate.rate:.1%} [{rate.low:.1%}, {rate.high:.1%}]"
+                for name, rate in group.rates.items()
             ]
-            clustered = f", {group['clusters']} clusters" if group["clusters"] is not None else ""
-            extra = f"; forbidden_claim {group['forbidden_claim']}" if group["forbidden_claim"] else ""
-            out.append(f"  {group['value']}: n={group['rated']}{clustered}: {', '.join(parts)}{extra}")
+            clustered = f", {group.clusters} clusters" if group.clusters is not None else ""
+            extra = f"; forbidden_claim {group.forbidden_claim}" if group.forbidden_claim else ""
+            out.append(f"  {group.value}: n={group.rated}{clustered}: {', '.join(parts)}{extra}")
     return out

@@ -1,5 +1,6 @@
-"""What ``rotscope monitor report`` shows of a monitoring store, as plain data (the views in
-``report.monitor_html`` and ``report.monitor_markdown`` only lay it out):
+"""What ``rotscope monitor report`` shows of a monitoring store, as the typed ``MonitorReport``
+(``monitor.report_model``; the views ``monitor.report_html`` and ``monitor.report_markdown`` only
+lay it out):
 
 - **ingested rates over time**: the answered rate per length bin × evidence-position bin (the
   bins of ``monitor show --baseline-window``) per time bucket, an hour where the data spans at
@@ -18,22 +19,35 @@ A store with only outcomes or only canary checks reports what it has."""
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import defaultdict
 from datetime import UTC, datetime
-from typing import Any
+from typing import Literal
 
 from pydantic import ValidationError
 
 from rotscope.errors import BadInput
+from rotscope.monitor.canary.record import CanaryAlert
 from rotscope.monitor.rates import Tally, group_rates, length_bin, position_bin
+from rotscope.monitor.report_model import (
+    CanaryReport,
+    CheckAlert,
+    CheckPoint,
+    CheckSeries,
+    CheckStatus,
+    Disagreement,
+    DisagreementRow,
+    ForbiddenCount,
+    IngestPoint,
+    IngestReport,
+    IngestSeries,
+    MonitorReport,
+)
 from rotscope.monitor.schema import OUTCOMES
 from rotscope.monitor.sequential import POOLED
 from rotscope.monitor.store import MonitorStore
 from rotscope.monitor.window import window_comparison
-from rotscope.records import RECORDS
 
 POSITION_BINS = 3
 """Thirds, as the canary's position bins, so their bins can be matched."""
@@ -72,7 +86,7 @@ def ingest_bin(canary_bin: str) -> str | None:
     return f"{length_bin(high)[1]}/{position}" if same else None
 
 
-def _ingest_series(store: MonitorStore) -> dict[str, Any] | None:
+def _ingest_series(store: MonitorStore) -> IngestReport | None:
     """The answered rate per bin per time bucket, and the forbidden claims apart."""
     # the span first, then one pass over the records: a million of them are never held at once
     first, last, total = store.connection.execute(
@@ -80,7 +94,7 @@ def _ingest_series(store: MonitorStore) -> dict[str, Any] | None:
     ).fetchone()
     if not total:
         return None
-    unit = "hour" if last - first <= HOURLY_SPAN_S else "day"
+    unit: Literal["hour", "day"] = "hour" if last - first <= HOURLY_SPAN_S else "day"
     tallies: dict[str, dict[str, Tally]] = defaultdict(lambda: defaultdict(Tally))
     order: dict[str, tuple[int, int]] = {}
     index_of = {name: number for number, name in enumerate(OUTCOMES)}
@@ -92,52 +106,51 @@ def _ingest_series(store: MonitorStore) -> dict[str, Any] | None:
         name = f"{length_name}/{position_name}"
         order[name] = (lowest, index)
         tallies[name][_bucket_of(epoch, unit)].add(index_of[outcome], cluster)
-    series = []
-    forbidden = []
+    series: list[IngestSeries] = []
+    forbidden: list[ForbiddenCount] = []
     for name in sorted(order, key=order.__getitem__):
         points = []
         for bucket in sorted(tallies[name]):
             # show's own numbers: a forbidden claim apart, Wilson or cluster-robust on cluster_id
             group = group_rates(bucket, tallies[name][bucket], CONFIDENCE)
-            if group["forbidden_claim"]:
-                forbidden.append({"bin": name, "bucket": bucket, "forbidden_claim": group["forbidden_claim"]})
-            if not group["rated"]:
+            if group.forbidden_claim:
+                count = group.forbidden_claim
+                forbidden.append(ForbiddenCount(bin=name, bucket=bucket, forbidden_claim=count))
+            if not group.rated:
                 continue
-            answered = group["rates"]["answered"]
+            answered = group.rates["answered"]
             points.append(
-                {"bucket": bucket, "rated": group["rated"], "clusters": group["clusters"],
-                 "answered": answered["rate"], "low": answered["low"], "high": answered["high"]}
+                IngestPoint(bucket=bucket, rated=group.rated, clusters=group.clusters,
+                            answered=answered.rate, low=answered.low, high=answered.high)
             )  # fmt: skip
         if points:  # a bin of forbidden claims alone has no rate
-            series.append({"bin": name, "points": points})
-    return {
-        "unit": unit,
-        "first_ts": _iso(first),
-        "last_ts": _iso(last),
-        "records": int(total),
-        "series": series,
-        "forbidden": forbidden,
-        "forbidden_total": sum(entry["forbidden_claim"] for entry in forbidden),
-    }
+            series.append(IngestSeries(bin=name, points=points))
+    return IngestReport(
+        unit=unit,
+        first_ts=_iso(first),
+        last_ts=_iso(last),
+        records=int(total),
+        series=series,
+        forbidden=forbidden,
+        forbidden_total=sum(entry.forbidden_claim for entry in forbidden),
+    )
 
 
-def _body(store: MonitorStore, check: int, text: str) -> dict[str, Any]:
-    """A stored check's body, checked as the ``canary`` record it was written as."""
+def _body(store: MonitorStore, check: int, text: str) -> CanaryAlert:
+    """A stored check's body, read as the ``canary`` record it was written as."""
     try:
-        RECORDS["canary"].validate_json(text)
+        return CanaryAlert.model_validate_json(text)
     except ValidationError as error:
         where = ".".join(map(str, error.errors()[0]["loc"])) or "the body"
         raise BadInput(
             f"{store.path}: canary check {check}: a stored body that is no canary record ({where})"
         ) from None
-    body: dict[str, Any] = json.loads(text)
-    return body
 
 
-def _canaries(store: MonitorStore) -> list[dict[str, Any]]:
+def _canaries(store: MonitorStore) -> list[CanaryReport]:
     """Per canary its finished checks' bodies, their lower bounds per bin and the alerts."""
     db = store.connection
-    out: list[dict[str, Any]] = []
+    out: list[CanaryReport] = []
     tables = {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     if "canaries" not in tables:
         return out  # a store of schema 1: outcomes only
@@ -152,94 +165,93 @@ def _canaries(store: MonitorStore) -> list[dict[str, Any]]:
         bodies = [(str(started), _body(store, check, text)) for check, started, _, text in rows]
         if not bodies:
             continue
-        names = [entry["bin"] for entry in bodies[-1][1]["bins"]]
+        latest = bodies[-1][1]
         series = [
-            {
-                "bin": name,
-                "points": [
-                    {"check": body["check"], "at": body["at"], "drop_lower": entry["drop_lower"],
-                     "status": entry["status"]}
+            CheckSeries(
+                bin=name,
+                points=[
+                    CheckPoint(check=body.check, at=body.at, drop_lower=entry.drop_lower, status=entry.status)
                     for _, body in bodies
-                    for entry in body["bins"]
-                    if entry["bin"] == name and entry["probes"]
+                    for entry in body.bins
+                    if entry.bin == name and entry.probes
                 ],
-            }
-            for name in names
-        ]  # fmt: skip
+            )
+            for name in [entry.bin for entry in latest.bins]
+        ]
         alerts = [
-            {"check": body["check"], "at": body["at"], "status": body["status"],
-             "responsible": body["responsible"]}
+            CheckAlert(check=body.check, at=body.at, status=body.status, responsible=body.responsible)
             for _, body in bodies
-            if body["status"] != "OK"
-        ]  # fmt: skip
+            if body.status != "OK"
+        ]
         out.append(
-            {
-                "subject": str(subject),
-                "baseline": str(baseline),
-                "margins": bodies[-1][1]["margins"],
-                "checks": [
-                    {"check": body["check"], "at": body["at"], "status": body["status"]} for _, body in bodies
-                ],
-                "first_started": bodies[0][0],
-                "latest": bodies[-1][1],
-                "series": series,
-                "alerts": alerts,
-            }
+            CanaryReport(
+                subject=str(subject),
+                baseline=str(baseline),
+                margins=latest.margins,
+                checks=[CheckStatus(check=body.check, at=body.at, status=body.status) for _, body in bodies],
+                first_started=bodies[0][0],
+                latest=latest,
+                series=series,
+                alerts=alerts,
+            )
         )
     return out
 
 
-def _disagreements(store: MonitorStore, canary: dict[str, Any], window: str | None) -> dict[str, Any] | None:
+def _disagreements(store: MonitorStore, canary: CanaryReport, window: str | None) -> Disagreement | None:
     """The latest check's bins against the ingest's test over the canary's period; ``None``
     where the ingest has no records before that period to compare with."""
     if window is None:
-        start = _epoch(canary["first_started"])
+        start = _epoch(canary.first_started)
         (first,) = store.connection.execute("SELECT min(epoch) FROM outcomes").fetchone()
         if first is None or first >= start:
             return None
         window = f"{_iso(first)}..{_iso(start)}"
     compared = window_comparison(store, window, position_bins=POSITION_BINS)
-    ingest = {entry["bin"]: entry for entry in compared["bins"] if entry["records"]}
+    ingest = {entry.bin: entry for entry in compared.bins if entry.records}
     rows = []
     shared = 0
-    for entry in canary["latest"]["bins"]:
-        matched = ingest_bin(entry["bin"]) if entry["bin"] != POOLED else POOLED
+    for entry in canary.latest.bins:
+        matched = ingest_bin(entry.bin) if entry.bin != POOLED else POOLED
         other = ingest.get(matched) if matched is not None else None
-        if other is None or not entry["probes"]:
+        if matched is None or other is None or not entry.probes:
             continue
-        shared += entry["bin"] != POOLED
-        if (entry["status"] == "ALERT") == (other["status"] == "ALERT"):
+        shared += entry.bin != POOLED
+        if (entry.status == "ALERT") == (other.status == "ALERT"):
             continue
         rows.append(
-            {
-                "canary_bin": entry["bin"],
-                "ingest_bin": matched,
-                "canary_status": entry["status"],
-                "canary_drop_lower": entry["drop_lower"],
-                "canary_probes": entry["probes"],
-                "ingest_status": other["status"],
-                "ingest_drop_lower": other["drop_lower"],
-                "ingest_records": other["records"],
-                "ingest_window_answered": other["window_answered"],
-                "ingest_answered": other["answered"],
-            }
+            DisagreementRow(
+                canary_bin=entry.bin,
+                ingest_bin=matched,
+                canary_status=entry.status,
+                canary_drop_lower=entry.drop_lower,
+                canary_probes=entry.probes,
+                ingest_status=other.status,
+                ingest_drop_lower=other.drop_lower,
+                ingest_records=other.records,
+                ingest_window_answered=other.window_answered,
+                ingest_answered=other.answered,
+            )
         )
-    since = sum(entry["records"] for name, entry in ingest.items() if name != POOLED)
-    return {
-        "window": window,
-        "ingest_status": compared["status"],
-        "records_since": since,
-        "bins_shared": shared,
-        "rows": rows,
-    }
+    since = sum(entry.records for name, entry in ingest.items() if name != POOLED)
+    return Disagreement(
+        window=window,
+        ingest_status=compared.status,
+        records_since=since,
+        bins_shared=shared,
+        rows=rows,
+    )
 
 
-def report_data(store: MonitorStore, *, baseline_window: str | None = None) -> dict[str, Any]:
+def report_data(store: MonitorStore, *, baseline_window: str | None = None) -> MonitorReport:
     """Everything ``rotscope monitor report`` shows of ``store`` (see the module's docstring);
     ``baseline_window`` (``FROM..TO``) replaces the ingest's default reference, its records
     before the canary's first check."""
     ingest = _ingest_series(store)
-    canaries = _canaries(store)
-    for canary in canaries:
-        canary["disagreement"] = _disagreements(store, canary, baseline_window) if ingest else None
-    return {"store": str(store.path), "ingest": ingest, "canaries": canaries}
+    canaries = [
+        canary.model_copy(update={"disagreement": _disagreements(store, canary, baseline_window)})
+        if ingest
+        else canary
+        for canary in _canaries(store)
+    ]
+    return MonitorReport(store=str(store.path), ingest=ingest, canaries=canaries)

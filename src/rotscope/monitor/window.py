@@ -17,12 +17,12 @@ move a bin more than its count suggests; the margins are the guard.
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
 
 import numpy as np
 
 from rotscope.errors import BadInput
 from rotscope.monitor.rates import length_bin, position_bin
+from rotscope.monitor.record import WindowBin, WindowComparison, WindowMargins
 from rotscope.monitor.schema import OUTCOMES
 from rotscope.monitor.sequential import POOLED, Margins, drops_tested, run_sequences, status_of
 from rotscope.monitor.store import MonitorStore
@@ -55,7 +55,7 @@ def parse_window(value: str) -> tuple[float, float]:
 
 def window_comparison(
     store: MonitorStore, window: str, *, margins: Margins | None = None, position_bins: int = 3
-) -> dict[str, Any]:
+) -> WindowComparison:
     """The records after ``window`` against the window's, per bin and pooled: the status, the
     bins responsible and each bin's numbers (``margins``: the canary's defaults when ``None``)."""
     margins = margins or Margins()
@@ -89,58 +89,56 @@ def window_comparison(
     sequence = run_sequences(where, x_bins, x_pooled, len(bins), alpha / 2, drops_tested(margins))
     warned, alerted = sequence.crossed(margins.warn), sequence.crossed(margins.fail)
     lower = sequence.lower_bound()
-    entries = []
+    entries: list[WindowBin] = []
     for i, name in enumerate([*bins, POOLED]):
         window_values = (
             reference[name] if name != POOLED else [v for values in reference.values() for v in values]
         )
         now = answered_now[where == i] if name != POOLED else answered_now
         entries.append(
-            {
-                "bin": name,
-                "window_records": len(window_values),
-                "window_answered": round(sum(window_values) / len(window_values), 4)
-                if window_values
-                else None,
-                "reference": round(low[name], 4),
-                "records": int(now.size),
-                "answered": round(float(now.mean()), 4) if now.size else None,
-                "drop_lower": round(float(lower[i]), 4) if now.size else -1.0,
-                "status": status_of(bool(warned[i]), bool(alerted[i])),
-            }
+            WindowBin(
+                bin=name,
+                window_records=len(window_values),
+                window_answered=round(sum(window_values) / len(window_values), 4) if window_values else None,
+                reference=round(low[name], 4),
+                records=int(now.size),
+                answered=round(float(now.mean()), 4) if now.size else None,
+                drop_lower=round(float(lower[i]), 4) if now.size else -1.0,
+                status=status_of(bool(warned[i]), bool(alerted[i])),
+            )
         )
     status = status_of(bool(warned.any()), bool(alerted.any()))
-    return {
-        "window": window,
-        "status": status,
-        "responsible": [entry["bin"] for entry in entries if status != "OK" and entry["status"] == status],
-        "margins": {"warn": margins.warn, "fail": margins.fail, "alpha": margins.alpha},
-        "alpha_per_bin": alpha,
-        "skipped_records": len(later) - len(kept),
-        "bins": entries,
-    }
+    return WindowComparison(
+        window=window,
+        status=status,
+        responsible=[entry.bin for entry in entries if status != "OK" and entry.status == status],
+        margins=WindowMargins(warn=margins.warn, fail=margins.fail, alpha=margins.alpha),
+        alpha_per_bin=alpha,
+        skipped_records=len(later) - len(kept),
+        bins=entries,
+    )
 
 
-def window_lines(comparison: dict[str, Any]) -> list[str]:
+def window_lines(comparison: WindowComparison) -> list[str]:
     """The comparison as terminal lines: the status, then a line per bin with later records."""
-    margins = comparison["margins"]
-    responsible = ", ".join(comparison["responsible"])
+    margins = comparison.margins
+    responsible = ", ".join(comparison.responsible)
     out = [
-        f"against the baseline window {comparison['window']}: {comparison['status']}"
+        f"against the baseline window {comparison.window}: {comparison.status}"
         + (f" in {responsible}" if responsible else "")
-        + f" (answered rate; WARN above a drop of {margins['warn']:.2f}, ALERT above {margins['fail']:.2f}, "
+        + f" (answered rate; WARN above a drop of {margins.warn:.2f}, ALERT above {margins.fail:.2f}, "
         "anytime-valid)"
     ]
-    for entry in comparison["bins"]:
-        if not entry["records"]:
+    for entry in comparison.bins:
+        if not entry.records:
             continue
+        # a bin with later records has an answered rate, and every bin here has window records
         out.append(
-            f"  {entry['bin']}: window {entry['window_answered']:.1%} of {entry['window_records']}, "
-            f"since {entry['answered']:.1%} of {entry['records']}, drop at least {entry['drop_lower']:.2f}: "
-            f"{entry['status']}"
+            f"  {entry.bin}: window {entry.window_answered:.1%} of {entry.window_records}, "
+            f"since {entry.answered:.1%} of {entry.records}, drop at least {entry.drop_lower:.2f}: "
+            f"{entry.status}"
         )
-    if comparison["skipped_records"]:
-        out.append(
-            f"  {comparison['skipped_records']} later records in bins the window has none of (not tested)"
-        )
+    if comparison.skipped_records:
+        skipped = comparison.skipped_records
+        out.append(f"  {skipped} later records in bins the window has none of (not tested)")
     return out

@@ -56,14 +56,14 @@ def test_forbidden_claims_are_counted_apart_and_rates_use_wilson(tmp_path: Path)
     records.append(_record(10, "forbidden_claim", language="en"))
     with _store(tmp_path, records) as store:
         record = rates(store)
-    RECORDS["monitor"].validate_json(json.dumps(record))
-    assert record["records"] == 11 and record["forbidden_claim"] == 1
-    language = next(b for b in record["breakdowns"] if b["dimension"] == "language")
-    (group,) = language["groups"]
-    assert group["rated"] == 10 and group["forbidden_claim"] == 1 and group["clusters"] is None
-    answered = group["rates"]["answered"]
-    assert answered["rate"] == pytest.approx(0.6)
-    assert (answered["low"], answered["high"]) == pytest.approx(wilson(6, 10))
+    RECORDS["monitor"].validate_json(json.dumps(record.model_dump()))
+    assert record.records == 11 and record.forbidden_claim == 1
+    language = next(b for b in record.breakdowns if b.dimension == "language")
+    (group,) = language.groups
+    assert group.rated == 10 and group.forbidden_claim == 1 and group.clusters is None
+    answered = group.rates["answered"]
+    assert answered.rate == pytest.approx(0.6)
+    assert (answered.low, answered.high) == pytest.approx(wilson(6, 10))
 
 
 def test_clustered_records_widen_the_interval(tmp_path: Path) -> None:
@@ -73,9 +73,9 @@ def test_clustered_records_widen_the_interval(tmp_path: Path) -> None:
     ]
     with _store(tmp_path, records) as store:
         record = rates(store, by=["none"])
-    (group,) = record["breakdowns"][1]["groups"]  # every record in one position bin
-    assert group["clusters"] == 5
-    answered = group["rates"]["answered"]
+    (group,) = record.breakdowns[1].groups  # every record in one position bin
+    assert group.clusters == 5
+    answered = group.rates["answered"]
     low, high = wilson(12, 20)
-    assert answered["high"] - answered["low"] > high - low
-    assert [b["dimension"] for b in record["breakdowns"]] == ["length", "position"]
+    assert answered.high - answered.low > high - low
+    assert [b.dimension for b in record.breakdowns] == ["length", "position"]

@@ -45,24 +45,24 @@ def test_rates_are_by_hour_up_to_three_days_by_day_beyond_and_claims_apart(tmp_p
         added = _ingest(path, tmp_path, hours)
         with MonitorStore.read(path) as store:
             data = report_data(store)
-        assert data["canaries"] == []
-        ingest_part = data["ingest"]
-        assert ingest_part["unit"] == unit and ingest_part["records"] == added
-        [series] = ingest_part["series"]
-        assert series["bin"] == "[512, 1024)/0.33-0.67" and len(series["points"]) == buckets
-        assert sum(point["rated"] for point in series["points"]) == 3 * hours  # claims in no rate
-        assert all(abs(point["answered"] - 2 / 3) < 1e-9 for point in series["points"])
-        assert all(point["low"] < 2 / 3 < point["high"] for point in series["points"])
-        assert ingest_part["forbidden_total"] == hours
-        assert all(point["clusters"] is None for point in series["points"])  # Wilson on records
+        assert data.canaries == []
+        ingest_part = data.ingest
+        assert ingest_part.unit == unit and ingest_part.records == added
+        [series] = ingest_part.series
+        assert series.bin == "[512, 1024)/0.33-0.67" and len(series.points) == buckets
+        assert sum(point.rated for point in series.points) == 3 * hours  # claims in no rate
+        assert all(abs(point.answered - 2 / 3) < 1e-9 for point in series.points)
+        assert all(point.low < 2 / 3 < point.high for point in series.points)
+        assert ingest_part.forbidden_total == hours
+        assert all(point.clusters is None for point in series.points)  # Wilson on records
 
 
 def test_records_of_one_conversation_count_as_one_cluster(tmp_path: Path) -> None:
     _ingest(tmp_path / "c.db", tmp_path, 96, clustered=True)
     with MonitorStore.read(tmp_path / "c.db") as store:
-        [series] = report_data(store)["ingest"]["series"]
-    assert [point["clusters"] for point in series["points"]] == [24] * 4  # a day's 24 conversations
-    assert all(point["low"] < 2 / 3 < point["high"] for point in series["points"])
+        [series] = report_data(store).ingest.series
+    assert [point.clusters for point in series.points] == [24] * 4  # a day's 24 conversations
+    assert all(point.low < 2 / 3 < point.high for point in series.points)
 
 
 def test_only_finished_checks_and_their_stored_alerts(tmp_path: Path) -> None:
@@ -86,11 +86,11 @@ def test_only_finished_checks_and_their_stored_alerts(tmp_path: Path) -> None:
             )  # fmt: skip
             canary_store.finish_check(store, canary, number, verdict.status, body)
         data = report_data(store)
-    [report] = data["canaries"]
-    assert [check["check"] for check in report["checks"]] == [1, 2]
-    assert data["ingest"] is None and report["disagreement"] is None
-    assert [series["bin"] for series in report["series"]] == [*bins, "pooled"]
-    long = report["series"][1]["points"]
-    assert [point["check"] for point in long] == [1, 2] and long[1]["drop_lower"] > margins.fail
-    assert report["alerts"][-1]["status"] == "ALERT" and bins[1] in report["alerts"][-1]["responsible"]
-    assert all(bins[0] not in alert["responsible"] for alert in report["alerts"])
+    [report] = data.canaries
+    assert [check.check for check in report.checks] == [1, 2]
+    assert data.ingest is None and report.disagreement is None
+    assert [series.bin for series in report.series] == [*bins, "pooled"]
+    long = report.series[1].points
+    assert [point.check for point in long] == [1, 2] and long[1].drop_lower > margins.fail
+    assert report.alerts[-1].status == "ALERT" and bins[1] in report.alerts[-1].responsible
+    assert all(bins[0] not in alert.responsible for alert in report.alerts)

@@ -12,6 +12,7 @@ import pytest
 
 from rotscope.errors import BadInput
 from rotscope.monitor.ingest import ingest
+from rotscope.monitor.record import WindowComparison
 from rotscope.monitor.store import MonitorStore
 from rotscope.monitor.window import parse_window, window_comparison
 
@@ -41,7 +42,7 @@ def _records(drop_from_hour: int | None, *, forbidden_late: bool = False) -> lis
     return out
 
 
-def _compare(tmp_path: Path, records: list[dict[str, object]]) -> dict[str, object]:
+def _compare(tmp_path: Path, records: list[dict[str, object]]) -> WindowComparison:
     source = tmp_path / "in.jsonl"
     source.write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
     ingest(tmp_path / "m.db", source)
@@ -51,23 +52,23 @@ def _compare(tmp_path: Path, records: list[dict[str, object]]) -> dict[str, obje
 
 def test_unchanged_outcomes_stay_ok(tmp_path: Path) -> None:
     found = _compare(tmp_path, _records(None))
-    assert found["status"] == "OK" and found["responsible"] == []
-    bins = {entry["bin"]: entry for entry in found["bins"]}  # type: ignore[attr-defined]
-    assert len(bins) == 7 and bins["pooled"]["records"] == 20 * 60
-    assert all(entry["reference"] < entry["window_answered"] for entry in bins.values())
+    assert found.status == "OK" and found.responsible == []
+    bins = {entry.bin: entry for entry in found.bins}
+    assert len(bins) == 7 and bins["pooled"].records == 20 * 60
+    assert all(entry.reference < entry.window_answered for entry in bins.values())
 
 
 def test_a_drop_in_one_bin_alerts_naming_it(tmp_path: Path) -> None:
     found = _compare(tmp_path, _records(15))
-    assert found["status"] == "ALERT"
-    assert set(found["responsible"]) - {"pooled"} == {"[2048, 4096)/0.00-0.33"}  # type: ignore[arg-type]
+    assert found.status == "ALERT"
+    assert set(found.responsible) - {"pooled"} == {"[2048, 4096)/0.00-0.33"}
 
 
 def test_forbidden_claims_are_in_no_sequence(tmp_path: Path) -> None:
     found = _compare(tmp_path, _records(None, forbidden_late=True))
-    assert found["status"] == "OK"  # a forbidden claim is reported apart, never as an unanswered one
-    pooled = next(entry for entry in found["bins"] if entry["bin"] == "pooled")  # type: ignore[attr-defined]
-    assert pooled["records"] < 20 * 60 * 0.8
+    assert found.status == "OK"  # a forbidden claim is reported apart, never as an unanswered one
+    pooled = next(entry for entry in found.bins if entry.bin == "pooled")
+    assert pooled.records < 20 * 60 * 0.8
 
 
 @pytest.mark.parametrize(

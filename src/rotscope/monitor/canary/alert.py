@@ -4,9 +4,8 @@ and stored with the check), its Markdown (``--markdown``) and the one status lin
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from typing import Any
 
+from rotscope.monitor.canary.record import CanaryAlert, CanaryBin, CanaryMargins
 from rotscope.monitor.sequential import Margins, Verdict
 
 
@@ -24,66 +23,67 @@ def alert_body(
     margins: Margins,
     probes: int,
     errors: int,
-) -> dict[str, Any]:
-    """The check's body: its status, the bins responsible and every bin's numbers."""
-    return {
-        "check": check,
-        "at": at,
-        "status": verdict.status,
-        "responsible": list(verdict.responsible),
-        "subject": subject,
-        "baseline": baseline,
-        "probes_this_check": probes,
-        "errors_this_check": errors,
-        "margins": {"warn": margins.warn, "fail": margins.fail, "alpha": margins.alpha},
-        "alpha_per_bin": verdict.alpha_per_bin,
-        "bins": [
-            {
-                "bin": result.name,
-                "probes": result.probes,
-                "baseline": _number(result.baseline),
-                "canary": _number(result.canary),
-                "drop_lower": round(result.lower, 4),
-                "status": result.status,
-            }
+) -> CanaryAlert:
+    """The check's body (the ``canary`` record): its status, the bins responsible and every bin's
+    numbers."""
+    return CanaryAlert(
+        check=check,
+        at=at,
+        status=verdict.status,
+        responsible=list(verdict.responsible),
+        subject=subject,
+        baseline=baseline,
+        probes_this_check=probes,
+        errors_this_check=errors,
+        margins=CanaryMargins(warn=margins.warn, fail=margins.fail, alpha=margins.alpha),
+        alpha_per_bin=verdict.alpha_per_bin,
+        bins=[
+            CanaryBin(
+                bin=result.name,
+                probes=result.probes,
+                baseline=_number(result.baseline),
+                canary=_number(result.canary),
+                drop_lower=round(result.lower, 4),
+                status=result.status,
+            )
             for result in verdict.bins
         ],
-    }
+    )
 
 
-def status_line(body: Mapping[str, Any]) -> str:
+def status_line(body: CanaryAlert) -> str:
     """``check 3 at ...: ALERT in 1600/0.00-0.33 (drop > 0.27), pooled (drop > 0.04); 192 probes``."""
-    by_name = {entry["bin"]: entry for entry in body["bins"]}
-    where = ", ".join(f"{name} (drop > {by_name[name]['drop_lower']:.2f})" for name in body["responsible"])
-    total = sum(entry["probes"] for entry in body["bins"] if entry["bin"] != "pooled")
-    errors = f", {body['errors_this_check']} failed calls" if body["errors_this_check"] else ""
+    by_name = {entry.bin: entry for entry in body.bins}
+    where = ", ".join(f"{name} (drop > {by_name[name].drop_lower:.2f})" for name in body.responsible)
+    total = sum(entry.probes for entry in body.bins if entry.bin != "pooled")
+    errors = f", {body.errors_this_check} failed calls" if body.errors_this_check else ""
     return (
-        f"check {body['check']} at {body['at']}: {body['status']}{' in ' + where if where else ''}; "
+        f"check {body.check} at {body.at}: {body.status}{' in ' + where if where else ''}; "
         f"{total} probes in all{errors}"
     )
 
 
-def markdown(body: Mapping[str, Any]) -> str:
+def markdown(body: CanaryAlert) -> str:
     """The body as Markdown: a heading with the status, the bins responsible, a table of bins."""
-    margins = body["margins"]
+    margins = body.margins
     lines = [
-        f"## Canary check {body['check']}: {body['status']}",
+        f"## Canary check {body.check}: {body.status}",
         "",
-        f"{body['subject']} against the baseline run {body['baseline']}, at {body['at']}.",
+        f"{body.subject} against the baseline run {body.baseline}, at {body.at}.",
         "",
     ]
-    if body["responsible"]:
-        lines += [f"Bins responsible: {', '.join(body['responsible'])}.", ""]
+    if body.responsible:
+        lines += [f"Bins responsible: {', '.join(body.responsible)}.", ""]
     lines += [
-        f"WARN once a drop above {margins['warn']:.2f} is ruled in, ALERT above {margins['fail']:.2f} "
-        f"(anytime-valid, alpha {margins['alpha']} split over the bins: {body['alpha_per_bin']:.4f} each).",
+        f"WARN once a drop above {margins.warn:.2f} is ruled in, ALERT above {margins.fail:.2f} "
+        f"(anytime-valid, alpha {margins.alpha} split over the bins: {body.alpha_per_bin:.4f} each).",
         "",
         "| bin | probes | baseline | canary | drop at least | status |",
         "|---|---:|---:|---:|---:|---|",
     ]
-    for entry in body["bins"]:
-        base = "-" if entry["baseline"] is None else f"{entry['baseline']:.3f}"
-        canary = "-" if entry["canary"] is None else f"{entry['canary']:.3f}"
-        cells = (entry["bin"], entry["probes"], base, canary, f"{entry['drop_lower']:.3f}", entry["status"])
+    for entry in body.bins:
+        base = "-" if entry.baseline is None else f"{entry.baseline:.3f}"
+        canary = "-" if entry.canary is None else f"{entry.canary:.3f}"
+        cells = (entry.bin, entry.probes, base, canary, f"{entry.drop_lower:.3f}", entry.status)
         lines.append("| " + " | ".join(map(str, cells)) + " |")
     return "\n".join(lines) + "\n"

@@ -12,15 +12,14 @@ import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from types import FrameType
-from typing import Any
 
 from rotscope.errors import BadInput
 from rotscope.monitor.canary import store as canary_store
 from rotscope.monitor.canary.alert import alert_body
 from rotscope.monitor.canary.probes import Canary, Probe, ProbeResult, check_probes, run_probes
+from rotscope.monitor.canary.record import CanaryAlert
 from rotscope.monitor.sequential import Margins, sequential_test
 from rotscope.monitor.store import MonitorStore
-from rotscope.records import RECORDS
 
 _INTERVAL = re.compile(r"(\d+(?:\.\d+)?)(s|m|h|d)")
 _SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
@@ -37,9 +36,10 @@ def parse_every(value: str) -> float:
     return seconds
 
 
-def run_check(canary: Canary, store: MonitorStore, margins: Margins) -> dict[str, Any]:
+def run_check(canary: Canary, store: MonitorStore, margins: Margins) -> CanaryAlert:
     """One check: its probes (those a killed run of it left out), the test, the stored body (the
-    record ``canary``, validated before it is stored: what a scheduler reads is what it documents)."""
+    record ``canary``, validated as it is built, before it is stored: what a scheduler reads is
+    what it documents)."""
     key = f"{canary.baseline_run}|{canary.subject}"
     settings = {"bins": canary.bins, "calls": canary.calls, "warn": margins.warn, "fail": margins.fail}
     settings["alpha"] = margins.alpha
@@ -72,14 +72,13 @@ def run_check(canary: Canary, store: MonitorStore, margins: Margins) -> dict[str
         probes=len(probes),
         errors=canary_store.probe_errors(store, number_id, number),
     )
-    RECORDS["canary"].validate(body)
     canary_store.finish_check(store, number_id, number, verdict.status, body)
     return body
 
 
 def check_loop(
-    check: Callable[[], dict[str, Any] | None],
-    show: Callable[[dict[str, Any]], None],
+    check: Callable[[], CanaryAlert | None],
+    show: Callable[[CanaryAlert], None],
     interval_s: float,
     max_checks: int | None,
     notice: Callable[[str], None],

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rotscope.errors import BadInput
+from rotscope.monitor.canary.record import CanaryAlert
 from rotscope.monitor.store import MonitorStore
 
 
@@ -124,11 +125,11 @@ def probe_errors(store: MonitorStore, canary: int, number: int) -> int:
     return int(found[0])
 
 
-def finish_check(store: MonitorStore, canary: int, number: int, status: str, body: Mapping[str, Any]) -> None:
+def finish_check(store: MonitorStore, canary: int, number: int, status: str, body: CanaryAlert) -> None:
     with store.connection as db:
         db.execute(
             "UPDATE canary_checks SET finished_at = ?, status = ?, body = ? WHERE canary = ? AND number = ?",
-            (_now(), status, json.dumps(dict(body), sort_keys=True), canary, number),
+            (_now(), status, json.dumps(body.model_dump(), sort_keys=True), canary, number),
         )
 
 
