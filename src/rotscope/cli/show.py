@@ -38,7 +38,7 @@ def show(
     if (run_dir / "search.json").is_file():
         record = _guarded(lambda: read_search_record(run_dir))
         if as_json:
-            sys.stdout.write(json.dumps(record, indent=2) + "\n")
+            sys.stdout.write(json.dumps(record.model_dump(), indent=2) + "\n")
         else:
             for line in search_lines(record):
                 console.print(line, markup=False, highlight=False, soft_wrap=True)

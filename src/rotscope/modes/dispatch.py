@@ -13,80 +13,19 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
 from rotscope.config.builder import experiment_for_run, with_search_budget
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.execution.calls.execute import Reporter
 from rotscope.execution.workflows.dry_run import DryRun
+from rotscope.search.record import SearchRecord
 from rotscope.search.setup import SearchDryRun
 
 SEARCH_RECORD = "search.json"
-
-
-class _Part(BaseModel):
-    model_config = ConfigDict(strict=True, extra="allow")
-
-
-class _Decision(_Part):
-    length: int
-    instances: int
-    score: float
-    base: float
-    lower: float
-    upper: float
-    state: Literal["pass", "fail", "open"]
-
-
-class _Bracket(_Part):
-    passes: int | None
-    fails: int | None
-
-
-class _Definition(_Part):
-    relative: bool
-    value: float
-
-
-class _Grid(_Part):
-    lengths: int
-    instances_per_length: int
-    calls: int
-
-
-class _Budget(_Part):
-    max_calls: int | None = None
-    max_tokens: int | None = None
-    max_cost: float | None = None
-
-
-class SearchRecordCheck(_Part):
-    """The keys of ``search.json`` its readers (``show``, ``report``, ``run --resume``) use, with
-    their types: a record that fails it is bad input naming the key, not a ``KeyError`` or
-    ``TypeError`` inside a view. Keys written only by later versions have defaults."""
-
-    verdict: Literal["decided", "undecided", "inconclusive"]
-    reason: str | None = None
-    bracket: _Bracket
-    pass_decision: _Decision | None
-    fail_decision: _Decision | None
-    definition: _Definition
-    confidence: float
-    range: list[int] = Field(min_length=2, max_length=2)
-    decisions: list[_Decision]
-    non_monotone: list[list[int]] = []
-    calls: int
-    prompt_tokens: int
-    budget: _Budget
-    stopped_by: list[str] = []
-    cost: float = 0.0
-    shared_haystacks: int | None = None
-    fixed_grid: _Grid
-    fixed_grid_hindsight: _Grid | None = None
-    method: str = ""
 
 
 def _first_problem(error: ValidationError) -> str:
@@ -99,9 +38,11 @@ def _first_problem(error: ValidationError) -> str:
     return f"key {key!r} {said[0].lower()}{said[1:]}, got {problem['input']!r:.40}"
 
 
-def read_search_record(run_dir: Path) -> dict[str, Any]:
+def read_search_record(run_dir: Path) -> SearchRecord:
     """``DIR/search.json``; ``BadInput`` when it is not the record a search writes: not JSON, not a
-    mapping, or a key its readers use missing or of the wrong type (``SearchRecordCheck``)."""
+    mapping, or a key its readers use missing or of the wrong type (``search.record.SearchRecord``:
+    a record that fails it is bad input naming the key, not a ``KeyError`` or ``TypeError`` inside
+    a view)."""
     path = run_dir / SEARCH_RECORD
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
@@ -110,13 +51,12 @@ def read_search_record(run_dir: Path) -> dict[str, Any]:
     if not isinstance(record, dict) or not {"verdict", "bracket", "decisions"} <= record.keys():
         raise BadInput(f"{path}: not a search record (no verdict, bracket and decisions)")
     try:
-        SearchRecordCheck.model_validate(record)
+        return SearchRecord.model_validate(record)
     except ValidationError as error:
         raise BadInput(
             f"{path}: not a valid search record: {_first_problem(error)}; remove it and run "
             f"rotscope run --resume {run_dir}, which rebuilds it from the search's steps"
         ) from None
-    return record
 
 
 def refuse_unfinished_search(run_dir: Path) -> None:
@@ -127,19 +67,27 @@ def refuse_unfinished_search(run_dir: Path) -> None:
         )
 
 
-def budget_stop(record: dict[str, Any], run_dir: Path) -> str | None:
+def budget_stop(record: SearchRecord, run_dir: Path) -> str | None:
     """The one line of a search stopped by its budget (``None`` when it decided): what it spent
     and the command that goes on."""
-    if record["verdict"] != "inconclusive":
+    if record.verdict != "inconclusive":
         return None
-    budget = record["budget"]
+    budget = record.budget
     # A record written before ``stopped_by`` existed names no budget: suggest every one set.
-    every_set = [key for key in ("max_calls", "max_tokens", "max_cost") if budget.get(key)]
-    keys = record.get("stopped_by") or every_set
+    every_set = [
+        key
+        for key, value in (
+            ("max_calls", budget.max_calls),
+            ("max_tokens", budget.max_tokens),
+            ("max_cost", budget.max_cost),
+        )
+        if value
+    ]
+    keys = record.stopped_by or every_set
     larger = " ".join(f"--{key.replace('_', '-')} LARGER" for key in keys)
     return (
-        f"stopped at budget: {record['calls']} calls, {record['prompt_tokens']:,} prompt tokens, "
-        f"${record.get('cost', 0.0):.4f} spent; continue with: rotscope run --resume {run_dir} {larger}"
+        f"stopped at budget: {record.calls} calls, {record.prompt_tokens:,} prompt tokens, "
+        f"${record.cost:.4f} spent; continue with: rotscope run --resume {run_dir} {larger}"
     )
 
 

@@ -4,93 +4,94 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Literal
 
 from rich.console import Console
 
 from rotscope.report.dry_run import print_dry_run
+from rotscope.search.record import SearchDecision, SearchRecord
 
 if TYPE_CHECKING:  # a view prints what the dry run made, never runs one
     from rotscope.search.setup import SearchDryRun, WorstCase
 
 
-def _bound(decision: dict[str, Any], side: str, relative: bool, value: float) -> str:
+def _bound(decision: SearchDecision, side: Literal["lower", "upper"], relative: bool, value: float) -> str:
     """``lower bound 0.86 ≥ 0.85`` (absolute) or ``score 0.91, lower bound of score - 0.85 × base
     +0.02 ≥ 0`` (relative, paired by instance)."""
-    bound = decision[side]
+    bound = decision.lower if side == "lower" else decision.upper
     sign = "≥" if side == "lower" else "<"
     if not relative:
         return f"{side} bound {bound:.2f} {sign} {value:g}"
     return (
-        f"score {decision['score']:.2f} vs base {decision['base']:.2f}, {side} bound of "
+        f"score {decision.score:.2f} vs base {decision.base:.2f}, {side} bound of "
         f"score − {value:g} × base {bound:+.3f} {sign} 0"
     )
 
 
-def search_lines(record: dict[str, Any]) -> list[str]:
-    relative, value = record["definition"]["relative"], record["definition"]["value"]
-    confidence = f"{record['confidence']:.0%}"
-    low, high = record["bracket"]["passes"], record["bracket"]["fails"]
-    passes = record["pass_decision"]
-    fails = record["fail_decision"]
+def search_lines(record: SearchRecord) -> list[str]:
+    relative, value = record.definition.relative, record.definition.value
+    confidence = f"{record.confidence:.0%}"
+    low, high = record.bracket.passes, record.bracket.fails
+    passes = record.pass_decision
+    fails = record.fail_decision
     parts = []
     if passes is not None:
         parts.append(f"passes at {low:,} ({_bound(passes, 'lower', relative, value)})")
     else:
-        parts.append(f"no length from {record['range'][0]:,} passes")
+        parts.append(f"no length from {record.range[0]:,} passes")
     if fails is not None:
         parts.append(f"fails at {high:,} ({_bound(fails, 'upper', relative, value)})")
     else:
-        parts.append(f"none up to {record['range'][1]:,} fails")
+        parts.append(f"none up to {record.range[1]:,} fails")
     head = {
         "decided": f"effective length {low:,} tokens"
         if low is not None
         else "effective length below the range",
         "undecided": "UNDECIDED (a length stayed undecided at the instance cap)",
         "inconclusive": "INCONCLUSIVE (budget spent)",
-    }[record["verdict"]]
+    }[record.verdict]
     lines = [f"{head}: {', '.join(parts)}, {confidence}"]
-    if record["verdict"] == "decided" and low is not None and high is None:
+    if record.verdict == "decided" and low is not None and high is None:
         lines[0] = (
             f"effective length at least {low:,} tokens (the range's end): {', '.join(parts)}, {confidence}"
         )
-    if record["reason"]:
-        lines.append(f"  {record['reason']}")
-    lines.append(f"calls {record['calls']:,}, prompt tokens {record['prompt_tokens']:,}; {_grids(record)}")
-    if record.get("shared_haystacks") is not None:
+    if record.reason:
+        lines.append(f"  {record.reason}")
+    lines.append(f"calls {record.calls:,}, prompt tokens {record.prompt_tokens:,}; {_grids(record)}")
+    if record.shared_haystacks is not None:
         lines.append(
-            f"  instances shared {record['shared_haystacks']} haystack variants: the bounds speak for "
+            f"  instances shared {record.shared_haystacks} haystack variants: the bounds speak for "
             "these haystacks, not for the filler source"
         )
-    tested = " → ".join(f"{d['length']:,}:{d['state']}" for d in last_per_step(record["decisions"]))
+    tested = " → ".join(f"{d.length:,}:{d.state}" for d in last_per_step(record.decisions))
     lines.append(f"tested in order: {tested}")
-    for shorter, longer in record["non_monotone"]:
+    for shorter, longer in record.non_monotone:
         lines.append(
             f"non-monotone: {longer:,} scores above the failed {shorter:,} beyond noise; "
             "the lengths between were tested"
         )
-    lines.append(f"method: {record['method']}")
+    lines.append(f"method: {record.method}")
     return lines
 
 
-def _grids(record: dict[str, Any]) -> str:
+def _grids(record: SearchRecord) -> str:
     """The fixed grids of the same resolution the search compares with: the one a user would have
     run (every case at every length and the base) and the one sized in hindsight (a record from
     before the cap's default holds only the second, as ``fixed_grid``)."""
-    grid, hindsight = record["fixed_grid"], record.get("fixed_grid_hindsight")
+    grid, hindsight = record.fixed_grid, record.fixed_grid_hindsight
     if hindsight is None:
         return (
-            f"a fixed grid of the same resolution ({grid['lengths']} lengths × "
-            f"{grid['instances_per_length']} instances) would take {grid['calls']:,} calls"
+            f"a fixed grid of the same resolution ({grid.lengths} lengths × "
+            f"{grid.instances_per_length} instances) would take {grid.calls:,} calls"
         )
-    share = record["calls"] / grid["calls"] if grid["calls"] else 0.0
-    base = " and the base" if record["definition"]["relative"] else ""
+    share = record.calls / grid.calls if grid.calls else 0.0
+    base = " and the base" if record.definition.relative else ""
     return (
-        f"the fixed grid of the same resolution, every one of the {grid['instances_per_length']:,} cases "
-        f"at each of its {grid['lengths']} lengths{base}, would take {grid['calls']:,} calls "
+        f"the fixed grid of the same resolution, every one of the {grid.instances_per_length:,} cases "
+        f"at each of its {grid.lengths} lengths{base}, would take {grid.calls:,} calls "
         f"(the search took {share:.0%} of them); sized in hindsight, with the "
-        f"{hindsight['instances_per_length']:,} instances the search needed at its most demanding "
-        f"decided length, {hindsight['calls']:,}"
+        f"{hindsight.instances_per_length:,} instances the search needed at its most demanding "
+        f"decided length, {hindsight.calls:,}"
     )
 
 
@@ -128,11 +129,11 @@ def print_search_dry_run(planned: SearchDryRun, console: Console, warn: Callable
     print_dry_run(planned.probe, console)
 
 
-def last_per_step(decisions: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def last_per_step(decisions: list[SearchDecision]) -> list[SearchDecision]:
     """Each tested length once, in order of testing, with its final state."""
-    final: dict[int, dict[str, Any]] = {}
+    final: dict[int, SearchDecision] = {}
     for decision in decisions:
-        final.pop(decision["length"], None)
-        final[decision["length"]] = decision
-    order = list(dict.fromkeys(d["length"] for d in decisions))
+        final.pop(decision.length, None)
+        final[decision.length] = decision
+    order = list(dict.fromkeys(d.length for d in decisions))
     return [final[length] for length in order]

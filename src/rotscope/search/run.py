@@ -17,7 +17,6 @@ import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
 
 import yaml
 
@@ -38,12 +37,21 @@ from rotscope.rows import Row
 from rotscope.search.decisions import (
     BASE,
     BudgetSpent,
+    Decision,
     SearchResult,
     SearchSettings,
     Step,
     fixed_grid_calls,
     log_grid,
     run_search,
+)
+from rotscope.search.record import (
+    FixedGrid,
+    SearchBracket,
+    SearchBudget,
+    SearchDecision,
+    SearchDefinition,
+    SearchRecord,
 )
 from rotscope.search.setup import case_ids, prepare_search, search_settings, settings_of
 from rotscope.store import RunStore
@@ -221,13 +229,14 @@ def run_search_experiment(
     return run_dir
 
 
-def _write_record(run_dir: Path, record: dict[str, Any]) -> None:
+def _write_record(run_dir: Path, record: SearchRecord) -> None:
     """``search.json``. A Ctrl-C while it is written may leave it cut short: the steps are kept,
     and a resume (which takes an unreadable record for none) writes it again."""
     try:
-        write_output(run_dir / SEARCH_FILE, json.dumps(record, indent=2) + "\n", "search")
+        # json.dumps of the dump, not pydantic's JSON: the file stays the text it was
+        write_output(run_dir / SEARCH_FILE, json.dumps(record.model_dump(), indent=2) + "\n", "search")
     except KeyboardInterrupt:
-        raise SearchInterrupted(run_dir, 0, 0, len(record["steps"])) from None
+        raise SearchInterrupted(run_dir, 0, 0, len(record.steps)) from None
 
 
 def resume_search(
@@ -248,10 +257,10 @@ def resume_search(
     config = load_config(run_dir / CONFIG_FILE, paths_from=Path.cwd())
     assert config.search is not None  # is_search_folder checked the folder
     stored = _stored_record(run_dir)
-    if stored is not None and stored.get("verdict") in FINISHED:
+    if stored is not None and stored.verdict in FINISHED:
         _notice(
             reporter,
-            f"the search had finished ({stored['verdict']}); a resume adds nothing to it, so "
+            f"the search had finished ({stored.verdict}); a resume adds nothing to it, so "
             f"{run_dir / SEARCH_FILE} is kept as it was",
         )
         return run_dir
@@ -277,7 +286,7 @@ def resume_search(
     if stored is not None and _fewer(record, stored):
         _notice(
             reporter,
-            f"the budget given stops the search before what it had decided ({len(stored['decisions'])} "
+            f"the budget given stops the search before what it had decided ({len(stored.decisions)} "
             f"decisions); its record and budget are kept as they were",
         )
         return run_dir
@@ -313,20 +322,18 @@ FINISHED = ("decided", "undecided")
 """Verdicts of a search that ended on its own (not stopped by a budget)."""
 
 
-def _stored_record(run_dir: Path) -> dict[str, Any] | None:
-    """The search's record as it was written; ``None`` when there is none to keep (or it is unreadable)."""
+def _stored_record(run_dir: Path) -> SearchRecord | None:
+    """The search's record as it was written; ``None`` when there is none to keep (or it is
+    unreadable, or no search record: the resume writes it again)."""
     try:
-        record = json.loads((run_dir / SEARCH_FILE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        return SearchRecord.model_validate(json.loads((run_dir / SEARCH_FILE).read_text(encoding="utf-8")))
+    except (OSError, ValueError):  # a pydantic ValidationError is a ValueError
         return None
-    if not isinstance(record, dict) or not isinstance(record.get("decisions"), list):
-        return None
-    return record
 
 
-def _fewer(record: dict[str, Any], stored: dict[str, Any]) -> bool:
+def _fewer(record: SearchRecord, stored: SearchRecord) -> bool:
     """Whether ``record`` holds fewer of the decisions ``stored`` holds (it stopped sooner)."""
-    return len(record["decisions"]) < len(stored["decisions"])
+    return len(record.decisions) < len(stored.decisions)
 
 
 def _write_config(run_dir: Path, config: ExperimentConfig) -> None:
@@ -341,7 +348,7 @@ def _notice(reporter: Reporters, message: str) -> None:
         made.notice(message)
 
 
-def _search(config: ExperimentConfig, run_dir: Path, reporter: Reporters) -> dict[str, Any]:
+def _search(config: ExperimentConfig, run_dir: Path, reporter: Reporters) -> SearchRecord:
     """Run (or replay, from the steps' stores) the search; returns its record, not yet written."""
     assert config.search is not None
     steps: _Steps | None = None
@@ -358,7 +365,7 @@ def _search(config: ExperimentConfig, run_dir: Path, reporter: Reporters) -> dic
 
 def search_record(
     settings: SearchSettings, result: SearchResult, steps: _Steps, max_cost: float | None
-) -> dict[str, Any]:
+) -> SearchRecord:
     """What ``search.json`` holds (see the module docstring)."""
     decided = result.instances_at_decided()
     coarse = SearchSettings(
@@ -371,38 +378,42 @@ def search_record(
     hindsight = max(decided, default=settings.cap)  # what a grid needs to decide what the search did
     final = result.final()
     low, high = result.bracket
-    return {
-        "verdict": result.verdict,
-        "reason": result.reason,
-        "bracket": {"passes": low, "fails": high},
-        "effective_length": low,
-        "pass_decision": next((asdict(d) for d in final.values() if d.length == low), None),
-        "fail_decision": next((asdict(d) for d in final.values() if d.length == high), None),
-        "definition": {"relative": settings.threshold.relative, "value": settings.threshold.value},
-        "confidence": settings.confidence,
-        "alpha_per_length": settings.alpha_per_length,
-        "resolution": settings.resolution,
-        "range": [settings.lengths[0], settings.lengths[-1]],
-        "base_length": settings.base_length,
-        "decisions": [asdict(d) for d in result.decisions],
-        "non_monotone": [list(pair) for pair in result.non_monotone],
-        "steps": steps.folders,
-        "calls": steps.calls,
-        "prompt_tokens": steps.tokens,
-        "budget": {"max_calls": settings.max_calls, "max_tokens": settings.max_tokens, "max_cost": max_cost},
-        "stopped_by": list(result.stopped_by),
-        "cost": steps.cost,
-        "cap": settings.cap,
-        "shared_haystacks": steps.haystacks,
-        "fixed_grid": {
-            "lengths": len(coarse.lengths),
-            "instances_per_length": settings.cap,
-            "calls": fixed_grid_calls(coarse, settings.cap),
-        },
-        "fixed_grid_hindsight": {
-            "lengths": len(coarse.lengths),
-            "instances_per_length": hindsight,
-            "calls": fixed_grid_calls(coarse, hindsight),
-        },
-        "method": METHOD,
-    }
+    return SearchRecord(
+        verdict=result.verdict,
+        reason=result.reason,
+        bracket=SearchBracket(passes=low, fails=high),
+        effective_length=low,
+        pass_decision=next((_decision(d) for d in final.values() if d.length == low), None),
+        fail_decision=next((_decision(d) for d in final.values() if d.length == high), None),
+        definition=SearchDefinition(relative=settings.threshold.relative, value=settings.threshold.value),
+        confidence=settings.confidence,
+        alpha_per_length=settings.alpha_per_length,
+        resolution=settings.resolution,
+        range=[settings.lengths[0], settings.lengths[-1]],
+        base_length=settings.base_length,
+        decisions=[_decision(d) for d in result.decisions],
+        non_monotone=[list(pair) for pair in result.non_monotone],
+        steps=steps.folders,
+        calls=steps.calls,
+        prompt_tokens=steps.tokens,
+        budget=SearchBudget(max_calls=settings.max_calls, max_tokens=settings.max_tokens, max_cost=max_cost),
+        stopped_by=list(result.stopped_by),
+        cost=steps.cost,
+        cap=settings.cap,
+        shared_haystacks=steps.haystacks,
+        fixed_grid=FixedGrid(
+            lengths=len(coarse.lengths),
+            instances_per_length=settings.cap,
+            calls=fixed_grid_calls(coarse, settings.cap),
+        ),
+        fixed_grid_hindsight=FixedGrid(
+            lengths=len(coarse.lengths),
+            instances_per_length=hindsight,
+            calls=fixed_grid_calls(coarse, hindsight),
+        ),
+        method=METHOD,
+    )
+
+
+def _decision(decision: Decision) -> SearchDecision:
+    return SearchDecision(**asdict(decision))

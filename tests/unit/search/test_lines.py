@@ -6,19 +6,21 @@ from __future__ import annotations
 from typing import Any
 
 from rotscope.search.lines import search_lines
+from rotscope.search.record import SearchRecord
 
 DECISION = {"index": 0, "length": 1000, "instances": 32, "score": 0.9, "base": 0.95, "lower": 0.05,
             "upper": 0.2, "state": "pass"}  # fmt: skip
 
 
-def record(**fields: Any) -> dict[str, Any]:
-    return {
+def record(**fields: Any) -> SearchRecord:
+    """A search record as ``read_search_record`` gives it (the budget: none set)."""
+    return SearchRecord.model_validate({
         "verdict": "decided", "reason": "", "bracket": {"passes": 1000, "fails": 2000},
         "pass_decision": DECISION, "fail_decision": {**DECISION, "length": 2000, "state": "fail"},
         "definition": {"relative": True, "value": 0.85}, "confidence": 0.95, "range": [1000, 8000],
         "decisions": [DECISION], "non_monotone": [], "calls": 1_380, "prompt_tokens": 10_000,
-        "method": "m", **fields,
-    }  # fmt: skip
+        "budget": {}, "method": "m", **fields,
+    })  # fmt: skip
 
 
 def test_the_full_grid_is_stated_beside_the_hindsight_one() -> None:
