@@ -197,6 +197,11 @@ def test_max_checks_and_json_lines(root: Path) -> None:
     [
         (["--baseline-missing"], "no run.db"),
         (["--every", "soon"], "--every"),
+        (["--every", "400d"], "outside 0.01s to 366d"),
+        (["--calls", "1000000000000"], "from 1 to 10,000 probe calls"),
+        (["--calls", "0"], "from 1 to 10,000 probe calls"),
+        (["--max-checks", "2"], "only with --every"),
+        (["--every", "1h", "--max-checks", "0"], "--max-checks: from 1"),
         (["--calls", "3"], "fewer than the 6 bins"),
         (["--subject", "nobody"], "unknown subject"),
         (["--fail-margin", "0.001", "--warn-margin", "0.5"], "margins"),

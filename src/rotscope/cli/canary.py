@@ -93,7 +93,7 @@ def canary(
     Exit code: 0 OK, 1 ALERT, 3 WARN, 2 bad input. With --every: a status line per check, going
     on after an ALERT; SIGTERM or Ctrl-C ends it (exit 0) after the check in flight, a second one
     at once (the check resumes next time)."""
-    from rotscope.monitor.canary.loop import check_loop, parse_every, run_check
+    from rotscope.monitor.canary.loop import check_loop, loop_settings, run_check
     from rotscope.monitor.canary.probes import prepare_canary, read_length_histogram
     from rotscope.monitor.sequential import STATUS_EXIT, Margins
     from rotscope.monitor.store import MonitorStore
@@ -101,11 +101,7 @@ def canary(
     def setup() -> tuple[Canary, MonitorStore, Margins, float | None]:
         if as_json and as_markdown:
             raise BadInput("--json and --markdown: choose one")
-        if calls < 1:
-            raise BadInput("--calls: at least 1")
-        if max_checks is not None and max_checks < 1:
-            raise BadInput("--max-checks: at least 1")
-        interval = parse_every(every) if every is not None else None
+        interval = loop_settings(calls, every, max_checks)
         try:
             margins = Margins(warn=warn_margin, fail=fail_margin, alpha=alpha)
         except ValueError as error:

@@ -25,6 +25,38 @@ _INTERVAL = re.compile(r"(\d+(?:\.\d+)?)(s|m|h|d)")
 _SECONDS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
 
 
+MAX_CALLS_PER_CHECK = 10_000
+"""The most probe calls one check may make: a check's calls are planned, sent and stored at once
+(``--calls 1000000000000`` would never return), and 10,000 already puts ~1,100 probes in each of
+9 bins."""
+MIN_INTERVAL_S = 0.01
+"""The shortest interval between checks (10 ms; a check waits for the one before it, so a shorter
+one only spins)."""
+MAX_INTERVAL_S = 366 * 86400.0
+"""The longest interval between checks (a year): beyond it a loop is a typo, not a schedule."""
+MAX_CHECKS = 1_000_000
+"""The most checks one loop may be asked for (``--max-checks``)."""
+
+
+def loop_settings(calls: int, every: str | None, max_checks: int | None) -> float | None:
+    """The canary's loop settings checked against their bounds: the interval in seconds (``None``:
+    one check), or bad input naming the option. ``--max-checks`` without ``--every`` is refused,
+    not ignored: one check is all that runs without a loop."""
+    if not 1 <= calls <= MAX_CALLS_PER_CHECK:
+        raise BadInput(f"--calls: from 1 to {MAX_CALLS_PER_CHECK:,} probe calls per check, not {calls:,}")
+    if max_checks is not None:
+        if every is None:
+            raise BadInput("--max-checks: only with --every (without it, one check runs)")
+        if not 1 <= max_checks <= MAX_CHECKS:
+            raise BadInput(f"--max-checks: from 1 to {MAX_CHECKS:,}, not {max_checks:,}")
+    if every is None:
+        return None
+    interval_s = parse_every(every)
+    if not MIN_INTERVAL_S <= interval_s <= MAX_INTERVAL_S:
+        raise BadInput(f"--every: {every!r} is outside 0.01s to 366d")
+    return interval_s
+
+
 def parse_every(value: str) -> float:
     """``1h``, ``30m``, ``90s``, ``1d`` (or ``1h30m``) in seconds; bad input otherwise."""
     parts = _INTERVAL.findall(value.strip())
