@@ -57,6 +57,9 @@ def search_lines(record: SearchRecord) -> list[str]:
         )
     if record.reason:
         lines.append(f"  {record.reason}")
+    left_open = _left_open(record)
+    if left_open is not None:
+        lines.append(left_open)
     lines.append(f"calls {record.calls:,}, prompt tokens {record.prompt_tokens:,}; {_grids(record)}")
     if record.shared_haystacks is not None:
         lines.append(
@@ -72,6 +75,26 @@ def search_lines(record: SearchRecord) -> list[str]:
         )
     lines.append(f"method: {record.method}")
     return lines
+
+
+def _left_open(record: SearchRecord) -> str | None:
+    """For an UNDECIDED search, which lengths stayed open at the cap and with what score: each is
+    within noise of the threshold at that many instances, so the bracket is what the cap can place,
+    and only a new search with a larger ``search.cap`` (a resumed one keeps its own) narrows it."""
+    if record.verdict != "undecided":
+        return None
+    left = [decision for decision in last_per_step(record.decisions) if decision.state == "open"]
+    if not left:
+        return None
+    cap = f"the cap of {record.cap:,} instances" if record.cap else "the instance cap"
+    listed = ", ".join(
+        f"{decision.length:,} ({decision.instances:,} instances, score {decision.score:.2f})"
+        for decision in left
+    )
+    return (
+        f"  left open at {cap}: {listed}; each is within noise of the threshold there, so the bracket "
+        "is what this cap can place (a new search with a larger search.cap can narrow it)"
+    )
 
 
 def _grids(record: SearchRecord) -> str:

@@ -44,3 +44,19 @@ def test_shared_haystacks_are_stated_and_an_old_record_shows_its_one_grid() -> N
     assert any("instances shared 3 haystack variants" in line for line in lines)
     old = search_lines(record(fixed_grid={"lengths": 4, "instances_per_length": 16, "calls": 320}))
     assert any("(4 lengths × 16 instances) would take 320 calls" in line for line in old)
+
+
+def test_an_undecided_search_names_the_lengths_left_open_at_the_cap() -> None:
+    open_decision = {**DECISION, "index": 1, "length": 1414, "instances": 512, "score": 0.81, "state": "open"}
+    lines = search_lines(
+        record(
+            verdict="undecided", reason="lengths inside the bracket stayed undecided at 512 instances",
+            decisions=[DECISION, {**open_decision, "instances": 256}, open_decision], cap=512,
+            fixed_grid={"lengths": 4, "instances_per_length": 512, "calls": 7_680},
+        )
+    )  # fmt: skip
+    (left,) = [line for line in lines if "left open" in line]
+    assert "left open at the cap of 512 instances: 1,414 (512 instances, score 0.81)" in left
+    assert "1,000" not in left  # a length that passed is not open
+    decided = search_lines(record(fixed_grid={"lengths": 4, "instances_per_length": 16, "calls": 320}))
+    assert not any("left open" in line for line in decided)
