@@ -14,7 +14,7 @@ from __future__ import annotations
 import shlex
 from collections import defaultdict
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from rotscope.gate.record_checks import Caches, Rollback
 
@@ -69,7 +69,17 @@ def cases_command(candidate_path: str, baseline_path: str) -> str:
     )
 
 
-def settings(config: Mapping[str, Any] | None, manifest: Mapping[str, Any] | None) -> dict[str, Any]:
+class BaselineSettings(TypedDict):
+    """The baseline's settings its digests stand for (``Rollback.restore_settings``); the subject's
+    definition and the engine's options as the run's config and manifest stored them."""
+
+    subject_definition: Any
+    system_prompt: str | None
+    chat_template: str | None
+    engine: Any
+
+
+def settings(config: Mapping[str, Any] | None, manifest: Mapping[str, Any] | None) -> BaselineSettings:
     """The baseline's settings that its digests stand for: its subject's definition, its system
     prompt and chat template, its engine's options."""
     config, manifest = config or {}, manifest or {}

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from pydantic import ValidationError
 
@@ -48,7 +48,17 @@ measures: left out of the manifest, so a budget or rate limit can change without
 UNSET_LEFT_OUT = ("subjects", "subject", "chat_template")
 """Config keys added after manifest version 2 that the manifest leaves out while unset, so a plan
 frozen before them reads as the same plan."""
-UNREAD_GATE_SETTINGS: dict[str, Any] = {"interval": "adjusted-t", "resamples": 4000, "bootstrap_seed": 0}
+
+
+class UnreadGateSettings(TypedDict):
+    """The gate settings no test of today's gate reads, at today's values."""
+
+    interval: str
+    resamples: int
+    bootstrap_seed: int
+
+
+UNREAD_GATE_SETTINGS: UnreadGateSettings = {"interval": "adjusted-t", "resamples": 4000, "bootstrap_seed": 0}
 """Gate settings that no test of today's gate reads: a plan frozen before the adjusted-t tests
 stored the per-slice bootstrap's interval and draws, and the gate judges it with today's tests (its
 record says so), so a stored value of these is read as today's and is no deviation."""

@@ -12,7 +12,7 @@ import dataclasses
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TypedDict, cast
 
 from rotscope._util.text import mentions
 from rotscope.filler import Document
@@ -135,15 +135,34 @@ def summary_lines(
     return lines
 
 
-def detail_records(rejections: Iterable[Rejection]) -> list[dict[str, Any]]:
+class RejectionDetail(TypedDict):
+    """A line of ``rejections.jsonl``: a ``Rejection``'s fields, the cause and the layout in words."""
+
+    case: str
+    layout: str
+    cause: str
+    task: str
+    case_ids: tuple[str, ...]
+    control: bool
+    length: int
+    depth: float | None
+    position: str | None
+    filler: str | None
+    reason: str
+
+
+def detail_records(rejections: Iterable[Rejection]) -> list[RejectionDetail]:
     """One record per rejection for ``rejections.jsonl``: its fields, the cause and the layout in words."""
     return [
-        {
-            "case": case_name(rejection),
-            "layout": layout_words(rejection),
-            "cause": cause_of(rejection.reason).text,
-            **dataclasses.asdict(rejection),
-        }
+        cast(
+            RejectionDetail,
+            {
+                "case": case_name(rejection),
+                "layout": layout_words(rejection),
+                "cause": cause_of(rejection.reason).text,
+                **dataclasses.asdict(rejection),
+            },
+        )
         for rejection in rejections
     ]
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable
-from typing import Any
+from typing import Literal, TypedDict
 
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
@@ -78,6 +78,17 @@ def _digest(variants: list[list[Turn]]) -> str:
     return hashlib.sha256(material.encode()).hexdigest()[:16]
 
 
+class SessionInfo(TypedDict):
+    """What a run records of its session filler (the corpus's ``session``)."""
+
+    source: str
+    digest: str
+    turns: int
+    variants: int
+    turn: Literal["tool", "user", "assistant"]
+    assistant: Literal["generated", "model"]
+
+
 def session_prompts(
     config: ExperimentConfig,
     numbered: list[tuple[Case, int]],
@@ -85,7 +96,7 @@ def session_prompts(
     guarded: frozenset[str],
     layout_names: tuple[str, str],
     writer: SessionWriter | None = None,
-) -> tuple[list[tuple[Case, Layout, RenderedPrompt]], list[Rejection], dict[str, Any]]:
+) -> tuple[list[tuple[Case, Layout, RenderedPrompt]], list[Rejection], SessionInfo]:
     """Every case rendered in session filler (case ``i`` in session variant ``i mod variants``),
     the rejections, and what the run records of the session. ``writer`` gives the sessions whose
     notes the model writes (``filler.assistant: model``)."""
@@ -129,7 +140,7 @@ def session_prompts(
                 rendered.append((case, layout, builder.render(case, layout)))
             except PlacementError as error:
                 rejected.append(Rejection.of(case, layout, str(error)))
-    info = {
+    info: SessionInfo = {
         "source": origin,
         "digest": digest,
         "turns": sum(len(turns) for turns in variants),

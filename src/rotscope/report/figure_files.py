@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from rotscope._util.safe_text import terminal_safe
 from rotscope.errors import BadInput
@@ -109,7 +109,17 @@ def _plain_axes(axes: Axes) -> None:
         axes.spines[side].set_visible(False)
 
 
-def _style(index: int) -> dict[str, Any]:
+class LineStyle(TypedDict):
+    """The keyword arguments that style one line (``Axes.plot``, ``Axes.errorbar``)."""
+
+    color: str
+    linestyle: Any
+    marker: str
+    linewidth: int
+    markersize: int
+
+
+def _style(index: int) -> LineStyle:
     return {
         "color": COLOURS[index % len(COLOURS)],
         "linestyle": LINE_STYLES[index % len(LINE_STYLES)],

@@ -27,6 +27,7 @@ from rotscope.report.figures import cell_grid, length_figure, position_figure
 from rotscope.report.names import shareable, without_paths
 from rotscope.report.sentence import one_sentence
 from rotscope.report.wording import headline_entries, headline_intro, order_note, token_count_line
+from rotscope.rows import Row
 from rotscope.store import RunStore
 
 NEIGHBOURHOOD_CHARS = 240
@@ -112,8 +113,14 @@ def evidence_neighbourhood(content: str, evidence_texts: list[str]) -> Markup:
     return Markup("").join(pieces)
 
 
-def wrong_answers(store: RunStore) -> list[dict[str, Any]]:
-    found = []
+class WrongAnswer(Row):
+    """A wrong answer as the report shows it: its row and the evidence's neighbourhood."""
+
+    neighbourhood: Markup
+
+
+def wrong_answers(store: RunStore) -> list[WrongAnswer]:
+    found: list[WrongAnswer] = []
     for row in store.rows():
         if row["status"] != "ok" or (
             row["outcome"] not in WRONG_OUTCOMES and row["category"] != "hallucinated"

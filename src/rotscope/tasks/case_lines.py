@@ -10,13 +10,43 @@ case-file case does), and evidence that was a line of a corpus document is inser
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 from rotscope.evidence_roles import placement_of
 from rotscope.types import ABSENT_SUFFIX, Case, Evidence
 
 ANSWER_CLAIM = "answer"
 _NOT_IN_ID = re.compile(r"[^A-Za-z0-9._-]")
+
+
+class CasePiece(TypedDict):
+    """A distractor of a case-file line."""
+
+    id: str
+    text: str
+
+
+class CaseDocument(CasePiece):
+    """A document of a case-file line, with the claims it states."""
+
+    claims: list[str]
+
+
+class _CaseLineBase(TypedDict):
+    case_id: str
+    question: str
+
+
+class CaseLine(_CaseLineBase, total=False):
+    """A case-file line as written (``tasks.cases.CaseRecord`` reads it back)."""
+
+    documents: list[CaseDocument]
+    distractors: list[CasePiece]
+    claims: dict[str, list[str]]
+    required_claims: list[str]
+    forbidden_claims: list[str]
+    abstain: bool
+    slices: dict[str, str]
 
 
 class NotACaseLine(ValueError):
@@ -74,5 +104,5 @@ def _distractor(evidence: Evidence) -> bool:
     return placement_of(evidence.role) == "seeded"
 
 
-def _piece(identifier: str, text: str) -> dict[str, str]:
+def _piece(identifier: str, text: str) -> CasePiece:
     return {"id": line_id(identifier), "text": text}

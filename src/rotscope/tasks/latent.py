@@ -9,13 +9,13 @@ revision), ``wrong_answer`` (another value), ``abstained``.
 from __future__ import annotations
 
 from fractions import Fraction
-from typing import Any
+from typing import cast
 
 from rotscope._util.text import mentions
 from rotscope.tasks import DEFAULT_CASES, register_counted_cases
 from rotscope.tasks.casefile import load_records
 from rotscope.tasks.invented import MAX_CASES, check_count
-from rotscope.tasks.latent_draws import draw_records
+from rotscope.tasks.latent_draws import LatentRecord, draw_records
 from rotscope.types import Case, Evidence, Oracle
 
 _WHOLE_NUMBERS = {
@@ -65,7 +65,7 @@ def quantity_in(words: str, unit: str) -> Fraction:
     return value * source[1] / target[1]
 
 
-def latent_case(record: dict[str, Any]) -> Case:
+def latent_case(record: LatentRecord) -> Case:
     """The case of one record (written or drawn), or ``ValueError`` naming what does not hold."""
     case_id = record["id"]
     anchor_value = Fraction(int(record["anchor_value"]))
@@ -104,7 +104,7 @@ def latent_case(record: dict[str, Any]) -> Case:
 
 def build_latent_cases() -> list[Case]:
     """The written cases of ``tasks/data/latent.yaml``."""
-    return [latent_case(record) for record in load_records("latent")]
+    return [latent_case(record) for record in cast(list[LatentRecord], load_records("latent"))]
 
 
 @register_counted_cases("latent", MAX_CASES)

@@ -9,9 +9,26 @@ from __future__ import annotations
 
 import random
 from fractions import Fraction
-from typing import Any
+from typing import TypedDict
 
 from rotscope.tasks.invented import Inventor
+
+
+class LatentRecord(TypedDict):
+    """One latent case as written in ``tasks/data/latent.yaml`` or drawn by ``draw_records``."""
+
+    id: str
+    anchor: str
+    anchor_words: str
+    anchor_value: int
+    fraction_text: str
+    fraction: str
+    superseded_text: str
+    superseded_fraction: str
+    question: str
+    answer: str
+    unit: str
+
 
 PREFIX = "If a rule was revised, the latest revision applies. "
 OLD = "An earlier revision, since replaced: "
@@ -55,11 +72,11 @@ def _sentence(text: str) -> str:
     return text[0].upper() + text[1:]
 
 
-def draw_records(first_number: int, count: int, written: list[str]) -> list[dict[str, Any]]:
+def draw_records(first_number: int, count: int, written: list[str]) -> list[LatentRecord]:
     """``count`` records numbered from ``first_number``; no name of them is a word of ``written``."""
     inventor = Inventor("latent", written)
     rng = random.Random("latent-draws")
-    records = []
+    records: list[LatentRecord] = []
     for index in range(count):
         anchor, statement, question, unit, bases = _SCENES[index % len(_SCENES)]
         words, value = rng.choice(bases)

@@ -8,7 +8,7 @@ import contextlib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from rotscope._util.cache_dir import user_cache_dir
 
@@ -22,6 +22,18 @@ DEFAULT_BATCH = 256
 
 Setting = tuple[int, int]
 """Threads and batch size (``n_batch`` and ``n_ubatch``)."""
+
+
+class SpeedEntry(TypedDict):
+    """A ``Speed`` as the speed cache stores it."""
+
+    prefill_tps: float
+    decode_tps: float
+    threads: int
+    mode: str
+    cpus: int
+    n_batch: int
+    prefill_by_setting: dict[str, float]
 
 
 @dataclass(frozen=True)
@@ -59,7 +71,7 @@ class Speed:
         """The prompt tokens/s measured with ``setting``, else the fastest measured."""
         return self.prefill_by_setting.get(setting, self.prefill_tps)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SpeedEntry:
         return {
             "prefill_tps": self.prefill_tps,
             "decode_tps": self.decode_tps,

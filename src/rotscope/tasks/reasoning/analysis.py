@@ -5,11 +5,41 @@ middle_dup all sit at 0.5), so a depth-pooled position effect would mix them."""
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, TypedDict
 
 from rotscope.rows import Row, group_by, instance_means, scored
 from rotscope.stats.paired import paired_gap
 from rotscope.tasks.reasoning.family import FILLER_ANSWER, LAYOUT_COPIES
+
+
+class LayoutDropEntry(TypedDict):
+    """One entry of ``layout_drops`` (read back as ``records.tasks.LayoutDrop``)."""
+
+    length: int
+    filler: str
+    layout: str
+    end_accuracy: float | None
+    layout_accuracy: float | None
+    drop: float | None
+    ci_low: float | None
+    ci_high: float | None
+    pairs: int
+    method: str
+    too_few: bool
+
+
+class InterferenceEntry(TypedDict):
+    """One entry of ``interference`` (read back as ``records.tasks.Interference``)."""
+
+    filler: str
+    layout: str
+    wrong: int
+    unparsed: int
+    filler_answer: int
+    filler_number: int
+    other: int
+    share_filler: float | None
+    share_filler_answer: float | None
 
 
 def analyse(rows: list[Row]) -> dict[str, Any]:
@@ -22,11 +52,11 @@ def _layout_order(layout: str) -> int:
     return order.index(layout) if layout in order else len(order)
 
 
-def layout_drops(rows: list[Row]) -> list[dict[str, Any]]:
+def layout_drops(rows: list[Row]) -> list[LayoutDropEntry]:
     """Per length and filler, each layout's drop from ``end``: end accuracy minus the layout's, paired
     on the items run in both, with the adjusted t interval of ``paired_gap`` (none under
     ``MIN_PAIRS`` pairs)."""
-    drops = []
+    drops: list[LayoutDropEntry] = []
     for (length, filler), group in group_by(rows, "length_target", "filler").items():
         by_layout = {
             layout: instance_means(layout_rows, "case_id")
@@ -60,10 +90,10 @@ def layout_drops(rows: list[Row]) -> list[dict[str, Any]]:
     return drops
 
 
-def interference(rows: list[Row]) -> list[dict[str, Any]]:
+def interference(rows: list[Row]) -> list[InterferenceEntry]:
     """Per filler and layout, where the wrong answers came from: the answer of a filler item, another
     number in the filler, neither; ``share_filler`` is over wrong answers that gave a number."""
-    shares = []
+    shares: list[InterferenceEntry] = []
     groups = group_by(rows, "filler", "position")
     for filler, layout in sorted(groups, key=lambda key: (key[0], _layout_order(key[1]))):
         wrong = [row for row in scored(groups[(filler, layout)]) if row["outcome"] == "incorrect"]

@@ -22,6 +22,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from rotscope._util.jsonl import jsonl_lines
 from rotscope.errors import BadInput
+from rotscope.tasks.case_lines import CaseLine
 from rotscope.tasks.cases import Identifier, Text, case_from_record, parse_case_line
 from rotscope.types import Case
 
@@ -78,7 +79,7 @@ class Recording:
     """(evidence id, text) in recorded order."""
     recorded: str
     """The last message's content as recorded (markers removed)."""
-    line: dict[str, Any]
+    line: CaseLine
     """The recording's case as a case-file line (its pieces the documents, its oracle as recorded):
     what ``rotscope cases --failing`` writes for a replayed layout that failed."""
 
@@ -193,14 +194,14 @@ def recording_from_record(record: ReplayRecord, where: str) -> Recording:
     )
 
 
-def _case_line(record: ReplayRecord, pieces: list[tuple[str, str]]) -> dict[str, Any]:
+def _case_line(record: ReplayRecord, pieces: list[tuple[str, str]]) -> CaseLine:
     """The case of a recording as a case-file line (checked as one when read): each piece a
     document supporting the claims it states."""
 
     def states(text: str, claim: str) -> bool:
         return any(surface.casefold() in text.casefold() for surface in record.claims[claim])
 
-    line = {
+    line: CaseLine = {
         "case_id": record.case_id,
         "question": record.question,
         "documents": [
