@@ -34,7 +34,7 @@ from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Execution, Reporter, local_caller, make_judge
 from rotscope.execution.calls.limits import Limiters
 from rotscope.plan.schedule import prefill_bounds, prefix_groups, prefix_order
-from rotscope.store import RunStore
+from rotscope.store import RayExecutor, RunStore
 from rotscope.types import Backend, BatchingBackend, Completion, GenerateRequest, Tokenizer, WorkItem
 
 _INSTALL = "pip install rotscope[ray]"
@@ -334,7 +334,7 @@ class RayPool:
                 judge.caller.cache.close()
         return execution.stopped_at_budget
 
-    def record(self, shards: Sequence[Shard]) -> dict[str, Any]:
+    def record(self, shards: Sequence[Shard]) -> RayExecutor:
         """The run's ``executor`` metadata: workers, their shards, the workers lost."""
         return {
             "kind": "ray",

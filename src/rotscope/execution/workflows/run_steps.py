@@ -44,7 +44,7 @@ from rotscope.execution.workflows.self_session import SessionWriter, self_writte
 from rotscope.plan.manifest import Deviation, build_manifest, manifest_digest
 from rotscope.plan.rejections import REJECTIONS_FILE
 from rotscope.plan.workitems import Plan, build_plan, without_evidence
-from rotscope.store import RunStore
+from rotscope.store import EngineMeta, PlanRecord, RunStore, SessionGeneration
 from rotscope.types import Backend, WorkItem
 
 
@@ -86,8 +86,8 @@ class RunSteps:
     store: RunStore | None = None
     _identity: dict[str, Any] = field(default_factory=dict)
     _manifest: dict[str, Any] = field(default_factory=dict)
-    _plan_meta: dict[str, Any] | None = None
-    _generation: dict[str, Any] | None = None
+    _plan_meta: PlanRecord | None = None
+    _generation: SessionGeneration | None = None
     _first: bool = True
 
     @property
@@ -286,7 +286,7 @@ def open_run_steps(
     )
 
 
-def engine_meta(backend: Backend, executor: ExecutorKind) -> dict[str, Any] | None:
+def engine_meta(backend: Backend, executor: ExecutorKind) -> EngineMeta | None:
     """How a local engine ran: its mode, why, its settings (llama.cpp: threads, from where, and
     batch size), and how often its worker crashed."""
     mode = getattr(backend, "engine_mode", None)

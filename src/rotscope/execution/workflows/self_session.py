@@ -23,7 +23,7 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from rotscope._util.decode import decode
 from rotscope._util.jsonl import complete_lines, jsonl_line, jsonl_lines
@@ -42,7 +42,7 @@ from rotscope.execution.state.identity import DIGESTS, config_digest
 from rotscope.execution.state.run_folder import SESSION_DIR, has_store
 from rotscope.filler.session import Turn, generated_session, is_note, load_transcript
 from rotscope.prompt.session_render import SESSION_FILLER, holds_marker, render, supports_tools, to_message
-from rotscope.store import RunStore
+from rotscope.store import RunStore, SessionGeneration
 from rotscope.types import Backend, Completion, GenerateRequest, GenerationParams, Tokenizer
 
 EMPTY_NOTE = "(no note)"
@@ -79,7 +79,17 @@ def _stored(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _usage(completion: Completion, usd: float | None) -> dict[str, Any]:
+class NoteUsage(TypedDict):
+    """The ``usage`` of a stored note's line: the call that wrote it."""
+
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_tokens: int | None
+    latency_s: float
+    usd: float | None
+
+
+def _usage(completion: Completion, usd: float | None) -> NoteUsage:
     return {
         "prompt_tokens": completion.prompt_tokens,
         "completion_tokens": completion.completion_tokens,
@@ -264,7 +274,7 @@ class SessionWriter:
         if self.reporter is not None:
             self.reporter.notice(message)
 
-    def cost(self) -> dict[str, Any]:
+    def cost(self) -> SessionGeneration:
         """What writing the run's sessions cost, read from the stored notes (so it is the whole cost,
         however many runs it took): the summary's ``session_generation``."""
         names = ("prompt_tokens", "completion_tokens", "cached_tokens", "latency_s")
@@ -278,18 +288,22 @@ class SessionWriter:
                     totals["calls"] += 1
                     for name in names:
                         totals[name] += usage.get(name) or 0
-        return {
-            **{name: int(value) for name, value in totals.items()},
-            "latency_s": round(totals["latency_s"], 3),
-            "usd": self.spent(),
-            "priced": all(
-                (record.get(USAGE) or {}).get("usd") is not None
-                for path in self.files
-                for record in _stored(path)
-                if USAGE in record
-            ),
-            "sessions": len(self.files),
-            "turns": turns,
-            "note_tokens": self.params.max_tokens,
-            "files": [str(path.relative_to(self.run_dir)) for path in self.files],
-        }
+        # the totals' keys are SessionGeneration's counts (a comprehension mypy cannot follow)
+        return cast(
+            SessionGeneration,
+            {
+                **{name: int(value) for name, value in totals.items()},
+                "latency_s": round(totals["latency_s"], 3),
+                "usd": self.spent(),
+                "priced": all(
+                    (record.get(USAGE) or {}).get("usd") is not None
+                    for path in self.files
+                    for record in _stored(path)
+                    if USAGE in record
+                ),
+                "sessions": len(self.files),
+                "turns": turns,
+                "note_tokens": self.params.max_tokens,
+                "files": [str(path.relative_to(self.run_dir)) for path in self.files],
+            },
+        )
