@@ -216,7 +216,7 @@ class SessionMeta(TypedDict, total=False):
     with the key naming the folder's own subject (``role`` or ``subject``)."""
 
     subjects: dict[str, str]
-    names: dict[str, str]
+    names: dict[str, str | None]
     folder: str
     seed: int
     seeds: str
