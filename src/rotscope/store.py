@@ -102,6 +102,20 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
+class RejectionRecord(TypedDict, total=False):
+    """One rejected prompt in the run's ``rejections`` metadata (``types.rendering.Rejection`` as
+    stored)."""
+
+    task: str
+    case_ids: list[str]
+    control: bool
+    length: int
+    depth: float | None
+    position: str | None
+    filler: str | None
+    reason: str
+
+
 class TokenBounds(TypedDict, total=False):
     """The run's ``tokens`` metadata: the prefill a naive run would do, and the lower bound."""
 
@@ -142,6 +156,16 @@ class SessionGeneration(TypedDict, total=False):
     files: list[str]
 
 
+class EngineVerdict(TypedDict):
+    """Whether a llama.cpp engine may use extra buffers (``backends.llamacpp.extra_buffers.Verdict``
+    as stored)."""
+
+    safe: bool
+    reason: str
+    buffer_types: list[str]
+    probed_at: str
+
+
 class EngineMeta(TypedDict, total=False):
     """The run's ``engine`` metadata (``run_steps.engine_meta``): how a local engine ran."""
 
@@ -149,7 +173,7 @@ class EngineMeta(TypedDict, total=False):
     settings: Any
     worker_process: bool
     crashes: int
-    verdict: dict[str, Any] | None
+    verdict: EngineVerdict | None
 
 
 class CacheControl(TypedDict, total=False):
@@ -240,7 +264,7 @@ class RunMeta(TypedDict, total=False):
     backend: dict[str, Any]
     corpus: dict[str, Any] | None
     rejected: list[str]
-    rejections: list[dict[str, Any]]
+    rejections: list[RejectionRecord]
     tokens: TokenBounds
     order: str
     identity: dict[str, Any]
