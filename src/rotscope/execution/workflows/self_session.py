@@ -23,7 +23,7 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, TypedDict, cast
+from typing import Any, Final, Literal, NotRequired, TypedDict, cast
 
 from rotscope._util.decode import decode
 from rotscope._util.jsonl import complete_lines, jsonl_line, jsonl_lines
@@ -50,43 +50,58 @@ EMPTY_NOTE = "(no note)"
 MARKED_NOTE = "(note withheld: it held a chat-template marker)"
 """A note holding a turn marker's text, which would break the session's role boundaries."""
 _ANEW = "delete the file to write the session anew"
-USAGE = "usage"
+USAGE: Final = "usage"
 """The key of a note's line that records its call (a transcript reader ignores it)."""
 
 
-def _line(turn: Turn, usage: Mapping[str, Any] | None = None) -> str:
-    record: dict[str, Any] = {"role": turn.role, "content": turn.content}
-    if turn.name:
-        record["name"] = turn.name
-    if usage is not None:
-        record[USAGE] = dict(usage)
-    return jsonl_line(record)
-
-
-def _stored(path: Path) -> list[dict[str, Any]]:
-    """The lines of a stored session. A partial session's last line cut short by a crash (even
-    inside a character) was never written: it is cut off the file as bytes, so the turns appended
-    next follow a whole line."""
-    if not path.is_file():
-        return []
-    text = decode(complete_lines(path), "utf-8", str(path), f"; {_ANEW}")
-    records = []
-    for number, line in jsonl_lines(text):
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            raise BadInput(f"{path}:{number}: not valid JSON; {_ANEW}") from None
-    return records
-
-
-class NoteUsage(TypedDict):
-    """The ``usage`` of a stored note's line: the call that wrote it."""
+class NoteUsage(TypedDict, total=False):
+    """The ``usage`` of a stored note's line: the call that wrote it (a note
+    written before sessions were priced lacks ``usd``)."""
 
     prompt_tokens: int | None
     completion_tokens: int | None
     cached_tokens: int | None
     latency_s: float
     usd: float | None
+
+
+class NoteLine(TypedDict):
+    """One stored line of a session the model writes: a transcript turn, and for a note the call
+    that wrote it."""
+
+    role: str
+    content: str
+    name: NotRequired[str]
+    usage: NotRequired[NoteUsage]
+
+
+_Summed = Literal["prompt_tokens", "completion_tokens", "cached_tokens", "latency_s"]
+"""The usage keys ``SessionWriter.cost`` adds up over the notes."""
+
+
+def _line(turn: Turn, usage: NoteUsage | None = None) -> str:
+    record: NoteLine = {"role": turn.role, "content": turn.content}
+    if turn.name:
+        record["name"] = turn.name
+    if usage is not None:
+        record[USAGE] = cast(NoteUsage, dict(usage))
+    return jsonl_line(record)
+
+
+def _stored(path: Path) -> list[NoteLine]:
+    """The lines of a stored session. A partial session's last line cut short by a crash (even
+    inside a character) was never written: it is cut off the file as bytes, so the turns appended
+    next follow a whole line."""
+    if not path.is_file():
+        return []
+    text = decode(complete_lines(path), "utf-8", str(path), f"; {_ANEW}")
+    records: list[NoteLine] = []
+    for number, line in jsonl_lines(text):
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            raise BadInput(f"{path}:{number}: not valid JSON; {_ANEW}") from None
+    return records
 
 
 def _usage(completion: Completion, usd: float | None) -> NoteUsage:
@@ -208,13 +223,13 @@ class SessionWriter:
                 turns.append(turn)
         raise AssertionError("the generated session is endless")  # pragma: no cover
 
-    def _replayed_note(self, record: dict[str, Any], partial: Path, index: int) -> Turn:
+    def _replayed_note(self, record: NoteLine, partial: Path, index: int) -> Turn:
         content = record.get("content")
         if record.get("role") != "assistant" or not isinstance(content, str) or USAGE not in record:
             raise BadInput(f"{partial}:{index + 1}: not a note the model wrote; {_ANEW}")
         return Turn("assistant", content)
 
-    def _check_replayed(self, record: dict[str, Any], turn: Turn, partial: Path, index: int) -> None:
+    def _check_replayed(self, record: NoteLine, turn: Turn, partial: Path, index: int) -> None:
         if record != json.loads(_line(turn)):
             raise BadInput(
                 f"{partial}:{index + 1}: differs from the generated session (the generator changed since it "
@@ -277,7 +292,7 @@ class SessionWriter:
     def cost(self) -> SessionGeneration:
         """What writing the run's sessions cost, read from the stored notes (so it is the whole cost,
         however many runs it took): the summary's ``session_generation``."""
-        names = ("prompt_tokens", "completion_tokens", "cached_tokens", "latency_s")
+        names: tuple[_Summed, ...] = ("prompt_tokens", "completion_tokens", "cached_tokens", "latency_s")
         totals: dict[str, float] = dict.fromkeys(("calls", *names), 0)
         turns = 0
         for path in self.files:
