@@ -62,6 +62,60 @@ class Row(TypedDict):
     cached_source: str | None
 
 
+class PlannedRow(TypedDict):
+    """The planned columns of one work item as a run writes them (``store.PLANNED_COLUMNS``)."""
+
+    item_id: str
+    call_id: str
+    run_id: str
+    plan_order: int
+    task: str
+    case_id: str
+    instance_id: str
+    haystack_variant: int | None
+    control: int
+    model: str
+    backend: str
+    length_target: int
+    prompt_tokens: int
+    haystack_tokens: int
+    depth: float
+    position: str | None
+    filler: str | None
+    spans: str
+    trial: int
+    seed: int
+    prompt_digest: str
+    question: str
+    expected: str
+    slices: str
+
+
+class ResultValues(TypedDict, total=False):
+    """The result columns a finished call writes for one of its rows (``store.RESULT_COLUMNS``):
+    the ones it knows, the others keep their stored values."""
+
+    status: str
+    response: str | None
+    outcome: str | None
+    category: str | None
+    usage_prompt_tokens: int | None
+    usage_completion_tokens: int | None
+    cached_tokens: int | None
+    cached_source: str | None
+    latency_s: float | None
+    cost: float | None
+    error: str | None
+    claim_report: str | None
+    cached_response: int
+    judge_verdict: str | None
+    judge_model: str | None
+    judge_prompt_sha256: str | None
+    judge_response: str | None
+    request_attempts: int | None
+    engine_mode: str | None
+
+
 def column(row: Row, name: str) -> Any:
     """A column chosen at run time (grouping keys, instance keys)."""
     return cast(Mapping[str, Any], row)[name]

@@ -255,7 +255,8 @@ def build_summary(store: RunStore, run_dir: Path, rows: list[Row] | None = None)
     """The run's summary, of ``rows`` where given (a subset of the store's: ``rotscope compare``
     narrows an imported run to the cells the compared runs share), else of all its rows: the
     typed record every view reads (``rotscope.records.summary.Summary``, docs/records.md)."""
-    meta = store.meta()
+    # the stored metadata as JSON: the summary's records validate it
+    meta: Mapping[str, Any] = store.meta()
     config = meta.get("config") or {}
     rows = _pool_offset_depths(store.rows() if rows is None else rows)
     rejections = [Rejection.model_validate(rejection) for rejection in meta.get("rejections", [])]

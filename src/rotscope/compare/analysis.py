@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
-from typing import Any
 
 from rotscope.analysis.summary import build_summary
 from rotscope.compare.comparable import check_comparable, common_lengths, is_imported
@@ -31,7 +30,7 @@ from rotscope.records.cells import Cell
 from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
 from rotscope.rows import Row
-from rotscope.store import RunStore
+from rotscope.store import RunMeta, RunStore
 
 COMPARISON_VERSION = 1
 """The comparison record's version: a change of its shape raises it."""
@@ -46,7 +45,7 @@ class ComparedRun:
 
     path: Path
     name: str
-    meta: dict[str, Any]
+    meta: RunMeta
     summary: Summary
     rows: list[Row]
 

@@ -26,7 +26,7 @@ from rotscope.plan.manifest import SHARED_GROUPS, deviations
 from rotscope.plan.slices import cluster_of
 from rotscope.position import Position
 from rotscope.rows import Row, column
-from rotscope.store import RunStore
+from rotscope.store import RunMeta, RunStore
 
 EVIDENCE_ONLY = "evidence-only"
 """Position of the evidence-only control: its length is the unpadded prompt's, which differs
@@ -38,7 +38,7 @@ _SAME_PER_ROW = ("question", "expected", "seed", "instance_id")
 @dataclass(frozen=True)
 class RunData:
     path: Path
-    meta: dict[str, Any]
+    meta: RunMeta
     rows: list[Row]
 
     @property

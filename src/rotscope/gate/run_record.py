@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from typing import Any
 
 import numpy as np
 
@@ -74,6 +75,8 @@ def binding(run: RunData) -> Binding:
     manifest = run.meta.get("manifest") or {}
     subject = manifest.get("subject") or {}
     backend = run.meta.get("backend") or {}
+    # the stored deviations as JSON: Binding validates them
+    deviations: list[Any] = (run.meta.get("plan") or {}).get("deviations", [])
     return Binding(
         run=run.name,
         path=str(run.path),
@@ -88,6 +91,6 @@ def binding(run: RunData) -> Binding:
         filler_digest=(run.meta.get("corpus") or {}).get("digest"),
         manifest_digest=run.meta.get("manifest_digest"),
         plan_digest=(run.meta.get("plan") or {}).get("digest"),
-        plan_deviations=(run.meta.get("plan") or {}).get("deviations", []),
+        plan_deviations=deviations,
         imported=imported_note(run.meta),
     )

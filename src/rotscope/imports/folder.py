@@ -7,13 +7,12 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from rotscope.errors import BadInput
 from rotscope.execution.state.lock import LOCK_FILE
 from rotscope.execution.state.run_folder import create_store, has_store, writing
 from rotscope.imports.items import ImportedItem, import_meta, model_of, planned_row, result_values
-from rotscope.store import RunStore
+from rotscope.store import ImportedMeta, RunStore
 
 CONFIG_NOTE = (
     "# This folder was made by rotscope import from {source}: its rows came from another harness\n"
@@ -46,7 +45,7 @@ def write_import(
     source: Path,
     kind: str,
     tokenizer: str | None = None,
-    extra: dict[str, Any] | None = None,
+    extra: ImportedMeta | None = None,
 ) -> int:
     """Write ``items`` (from ``source``, of format ``kind``) as the run folder ``run_dir``; returns
     the rows written. ``extra`` adds keys to the folder's ``imported`` metadata."""

@@ -13,11 +13,11 @@ import hashlib
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
 
 from rotscope._version import __version__
 from rotscope.position import Position
-from rotscope.store import IMPORTED_KEY
+from rotscope.rows import PlannedRow, ResultValues
+from rotscope.store import IMPORTED_KEY, RunMeta
 from rotscope.types import ClaimReport
 
 UNKNOWN_POSITION = "unknown"
@@ -84,7 +84,7 @@ def row_id(item: ImportedItem) -> str:
     return "imp-" + hashlib.sha256(json.dumps(item.condition).encode("utf-8")).hexdigest()[:24]
 
 
-def planned_row(item: ImportedItem, order: int, run_id: str, model: str) -> dict[str, Any]:
+def planned_row(item: ImportedItem, order: int, run_id: str, model: str) -> PlannedRow:
     """The row's planned columns (``store.PLANNED_COLUMNS``): no prompt, no spans, no question."""
     depth, position = item.stored_position
     identifier = row_id(item)
@@ -116,7 +116,7 @@ def planned_row(item: ImportedItem, order: int, run_id: str, model: str) -> dict
     }
 
 
-def result_values(item: ImportedItem) -> dict[str, Any]:
+def result_values(item: ImportedItem) -> ResultValues:
     """The row's result columns: its outcome, or the error its harness recorded."""
     if item.outcome is None:
         error = item.error or "no outcome in the imported file"
@@ -135,7 +135,7 @@ def result_values(item: ImportedItem) -> dict[str, Any]:
 
 def import_meta(
     items: Sequence[ImportedItem], *, run_id: str, source: str, kind: str, digest: str, tokenizer: str | None
-) -> dict[str, Any]:
+) -> RunMeta:
     """The run folder's metadata: a minimal experiment (its model, tasks and lengths), how lengths
     were counted, and ``imported``: the file, its format and digest, and what the folder lacks."""
     model = model_of(items)

@@ -11,7 +11,6 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.execution.calls.cost import Budget
@@ -25,7 +24,7 @@ from rotscope.execution.workflows.runner import BudgetReached, stops
 from rotscope.modes.intended import intended_by, upgrade_line
 from rotscope.modes.session_record import Kind, SessionRecord, read_record, write_record
 from rotscope.plan.schedule import paired_rounds, subject_rounds, trie_runs
-from rotscope.store import RunStore
+from rotscope.store import RunStore, SessionMeta
 from rotscope.types import Backend, WorkItem
 
 IDENTICAL = "identical prompts, token for token (the subjects share tokenizer, template and system prompt)"
@@ -117,7 +116,7 @@ def run_session(
                 reporter.notice(upgraded)
             order = joint_order(subjects_steps, first.seed, form.rounds)
             prompts = _prompts(subjects_steps)
-            meta: dict[str, Any] = {
+            meta: SessionMeta = {
                 "subjects": {name: configs[name].model for name in names},
                 "names": {name: configs[name].subject for name in names},
                 "folder": str(out.resolve()),

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any, Literal
+from typing import Literal
 
+from rotscope.rows import ResultValues
 from rotscope.scoring.deterministic import parse_labelled_answers
 from rotscope.types import Backend, Case, Completion, GenerateRequest, GenerationParams, Score
 
@@ -76,7 +77,7 @@ def judge_request(backend: Backend, messages: tuple[dict[str, str], ...], max_to
     return GenerateRequest(messages, ids, GenerationParams(temperature=0.0, max_tokens=max_tokens, seed=0))
 
 
-def judge_columns(model: str, completion: Completion, verdict: Verdict | None) -> dict[str, Any]:
+def judge_columns(model: str, completion: Completion, verdict: Verdict | None) -> ResultValues:
     """What a judged row stores: the verdict (``unparsed`` or ``failed`` when there is none), the
     judge model, the prompt's hash and the judge's raw reply or error."""
     shown = "failed" if completion.error is not None else verdict or "unparsed"

@@ -18,7 +18,7 @@ import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 from rotscope.config.experiment import ExperimentConfig, JudgeConfig, Price
 from rotscope.errors import BadInput, EngineCrashed
@@ -34,6 +34,7 @@ from rotscope.execution.calls.cost import (
 from rotscope.execution.calls.delivery import check_delivery, delivery_tolerance
 from rotscope.execution.calls.limits import Limiters, ProviderLimiter
 from rotscope.execution.calls.response_cache import ResponseCache, cache_key
+from rotscope.rows import ResultValues
 from rotscope.scoring.deterministic import score_parts
 from rotscope.scoring.judge import (
     judge_columns,
@@ -157,7 +158,7 @@ class Judge:
 
     async def review(
         self, item: WorkItem, label: str, completion: Completion, result: Score
-    ) -> tuple[Score, dict[str, Any], float]:
+    ) -> tuple[Score, ResultValues, float]:
         """The row's score and judge columns; deterministic scores pass through untouched. A judge
         call that fails (or that the budget does not allow) makes the row an ``error``: its score
         is undecided, so it is left out of accuracy and judged again by ``--resume`` (a remote
@@ -181,7 +182,7 @@ class Judge:
 JUDGE_FAILED = Score("error", "judge")
 
 
-def result_row(completion: Completion, result: Score) -> dict[str, Any]:
+def result_row(completion: Completion, result: Score) -> ResultValues:
     return {
         "status": "error" if result.outcome == "error" else "ok",
         "response": completion.text,
@@ -292,9 +293,9 @@ class Execution:
         parts = item.case.scored_parts()
         scores = score_parts(item.case, completion, filler=item.prompt.filler_text())
         cost = called.cost
-        rows: dict[str, dict[str, Any]] = {}
+        rows: dict[str, ResultValues] = {}
         for (label, _), result in zip(parts, scores, strict=True):
-            columns: dict[str, Any] = {}
+            columns: ResultValues = {}
             if self.judge is not None and result.outcome != "error":
                 result, columns, judge_cost = await self.judge.review(item, label, completion, result)
                 cost = None if cost is None else cost + judge_cost

@@ -26,7 +26,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from types import ModuleType
-from typing import Any
+from typing import Any, TypedDict
 
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput, EngineCrashed
@@ -34,7 +34,7 @@ from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Execution, Reporter, local_caller, make_judge
 from rotscope.execution.calls.limits import Limiters
 from rotscope.plan.schedule import prefill_bounds, prefix_groups, prefix_order
-from rotscope.store import RunStore
+from rotscope.store import RayExecutor, RunStore
 from rotscope.types import Backend, BatchingBackend, Completion, GenerateRequest, Tokenizer, WorkItem
 
 _INSTALL = "pip install rotscope[ray]"
@@ -63,6 +63,17 @@ def check_ray(backend: Backend, config: ExperimentConfig) -> None:
         ray.cloudpickle.dumps(backend)
     except Exception as error:
         raise BadInput(f"model: {config.model} cannot be sent to a Ray worker ({error})") from None
+
+
+class RayInit(TypedDict, total=False):
+    """The options ``ray.init`` is called with: a local Ray's CPUs, or the cluster's address."""
+
+    include_dashboard: bool
+    log_to_driver: bool
+    logging_level: int
+    configure_logging: bool
+    num_cpus: int
+    address: str
 
 
 @dataclass(frozen=True)
@@ -262,7 +273,7 @@ class RayPool:
             # Ray starts its workers at niceness 15; the replicas are the run's engine, and at 15 a
             # machine's other work takes their cores (an in-process engine runs at 0).
             os.environ.setdefault("RAY_worker_niceness", "0")
-            options: dict[str, Any] = {
+            options: RayInit = {
                 "include_dashboard": False,
                 "log_to_driver": False,
                 "logging_level": logging.ERROR,
@@ -334,7 +345,7 @@ class RayPool:
                 judge.caller.cache.close()
         return execution.stopped_at_budget
 
-    def record(self, shards: Sequence[Shard]) -> dict[str, Any]:
+    def record(self, shards: Sequence[Shard]) -> RayExecutor:
         """The run's ``executor`` metadata: workers, their shards, the workers lost."""
         return {
             "kind": "ray",

@@ -21,7 +21,7 @@ from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Caller, Execution, Reporter, local_caller, make_judge
 from rotscope.execution.calls.limits import Limiters
 from rotscope.execution.executors.ray_executor import Shard, shard
-from rotscope.store import RunStore
+from rotscope.store import ReplicaPass, ReplicasExecutor, RunStore
 from rotscope.types import Backend, Completion, GenerateRequest, Tokenizer, WorkItem
 
 
@@ -108,7 +108,7 @@ async def execute_on_replicas(
     judge = make_judge(config, judge_backend, budget, Limiters(config.limits))
     urls = pool.replica_urls()
     todo = list(items)
-    passes: list[dict[str, Any]] = []
+    passes: list[ReplicaPass] = []
     try:
         while todo:
             live = await pool.connect()
@@ -141,7 +141,12 @@ async def execute_on_replicas(
                     f"{len(todo)} unfinished calls go to the replicas still up",
                 )
     finally:
-        executor = {"kind": "replicas", "replicas": urls, "servers": pool.replica_kinds(), "passes": passes}
+        executor: ReplicasExecutor = {
+            "kind": "replicas",
+            "replicas": urls,
+            "servers": pool.replica_kinds(),
+            "passes": passes,
+        }
         store.set_meta({"executor": executor})
         if judge is not None and judge.caller.cache is not None:
             judge.caller.cache.close()
@@ -158,7 +163,7 @@ def _dealt(urls: Sequence[str], live: Sequence[int], shards: Sequence[Shard]) ->
 
 def _pass_record(
     urls: Sequence[str], live: Sequence[int], shards: Sequence[Shard], lost: Sequence[int]
-) -> dict[str, Any]:
+) -> ReplicaPass:
     """One pass of the run's ``executor`` metadata: each replica's shard and whether it went down."""
     return {
         "shards": [

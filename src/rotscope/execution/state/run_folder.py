@@ -20,7 +20,6 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from rotscope._version import __version__
 from rotscope.config.experiment import ExperimentConfig
@@ -30,6 +29,7 @@ from rotscope.execution.state.identity import RUNTIME_FIELDS, config_digest
 from rotscope.execution.state.lock import LOCK_FILE, STORE_FILE, RunLock, held
 from rotscope.plan.rejections import REJECTIONS_FILE, detail_records
 from rotscope.plan.workitems import Plan
+from rotscope.rows import PlannedRow
 from rotscope.store import RunStore
 from rotscope.types import Rejection, WorkItem
 
@@ -235,11 +235,11 @@ def default_run_dir(config: ExperimentConfig) -> Path:
     return Path("runs") / f"{config.name}-{stamp}"
 
 
-def planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list[dict[str, Any]]:
+def planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list[PlannedRow]:
     """One row per question of the call (a single question is a call of its own)."""
     prompt = item.prompt
     spans = [{**span.__dict__, **_evidence_fields(item, span.evidence_id)} for span in prompt.spans]
-    rows = []
+    rows: list[PlannedRow] = []
     for label, part in item.case.scored_parts():
         prefix = f"{part.case_id}/" if item.case.parts else ""
         # a question at a depth of its own is counted in that depth's cell, its prompt one cluster

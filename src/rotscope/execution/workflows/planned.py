@@ -17,7 +17,7 @@ from rotscope.execution.state.run_folder import (
 from rotscope.plan.manifest import Deviation, deviations, manifest_digest
 from rotscope.plan.rejections import summary_lines
 from rotscope.plan.workitems import Plan
-from rotscope.store import RunStore
+from rotscope.store import PlanRecord, RunStore
 from rotscope.tasks import TASKS
 
 
@@ -26,7 +26,7 @@ def check_plan(
     manifest: Mapping[str, Any],
     allow_deviation: bool,
     intended: Callable[[Deviation], bool] = lambda deviation: False,
-) -> dict[str, Any]:
+) -> PlanRecord:
     """Compare a run's manifest with the frozen plan: a deviation is bad input unless allowed (or
     ``intended``: a paired candidate's own model), and then each one is recorded. Returns the
     run's ``plan`` metadata."""

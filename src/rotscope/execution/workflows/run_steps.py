@@ -10,7 +10,7 @@ import asyncio
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from rotscope.backends import create_backend
 from rotscope.config.experiment import ExperimentConfig, build_config, dump_config
@@ -44,7 +44,7 @@ from rotscope.execution.workflows.self_session import SessionWriter, self_writte
 from rotscope.plan.manifest import Deviation, build_manifest, manifest_digest
 from rotscope.plan.rejections import REJECTIONS_FILE
 from rotscope.plan.workitems import Plan, build_plan, without_evidence
-from rotscope.store import RunStore
+from rotscope.store import EngineMeta, EngineVerdict, PlanRecord, RunStore, SessionGeneration
 from rotscope.types import Backend, WorkItem
 
 
@@ -86,8 +86,8 @@ class RunSteps:
     store: RunStore | None = None
     _identity: dict[str, Any] = field(default_factory=dict)
     _manifest: dict[str, Any] = field(default_factory=dict)
-    _plan_meta: dict[str, Any] | None = None
-    _generation: dict[str, Any] | None = None
+    _plan_meta: PlanRecord | None = None
+    _generation: SessionGeneration | None = None
     _first: bool = True
 
     @property
@@ -286,7 +286,7 @@ def open_run_steps(
     )
 
 
-def engine_meta(backend: Backend, executor: ExecutorKind) -> dict[str, Any] | None:
+def engine_meta(backend: Backend, executor: ExecutorKind) -> EngineMeta | None:
     """How a local engine ran: its mode, why, its settings (llama.cpp: threads, from where, and
     batch size), and how often its worker crashed."""
     mode = getattr(backend, "engine_mode", None)
@@ -299,7 +299,7 @@ def engine_meta(backend: Backend, executor: ExecutorKind) -> dict[str, Any] | No
         "settings": getattr(engine, "engine_settings", None),
         "worker_process": executor.worker_process,
         "crashes": getattr(backend, "crashes", 0),
-        "verdict": None if verdict is None else asdict(verdict),
+        "verdict": None if verdict is None else cast(EngineVerdict, asdict(verdict)),
     }
 
 

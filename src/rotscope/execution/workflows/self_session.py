@@ -23,7 +23,7 @@ import json
 import math
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, Literal, NotRequired, TypedDict, cast
 
 from rotscope._util.decode import decode
 from rotscope._util.jsonl import complete_lines, jsonl_line, jsonl_lines
@@ -42,7 +42,7 @@ from rotscope.execution.state.identity import DIGESTS, config_digest
 from rotscope.execution.state.run_folder import SESSION_DIR, has_store
 from rotscope.filler.session import Turn, generated_session, is_note, load_transcript
 from rotscope.prompt.session_render import SESSION_FILLER, holds_marker, render, supports_tools, to_message
-from rotscope.store import RunStore
+from rotscope.store import RunStore, SessionGeneration
 from rotscope.types import Backend, Completion, GenerateRequest, GenerationParams, Tokenizer
 
 EMPTY_NOTE = "(no note)"
@@ -50,27 +50,52 @@ EMPTY_NOTE = "(no note)"
 MARKED_NOTE = "(note withheld: it held a chat-template marker)"
 """A note holding a turn marker's text, which would break the session's role boundaries."""
 _ANEW = "delete the file to write the session anew"
-USAGE = "usage"
+USAGE: Final = "usage"
 """The key of a note's line that records its call (a transcript reader ignores it)."""
 
 
-def _line(turn: Turn, usage: Mapping[str, Any] | None = None) -> str:
-    record: dict[str, Any] = {"role": turn.role, "content": turn.content}
+class NoteUsage(TypedDict, total=False):
+    """The ``usage`` of a stored note's line: the call that wrote it (a note
+    written before sessions were priced lacks ``usd``)."""
+
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    cached_tokens: int | None
+    latency_s: float
+    usd: float | None
+
+
+class NoteLine(TypedDict):
+    """One stored line of a session the model writes: a transcript turn, and for a note the call
+    that wrote it."""
+
+    role: str
+    content: str
+    name: NotRequired[str]
+    usage: NotRequired[NoteUsage]
+
+
+_Summed = Literal["prompt_tokens", "completion_tokens", "cached_tokens", "latency_s"]
+"""The usage keys ``SessionWriter.cost`` adds up over the notes."""
+
+
+def _line(turn: Turn, usage: NoteUsage | None = None) -> str:
+    record: NoteLine = {"role": turn.role, "content": turn.content}
     if turn.name:
         record["name"] = turn.name
     if usage is not None:
-        record[USAGE] = dict(usage)
+        record[USAGE] = cast(NoteUsage, dict(usage))
     return jsonl_line(record)
 
 
-def _stored(path: Path) -> list[dict[str, Any]]:
+def _stored(path: Path) -> list[NoteLine]:
     """The lines of a stored session. A partial session's last line cut short by a crash (even
     inside a character) was never written: it is cut off the file as bytes, so the turns appended
     next follow a whole line."""
     if not path.is_file():
         return []
     text = decode(complete_lines(path), "utf-8", str(path), f"; {_ANEW}")
-    records = []
+    records: list[NoteLine] = []
     for number, line in jsonl_lines(text):
         try:
             records.append(json.loads(line))
@@ -79,7 +104,7 @@ def _stored(path: Path) -> list[dict[str, Any]]:
     return records
 
 
-def _usage(completion: Completion, usd: float | None) -> dict[str, Any]:
+def _usage(completion: Completion, usd: float | None) -> NoteUsage:
     return {
         "prompt_tokens": completion.prompt_tokens,
         "completion_tokens": completion.completion_tokens,
@@ -198,13 +223,13 @@ class SessionWriter:
                 turns.append(turn)
         raise AssertionError("the generated session is endless")  # pragma: no cover
 
-    def _replayed_note(self, record: dict[str, Any], partial: Path, index: int) -> Turn:
+    def _replayed_note(self, record: NoteLine, partial: Path, index: int) -> Turn:
         content = record.get("content")
         if record.get("role") != "assistant" or not isinstance(content, str) or USAGE not in record:
             raise BadInput(f"{partial}:{index + 1}: not a note the model wrote; {_ANEW}")
         return Turn("assistant", content)
 
-    def _check_replayed(self, record: dict[str, Any], turn: Turn, partial: Path, index: int) -> None:
+    def _check_replayed(self, record: NoteLine, turn: Turn, partial: Path, index: int) -> None:
         if record != json.loads(_line(turn)):
             raise BadInput(
                 f"{partial}:{index + 1}: differs from the generated session (the generator changed since it "
@@ -264,10 +289,10 @@ class SessionWriter:
         if self.reporter is not None:
             self.reporter.notice(message)
 
-    def cost(self) -> dict[str, Any]:
+    def cost(self) -> SessionGeneration:
         """What writing the run's sessions cost, read from the stored notes (so it is the whole cost,
         however many runs it took): the summary's ``session_generation``."""
-        names = ("prompt_tokens", "completion_tokens", "cached_tokens", "latency_s")
+        names: tuple[_Summed, ...] = ("prompt_tokens", "completion_tokens", "cached_tokens", "latency_s")
         totals: dict[str, float] = dict.fromkeys(("calls", *names), 0)
         turns = 0
         for path in self.files:
@@ -278,18 +303,22 @@ class SessionWriter:
                     totals["calls"] += 1
                     for name in names:
                         totals[name] += usage.get(name) or 0
-        return {
-            **{name: int(value) for name, value in totals.items()},
-            "latency_s": round(totals["latency_s"], 3),
-            "usd": self.spent(),
-            "priced": all(
-                (record.get(USAGE) or {}).get("usd") is not None
-                for path in self.files
-                for record in _stored(path)
-                if USAGE in record
-            ),
-            "sessions": len(self.files),
-            "turns": turns,
-            "note_tokens": self.params.max_tokens,
-            "files": [str(path.relative_to(self.run_dir)) for path in self.files],
-        }
+        # the totals' keys are SessionGeneration's counts (a comprehension mypy cannot follow)
+        return cast(
+            SessionGeneration,
+            {
+                **{name: int(value) for name, value in totals.items()},
+                "latency_s": round(totals["latency_s"], 3),
+                "usd": self.spent(),
+                "priced": all(
+                    (record.get(USAGE) or {}).get("usd") is not None
+                    for path in self.files
+                    for record in _stored(path)
+                    if USAGE in record
+                ),
+                "sessions": len(self.files),
+                "turns": turns,
+                "note_tokens": self.params.max_tokens,
+                "files": [str(path.relative_to(self.run_dir)) for path in self.files],
+            },
+        )
