@@ -15,11 +15,12 @@ from collections.abc import Iterable, Mapping
 from contextlib import closing
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final, TypedDict, cast
+from typing import Any, Final, cast
 
 from rotscope._util.safe_text import storable, storable_values
 from rotscope.errors import BadInput
 from rotscope.rows import Row
+from rotscope.run_meta import RunMeta
 
 PLANNED_COLUMNS = (
     "item_id", "call_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model",
@@ -100,184 +101,6 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     ("haystack_variant", "ALTER TABLE items ADD COLUMN haystack_variant INTEGER"),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
-
-
-class RejectionRecord(TypedDict, total=False):
-    """One rejected prompt in the run's ``rejections`` metadata (``types.rendering.Rejection`` as
-    stored)."""
-
-    task: str
-    case_ids: list[str]
-    control: bool
-    length: int
-    depth: float | None
-    position: str | None
-    filler: str | None
-    reason: str
-
-
-class TokenBounds(TypedDict, total=False):
-    """The run's ``tokens`` metadata: the prefill a naive run would do, and the lower bound."""
-
-    naive_prefill: int
-    lower_bound: int
-
-
-class DeviationRecord(TypedDict):
-    """One field where the run's manifest deviates from its frozen plan."""
-
-    field: str
-    planned: Any
-    actual: Any
-
-
-class PlanRecord(TypedDict, total=False):
-    """The run's ``plan`` metadata (``planned.check_plan``): the frozen plan's digest and the
-    deviations from it that were allowed."""
-
-    digest: str
-    deviations: list[DeviationRecord]
-
-
-class SessionGeneration(TypedDict, total=False):
-    """The run's ``session_generation`` metadata: what writing the model's own sessions cost
-    (``self_session.SessionWriter.cost``); a folder from before sessions were priced lacks some keys."""
-
-    calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    cached_tokens: int
-    latency_s: float
-    usd: float
-    priced: bool
-    sessions: int
-    turns: int
-    note_tokens: int
-    files: list[str]
-
-
-class EngineVerdict(TypedDict):
-    """Whether a llama.cpp engine may use extra buffers (``backends.llamacpp.extra_buffers.Verdict``
-    as stored)."""
-
-    safe: bool
-    reason: str
-    buffer_types: list[str]
-    probed_at: str
-
-
-class EngineMeta(TypedDict, total=False):
-    """The run's ``engine`` metadata (``run_steps.engine_meta``): how a local engine ran."""
-
-    mode: str
-    settings: Any
-    worker_process: bool
-    crashes: int
-    verdict: EngineVerdict | None
-
-
-class CacheControl(TypedDict, total=False):
-    """The run's ``cache_control`` metadata: whether the warm/cold checks were deterministic."""
-
-    deterministic: bool
-
-
-class ReplicaShard(TypedDict):
-    """One replica's shard in one pass of a replicas executor."""
-
-    replica: str
-    calls: int
-    groups: int
-    lower_bound: int
-    down: bool
-
-
-class ReplicaPass(TypedDict):
-    """One pass of a replicas executor: each live replica's shard."""
-
-    shards: list[ReplicaShard]
-
-
-class ReplicasExecutor(TypedDict):
-    """The run's ``executor`` metadata when it ran on server replicas."""
-
-    kind: str
-    replicas: list[str]
-    servers: list[str | None]
-    passes: list[ReplicaPass]
-
-
-class RayShard(TypedDict):
-    """One Ray worker's shard."""
-
-    calls: int
-    groups: int
-    lower_bound: int
-
-
-class RayExecutor(TypedDict):
-    """The run's ``executor`` metadata when it ran on Ray workers."""
-
-    kind: str
-    address: str | None
-    workers: int
-    shards: list[RayShard]
-    lost_workers: int
-
-
-class ImportedMeta(TypedDict, total=False):
-    """The ``imported`` metadata of a run folder made by ``rotscope import``: the file it came from."""
-
-    source: str
-    format: str
-    sha256: str
-    items: int
-    ignored_columns: list[str]
-
-
-class SessionMeta(TypedDict, total=False):
-    """The ``pair`` or ``session`` metadata of one subject of a paired or ``--models`` session,
-    with the key naming the folder's own subject (``role`` or ``subject``)."""
-
-    subjects: dict[str, str]
-    names: dict[str, str | None]
-    folder: str
-    seed: int
-    seeds: str
-    prompts: str
-    grouping: dict[str, str]
-    order: list[list[str | list[str]]]
-    accepted_upgrade: str
-    role: str
-    subject: str
-
-
-class RunMeta(TypedDict, total=False):
-    """A run store's metadata (``RunStore.meta``): each key as a run writes it; a folder written by
-    an older rotscope, an import or a run cut short lacks some."""
-
-    run_id: str
-    rotscope_version: str
-    config: dict[str, Any]
-    config_digest: str
-    model: str
-    backend: dict[str, Any]
-    corpus: dict[str, Any] | None
-    rejected: list[str]
-    rejections: list[RejectionRecord]
-    tokens: TokenBounds
-    order: str
-    identity: dict[str, Any]
-    manifest: dict[str, Any]
-    manifest_digest: str
-    plan: PlanRecord
-    session_generation: SessionGeneration
-    engine: EngineMeta | None
-    cache_control: CacheControl
-    executor: ReplicasExecutor | RayExecutor
-    imported: ImportedMeta
-    pair: SessionMeta
-    session: SessionMeta
 
 
 def session_usd(meta: Mapping[str, Any]) -> float:

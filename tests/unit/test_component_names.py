@@ -79,10 +79,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         "an instruction case's session turn is its instruction alone, as in its static prompt",
     ),
     # A family's own analysis, read by a view by its summary key (views may not import families).
-    ("reasoning", "src/rotscope/report/terminal.py"): (
-        2,
-        "the summary key of the reasoning family's own analysis (FamilyHooks.analyse), printed as such",
-    ),
     ("nolima", "src/rotscope/search/decisions.py"): (
         2,
         "a search's threshold definition `nolima-0.85`, after NoLiMa's relative threshold, not the family",
@@ -102,7 +98,6 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         "the manifest's `cases` group (the case set's digest): a stored key",
     ),
     ("cases", "src/rotscope/cli/plan.py"): (1, "the manifest's `cases` group, printed"),
-    ("cases", "src/rotscope/report/terminal.py"): (3, "the summary's per-case list, `cases`: a stored key"),
     ("cases", "src/rotscope/cli/cases.py"): (2, "the `rotscope cases` command and its output's name"),
     ("cases", "src/rotscope/tasks/coreference/__init__.py"): (
         1,

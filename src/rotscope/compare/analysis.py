@@ -30,7 +30,8 @@ from rotscope.records.cells import Cell
 from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
 from rotscope.rows import Row
-from rotscope.store import RunMeta, RunStore
+from rotscope.run_meta import RunMeta
+from rotscope.store import RunStore
 
 COMPARISON_VERSION = 1
 """The comparison record's version: a change of its shape raises it."""

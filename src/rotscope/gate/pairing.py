@@ -26,7 +26,8 @@ from rotscope.plan.manifest import SHARED_GROUPS, deviations
 from rotscope.plan.slices import cluster_of
 from rotscope.position import Position
 from rotscope.rows import Row, column
-from rotscope.store import RunMeta, RunStore
+from rotscope.run_meta import RunMeta
+from rotscope.store import RunStore
 
 EVIDENCE_ONLY = "evidence-only"
 """Position of the evidence-only control: its length is the unpadded prompt's, which differs

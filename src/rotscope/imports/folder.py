@@ -12,7 +12,8 @@ from rotscope.errors import BadInput
 from rotscope.execution.state.lock import LOCK_FILE
 from rotscope.execution.state.run_folder import create_store, has_store, writing
 from rotscope.imports.items import ImportedItem, import_meta, model_of, planned_row, result_values
-from rotscope.store import ImportedMeta, RunStore
+from rotscope.run_meta import ImportedMeta
+from rotscope.store import RunStore
 
 CONFIG_NOTE = (
     "# This folder was made by rotscope import from {source}: its rows came from another harness\n"

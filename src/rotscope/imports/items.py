@@ -17,7 +17,8 @@ from dataclasses import asdict, dataclass
 from rotscope._version import __version__
 from rotscope.position import Position
 from rotscope.rows import PlannedRow, ResultValues
-from rotscope.store import IMPORTED_KEY, RunMeta
+from rotscope.run_meta import RunMeta
+from rotscope.store import IMPORTED_KEY
 from rotscope.types import ClaimReport
 
 UNKNOWN_POSITION = "unknown"

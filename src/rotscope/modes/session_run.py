@@ -24,7 +24,8 @@ from rotscope.execution.workflows.runner import BudgetReached, stops
 from rotscope.modes.intended import intended_by, upgrade_line
 from rotscope.modes.session_record import Kind, SessionRecord, read_record, write_record
 from rotscope.plan.schedule import paired_rounds, subject_rounds, trie_runs
-from rotscope.store import RunStore, SessionMeta
+from rotscope.run_meta import SessionMeta
+from rotscope.store import RunStore
 from rotscope.types import Backend, WorkItem
 
 IDENTICAL = "identical prompts, token for token (the subjects share tokenizer, template and system prompt)"

@@ -34,7 +34,8 @@ from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Execution, Reporter, local_caller, make_judge
 from rotscope.execution.calls.limits import Limiters
 from rotscope.plan.schedule import prefill_bounds, prefix_groups, prefix_order
-from rotscope.store import RayExecutor, RunStore
+from rotscope.run_meta import RayExecutor
+from rotscope.store import RunStore
 from rotscope.types import Backend, BatchingBackend, Completion, GenerateRequest, Tokenizer, WorkItem
 
 _INSTALL = "pip install rotscope[ray]"

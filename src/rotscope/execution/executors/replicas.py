@@ -21,7 +21,8 @@ from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Caller, Execution, Reporter, local_caller, make_judge
 from rotscope.execution.calls.limits import Limiters
 from rotscope.execution.executors.ray_executor import Shard, shard
-from rotscope.store import ReplicaPass, ReplicasExecutor, RunStore
+from rotscope.run_meta import ReplicaPass, ReplicasExecutor
+from rotscope.store import RunStore
 from rotscope.types import Backend, Completion, GenerateRequest, Tokenizer, WorkItem
 
 

@@ -17,7 +17,8 @@ from rotscope.execution.state.run_folder import (
 from rotscope.plan.manifest import Deviation, deviations, manifest_digest
 from rotscope.plan.rejections import summary_lines
 from rotscope.plan.workitems import Plan
-from rotscope.store import PlanRecord, RunStore
+from rotscope.run_meta import PlanRecord
+from rotscope.store import RunStore
 from rotscope.tasks import TASKS
 
 

@@ -44,7 +44,8 @@ from rotscope.execution.workflows.self_session import SessionWriter, self_writte
 from rotscope.plan.manifest import Deviation, build_manifest, manifest_digest
 from rotscope.plan.rejections import REJECTIONS_FILE
 from rotscope.plan.workitems import Plan, build_plan, without_evidence
-from rotscope.store import EngineMeta, EngineVerdict, PlanRecord, RunStore, SessionGeneration
+from rotscope.run_meta import EngineMeta, EngineVerdict, PlanRecord, SessionGeneration
+from rotscope.store import RunStore
 from rotscope.types import Backend, WorkItem
 
 

@@ -42,7 +42,8 @@ from rotscope.execution.state.identity import DIGESTS, config_digest
 from rotscope.execution.state.run_folder import SESSION_DIR, has_store
 from rotscope.filler.session import Turn, generated_session, is_note, load_transcript
 from rotscope.prompt.session_render import SESSION_FILLER, holds_marker, render, supports_tools, to_message
-from rotscope.store import RunStore, SessionGeneration
+from rotscope.run_meta import SessionGeneration
+from rotscope.store import RunStore
 from rotscope.types import Backend, Completion, GenerateRequest, GenerationParams, Tokenizer
 
 EMPTY_NOTE = "(no note)"
