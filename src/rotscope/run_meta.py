@@ -5,7 +5,10 @@ module stays one job (opening, migrating, reading and writing ``run.db``)."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
+
+if TYPE_CHECKING:
+    from rotscope.types import BackendDescription, Manifest
 
 
 class RejectionRecord(TypedDict, total=False):
@@ -167,14 +170,14 @@ class RunMeta(TypedDict, total=False):
     config: dict[str, Any]
     config_digest: str
     model: str
-    backend: dict[str, Any]
+    backend: BackendDescription
     corpus: dict[str, Any] | None
     rejected: list[str]
     rejections: list[RejectionRecord]
     tokens: TokenBounds
     order: str
     identity: dict[str, Any]
-    manifest: dict[str, Any]
+    manifest: Manifest
     manifest_digest: str
     plan: PlanRecord
     session_generation: SessionGeneration

@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable
-from typing import Any
 
 from rotscope._util.text import content_stems
 from rotscope.backends import register_backend
@@ -31,7 +30,7 @@ from rotscope.backends.curve import LogisticCurve, uniform
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.local import FakeTokenizer
-from rotscope.types import Capabilities, Completion, GenerateRequest
+from rotscope.types import BackendDescription, Capabilities, Completion, GenerateRequest
 
 Responder = Callable[[GenerateRequest], str]
 
@@ -209,7 +208,7 @@ class FakeBackend:
         """The fake keeps no cache; clears are counted so tests can see the cold replicate ran."""
         self.cache_clears += 1
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         return {"backend": self.provider, "model": self.model_id, "tokenizer": self._tokenizer.name}
 
     def close(self) -> None:

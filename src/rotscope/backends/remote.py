@@ -11,7 +11,7 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import replace
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import (
@@ -25,7 +25,7 @@ from rotscope.backends.retry import (
 )
 from rotscope.errors import BackendRefused
 from rotscope.tokenizers.remote import is_approximate, load_tokenizer
-from rotscope.types import Capabilities, Completion, GenerateRequest, Tokenizer
+from rotscope.types import BackendDescription, Capabilities, Completion, GenerateRequest, Tokenizer
 
 UNKNOWN_CONTEXT_WINDOW = 10_000_000
 """Remote APIs do not report their window; an over-long prompt comes back as an error row."""
@@ -161,7 +161,7 @@ class RemoteBackend:
             raise Transient(f"HTTP {status}: {detail}", retry_after_seconds(headers))
         raise Permanent(f"HTTP {status}: {detail}")
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         approximate = is_approximate(self._tokenizer)
         return {
             "backend": self.provider,

@@ -16,7 +16,7 @@ from typing import Any
 
 from rotscope.errors import BadInput
 from rotscope.tokenizers import render_template
-from rotscope.types import Backend, Completion, GenerateRequest, Tokenizer
+from rotscope.types import Backend, BackendDescription, Completion, GenerateRequest, Tokenizer
 
 
 def read_template(path: str) -> str:
@@ -109,7 +109,7 @@ class TemplatedBackend:
     async def generate(self, request: GenerateRequest) -> Completion:
         return await self._inner.generate(request)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         return {
             **self._inner.describe(),
             "template_digest": template_digest(self._template),

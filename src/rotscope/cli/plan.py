@@ -13,6 +13,7 @@ from rotscope.errors import BadInput
 
 if TYPE_CHECKING:
     from rotscope.gate.record import Power
+    from rotscope.types import Manifest
 
 
 @app.command("plan")
@@ -67,7 +68,7 @@ def _plan_power(experiment: ExperimentConfig, plan: Any) -> Power:
 
 def _sized(
     experiment: ExperimentConfig, plan: Any, power: float, config: Path
-) -> tuple[ExperimentConfig, dict[str, Any], Any]:
+) -> tuple[ExperimentConfig, Manifest, Any]:
     """``experiment`` with the ``cases_per_task`` at which an identical candidate PASSes with
     probability ``power``; ``BadInput`` where a task cannot have that many cases."""
     from rotscope.execution.workflows.dry_run import planned_manifest

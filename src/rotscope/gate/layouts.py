@@ -11,6 +11,8 @@ model changed) from one whose layout moved too.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from typing import Any
 
 from rotscope.gate.pairing import RunData, pair_key, row_position
 from rotscope.gate.record_checks import Changed, Layouts, Moved, Where
@@ -36,7 +38,8 @@ def _where(row: Row) -> Where:
 
 
 def _digest(run: RunData, key: str) -> str | None:
-    subject = (run.meta.get("manifest") or {}).get("subject") or {}
+    manifest: Mapping[str, Any] = run.meta.get("manifest") or {}  # any version's
+    subject = manifest.get("subject") or {}
     digest: str | None = subject.get(key, (run.meta.get("backend") or {}).get(key))
     return digest
 

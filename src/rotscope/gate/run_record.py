@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -72,7 +73,7 @@ def claim_counts(run: RunData) -> dict[str, dict[str, int]]:
 def binding(run: RunData) -> Binding:
     """What identifies a run in a release record: model, tokenizer, template, assembler, cases, plan
     (read from the run's stored metadata, which is JSON of no fixed shape)."""
-    manifest = run.meta.get("manifest") or {}
+    manifest: Mapping[str, Any] = run.meta.get("manifest") or {}  # any version's
     subject = manifest.get("subject") or {}
     backend = run.meta.get("backend") or {}
     # the stored deviations as JSON: Binding validates them

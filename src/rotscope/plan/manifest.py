@@ -36,6 +36,7 @@ from rotscope.plan.slices import SliceKey as SliceKey  # gate.verdict's import o
 from rotscope.plan.slices import slice_shape
 from rotscope.plan.workitems import Plan, select_cases
 from rotscope.types import Backend
+from rotscope.types.manifest import Manifest
 
 MANIFEST_VERSION = 2
 """2: the assembler digest covers every prompt-shaping module by its code, not listed files."""
@@ -84,7 +85,7 @@ PATH_PREFIX = re.compile(r"[A-Za-z0-9_.-]+[/:]")
 component's registered name and its separator, whichever component it is (no list of them here)."""
 
 
-def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> dict[str, Any]:
+def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> Manifest:
     """The manifest of ``config`` as planned: digests, grid, seeds, decoding and analysis."""
     description = plan.backend
     tokenizer = backend.tokenizer()

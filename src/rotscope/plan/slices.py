@@ -8,6 +8,7 @@ from collections import defaultdict
 from rotscope.plan.workitems import Plan
 from rotscope.position import Position
 from rotscope.types import ABSENT_SUFFIX, EVIDENCE_ONLY_POSITION, EVIDENCE_ONLY_SUFFIX
+from rotscope.types.manifest import SliceShape
 
 
 def cluster_of(task: str, instance_id: str) -> str:
@@ -48,7 +49,7 @@ def gate_slices(plan: Plan, slice_fields: list[str] | None) -> dict[SliceKey, di
     return {key: dict(clusters) for key, clusters in sorted(found.items())}
 
 
-def slice_shape(plan: Plan, slice_fields: list[str] | None = None) -> dict[str, int]:
+def slice_shape(plan: Plan, slice_fields: list[str] | None = None) -> SliceShape:
     """How many gate slices (``gate_slices``) the plan fills, the fewest instances one of them
     holds and the clusters (cases) in all: what the gate's power rests on."""
     slices = gate_slices(plan, slice_fields)

@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from rotscope.types import (
     ABSENT_SUFFIX,
     EVIDENCE_ONLY_POSITION,
     Backend,
+    BackendDescription,
     Case,
     FamilyPrompts,
     GenerationParams,
@@ -55,7 +56,7 @@ class Plan:
     corpus: dict[str, Any]
     naive_prefill: int
     lower_bound: int
-    backend: dict[str, Any] = field(default_factory=dict)
+    backend: BackendDescription = field(default_factory=BackendDescription)
 
     @property
     def rejected(self) -> list[str]:
@@ -168,8 +169,18 @@ def _pinned_layouts(case: Case, builder: PromptBuilder) -> tuple[list[Layout], l
     return layouts, skipped
 
 
+class ModelKey(TypedDict):
+    """The part of a backend's description that an item's id hashes (``item_id``): each key is
+    ``None`` where the backend does not describe it."""
+
+    backend: str | None
+    model: str | None
+    model_digest: str | None
+    tokenizer_digest: str | None
+
+
 def item_id(
-    model_key: dict[str, Any],
+    model_key: ModelKey,
     token_ids: tuple[int, ...],
     params: GenerationParams,
     case: Case,
@@ -346,8 +357,11 @@ def _build_plan(
             rendered.extend(own[task].rendered)
             rejected.extend(own[task].rejected)
     description = backend.describe()
-    model_key = {
-        key: description.get(key) for key in ("backend", "model", "model_digest", "tokenizer_digest")
+    model_key: ModelKey = {
+        "backend": description.get("backend"),
+        "model": description.get("model"),
+        "model_digest": description.get("model_digest"),
+        "tokenizer_digest": description.get("tokenizer_digest"),
     }
     items: list[WorkItem] = []
     for case, layout, prompt in rendered:

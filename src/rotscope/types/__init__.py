@@ -25,8 +25,10 @@ from rotscope.types.case import (
     Oracle,
     Role,
 )
+from rotscope.types.manifest import Manifest
 from rotscope.types.protocols import (
     Backend,
+    BackendDescription,
     BatchingBackend,
     Capabilities,
     PlansOwnPrompts,
@@ -42,6 +44,7 @@ __all__ = [
     "EVIDENCE_ONLY_SUFFIX",
     "AnswerKind",
     "Backend",
+    "BackendDescription",
     "BatchingBackend",
     "Capabilities",
     "Case",
@@ -53,6 +56,7 @@ __all__ = [
     "GenerateRequest",
     "GenerationParams",
     "Layout",
+    "Manifest",
     "Oracle",
     "Outcome",
     "PlansOwnPrompts",

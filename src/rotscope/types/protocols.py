@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
 from rotscope.types.call import Completion, GenerateRequest
 from rotscope.types.case import Case
@@ -62,6 +62,41 @@ class Capabilities:
     overhead, measured and shown, not a prompt extended on its way; a count below is still a cut."""
 
 
+class BackendDescription(TypedDict, total=False):
+    """What ``Backend.describe()`` returns: the name, arguments and digests that identify a model,
+    stored with every run (``RunMeta.backend``, ``Plan.backend``) and hashed into its items' ids and
+    the response cache's keys. Every backend sets ``backend`` and ``tokenizer``; the rest depend on
+    its kind (a local file, a folder, a server, an executable)."""
+
+    backend: str
+    """The provider (``hf``, ``llamacpp``, ``vllm``, ``serve``, ``fake``, a remote API's name)."""
+    provider: str
+    """An imported run's (``rotscope import``) in place of ``backend``."""
+    model: str
+    """The model id a server, an API, an executable or a fake backend answers as."""
+    model_file: str
+    model_folder: str
+    model_digest: str
+    executable: str
+    kind: str | None
+    """The server kind (``serve/``): the configured one, ``None`` to detect it."""
+    base_url: str
+    api_key_env: str
+    device: str
+    engine_version: str
+    versions: dict[str, str | None]
+    tokenizer: str
+    tokenizer_digest: str
+    template_digest: str
+    chat_template: str
+    """The template file a ``--chat-template`` wrapper renders with."""
+    token_count: Literal["exact", "approximate"]
+    context_window: int | None
+    """What compare shows lengths against; ``None`` for an executable whose window is unknown."""
+    options: dict[str, Any]
+    """The backend's options as it dumps them (their keys are each backend's own)."""
+
+
 class Backend(Protocol):
     """A model endpoint. ``generate`` never raises for model or network faults: it returns
     a ``Completion`` whose ``error`` is set, so the failure is recorded, never scored."""
@@ -78,7 +113,7 @@ class Backend(Protocol):
 
     async def generate(self, request: GenerateRequest) -> Completion: ...
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         """Name, arguments and digests that identify this model, stored with every run."""
         ...
 

@@ -31,7 +31,7 @@ from rotscope.backends.retry import Permanent, RetryPolicy, Transient, call_with
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BackendRefused, BadInput
 from rotscope.tokenizers.remote import is_approximate, load_tokenizer, render_plain
-from rotscope.types import Capabilities, Completion, GenerateRequest, Tokenizer
+from rotscope.types import BackendDescription, Capabilities, Completion, GenerateRequest, Tokenizer
 
 UNKNOWN_CONTEXT_WINDOW = 10_000_000
 """A command does not report its window: without ``cmd.context_window`` nothing is refused."""
@@ -221,7 +221,7 @@ class CmdBackend:
         description["options"].pop("context_window")
         return overhead_key(description)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         return {
             "backend": self.provider,
             "model": self.model_id,

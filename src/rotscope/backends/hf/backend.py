@@ -37,7 +37,7 @@ from rotscope.errors import BadInput
 from rotscope.tokenizers.gguf import check_gguf, file_digest
 from rotscope.tokenizers.local import LlamaCppTokenizer
 from rotscope.tokenizers.remote import HFTokenizer
-from rotscope.types import Capabilities, Completion, GenerateRequest, Tokenizer
+from rotscope.types import BackendDescription, Capabilities, Completion, GenerateRequest, Tokenizer
 
 EXTRA_PACKAGES = ("torch", "transformers", "gguf", "accelerate")
 PREFILL_CHUNK = 2048
@@ -294,7 +294,7 @@ class HfBackend:
         if self._kv is not None:
             self._kv.reset()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         return {
             "backend": "hf",
             "model_file": str(self.path),

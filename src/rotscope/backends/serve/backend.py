@@ -35,7 +35,7 @@ from rotscope.backends.template import TemplatedTokenizer, read_template
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BackendRefused, BadInput
 from rotscope.tokenizers.remote import HFTokenizer, load_tokenizer
-from rotscope.types import Backend, Capabilities, Completion, GenerateRequest, Tokenizer
+from rotscope.types import Backend, BackendDescription, Capabilities, Completion, GenerateRequest, Tokenizer
 
 PROVIDER = "serve"
 UNKNOWN_WINDOW = 10_000_000
@@ -348,7 +348,7 @@ class ServeBackend:
         live = await self.connect()
         return await self.generate_on(live[0], request)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         template = getattr(self._tokenizer, "template", "")
         return {
             "backend": PROVIDER,

@@ -31,7 +31,7 @@ from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.gguf import file_digest
 from rotscope.tokenizers.remote import HFTokenizer
-from rotscope.types import Capabilities, Completion, GenerateRequest
+from rotscope.types import BackendDescription, Capabilities, Completion, GenerateRequest
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
@@ -156,7 +156,7 @@ class VllmBackend:
         if self._llm is not None:
             self._llm.reset_prefix_cache()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         return {
             "backend": "vllm",
             "model_folder": str(self.folder),

@@ -14,13 +14,12 @@ import sqlite3
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 from rotscope._util.cache_dir import user_cache_dir
 from rotscope._util.safe_text import storable
 from rotscope.config.experiment import CacheConfig
 from rotscope.errors import BadInput
-from rotscope.types import Completion, GenerateRequest
+from rotscope.types import BackendDescription, Completion, GenerateRequest
 
 CACHE_FILE = "responses.db"
 _SCHEMA = """
@@ -39,7 +38,7 @@ def default_cache_path() -> Path:
     return user_cache_dir() / CACHE_FILE
 
 
-def cache_key(model: dict[str, Any], request: GenerateRequest, trial: int) -> str:
+def cache_key(model: BackendDescription, request: GenerateRequest, trial: int) -> str:
     """Hash of what determines a reply: ``model`` is the backend's ``describe()`` (provider, exact
     model, its options), then the messages, the generation parameters and the trial index."""
     material = json.dumps(

@@ -36,7 +36,15 @@ from rotscope.execution.calls.limits import Limiters
 from rotscope.plan.schedule import prefill_bounds, prefix_groups, prefix_order
 from rotscope.run_meta import RayExecutor
 from rotscope.store import RunStore
-from rotscope.types import Backend, BatchingBackend, Completion, GenerateRequest, Tokenizer, WorkItem
+from rotscope.types import (
+    Backend,
+    BackendDescription,
+    BatchingBackend,
+    Completion,
+    GenerateRequest,
+    Tokenizer,
+    WorkItem,
+)
 
 _INSTALL = "pip install rotscope[ray]"
 
@@ -156,7 +164,7 @@ class Replica:
     def tokenizer(self) -> Tokenizer:
         return self.engine.tokenizer()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         return self.engine.describe()
 
     def reserve(self, max_prompt_tokens: int, max_new_tokens: int) -> None:
@@ -254,7 +262,7 @@ class RayPool:
     def tokenizer(self) -> Tokenizer:
         return self.engine.tokenizer()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         return self.engine.describe()
 
     def reserve(self, max_prompt_tokens: int, max_new_tokens: int) -> None:

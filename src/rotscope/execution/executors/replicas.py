@@ -23,7 +23,7 @@ from rotscope.execution.calls.limits import Limiters
 from rotscope.execution.executors.ray_executor import Shard, shard
 from rotscope.run_meta import ReplicaPass, ReplicasExecutor
 from rotscope.store import RunStore
-from rotscope.types import Backend, Completion, GenerateRequest, Tokenizer, WorkItem
+from rotscope.types import Backend, BackendDescription, Completion, GenerateRequest, Tokenizer, WorkItem
 
 
 @runtime_checkable
@@ -68,8 +68,8 @@ class OnReplica:
         completion: Completion = await self.pool.generate_on(self.number, request)
         return completion
 
-    def describe(self) -> dict[str, Any]:
-        described: dict[str, Any] = self.pool.describe()
+    def describe(self) -> BackendDescription:
+        described: BackendDescription = self.pool.describe()
         return described
 
     def close(self) -> None:

@@ -23,11 +23,11 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from multiprocessing.connection import Connection
-from typing import Any, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from rotscope.backends.llamacpp.extra_buffers import signal_name
 from rotscope.errors import EngineCrashed
-from rotscope.types import Backend, Completion, GenerateRequest, Tokenizer
+from rotscope.types import Backend, BackendDescription, Completion, GenerateRequest, Tokenizer
 
 _POLL_S = 0.1
 NATIVE_FAULTS = frozenset({signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGFPE, signal.SIGABRT})
@@ -108,7 +108,7 @@ class WorkerBackend:
     def tokenizer(self) -> Tokenizer:
         return self.engine.tokenizer()
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> BackendDescription:
         return self.engine.describe()
 
     def reserve(self, max_prompt_tokens: int, max_new_tokens: int) -> None:

@@ -21,10 +21,10 @@ from rotscope.execution.workflows.self_session import self_written
 from rotscope.plan.manifest import Deviation, build_manifest, write_manifest
 from rotscope.plan.session_prompts import stand_in
 from rotscope.plan.workitems import Plan, build_plan
-from rotscope.types import Backend
+from rotscope.types import Backend, Manifest
 
 
-def planned_manifest(config: ExperimentConfig) -> tuple[dict[str, Any], Plan]:
+def planned_manifest(config: ExperimentConfig) -> tuple[Manifest, Plan]:
     """Plan ``config`` without calling a model: its manifest and the plan it describes."""
     backend = create_backend(config)
     try:
@@ -38,7 +38,7 @@ def planned_manifest(config: ExperimentConfig) -> tuple[dict[str, Any], Plan]:
     return manifest, plan
 
 
-def freeze_plan(config: ExperimentConfig, output: Path) -> tuple[dict[str, Any], str]:
+def freeze_plan(config: ExperimentConfig, output: Path) -> tuple[Manifest, str]:
     """Plan ``config`` without calling a model and write its manifest to ``output``."""
     manifest, _ = planned_manifest(config)
     return manifest, write_manifest(manifest, output)

@@ -46,7 +46,7 @@ from rotscope.plan.rejections import REJECTIONS_FILE
 from rotscope.plan.workitems import Plan, build_plan, without_evidence
 from rotscope.run_meta import EngineMeta, EngineVerdict, PlanRecord, SessionGeneration
 from rotscope.store import RunStore
-from rotscope.types import Backend, WorkItem
+from rotscope.types import Backend, Manifest, WorkItem
 
 
 def _frozen_with_every_depth(frozen: Mapping[str, Any], plan: Plan) -> bool:
@@ -86,7 +86,7 @@ class RunSteps:
     ordered: list[WorkItem] = field(default_factory=list)
     store: RunStore | None = None
     _identity: dict[str, Any] = field(default_factory=dict)
-    _manifest: dict[str, Any] = field(default_factory=dict)
+    _manifest: Manifest = field(default_factory=lambda: cast("Manifest", {}))
     _plan_meta: PlanRecord | None = None
     _generation: SessionGeneration | None = None
     _first: bool = True
