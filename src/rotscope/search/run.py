@@ -223,8 +223,11 @@ def run_search_experiment(
     for line in prepared.warnings:
         warn(line)
     (run_dir / "steps").mkdir(parents=True, exist_ok=True)
-    _write_config(run_dir, config)
-    record = _search(config, run_dir, reporter)
+    try:
+        _write_config(run_dir, config)
+        record = _search(config, run_dir, reporter)
+    except KeyboardInterrupt:  # once the folder holds its config, before _search's own guard
+        raise SearchInterrupted(run_dir, 0, 0, 0) from None
     _write_record(run_dir, record)
     return run_dir
 
