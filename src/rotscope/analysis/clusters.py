@@ -12,6 +12,13 @@ from dataclasses import dataclass
 
 from rotscope.records.cells import ClusterOn
 from rotscope.rows import Row, column, scored
+from rotscope.types.clusters import (
+    NO_VARIANT_NOTE,
+    ONE_HAYSTACK_NOTE,
+    case_cluster,
+    cluster_of,
+    shares_variants,
+)
 
 
 @dataclass(frozen=True)
@@ -33,27 +40,28 @@ class Clusters:
 
 def clusters_of(rows: Iterable[Row], key: str = "instance_id") -> Clusters:
     """The cluster of each ``key`` (an instance, or a case paired across lengths) of the scored
-    ``rows``: its haystack variant where more than one and fewer than the instances are used,
-    else its instance (a prompt: the keys of one multikey prompt share it). An instance with no
-    variant recorded (a row stored before variants were, of a run with several; a family that
-    plans its own prompts) or a single shared haystack leaves the instances as clusters, and says
-    so in ``note``."""
-    variants: dict[str, int | None] = {}
-    instances: dict[str, str] = {}
-    variant_of: dict[str, int | None] = {}
+    ``rows`` by the one rule of ``rotscope.types.clusters``: its haystack variant where the cases
+    read more than one and fewer than there are cases, else its case (a prompt's controls and the
+    keys of one multikey prompt share it). An instance with no variant recorded (a row stored
+    before variants were, of a run with several; a family that plans its own prompts) or a single
+    shared haystack leaves the cases as clusters, and says so in ``note``."""
+    variant_of_key: dict[str, int | None] = {}
+    case_of_key: dict[str, str] = {}
+    variant_of_case: dict[str, int | None] = {}
     unknown = False
     for row in scored(rows):
         variant = row.get("haystack_variant")
         unknown = unknown or variant is None
-        variants.setdefault(column(row, key), variant)
-        instances.setdefault(column(row, key), row["instance_id"])
-        variant_of.setdefault(row["instance_id"], variant)
-    count = len(set(instances.values()))
+        case = case_cluster(row["task"], row["instance_id"])
+        variant_of_key.setdefault(column(row, key), variant)
+        case_of_key.setdefault(column(row, key), case)
+        variant_of_case.setdefault(case, variant)
+    if shares_variants(variant_of_case):
+        of = {k: cluster_of("", "", v, shared=True) for k, v in variant_of_key.items()}
+        return Clusters(of, "variant", len(set(of.values())))
+    count = len(set(case_of_key.values()))
     if unknown:
-        return Clusters(instances, "instance", count, "no haystack variant recorded")
-    used = len(set(variant_of.values()))
-    if 1 < used < len(variant_of):
-        return Clusters({k: f"variant {v}" for k, v in variants.items()}, "variant", used)
-    if used == 1 and len(variant_of) > 1:
-        return Clusters(instances, "instance", count, "one haystack: conditional on it")
-    return Clusters(instances, "instance", count)
+        return Clusters(case_of_key, "instance", count, NO_VARIANT_NOTE)
+    if len(set(variant_of_case.values())) == 1 and len(variant_of_case) > 1:
+        return Clusters(case_of_key, "instance", count, ONE_HAYSTACK_NOTE)
+    return Clusters(case_of_key, "instance", count)

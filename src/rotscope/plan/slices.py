@@ -7,16 +7,14 @@ from collections import defaultdict
 
 from rotscope.plan.workitems import Plan
 from rotscope.position import Position
-from rotscope.types import ABSENT_SUFFIX, EVIDENCE_ONLY_POSITION, EVIDENCE_ONLY_SUFFIX
+from rotscope.types import EVIDENCE_ONLY_POSITION
+from rotscope.types.clusters import case_cluster
 from rotscope.types.manifest import SliceShape
 
 
 def cluster_of(task: str, instance_id: str) -> str:
-    """The case an instance belongs to: its evidence-absent and evidence-only controls are the same
-    case (one prompt's difficulty), so the gate's pooled tests count them as one cluster."""
-    for suffix in (ABSENT_SUFFIX, EVIDENCE_ONLY_SUFFIX):
-        instance_id = instance_id.removesuffix(suffix)
-    return f"{task}/{instance_id}"
+    """The case an instance belongs to (``rotscope.types.clusters.case_cluster``)."""
+    return case_cluster(task, instance_id)
 
 
 SliceKey = tuple[str, int, str, tuple[tuple[str, str], ...]]
