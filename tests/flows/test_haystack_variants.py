@@ -73,12 +73,19 @@ def test_prompts_of_one_length_use_as_many_haystacks_as_variants(tmp_path: Path)
     assert len({entry["digest"] for entry in plan.corpus["haystacks"]}) == 3
 
 
-def test_the_default_is_three_variants(tmp_path: Path) -> None:
+def test_the_default_is_one_haystack_per_case(tmp_path: Path) -> None:
+    """Issue 48: with 3 shared variants the bracket could place no length at 16 or 30 cases; one
+    haystack per case keeps the cases independent (the default was 3 until then)."""
     config = build_config({"model": "fake/lexical"})
-    assert config.filler.variants == 3
+    assert config.filler.variants is None
     plan = _plan(_config(tmp_path))
-    assert plan.corpus["variants"] == 3
-    assert len({text for case, text in _by_case(plan, 256).items() if "~" not in case}) == 3
+    assert plan.corpus["variants"] == plan.corpus["variants_asked"] == 6
+    texts = _by_case(plan, 256)
+    assert len({text for case, text in texts.items() if "~" not in case}) == 6
+    # a case keeps its haystack at every length (its prefix is reused across its lengths)
+    assert {item.case.case_id: item.haystack_variant for item in plan.items if item.layout.length_tokens == 256} == {
+        item.case.case_id: item.haystack_variant for item in plan.items if item.layout.length_tokens == 512
+    }
 
 
 def test_one_variant_gives_the_single_haystack_of_before(tmp_path: Path) -> None:
@@ -162,6 +169,6 @@ def test_a_run_folder_from_before_variants_resumes_with_its_one_haystack(tmp_pat
 def test_every_built_in_source_gives_three_variants(tmp_path: Path, filler: dict[str, Any]) -> None:
     """A generating source names its documents by number (reading-log-1 for every seed): variants
     are told apart by their text."""
-    plan = _plan(_config(tmp_path, filler=filler, lengths=[256]))
+    plan = _plan(_config(tmp_path, filler={**filler, "variants": 3}, lengths=[256]))
     assert plan.corpus["variants"] == 3
     assert len({text for case, text in _by_case(plan, 256).items() if "~" not in case}) == 3

@@ -244,12 +244,28 @@ def test_an_old_plan_deviates_only_in_the_code_under_test(tmp_path: Path) -> Non
     """Read as today's code reads it, the old plan differs from today's only in the assembler
     digest (the prompt-shaping code did change); its interval and its missing clusters count, which
     a plain comparison reports, are no deviation."""
-    old, today = read_manifest(OLD / "plan.json"), _today(tmp_path)
+    # the old default of filler.variants (3) written out: issue 48 made one per case the default
+    old_default = _experiment(tmp_path, filler={"kind": "readinglog", "variants": 3})
+    assert invoke("plan", old_default, "-o", tmp_path / "today.json").exit_code == 0
+    old, today = read_manifest(OLD / "plan.json"), read_manifest(tmp_path / "today.json")
     assert [found.field for found in deviations(old, today)] == ["subject.assembler_digest"]
     # what a plain comparison reported: the interval (in the analysis and the config's gate section)
     # and the clusters count today's version adds
     assert old["analysis"]["interval"] != today["analysis"]["interval"] == today["config"]["gate"]["interval"]
     assert "clusters" in today["planned"] and "clusters" not in old["planned"]
+
+
+def test_the_variants_default_is_part_of_a_plan_so_an_old_plan_keeps_its_three(tmp_path: Path) -> None:
+    """Planned today without a plan, the old experiment reads one haystack per case (issue 48), and
+    its manifest says so; under the old plan the same file keeps the 3 variants it was frozen with."""
+    old, today = read_manifest(OLD / "plan.json"), _today(tmp_path)
+    assert old["config"]["filler"]["variants"] == 3 and today["config"]["filler"]["variants"] is None
+    assert "config.filler.variants" in [found.field for found in deviations(old, today)]
+    plan = _old_plan_under_todays_code(tmp_path)
+    result = invoke("run", OLD / "experiment.yaml", "--plan", plan, "--out", tmp_path / "run")
+    assert result.exit_code == 0, result.output
+    with RunStore.read(tmp_path / "run") as store:
+        assert store.meta()["corpus"]["variants"] == 3
 
 
 def test_runs_under_an_old_plan_need_no_allow_deviation_and_an_identical_pair_passes(

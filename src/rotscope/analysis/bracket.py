@@ -2,8 +2,10 @@
 (lower end) and to fall before (upper end), at a stated confidence, by either definition.
 
 Relative (``nolima-F``): each instance's paired margin ``x_L - F * x_base`` (the adaptive search's
-statistic, ``stats.threshold_margins``), paired on (case, position) as the gap is, its one-sided
-bounds from the gap's adjusted t interval (``stats.margin_bounds``). Absolute (``absolute-S``): the
+statistic, ``stats.threshold_margins``), paired on (case, position) as the gap is, tested by the
+sign-flip test on the clusters' margin totals from ``stats.SIGN_FLIP_FROM`` clusters
+(``stats.sign_flip_margin_tests``, its bounds by inversion), below that by the gap's adjusted t
+interval (``stats.margin_bounds``); ``benchmarks/bracket_coverage.py`` chose the rule. Absolute (``absolute-S``): the
 score's one-sided bounds, Wilson on the instances (``stats.score_bounds``). Each length's test
 clusters as the gap and the cell do (``analysis.clusters.clusters_of`` on the rows it uses): where
 the instances share fewer haystack variants than there are instances, the bounds are the cluster
@@ -36,8 +38,12 @@ from rotscope.stats.bracket_ends import (
     end_confidence,
     margin_bounds,
     score_bounds,
+    sign_flip_margin_bounds,
+    sign_flip_margin_tests,
     threshold_margins,
+    uses_sign_flip,
 )
+from rotscope.stats.randomisation import method_name
 
 RELATIVE_METHOD = (
     "paired margin x_L - {ratio} x base per case ({interval}); lower end: fixed-sequence "
@@ -48,6 +54,8 @@ ABSOLUTE_METHOD = (
     "fixed-sequence test up the lengths; upper end: first length shown to fail, Bonferroni over the lengths"
 )
 MARGIN_INTERVAL = "adjusted t, one-sided"
+SIGN_FLIP_INTERVAL = "{test}, one-sided, bounds by inversion"
+"""The relative test from ``stats.SIGN_FLIP_FROM`` clusters (``stats.sign_flip_margin_tests``)."""
 """The relative test's interval (``stats.margin_bounds``; ``stats.cluster_margin_bounds`` on variants)."""
 SCORE_INTERVAL = "Wilson on instances, one-sided"
 """The absolute test's interval on independent instances (``stats.score_bounds``)."""
@@ -68,6 +76,18 @@ class _Margin:
     fail_upper: float | None
     pairs: int
     by_definition: bool = False
+    decided: tuple[bool, bool] | None = None
+    """The sign-flip test's pass and fail, decided on its p-values (the bounds only show them)."""
+
+    def passes(self) -> bool:
+        if self.decided is not None:
+            return self.decided[0]
+        return self.by_definition or (self.lower is not None and self.lower >= 0.0)
+
+    def fails(self) -> bool:
+        if self.decided is not None:
+            return self.decided[1]
+        return self.fail_upper is not None and self.fail_upper < 0.0
 
     def tested(self, length: int, passes: bool, fails: bool) -> BracketTest:
         test = BracketTest(
@@ -119,21 +139,39 @@ def _relative_tests(
         margins = threshold_margins(
             np.array([at_length[key] for key in keys]), np.array([base[key] for key in keys]), ratio
         )
-        # Clustered as the gap is: on the haystack variant the paired instances share, where fewer.
+        # Clustered by the one rule (types.clusters): the case, or the haystack variant it shares.
         held = set(keys)
         clusters = clusters_of(row for row in [*base_rows, *at_rows] if row["instance_id"] in held)
-        if clusters.unit == "variant":
-            groups = [clusters.of[key] for key in keys]
-            lower, upper = cluster_margin_bounds(margins, groups, one_sided)
-            _, fail_upper = cluster_margin_bounds(margins, groups, fail)
-        else:
-            lower, upper = margin_bounds(margins, one_sided)
-            _, fail_upper = margin_bounds(margins, fail)
-        labels[length] = clusters.label(MARGIN_INTERVAL)
-        tests[length] = _Margin(
-            float(margins.mean()), float(lower), float(upper), float(fail_upper), len(keys)
+        tests[length], labels[length] = margin_test(
+            margins, [clusters.of[key] for key in keys], clusters.unit == "variant", one_sided, fail
         )
+        labels[length] = clusters.label(labels[length])
     return tests, labels
+
+
+def margin_test(
+    margins: np.ndarray, groups: list[str], by_variant: bool, one_sided: float, fail: float
+) -> tuple[_Margin, str]:
+    """One length's relative test of ``margins`` whose clusters are ``groups`` (each margin's; the
+    haystack variants where ``by_variant``), and its interval's name: the sign-flip test on the
+    cluster totals from ``stats.SIGN_FLIP_FROM`` clusters, else the adjusted t (on the variants:
+    the cluster t)."""
+    count = len(set(groups))
+    estimate = float(margins.mean())
+    if uses_sign_flip(count):
+        passes, fails = (bool(x) for x in sign_flip_margin_tests(margins, groups, one_sided, fail))
+        lower, upper = (float(x) for x in sign_flip_margin_bounds(margins, groups, one_sided))
+        _, fail_upper = sign_flip_margin_bounds(margins, groups, fail)
+        label = SIGN_FLIP_INTERVAL.format(test=method_name(count))
+        margin = _Margin(estimate, lower, upper, float(fail_upper), len(margins), decided=(passes, fails))
+        return margin, label
+    if by_variant:
+        lower, upper = cluster_margin_bounds(margins, groups, one_sided)
+        _, fail_upper = cluster_margin_bounds(margins, groups, fail)
+    else:
+        lower, upper = margin_bounds(margins, one_sided)
+        _, fail_upper = margin_bounds(margins, fail)
+    return _Margin(estimate, float(lower), float(upper), float(fail_upper), len(margins)), MARGIN_INTERVAL
 
 
 def _absolute_tests(
@@ -212,9 +250,8 @@ def effective_bracket(
         assert threshold is not None
         tests, labels = _absolute_tests(rows, lengths, threshold, one_sided, fail)
         method = ABSOLUTE_METHOD.format(threshold=threshold, interval=interval_label(labels, SCORE_INTERVAL))
-    passes = [t.by_definition or (t.lower is not None and t.lower >= 0.0)
-              for t in (tests[n] for n in lengths)]  # fmt: skip
-    fails = [t.fail_upper is not None and t.fail_upper < 0.0 for t in (tests[n] for n in lengths)]
+    passes = [tests[n].passes() for n in lengths]
+    fails = [tests[n].fails() for n in lengths]
     low_index, high_index = (int(end) for end in bracket_indices(np.array(passes), np.array(fails)))
     state = bracket_state(low_index, high_index, len(lengths))
     near = _near(tests, lengths, point) if lengths else []

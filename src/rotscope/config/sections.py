@@ -81,18 +81,22 @@ class FillerConfig(StrictOptions):
     allow_repeat: bool = False
     """Read the source again from its first document when it runs out before the longest
     haystack is filled (by default that is an error naming the shortfall)."""
-    variants: Int = Field(default=3, gt=0)
-    """How many different haystacks each length draws from: variant 0 reads the source's documents
-    in the order of the run's seed (the one haystack of runs before variants), each further one in
-    the order of a seed derived from it, starting at a document no other variant starts at. Case
-    ``i`` of each family (and its controls) uses variant ``i mod variants`` at every length, so
-    results do not speak for one filler text only. 3 by default: the fewest where one unusual text
-    is not half of the data; each variant adds about one longest haystack to the prefix-reuse
-    bound (examples/quick-v1.yaml: 15,299 tokens with 1, 17,195 with 3). A corpus with fewer
-    documents than asked gives fewer; the summary's ``corpus.variants`` states the number used.
-    Cases in one variant share its text, so where variants are fewer than cases the intervals
-    cluster on the variant (few variants: wide intervals; one per case: the cases alone). A search
-    (``run --search``) left without ``variants`` gives each instance a haystack of its own."""
+    variants: OptionalInt = Field(default=None, gt=0)
+    """How many different haystacks each length draws from; unset (``null``, the default): one per
+    case. Variant 0 reads the source's documents in the order of the run's seed (the one haystack of
+    runs before variants), each further one in the order of a seed derived from it, starting at a
+    document no other variant starts at. Case ``i`` of each family (and its controls) uses variant
+    ``i mod variants`` at every length, so results do not speak for one filler text only. One per
+    case keeps the cases independent, so the bracket and the paired tests cluster on the cases and
+    can place a length at the size people run (docs/statistics.md, "The bracket"); prefix reuse then
+    stays within a case's lengths and depths, which costs evaluated tokens (on quick-v1's grid
+    with 16 cases per task: benchmarks/results/bracket_coverage.md). Fewer variants than cases make
+    the cases that share a text one cluster (few variants: wide intervals; three cannot place any
+    length). Configs and frozen plans written when the default was 3 keep 3: a run folder's config
+    and a plan's manifest hold the value, and a config without ``variants`` run under such a plan
+    takes the plan's. A corpus with fewer documents than asked gives fewer; the summary's
+    ``corpus.variants`` states the number used. A search (``run --search``) left without
+    ``variants`` gives each instance a haystack of its own."""
     source: Annotated[str | None, PathOption(keep=("generated",), by_content="filler.digest")] = None
     """``session`` filler: ``generated`` (a seeded, invented coding-agent session; the default) or
     the path of a transcript, JSON Lines of OpenAI-style messages (``role``, ``content``, an

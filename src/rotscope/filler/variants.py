@@ -26,6 +26,12 @@ an order starts at a document not yet taken with chance at least 1/n, so a varia
 is missed with chance (1 - 1/n)^16 at most (0.0003 for 3 documents; for many documents nil)."""
 
 
+def variants_for(asked: int | None, cases: int) -> int:
+    """The haystack variants a plan of ``cases`` case indices reads: ``filler.variants``, at most
+    one per case; unset (``None``, the default): one per case."""
+    return max(1, cases if asked is None else min(asked, cases))
+
+
 def variant_seed(seed: int, attempt: int) -> int:
     """The source seed of the ``attempt``-th order tried (0: the run's own seed)."""
     if attempt == 0:

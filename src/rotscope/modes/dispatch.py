@@ -251,7 +251,7 @@ def _new(
     from rotscope.execution.workflows.dry_run import dry_run
     from rotscope.execution.workflows.runner import run_experiment
     from rotscope.modes.pair import pair_dry_run, parse_pair, run_pair
-    from rotscope.plan.manifest import read_manifest
+    from rotscope.plan.manifest import read_manifest, with_frozen_defaults
 
     experiment = experiment_for_run(
         options.config, options.overrides(), options.sections, options.subjects_file
@@ -259,6 +259,7 @@ def _new(
     if options.search:
         return _search(experiment, options, progress, warn)
     frozen = read_manifest(options.plan_file) if options.plan_file is not None else None
+    experiment = with_frozen_defaults(experiment, frozen)  # an old plan keeps its filler.variants
     if options.models is not None:
         return _models(experiment, options, progress, frozen)
     if options.pair is not None:

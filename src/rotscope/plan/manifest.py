@@ -314,3 +314,19 @@ def deviations(
             if left.get(name) != right.get(name):
                 found.append(Deviation(name, left.get(name), right.get(name)))
     return found
+
+
+def with_frozen_defaults(config: ExperimentConfig, frozen: Mapping[str, Any] | None) -> ExperimentConfig:
+    """``config`` as the plan ``frozen`` resolved what it leaves unset where the default changed
+    since: ``filler.variants`` (3 until one haystack per case became the default, issue 48; a plan
+    frozen before variants had one haystack). A config that sets the field keeps its value (and
+    deviates where it differs)."""
+    if frozen is None or "variants" in config.filler.model_fields_set:
+        return config
+    filler = (frozen.get("config") or {}).get("filler")
+    if not isinstance(filler, Mapping):
+        return config
+    variants = filler.get("variants", 1)
+    if variants == config.filler.variants:
+        return config
+    return config.model_copy(update={"filler": config.filler.model_copy(update={"variants": variants})})

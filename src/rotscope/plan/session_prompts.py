@@ -13,7 +13,7 @@ from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import describe_filler
 from rotscope.filler.session import GENERATED, Turn, session_source, session_turns
-from rotscope.filler.variants import variant_seed
+from rotscope.filler.variants import variant_seed, variants_for
 from rotscope.position import Position
 from rotscope.prompt.builder import PlacementError
 from rotscope.prompt.session import SESSION_FILLER, SessionBuilder
@@ -103,7 +103,9 @@ def session_prompts(
     longest = max([*config.lengths, *(length for case, _ in numbered for length, _ in case.pins)])
     generated = session_source(config.filler) == GENERATED
     count = (
-        min(config.filler.variants, 1 + max((index for _, index in numbered), default=0)) if generated else 1
+        variants_for(config.filler.variants, 1 + max((index for _, index in numbered), default=0))
+        if generated
+        else 1
     )
     if config.filler.assistant == "model":
         if writer is None:

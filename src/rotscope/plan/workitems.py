@@ -15,7 +15,7 @@ from rotscope.errors import BadInput
 from rotscope.filler import Document, describe_filler, documents
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import TokenizedCorpus
-from rotscope.filler.variants import variant_corpora
+from rotscope.filler.variants import variant_corpora, variants_for
 from rotscope.plan.rejections import name_competing_files
 from rotscope.plan.schedule import prefill_bounds
 from rotscope.plan.session_prompts import SessionWriter, session_prompts
@@ -333,7 +333,7 @@ def _build_plan(
                 seed=config.seed,
                 anchors=anchors,
             )
-            for corpus in haystacks(min(config.filler.variants, 1 + max(index for _, index in numbered)))
+            for corpus in haystacks(variants_for(config.filler.variants, 1 + max(index for _, index in numbered)))
         ]
         for case, index in numbered:
             builder = builders[index % len(builders)]
@@ -390,7 +390,8 @@ def _build_plan(
     if rejected and all(item.case.control for item in items):
         items = []  # evidence-absent controls of cases none of whose prompts was placed measure nothing
     naive, lower = prefill_bounds([item.prompt.token_ids for item in items])
-    corpus_info = _corpus_info(origin, corpora, config.filler.variants)
+    asked = config.filler.variants or variants_for(None, 1 + max((index for _, index in numbered), default=0))
+    corpus_info = _corpus_info(origin, corpora, asked)
     if session is not None:
         corpus_info = {"source": session_info["source"], "digest": session_info["digest"], "documents": 0,
                        "tokens": 0, **corpus_info, "session": session_info}  # fmt: skip

@@ -98,7 +98,7 @@ def prepare_search(config: ExperimentConfig) -> PreparedSearch:
     filler = dict(data.get("filler") or {})
     if "variants" not in config.filler.model_fields_set:
         filler["variants"] = cap
-    elif config.filler.variants < cap:
+    elif config.filler.variants is not None and config.filler.variants < cap:
         warnings.append(
             f"filler.variants {config.filler.variants}: the {cap} instances share {config.filler.variants} "
             "haystacks, which the search's bounds take as independent; they speak for these haystacks, "

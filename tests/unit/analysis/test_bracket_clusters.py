@@ -18,6 +18,7 @@ from rotscope.stats.bracket_ends import (
     cluster_score_bounds,
     end_confidence,
     margin_bounds,
+    sign_flip_margin_bounds,
 )
 from rotscope.stats.intervals import mean_interval
 
@@ -112,9 +113,10 @@ def test_a_variant_per_case_keeps_the_instance_bounds() -> None:
         assert mine.bracket.tests == theirs.bracket.tests
     assert own.base_ci == alone.base_ci and own.base_ci_method == "Wilson on case means"
     margins = np.array(right[512], dtype=float) - 0.85 * np.array(right[256], dtype=float)
-    lower, _ = margin_bounds(margins, ONE_SIDED)
+    # 30 cases, each its own cluster: the sign-flip test (stats.SIGN_FLIP_FROM) on the case margins
+    lower, _ = sign_flip_margin_bounds(margins, [f"c{case:02d}" for case in range(CASES)], ONE_SIDED)
     assert _test(own.bracket, 512).lower == pytest.approx(float(lower))
-    assert "clustered" not in own.bracket.method
+    assert "clustered" not in own.bracket.method and "sign-flip on 30 clusters" in own.bracket.method
 
 
 def test_each_length_is_named_where_their_clusters_differ() -> None:

@@ -4,7 +4,8 @@ slice counts compared without them."""
 
 from __future__ import annotations
 
-from rotscope.plan.manifest import by_content, deviations
+from rotscope.config.experiment import build_config
+from rotscope.plan.manifest import by_content, deviations, with_frozen_defaults
 
 
 def test_an_absolute_path_after_any_component_prefix_reads_as_its_digest() -> None:
@@ -37,3 +38,16 @@ def test_a_plan_frozen_before_the_cluster_counts_is_compared_without_them() -> N
     ]
     newer = {"planned": {**today["planned"], "clusters": 3}}
     assert [found.field for found in deviations(today, newer)] == ["planned.clusters"]
+
+
+def test_a_config_without_variants_takes_the_frozen_plans_and_one_that_sets_them_keeps_its_own() -> None:
+    """Issue 48: the default became one haystack per case; a plan frozen when it was 3 keeps 3."""
+    unset = build_config({"model": "fake/lexical"})
+    old = {"config": {"filler": {"kind": "code", "variants": 3}}}
+    assert unset.filler.variants is None
+    assert with_frozen_defaults(unset, old).filler.variants == 3
+    assert with_frozen_defaults(unset, {"config": {"filler": {"kind": "code"}}}).filler.variants == 1
+    assert with_frozen_defaults(unset, {"config": {"filler": {"variants": None}}}).filler.variants is None
+    assert with_frozen_defaults(unset, None) is unset
+    chosen = build_config({"model": "fake/lexical", "filler": {"variants": 5}})
+    assert with_frozen_defaults(chosen, old).filler.variants == 5
