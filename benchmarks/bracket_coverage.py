@@ -61,7 +61,9 @@ from rotscope.stats.bracket_ends import (
     end_confidence,
     margin_bounds,
     score_bounds,
+    sign_flip_margin_tests,
     threshold_margins,
+    uses_sign_flip,
 )
 from rotscope.stats.intervals import proportion_interval
 from rotscope.stats.length_scan import scan_effective
@@ -74,7 +76,7 @@ VARIANT_SD = 1.0
 VARIANTS = (0, 3, 16)
 """Shared haystack variants: 0 is none (no variant effect, the instances the clusters)."""
 RHOS = (0.0, 0.5, 0.9)
-INSTANCES = (5, 10, 16, 30, 60)
+INSTANCES = (5, 10, 12, 16, 30, 60)
 ITEMS = (1, 3)
 SHORT = (256, 512, 1024)
 LONG = (256, 512, 1024, 2048)
@@ -88,7 +90,11 @@ CURVES: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {
     "steep 0.99/0.90/0.30": (SHORT, (0.99, 0.90, 0.30)),
     "cliff at 2,048": (LONG, (0.95, 0.95, 0.95, 0.40)),
     "gentle 0.95/0.85/0.75/0.60": (LONG, (0.95, 0.85, 0.75, 0.60)),
+    "cliff 0.95/0.95/0.50": (SHORT, (0.95, 0.95, 0.50)),
+    "perfect 1/1/1": (SHORT, (1.0, 1.0, 1.0)),
 }
+"""The last two (issue 48): the acceptance's cliff on the quick grid, and a model right on every
+item (``simulate`` makes every instance right at an accuracy of 1)."""
 NODES, WEIGHTS = np.polynomial.hermite_e.hermegauss(60)
 WEIGHTS = WEIGHTS / WEIGHTS.sum()
 
@@ -99,6 +105,8 @@ def marginal(mu: float, sd: float = INSTANCE_SD) -> float:
 
 
 def solve_mu(target: float, sd: float = INSTANCE_SD) -> float:
+    if target >= 1.0:
+        return np.inf
     low, high = -30.0, 30.0
     for _ in range(100):
         middle = (low + high) / 2
@@ -157,16 +165,23 @@ def count_table(n: int, items: int, confidence: float) -> tuple[np.ndarray, np.n
 
 
 def brackets(
-    x: np.ndarray, items: int, relative: bool, labels: np.ndarray | None = None
+    x: np.ndarray, items: int, relative: bool, labels: np.ndarray | None = None, today: bool = False
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(lower index, upper index, signal) of every dataset's bracket, as ``analysis.bracket`` does:
-    on the instances, or clustered on ``labels`` (each case's variant)."""
+    on the instances, or clustered on ``labels`` (each case's variant). The relative test is the
+    sign-flip test on the clusters' margin totals from ``stats.SIGN_FLIP_FROM`` clusters (the
+    adjusted t below); ``today``: the adjusted t at any number (the rule before issue 48)."""
     datasets, n, count = x.shape
     one_sided = end_confidence(BRACKET_CONFIDENCE)
     if relative:
         fail = 1 - (1 - one_sided) / (count - 1)
         margins = np.moveaxis(threshold_margins(x[..., 1:], x[..., :1], NOLIMA_RATIO), -1, 1)
-        if labels is None:
+        groups = np.arange(n) if labels is None else labels
+        if not today and uses_sign_flip(len(set(groups.tolist()))):
+            flip_passes, flip_fails = sign_flip_margin_tests(margins, groups, one_sided, fail)
+            lower = np.where(flip_passes, 0.0, -1.0)
+            fail_upper = np.where(flip_fails, -1.0, 0.0)
+        elif labels is None:
             lower, _ = margin_bounds(margins, one_sided)
             _, fail_upper = margin_bounds(margins, fail)
         else:
@@ -247,6 +262,8 @@ def coverage(
         "high_miss": ((high <= truth) & signal).sum() / max(1, claims),
         "cannot": ((low < 0) & (high >= count) & signal).sum() / max(1, claims),
         "width": float(np.median((high - low)[signal])) if claims else float("nan"),
+        # placed: narrower than "the base to beyond the longest" (issue 48's power)
+        "placed": (~((low <= 0) & (high >= count)) & signal).sum() / max(1, claims),
     }
 
 
@@ -275,32 +292,33 @@ def main() -> None:
     parser.add_argument("--variants", type=int, nargs="*", default=list(VARIANTS),
                         help="shared haystack variants (0: none)")  # fmt: skip
     parser.add_argument("--instances", type=int, nargs="*", default=list(INSTANCES))
+    parser.add_argument("--curves", nargs="*", default=list(CURVES), help="curve names (default: all)")
+    parser.add_argument("--relative-only", action="store_true", help="nolima-0.85 only (its test changed)")
     args = parser.parse_args()
     started = time.perf_counter()
     print("| curve | items | rho | n | variants | definition | truth | coverage | low misses | high misses "
-          "| claims | cannot bound | median width | before: coverage | before: claims "
-          "| before: median width |")  # fmt: skip
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+          "| claims | cannot bound | median width | placed | today: coverage | today: placed "
+          "| today: median width |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     worst: dict[tuple[str, int, str], tuple[float, str]] = {}
     for variants in args.variants:
         rng = np.random.default_rng(args.seed if variants == 0 else [args.seed, variants])
         for name, items, rho, n in settings():
-            if items not in args.items or n not in args.instances:
+            if items not in args.items or n not in args.instances or name not in args.curves:
                 continue
             lengths, curve = CURVES[name]
             x = simulate(rng, curve, rho, n, items, args.datasets, variants)
             labels = cluster_labels(n, variants)
-            for relative in (True, False):
+            for relative in (True,) if args.relative_only else (True, False):
                 definition = f"nolima-{NOLIMA_RATIO}" if relative else f"absolute-{RULER_THRESHOLD}"
                 truth = true_index(lengths, curve, relative)
                 found = brackets(x, items, relative, labels)
                 check_rows(x, found, args.rows, (name, items, rho, n, variants, definition))
                 after = coverage(*found, truth, len(lengths))
-                before = (
-                    after if labels is None else coverage(*brackets(x, items, relative), truth, len(lengths))
-                )
+                # today: the rule before issue 48 (the adjusted t at any number of clusters)
+                before = coverage(*brackets(x, items, relative, labels, today=True), truth, len(lengths))
                 where = f"{name}, {items} item(s), rho {rho}, n {n}"
-                for kind, result in (("after", after), ("before", before)):
+                for kind, result in (("new", after), ("today", before)):
                     key = (definition, variants, kind)
                     if result["claims"] >= MIN_CLAIMS and result["coverage"] < worst.get(key, (2.0, ""))[0]:
                         worst[key] = (result["coverage"], where)
@@ -309,7 +327,8 @@ def main() -> None:
                     f"| {name} | {items} | {rho} | {n} | {variants} | {definition} | {shown} "
                     f"| {after['coverage']:.3f} | {after['low_miss']:.3f} | {after['high_miss']:.3f} "
                     f"| {after['claims']} | {after['cannot']:.2f} | {after['width']:g} "
-                    f"| {before['coverage']:.3f} | {before['claims']} | {before['width']:g} |",
+                    f"| {after['placed']:.3f} "
+                    f"| {before['coverage']:.3f} | {before['placed']:.3f} | {before['width']:g} |",
                     flush=True,
                 )
     print(

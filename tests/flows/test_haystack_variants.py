@@ -83,9 +83,9 @@ def test_the_default_is_one_haystack_per_case(tmp_path: Path) -> None:
     texts = _by_case(plan, 256)
     assert len({text for case, text in texts.items() if "~" not in case}) == 6
     # a case keeps its haystack at every length (its prefix is reused across its lengths)
-    assert {item.case.case_id: item.haystack_variant for item in plan.items if item.layout.length_tokens == 256} == {
-        item.case.case_id: item.haystack_variant for item in plan.items if item.layout.length_tokens == 512
-    }
+    assert {
+        item.case.case_id: item.haystack_variant for item in plan.items if item.layout.length_tokens == 256
+    } == {item.case.case_id: item.haystack_variant for item in plan.items if item.layout.length_tokens == 512}
 
 
 def test_one_variant_gives_the_single_haystack_of_before(tmp_path: Path) -> None:

@@ -2,15 +2,17 @@
 (lower end) and to fall before (upper end), at a stated confidence, by either definition.
 
 Relative (``nolima-F``): each instance's paired margin ``x_L - F * x_base`` (the adaptive search's
-statistic, ``stats.threshold_margins``), paired on (case, position) as the gap is, tested by the
-sign-flip test on the clusters' margin totals from ``stats.SIGN_FLIP_FROM`` clusters
-(``stats.sign_flip_margin_tests``, its bounds by inversion), below that by the gap's adjusted t
-interval (``stats.margin_bounds``); ``benchmarks/bracket_coverage.py`` chose the rule. Absolute (``absolute-S``): the
-score's one-sided bounds, Wilson on the instances (``stats.score_bounds``). Each length's test
-clusters as the gap and the cell do (``analysis.clusters.clusters_of`` on the rows it uses): where
-the instances share fewer haystack variants than there are instances, the bounds are the cluster
-t's (``stats.cluster_margin_bounds``; ``stats.cluster_score_bounds``, the cell's clustered
-interval), with t on about variants - 1 degrees of freedom; the ``method`` names which. A length passes
+statistic, ``stats.threshold_margins``), paired on (case, position) as the gap is. From
+``stats.SIGN_FLIP_FROM`` clusters a length is tested by the sign-flip test on the clusters' margin
+totals (``stats.sign_flip_margin_tests``: pass and fail decided on its p-values, the bounds shown
+by inversion); below, by the gap's adjusted t interval (``stats.margin_bounds``);
+``benchmarks/bracket_coverage.py`` chose the rule (docs/statistics.md, "The bracket"). Absolute
+(``absolute-S``): the score's one-sided bounds, Wilson on the instances (``stats.score_bounds``).
+Each length's test clusters by the one rule (``analysis.clusters.clusters_of`` on the rows it
+uses): where the instances share fewer haystack variants than there are instances, on the
+variants (the sign-flip test on their totals, or the cluster t's bounds,
+``stats.cluster_margin_bounds``; ``stats.cluster_score_bounds``, the cell's clustered interval, with
+t on about variants - 1 degrees of freedom); the ``method`` names which. Otherwise a length passes
 when its lower bound is at or above the threshold (a sole base length passes by definition: its
 margin is ``(1 - F) x >= 0``), fails when its upper bound is below it; the ends are
 ``stats.bracket_indices`` (a fixed-sequence test up the lengths; the fails Bonferroni-split over the
@@ -160,18 +162,19 @@ def margin_test(
     estimate = float(margins.mean())
     if uses_sign_flip(count):
         passes, fails = (bool(x) for x in sign_flip_margin_tests(margins, groups, one_sided, fail))
-        lower, upper = (float(x) for x in sign_flip_margin_bounds(margins, groups, one_sided))
-        _, fail_upper = sign_flip_margin_bounds(margins, groups, fail)
+        flip_low, flip_high = sign_flip_margin_bounds(margins, groups, one_sided)
+        _, flip_fail = sign_flip_margin_bounds(margins, groups, fail)
         label = SIGN_FLIP_INTERVAL.format(test=method_name(count))
-        margin = _Margin(estimate, lower, upper, float(fail_upper), len(margins), decided=(passes, fails))
+        margin = _Margin(estimate, float(flip_low), float(flip_high), float(flip_fail), len(margins),
+                         decided=(passes, fails))  # fmt: skip
         return margin, label
     if by_variant:
-        lower, upper = cluster_margin_bounds(margins, groups, one_sided)
-        _, fail_upper = cluster_margin_bounds(margins, groups, fail)
+        low, high = cluster_margin_bounds(margins, groups, one_sided)
+        _, fail_high = cluster_margin_bounds(margins, groups, fail)
     else:
-        lower, upper = margin_bounds(margins, one_sided)
-        _, fail_upper = margin_bounds(margins, fail)
-    return _Margin(estimate, float(lower), float(upper), float(fail_upper), len(margins)), MARGIN_INTERVAL
+        low, high = margin_bounds(margins, one_sided)
+        _, fail_high = margin_bounds(margins, fail)
+    return _Margin(estimate, float(low), float(high), float(fail_high), len(margins)), MARGIN_INTERVAL
 
 
 def _absolute_tests(

@@ -34,6 +34,7 @@ def plan_command(
     from rotscope.execution.workflows.dry_run import planned_manifest
     from rotscope.gate.view import power_lines
     from rotscope.plan.manifest import write_manifest
+    from rotscope.report.placement import placement_lines
 
     def body() -> None:
         if power is not None and not 0.0 < power < 1.0:
@@ -52,6 +53,8 @@ def plan_command(
             markup=False,
         )
         for line in power_lines(_plan_power(experiment, plan)):
+            console.print(line, markup=False, soft_wrap=True)
+        for line in placement_lines(plan.items):
             console.print(line, markup=False, soft_wrap=True)
 
     _guarded(body)

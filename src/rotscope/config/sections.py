@@ -87,15 +87,17 @@ class FillerConfig(StrictOptions):
     runs before variants), each further one in the order of a seed derived from it, starting at a
     document no other variant starts at. Case ``i`` of each family (and its controls) uses variant
     ``i mod variants`` at every length, so results do not speak for one filler text only. One per
-    case keeps the cases independent, so the bracket and the paired tests cluster on the cases and
-    can place a length at the size people run (docs/statistics.md, "The bracket"); prefix reuse then
-    stays within a case's lengths and depths, which costs evaluated tokens (on quick-v1's grid
-    with 16 cases per task: benchmarks/results/bracket_coverage.md). Fewer variants than cases make
-    the cases that share a text one cluster (few variants: wide intervals; three cannot place any
-    length). Configs and frozen plans written when the default was 3 keep 3: a run folder's config
-    and a plan's manifest hold the value, and a config without ``variants`` run under such a plan
-    takes the plan's. A corpus with fewer documents than asked gives fewer; the summary's
-    ``corpus.variants`` states the number used. A search (``run --search``) left without
+    case keeps the cases independent, so the bracket clusters on the cases and can place a length
+    at the size people run (docs/statistics.md, "The bracket"); prefix reuse then stays within a
+    case's lengths and depths, which costs evaluated tokens: examples/quick-v1.yaml at 16 cases per
+    task evaluates at least 91,743 prompt tokens with one per case, 79,088 with 3 and 76,925 with 1
+    (229,369 sent; benchmarks/results/bracket_coverage.md). Fewer variants than cases make the cases
+    that share a text one cluster: with 3, a model right on every item is not shown to pass a length
+    below 34 cases. Session filler written by the model (``assistant: model``) writes one session
+    per variant. Configs and frozen plans written when the default was 3 keep 3: a run folder's
+    config and a plan's manifest hold the value, and a config without ``variants`` run under such a
+    plan (``--plan``) takes the plan's. A corpus with fewer documents than asked gives fewer; the
+    summary's ``corpus.variants`` states the number used. A search (``run --search``) left without
     ``variants`` gives each instance a haystack of its own."""
     source: Annotated[str | None, PathOption(keep=("generated",), by_content="filler.digest")] = None
     """``session`` filler: ``generated`` (a seeded, invented coding-agent session; the default) or

@@ -333,7 +333,9 @@ def _build_plan(
                 seed=config.seed,
                 anchors=anchors,
             )
-            for corpus in haystacks(variants_for(config.filler.variants, 1 + max(index for _, index in numbered)))
+            for corpus in haystacks(
+                variants_for(config.filler.variants, 1 + max(index for _, index in numbered))
+            )
         ]
         for case, index in numbered:
             builder = builders[index % len(builders)]

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from rotscope.plan.rejections import layout_line, summary_lines
+from rotscope.report.placement import placement_lines
 
 if TYPE_CHECKING:  # a view reads what the dry run made, never runs one
     from rotscope.execution.workflows.dry_run import DryRun, OverheadCheck, WallTime
@@ -75,6 +76,8 @@ def print_dry_run(planned: DryRun, console: Console) -> None:
         console.print(line, markup=False, soft_wrap=True)
     for rejection in plan.rejections if plan.rejections else ():
         console.print(f"  {layout_line(rejection)}", markup=False, soft_wrap=True)
+    for line in placement_lines(plan.items):  # before the first call: a size that cannot place a length
+        console.print(line, markup=False, soft_wrap=True)
 
 
 def pair_total_line(dry_runs: Mapping[str, DryRun]) -> str:

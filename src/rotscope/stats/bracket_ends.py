@@ -95,10 +95,13 @@ def uses_sign_flip(clusters: int) -> bool:
 
 def cluster_totals(values: np.ndarray, clusters: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Each cluster's total of ``values`` (the last axis labelled by ``clusters``; vectorised over
-    the leading axes) and its size, clusters in order of first appearance."""
+    the leading axes) and its size, the clusters in the order of their labels as text: above
+    ``stats.randomisation.EXACT_UP_TO`` clusters the seeded sign patterns make the p-value depend
+    on that order, so one order for every caller (the labels ``c0``, ``c1``, ``c10`` and ``0``,
+    ``1``, ``10`` sort alike)."""
     values = np.asarray(values, dtype=float)
     labels = list(clusters)
-    order = list(dict.fromkeys(labels))
+    order = sorted(dict.fromkeys(labels), key=str)
     onehot = np.zeros((len(labels), len(order)))
     onehot[np.arange(len(labels)), [order.index(label) for label in labels]] = 1.0
     return values @ onehot, onehot.sum(axis=0)

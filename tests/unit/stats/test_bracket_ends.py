@@ -69,3 +69,30 @@ def test_the_margin_is_paired_and_its_bounds_are_the_gaps_t_interval_one_sided()
     # A one-sided bound at a higher confidence lies further out.
     wider_lower, wider_upper = margin_bounds(margins, 0.99)
     assert wider_lower < lower and wider_upper > upper
+
+
+def test_cluster_totals_sum_each_label_in_the_order_of_the_labels_as_text() -> None:
+    from rotscope.stats.bracket_ends import cluster_totals
+
+    totals, sizes = cluster_totals(np.array([[1.0, 2.0, 4.0, 8.0]]), ["c10", "c2", "c10", "c1"])
+    assert totals.tolist() == [[8.0, 5.0, 2.0]] and sizes.tolist() == [1.0, 2.0, 1.0]
+
+
+def test_the_sign_flip_margin_tests_decide_one_dataset_as_a_stack_of_them() -> None:
+    from rotscope.stats.bracket_ends import sign_flip_margin_bounds, sign_flip_margin_tests
+
+    rng = np.random.default_rng(5)
+    margins = rng.choice([0.15, 1.0, -0.85, 0.0], size=(40, 13), p=[0.7, 0.05, 0.15, 0.1])
+    groups = [f"c{i}" for i in range(13)]
+    passes, fails = sign_flip_margin_tests(margins, groups, 0.975, 0.9875)
+    for d in range(40):
+        one = sign_flip_margin_tests(margins[d], groups, 0.975, 0.9875)
+        assert (bool(one[0]), bool(one[1])) == (passes[d], fails[d])
+        lower, upper = sign_flip_margin_bounds(margins[d], groups, 0.975)
+        assert lower <= margins[d].mean() <= upper
+        if abs(float(lower)) > 1e-3:  # the inversion's bound agrees with the decision (to its tolerance)
+            assert bool(passes[d]) == (float(lower) > 0.0)
+    # 13 cases all at the perfect margin: p = 1 / 2^13 passes; all lost: fails
+    perfect = sign_flip_margin_tests(np.full(13, 0.15), groups, 0.975, 0.9875)
+    lost = sign_flip_margin_tests(np.full(13, -0.85), groups, 0.975, 0.9875)
+    assert (bool(perfect[0]), bool(perfect[1]), bool(lost[0]), bool(lost[1])) == (True, False, False, True)
