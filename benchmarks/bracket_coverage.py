@@ -55,6 +55,7 @@ from rotscope.records.effective import Bracket, BracketEnd
 from rotscope.rows import Row
 from rotscope.stats.bracket_ends import (
     BRACKET_CONFIDENCE,
+    SIGN_FLIP_FROM,
     bracket_indices,
     cluster_margin_bounds,
     cluster_score_bounds,
@@ -63,7 +64,6 @@ from rotscope.stats.bracket_ends import (
     score_bounds,
     sign_flip_margin_tests,
     threshold_margins,
-    uses_sign_flip,
 )
 from rotscope.stats.intervals import proportion_interval
 from rotscope.stats.length_scan import scan_effective
@@ -165,19 +165,25 @@ def count_table(n: int, items: int, confidence: float) -> tuple[np.ndarray, np.n
 
 
 def brackets(
-    x: np.ndarray, items: int, relative: bool, labels: np.ndarray | None = None, today: bool = False
+    x: np.ndarray,
+    items: int,
+    relative: bool,
+    labels: np.ndarray | None = None,
+    today: bool = False,
+    flip_from: int = SIGN_FLIP_FROM,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(lower index, upper index, signal) of every dataset's bracket, as ``analysis.bracket`` does:
     on the instances, or clustered on ``labels`` (each case's variant). The relative test is the
     sign-flip test on the clusters' margin totals from ``stats.SIGN_FLIP_FROM`` clusters (the
-    adjusted t below); ``today``: the adjusted t at any number (the rule before issue 48)."""
+    adjusted t below; ``flip_from`` moves that threshold, to study the choice); ``today``: the
+    adjusted t at any number (the rule before issue 48)."""
     datasets, n, count = x.shape
     one_sided = end_confidence(BRACKET_CONFIDENCE)
     if relative:
         fail = 1 - (1 - one_sided) / (count - 1)
         margins = np.moveaxis(threshold_margins(x[..., 1:], x[..., :1], NOLIMA_RATIO), -1, 1)
         groups = np.arange(n) if labels is None else labels
-        if not today and uses_sign_flip(len(set(groups.tolist()))):
+        if not today and len(set(groups.tolist())) >= flip_from:
             flip_passes, flip_fails = sign_flip_margin_tests(margins, groups, one_sided, fail)
             lower = np.where(flip_passes, 0.0, -1.0)
             fail_upper = np.where(flip_fails, -1.0, 0.0)
@@ -294,6 +300,9 @@ def main() -> None:
     parser.add_argument("--instances", type=int, nargs="*", default=list(INSTANCES))
     parser.add_argument("--curves", nargs="*", default=list(CURVES), help="curve names (default: all)")
     parser.add_argument("--relative-only", action="store_true", help="nolima-0.85 only (its test changed)")
+    parser.add_argument("--sign-flip-from", type=int, default=SIGN_FLIP_FROM,
+                        help="clusters from which the fast path uses the sign-flip test (a study of "
+                        "the choice; with another value than rotscope's, pass --rows 0)")  # fmt: skip
     args = parser.parse_args()
     started = time.perf_counter()
     print("| curve | items | rho | n | variants | definition | truth | coverage | low misses | high misses "
@@ -312,7 +321,7 @@ def main() -> None:
             for relative in (True,) if args.relative_only else (True, False):
                 definition = f"nolima-{NOLIMA_RATIO}" if relative else f"absolute-{RULER_THRESHOLD}"
                 truth = true_index(lengths, curve, relative)
-                found = brackets(x, items, relative, labels)
+                found = brackets(x, items, relative, labels, flip_from=args.sign_flip_from)
                 check_rows(x, found, args.rows, (name, items, rho, n, variants, definition))
                 after = coverage(*found, truth, len(lengths))
                 # today: the rule before issue 48 (the adjusted t at any number of clusters)

@@ -52,6 +52,8 @@ def test_three_shared_haystacks_cannot_place_it_and_the_dry_run_says_so(tmp_path
     assert "niah: at this size (16 cases, clustered on the 3 haystack variants they share" in dry
     assert "can place a cliff of 0.85× only if the model loses (nearly) every item past the cliff" in dry
     assert "34 cases per task could place a model right on every item" in dry
+    planned = " ".join(invoke("plan", path, "-o", tmp_path / "plan.json").output.split())
+    assert "the bracket can place a cliff of 0.85× only if the model loses" in planned
     default = tmp_path / "default.yaml"
     default.write_text(yaml.safe_dump(EXPERIMENT), "utf-8")
     assert "at this size" not in invoke("run", default, "--dry-run").output
