@@ -16,13 +16,16 @@ Shared haystack variants (``--variants``; 0: none, the settings above): case i i
 V`` (as the planner assigns it) with a variant effect of sd ``VARIANT_SD`` = 1.0 on the logit
 scale, correlated between lengths by the same ``rho``, added to the instance's; ``mu_L`` is then
 solved over both effects. rotscope clusters on the variant where ``1 < min(V, n) < n``
-(``analysis.clusters.clusters_of``), so 16 variants at n <= 16 are one per case. Each variant
-setting also reports the bracket the instance-level bounds give on the same data (``before``: what
-rotscope printed before the bracket clustered), for comparison; the settings without variants draw
-from the ``--seed`` stream as before, each variant count from its own (``[seed, V]``).
+(``analysis.clusters.clusters_of``), so 16 variants at n <= 16 are one per case. Every setting also
+reports the bracket of the rule before issue 48 on the same data (``today``: the adjusted t at every
+number of clusters) beside the shipped rule (the sign-flip test on the clusters' margin totals from
+``stats.SIGN_FLIP_FROM`` clusters; ``--sign-flip-from`` moves the threshold in the fast path, to
+study the choice, with ``--rows 0``), and the share of runs ``placed`` (the bracket narrower than
+"the base to beyond the longest": issue 48's power). The settings without variants draw from the
+``--seed`` stream, each variant count from its own (``[seed, V]``).
 
 Each dataset's bracket is computed vectorised from the project's own functions:
-``stats.threshold_margins``, ``stats.margin_bounds`` (relative), ``stats.score_bounds`` through a
+``stats.threshold_margins``, ``stats.margin_bounds`` or ``stats.sign_flip_margin_tests`` (relative), ``stats.score_bounds`` through a
 table of every possible count (absolute), ``stats.bracket_indices``; the relative definition's
 no-signal rule uses ``stats.proportion_interval`` as ``analysis.tasks`` does; on shared variants
 ``stats.cluster_margin_bounds``, ``stats.cluster_score_bounds`` and, for the no-signal rule, the

@@ -78,14 +78,14 @@ def cluster_score_bounds(
     return np.clip(np.round(low, 12), 0.0, 1.0), np.clip(np.round(high, 12), 0.0, 1.0)
 
 
-SIGN_FLIP_FROM = 12
+SIGN_FLIP_FROM = 16
 """Clusters from which a length's relative test is the sign-flip test on the clusters' margin
 totals (``sign_flip_margin_tests``) rather than the adjusted t: chosen by
 ``benchmarks/bracket_coverage.py`` (docs/statistics.md, "The bracket"). The sign-flip test of a
-margin assumes the margins symmetric about their mean, which binary outcomes are not: at 10
-clusters of one item each, a curve just under the threshold was covered 0.933 of the time; from
-12 clusters at least 0.963, while it places a cliff or a perfect model far more often than the
-adjusted t, whose pseudo-pair alone keeps a perfect model from passing at 10 clusters."""
+margin assumes the margins symmetric about their mean, which binary outcomes are not: on a curve
+just under the threshold its lower end passed a failing length 0.061 of the time at 10 clusters
+and 0.037 at 12 (nominal 0.025 each end), at most 0.026 from 16; there it places a cliff far more
+often than the adjusted t, whose pseudo-pair alone keeps a perfect model from passing below 15."""
 
 
 def uses_sign_flip(clusters: int) -> bool:

@@ -45,7 +45,7 @@ def _ends(bracket: dict[str, Any]) -> tuple[str, int | None, int | None]:
 
 
 def test_the_bundled_curve_at_16_instances_is_placed_by_the_sign_flip_test() -> None:
-    # 13/16, 13/16, 6/16: the point says 512. From 12 clusters (stats.SIGN_FLIP_FROM) each length
+    # 13/16, 13/16, 6/16: the point says 512. From 16 clusters (stats.SIGN_FLIP_FROM) each length
     # is the sign-flip test on the cases' margins: 512's 13 positive margins and 3 ties pass it,
     # 1,024's 7 negative ones fail it (issue 48; the adjusted t read "256 to beyond 1,024").
     effective = _effective(_rows({256: _first(13, 16), 512: _first(13, 16), 1024: _first(6, 16)}))
@@ -56,7 +56,7 @@ def test_the_bundled_curve_at_16_instances_is_placed_by_the_sign_flip_test() -> 
     assert "sign-flip on 16 clusters" in effective.bracket.method
 
 
-def test_below_twelve_clusters_the_adjusted_t_reads_the_bundled_curve_from_the_base() -> None:
+def test_below_sixteen_clusters_the_adjusted_t_reads_the_bundled_curve_from_the_base() -> None:
     # The same curve at 10 instances (8/10, 8/10, 4/10): the adjusted t, which the sign-flip test
     # would beat only by losing coverage near the threshold (benchmarks/results/bracket_coverage.md).
     effective = _effective(_rows({256: _first(8, 10), 512: _first(8, 10), 1024: _first(4, 10)}))
