@@ -27,7 +27,8 @@ study the choice, with ``--rows 0``), and the share of runs ``placed`` (the brac
 Each dataset's bracket is computed vectorised from the project's own functions:
 ``stats.threshold_margins``, ``stats.margin_bounds`` or ``stats.sign_flip_margin_tests``
 (relative), ``stats.score_bounds`` through a table of every possible count (absolute),
-``stats.bracket_indices``; the relative definition's no-signal rule uses ``stats.proportion_interval`` as ``analysis.tasks`` does; on shared variants
+``stats.bracket_indices``; the relative definition's no-signal rule uses
+``stats.proportion_interval`` as ``analysis.tasks`` does; on shared variants
 ``stats.cluster_margin_bounds``, ``stats.cluster_score_bounds`` and, for the no-signal rule, the
 latter at 95% (``stats.mean_interval``). For the first
 ``--rows`` datasets of every setting the same data are also built as rows and analysed by
