@@ -128,7 +128,7 @@ def test_a_corpus_with_fewer_documents_gives_fewer_variants(tmp_path: Path) -> N
 
 
 def test_the_summary_states_the_variants_used(tmp_path: Path) -> None:
-    config = _config(tmp_path, lengths=[256], limit=2)
+    config = _with_variants(tmp_path, 3, lengths=[256], limit=2)
     summary = load_summary(run_experiment(config, run_dir=tmp_path / "run")).model_dump()
     assert summary["corpus"]["variants"] == 2 and summary["corpus"]["variants_asked"] == 3
     schema = json.loads(
