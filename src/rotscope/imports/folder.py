@@ -47,6 +47,7 @@ def write_import(
     kind: str,
     tokenizer: str | None = None,
     extra: ImportedMeta | None = None,
+    context_window: int | None = None,
 ) -> int:
     """Write ``items`` (from ``source``, of format ``kind``) as the run folder ``run_dir``; returns
     the rows written. ``extra`` adds keys to the folder's ``imported`` metadata."""
@@ -57,7 +58,7 @@ def write_import(
     model = model_of(items)
     rows = [planned_row(item, order, run_dir.name, model) for order, item in enumerate(items)]
     meta = import_meta(items, run_id=run_dir.name, source=source.name, kind=kind, digest=digest,
-                       tokenizer=tokenizer)  # fmt: skip
+                       tokenizer=tokenizer, context_window=context_window)  # fmt: skip
     meta["imported"].update(extra or {})
 
     def fill(store: RunStore) -> None:

@@ -19,7 +19,7 @@ from rotscope.position import Position
 from rotscope.rows import PlannedRow, ResultValues
 from rotscope.run_meta import RunMeta
 from rotscope.store import IMPORTED_KEY
-from rotscope.types import ClaimReport
+from rotscope.types import BackendDescription, ClaimReport
 
 UNKNOWN_POSITION = "unknown"
 """The ``position`` of a row whose place in its context the file does not say."""
@@ -73,11 +73,18 @@ class ImportedItem:
         return (UNKNOWN_DEPTH if fraction is None else fraction), self.position.stored
 
     @property
-    def condition(self) -> tuple[str, str, int, str, bool, int]:
-        """What one question may be at only once: (task, item, length, position, control, trial)."""
+    def place(self) -> str:
+        """The position as views name it."""
         depth, position = self.stored_position
-        label = Position.from_stored(position, depth).label
-        return (self.task, self.item_id, self.length, label, self.control, self.trial)
+        return Position.from_stored(position, depth).label
+
+    @property
+    def condition(self) -> tuple[str, str, int, str | None, float, bool, int]:
+        """What one question may be at only once: (task, item, length, position name, exact depth,
+        control, trial). The depth is the number itself: 0.011 and 0.014 (a sigmoid-spaced grid)
+        are two conditions, though two places name both 0.01."""
+        depth, position = self.stored_position
+        return (self.task, self.item_id, self.length, position, depth, self.control, self.trial)
 
 
 def row_id(item: ImportedItem) -> str:
@@ -135,11 +142,26 @@ def result_values(item: ImportedItem) -> ResultValues:
 
 
 def import_meta(
-    items: Sequence[ImportedItem], *, run_id: str, source: str, kind: str, digest: str, tokenizer: str | None
+    items: Sequence[ImportedItem],
+    *,
+    run_id: str,
+    source: str,
+    kind: str,
+    digest: str,
+    tokenizer: str | None,
+    context_window: int | None = None,
 ) -> RunMeta:
     """The run folder's metadata: a minimal experiment (its model, tasks and lengths), how lengths
-    were counted, and ``imported``: the file, its format and digest, and what the folder lacks."""
+    were counted, the model's context window where the file gives it, and ``imported``: the file,
+    its format and digest, and what the folder lacks."""
     model = model_of(items)
+    backend: BackendDescription = {
+        "provider": BACKEND,
+        "model": model,
+        "tokenizer": tokenizer or "unknown: as imported",
+    }
+    if context_window is not None:
+        backend["context_window"] = context_window
     tasks = list(dict.fromkeys(item.task for item in items))
     lengths = sorted({item.length for item in items})
     return {
@@ -149,7 +171,7 @@ def import_meta(
         # what a finished store holds (``run_folder._unstarted``): the file's digest is the run's
         "config_digest": digest,
         "model": model,
-        "backend": {"provider": BACKEND, "model": model, "tokenizer": tokenizer or "unknown: as imported"},
+        "backend": backend,
         "corpus": None,
         "rejected": [],
         "rejections": [],
