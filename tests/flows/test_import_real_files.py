@@ -117,3 +117,25 @@ def test_a_rerun_without_a_trial_column_and_a_bad_unit_are_named(tmp_path: Path)
     )
     for folder in "acde":
         assert not (tmp_path / folder).exists()
+
+
+def test_base_lengths_reproduce_a_published_effective_length(tmp_path: Path) -> None:
+    # A NoLiMa-style table whose base is 2K (no 250/500/1K rows): base 0.9, 0.85 x base = 0.765;
+    # 4K holds 0.8 (above) and 8K 0.5 (below), so the effective length is 4K, as published.
+    truth = {2000: 0.9, 4000: 0.8, 8000: 0.5}
+    lines = ["item_id,instance_id,length_tokens,depth,correct"]
+    for length, share in truth.items():
+        right = round(share * 40)
+        lines += [f"q{i},d{i},{length},0.5,{int(i < right)}" for i in range(40)]
+    (tmp_path / "table.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    result = invoke("import", tmp_path / "table.csv", "--out", tmp_path / "run", "--base-lengths", "2000")
+    assert result.exit_code == 0, result.output
+    (task,) = json.loads(invoke("show", tmp_path / "run", "--json").stdout)["tasks"]
+    relative = task["effective_length"]
+    assert relative["base_lengths"] == [2000] and relative["base_score"] == pytest.approx(0.9)
+    assert relative["value"] == 4000
+    assert_bad_input(
+        invoke("import", tmp_path / "table.csv", "--out", tmp_path / "bad", "--base-lengths", "1000"),
+        "--base-lengths: no row at length 1,000",
+    )
+    assert not (tmp_path / "bad").exists()

@@ -19,16 +19,16 @@ INSPECT_SUFFIXES = (".eval", ".json")
 """Inspect AI's log formats."""
 
 
-def _edges(value: str | None) -> list[int] | None:
-    """``--bin-lengths``: ascending whole numbers >= 1, comma-separated."""
+def _lengths(option: str, value: str | None) -> list[int] | None:
+    """``--bin-lengths`` or ``--base-lengths``: ascending whole numbers >= 1, comma-separated."""
     if value is None:
         return None
     try:
         edges = [int(part) for part in value.split(",") if part.strip()]
     except ValueError:
-        raise BadInput(f"--bin-lengths: {value!r} is not whole numbers separated by commas") from None
+        raise BadInput(f"{option}: {value!r} is not whole numbers separated by commas") from None
     if not edges or any(edge < 1 for edge in edges) or edges != sorted(set(edges)):
-        raise BadInput(f"--bin-lengths: {value!r} must be ascending whole numbers >= 1")
+        raise BadInput(f"{option}: {value!r} must be ascending whole numbers >= 1")
     return edges
 
 
@@ -44,6 +44,14 @@ def import_results(
             "--bin-lengths",
             help="Bin lengths that vary per item to these edges (E1,E2,...): each item goes to the smallest "
             "edge at or above its length, which stays its prompt_tokens.",
+        ),
+    ] = None,
+    base_lengths: Annotated[
+        str | None,
+        typer.Option(
+            "--base-lengths",
+            help="The lengths whose mean score is the base of the relative effective length (L1,L2,...; "
+            "default 250,500,1000 where tested, else the shortest).",
         ),
     ] = None,
     model_column: Annotated[
@@ -65,7 +73,8 @@ def import_results(
 
         if not file.exists():
             raise BadInput(f"{file}: no such file")
-        edges = _edges(bin_lengths)
+        edges = _lengths("--bin-lengths", bin_lengths)
+        bases = _lengths("--base-lengths", base_lengths)
         if file.suffix.lower() in INSPECT_SUFFIXES:
             if edges or model_column:
                 raise BadInput(
@@ -99,9 +108,10 @@ def import_results(
                 tokenizer=table.tokenizer,
                 extra=extra,
                 context_window=next(iter(windows.values()), None),
+                base_lengths=bases,
             )
         return _write_models(out, file, table.tokenizer, FORMATS[file.suffix.lower()], models, windows,
-                             {**extra, "model_column": model_column})  # fmt: skip
+                             {**extra, "model_column": model_column}, bases)  # fmt: skip
 
     rows = _guarded(body)
     console.print(
@@ -121,11 +131,12 @@ def _write_models(
     models: dict[str, list[ImportedItem]],
     windows: dict[str, int],
     extra: ImportedMeta,
+    base_lengths: list[int] | None,
 ) -> int:
     """One run folder per model inside ``out``, and ``out/session.json`` naming them (subjects
     [folder, model] in the file's order) as a ``--models`` session does: every view that reads a
     session (compare, show, gate) reads it. Every model's rows are checked before any is written."""
-    from rotscope.imports.folder import write_import
+    from rotscope.imports.folder import check_base_lengths, write_import
     from rotscope.modes.models_session import folder_names
     from rotscope.modes.session_record import SessionRecord, write_record
 
@@ -133,6 +144,8 @@ def _write_models(
         raise BadInput(f"out: {out} is not a new or empty folder")
     names = list(models)
     folders = folder_names(names)
+    for items in models.values():
+        check_base_lengths(items, base_lengths)
     written = 0
     for folder, model in zip(folders, names, strict=True):
         written += write_import(

@@ -150,10 +150,13 @@ def import_meta(
     digest: str,
     tokenizer: str | None,
     context_window: int | None = None,
+    base_lengths: Sequence[int] | None = None,
 ) -> RunMeta:
     """The run folder's metadata: a minimal experiment (its model, tasks and lengths), how lengths
     were counted, the model's context window where the file gives it, and ``imported``: the file,
-    its format and digest, and what the folder lacks."""
+    its format and digest, and what the folder lacks. ``base_lengths`` (``--base-lengths``) are the
+    lengths whose mean score is the base of the relative effective length, as a run's
+    ``analysis.base_lengths``."""
     model = model_of(items)
     backend: BackendDescription = {
         "provider": BACKEND,
@@ -167,7 +170,13 @@ def import_meta(
     return {
         "run_id": run_id,
         "rotscope_version": __version__,
-        "config": {"name": run_id, "model": model, "tasks": tasks, "lengths": lengths},
+        "config": {
+            "name": run_id,
+            "model": model,
+            "tasks": tasks,
+            "lengths": lengths,
+            **({"analysis": {"base_lengths": list(base_lengths)}} if base_lengths else {}),
+        },
         # what a finished store holds (``run_folder._unstarted``): the file's digest is the run's
         "config_digest": digest,
         "model": model,
