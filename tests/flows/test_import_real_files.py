@@ -95,6 +95,11 @@ def test_a_real_harness_file_of_two_models_imports_and_pairs(tmp_path: Path) -> 
     assert gap["pairs"] == INSTANCES
     compared = invoke("compare", out, "--json")
     assert compared.exit_code == 0, compared.output
+    assert all(not cell.get("categories") for cell in summary["cells"])  # an outcome is no category
+    screen = invoke("show", out / "org-model-a").stdout
+    assert "failures by category" not in screen and "some calls unpriced" not in screen
+    assert "token counts: as imported, in tokens (not counted by rotscope)" in screen
+    assert "lengths binned to 1,000, 120,000" in screen
 
 
 def test_a_rerun_without_a_trial_column_and_a_bad_unit_are_named(tmp_path: Path) -> None:

@@ -134,7 +134,7 @@ def result_values(item: ImportedItem) -> ResultValues:
     return {
         "status": "ok",
         "outcome": item.outcome,
-        "category": item.outcome,
+        "category": None,  # another harness's outcome is not a failure category
         "usage_prompt_tokens": item.prompt_tokens,
         "cost": item.cost_usd,
         "claim_report": json.dumps(report) if report is not None else None,

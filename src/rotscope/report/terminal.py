@@ -67,7 +67,10 @@ def error_cap_warning(summary: Summary) -> str | None:
 
 def spend_line(summary: Summary) -> str:
     cost = summary.cost
-    usd = f"${cost.usd:.4f}" + ("" if cost.priced else " (some calls unpriced)")
+    if summary.imported is not None and not cost.usd and not cost.priced:
+        usd = "unknown (the imported file gives no cost)"
+    else:
+        usd = f"${cost.usd:.4f}" + ("" if cost.priced else " (some calls unpriced)")
     budget = f" of a ${cost.max_cost:.4f} budget" if cost.max_cost else ""
     judge = summary.judge
     judged = f"; judge {judge.model}: {judge.verdicts}" if judge else ""
