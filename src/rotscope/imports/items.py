@@ -20,6 +20,7 @@ from rotscope.rows import PlannedRow, ResultValues
 from rotscope.run_meta import RunMeta
 from rotscope.store import IMPORTED_KEY
 from rotscope.types import BackendDescription, ClaimReport
+from rotscope.types.clusters import IMPORTED_BACKEND
 
 UNKNOWN_POSITION = "unknown"
 """The ``position`` of a row whose place in its context the file does not say."""
@@ -28,8 +29,8 @@ UNKNOWN_DEPTH = 0.5
 is shown, and pairs only with rows of unknown position."""
 DEFAULT_TASK = "imported"
 """The task of rows whose file has no ``task`` column."""
-BACKEND = "import"
-"""The ``backend`` column of every imported row."""
+BACKEND = IMPORTED_BACKEND
+"""The ``backend`` column of every imported row (its instances cluster across tasks)."""
 SCORE_MEASURE = "score"
 """The partial-credit measure of a file whose ``correct`` holds scores between 0 and 1: each cell
 then reports ``mean_score`` beside its accuracy (a score of 1 counts as correct)."""

@@ -31,6 +31,7 @@ def _row(instance: str, variant: int | None, task: str = "t") -> dict[str, Any]:
         "haystack_variant": variant,
         "status": "ok",
         "correct": 1.0,
+        "backend": "fake",
     }
 
 
@@ -43,3 +44,11 @@ def test_clusters_of_rows_follows_the_rule() -> None:
     assert own.unit == "instance" and own.count == 2 and own.of["c2"] == "t/c2"
     one = clusters_of([_row("c1", 0), _row("c2", 0)])
     assert one.note is not None and "one haystack" in one.note
+
+
+def test_an_imported_instance_is_one_cluster_across_tasks() -> None:
+    rows = [{**_row("d1", None, task), "backend": "import"} for task in ("ruler", "longbench")]
+    imported = clusters_of(rows)
+    assert imported.count == 1 and set(imported.of.values()) == {"d1"}
+    native = clusters_of([{**_row("d1", None, task), "backend": "fake"} for task in ("a", "b")])
+    assert native.of["d1"] == "a/d1"  # a run's case ids are each family's own: named with the task
