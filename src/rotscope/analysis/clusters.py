@@ -53,7 +53,7 @@ def clusters_of(rows: Iterable[Row], key: str = "instance_id") -> Clusters:
     for row in scored(rows):
         variant = row.get("haystack_variant")
         unknown = unknown or variant is None
-        case = case_cluster(row["task"], row["instance_id"], imported=row["backend"] == IMPORTED_BACKEND)
+        case = case_cluster(row["task"], row["instance_id"], imported=row.get("backend") == IMPORTED_BACKEND)
         variant_of_key.setdefault(column(row, key), variant)
         case_of_key.setdefault(column(row, key), case)
         variant_of_case.setdefault(case, variant)
