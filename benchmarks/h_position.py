@@ -85,7 +85,7 @@ def position_data(
     interaction = interaction_sd * rng.standard_normal((datasets, variants, depths))
     of = np.arange(n) % variants
     logit = mu + case + variant[:, of] + interaction[:, of] + shift
-    return (rng.random(logit.shape) < special.expit(logit)).astype(float)
+    return np.asarray(rng.random(logit.shape) < special.expit(logit), dtype=float)
 
 
 def bh_any(p: np.ndarray, tested: np.ndarray) -> np.ndarray:
