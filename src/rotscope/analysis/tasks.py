@@ -285,7 +285,7 @@ def position_effect(task_rows: list[Row], depths: list[float]) -> list[PositionE
     one rule (``analysis.clusters``: on the haystack variant where the cases share fewer variants
     than there are cases, else on the case), so a "bad middle" of three shared haystack texts is
     not taken for the model's (docs/statistics.md, "Gaps and the position effect";
-    ``benchmarks/h_position.py``). Benjamini-Hochberg runs over the lengths (middle vs ends) and
+    ``benchmarks/position_gap_tests.py``). Benjamini-Hochberg runs over the lengths (middle vs ends) and
     over all cell comparisons."""
     ends = {min(depths), max(depths)}
     middle = [d for d in depths if d not in ends]

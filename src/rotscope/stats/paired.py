@@ -57,7 +57,7 @@ def paired_gap(
     at 10 to 40 pairs on ``benchmarks/gap_coverage.py``'s Beta instance accuracies (ICC 0.25,
     copula correlation 0.6 between conditions, no haystack effect), where the cluster bootstrap it
     replaced covered 0.48 to 0.83 at 5 to 10 pairs; 0.978-1.00 at 10 to 30 cases on
-    ``benchmarks/h_position.py``'s logit world (case sd 1.5, haystack variant sd 1.0, length
+    ``benchmarks/position_gap_tests.py``'s logit world (case sd 1.5, haystack variant sd 1.0, length
     interactions sd 0.5, baselines 0.30-0.97), clustered on 3 shared variants or with one haystack
     per case. There the sign-flip interval by inversion (``stats.sign_flip_interval``) covered only
     0.46-0.95 near the ceiling, so the gap keeps this interval (docs/statistics.md, "Gaps and the

@@ -2,7 +2,7 @@
 today's tests against the sign-flip test on cluster totals, each clustered by the one rule
 (``rotscope.types.clusters``). Run by hand:
 
-    python benchmarks/h_position.py [--datasets 2000] [--seed 48] [--only position|gap]
+    python benchmarks/position_gap_tests.py [--datasets 2000] [--seed 48] [--only position|gap]
 
 The simulated data: n cases, case i reads haystack variant ``i mod V`` (V = 3 shared, as
 ``filler.variants: 3`` plans them, or V = n: one haystack per case). A case's logit accuracy at
