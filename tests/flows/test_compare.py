@@ -36,6 +36,9 @@ def _config(root: Path, **changes: Any) -> Path:
         "depths": ["beginning", "end"],
         "limit": 16,
         "controls": False,
+        # one haystack per case: 16 clusters, so the sign-flip test can decide (3 shared variants
+        # are 3 clusters, whose smallest two-sided p is 0.25: docs/statistics.md, "Paired tests
+        # (compare)")
         "filler": {
             "kind": "text",
             "glob": str(nonsense_corpus(root / "corpus", files=16, lines=120) / "*.txt"),
@@ -51,8 +54,6 @@ def _config(root: Path, **changes: Any) -> Path:
 @pytest.fixture(scope="module")
 def session(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("compare")
-    # one haystack per case: 16 clusters, so the sign-flip test can decide (3 shared variants are
-    # 3 clusters, whose smallest two-sided p is 0.25: docs/statistics.md, "Paired tests (compare)")
     result = invoke("run", _config(root), "--models", ",".join(MODELS), "--out", root / "session")
     assert result.exit_code == 0, result.output
     return root

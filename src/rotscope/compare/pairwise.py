@@ -11,9 +11,13 @@ than there are cases. The sum of each cluster's instance differences is one valu
 sign-flip test of "no difference" (``stats.randomisation``); its interval is the test inverted.
 
 ``benchmarks/compare_tests.py`` chose this over the adjusted t of ``stats.paired_gap`` with Holm
-within a pair (``PREVIOUS_METHOD``, still computed so a view can say where a verdict changed):
-that one called 14-39% of pairs of equal models with shared haystack variants different and
-found a 0.10 drop at 50 instances in 18-33% of runs (``benchmarks/results/compare_tests.md``)."""
+within a pair (``PREVIOUS_METHOD``, still computed so a view can say where a verdict changed). In
+its worlds (``benchmarks/results/compare_tests.md``: 2-5 equal models, n 16-100, baselines
+0.30-0.97, 3 shared haystack variants or one per case) this one's family-wise false
+"better"/"worse" is at most 0.048, the old one's up to 0.48 for a pair and 0.97 for 5 models with
+shared variants; with one haystack per case it finds a 0.10 drop at one length at 16/30/50
+instances 24-27%/59-65%/89-91% of the time (the old one 0%/20-24%/71-76%). Three shared variants
+are three clusters, whose smallest two-sided p is 0.25: no difference is ever shown there."""
 
 from __future__ import annotations
 
