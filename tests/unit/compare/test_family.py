@@ -149,3 +149,12 @@ def test_a_changed_verdict_is_said_once() -> None:
 def test_the_previous_test_is_the_adjusted_t() -> None:
     differences = np.array([3 / 11] * 8 + [2 / 11] * 2)
     assert 0.001 < two_sided_p(list(differences)) < 0.05  # one-length example, before any Holm
+
+
+def test_junit_names_the_family_beside_the_holm_p() -> None:
+    from rotscope.compare.junit import comparison_junit
+
+    new = _comparison("niah: Holm over 2 tests: 1 pair x 2 lengths", ("exact sign-flip on 16 clusters",) * 2)
+    assert "p (Holm) 0.02 (exact sign-flip on 16 clusters; Holm over 2 tests: 1 pair x 2 lengths" in (
+        comparison_junit(new)
+    )
