@@ -159,9 +159,16 @@ def length_difference(pairs: Sequence[tuple[Row, Row]], length: int) -> LengthDi
         ci_low=float(low),
         ci_high=float(high),
         p_value=float(sign_flip_p(totals, sizes)),
-        test=clusters.label(method_name(len(totals))),
+        test=named_test(clusters.label(method_name(len(totals))), len(totals)),
         previous_p=two_sided_p(list(differences.values())),
     )
+
+
+def named_test(label: str, clusters: int) -> str:
+    """The test as a verdict names it; where its clusters are too few for any p-value to reach
+    ``ALPHA`` (two-sided, the smallest is 2 / 2^clusters: 0.25 for 3), it says so."""
+    smallest = 2.0 / 2.0**clusters
+    return label if smallest <= ALPHA else f"{label}; smallest possible p {smallest:.3g}: no verdict"
 
 
 def pair_tests(

@@ -80,7 +80,10 @@ def test_three_shared_variants_are_three_clusters_and_cannot_decide() -> None:
     first = _rows("a", {256: [DEPTHS] * 16}, variant_of=lambda i: i % 3)
     second = _rows("b", {256: [0] * 16}, variant_of=lambda i: i % 3)
     (entry,) = pair_tests(first, second, "t", [256])
-    assert entry.test == "exact sign-flip on 3 clusters, clustered on 3 haystack variants"
+    assert entry.test == (
+        "exact sign-flip on 3 clusters, clustered on 3 haystack variants; "
+        "smallest possible p 0.25: no verdict"
+    )
     assert entry.p_value == pytest.approx(0.25) and entry.difference == -1.0
     assert family_verdicts([[entry]])[0][0].verdict == "no difference shown"
 
