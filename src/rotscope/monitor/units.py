@@ -121,8 +121,8 @@ def group_units(
         entered.append(number)
         kinds[is_conversation[number]] += 1
     for number in entered:
-        records = np.asarray(members[number])
-        side[records[side[records] == WAITING_SIDE]] = ENTERED_SIDE
+        own = np.asarray(members[number])
+        side[own[side[own] == WAITING_SIDE]] = ENTERED_SIDE
     unit[side == OUTSIDE_SIDE] = -1
     return Units(
         unit=unit,
