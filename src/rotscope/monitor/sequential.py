@@ -158,8 +158,9 @@ class Margins:
     recorded outcomes: while each probe's expected canary score on its item is at least the
     baseline's recorded score there (an endpoint at temperature 0 repeating its replies). An
     endpoint whose replies are redrawn differs from the baseline's own luck on its items, and the
-    bound does not cover that (``benchmarks/results/canary_sequential.md``: a WARN in 7% of 30-day
-    runs with a fifth of replies redrawn). Split over the bins."""
+    bound does not cover that (``benchmarks/results/canary_sequential.md``: with a fifth of
+    replies redrawn a WARN in 1.1% of simulated 30-day runs; every reply redrawn, an ALERT at a
+    0.03 margin in 32%). Split over the bins."""
 
     def __post_init__(self) -> None:
         if not -1 < self.warn <= self.fail < 1:
