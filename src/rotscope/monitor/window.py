@@ -247,4 +247,9 @@ def window_lines(comparison: WindowComparison) -> list[str]:
     if comparison.skipped_records:
         skipped = comparison.skipped_records
         out.append(f"  {skipped} later records in bins the window has none of (not tested)")
+    if comparison.unit is not None:
+        out.append(
+            f"  note: one value per {unit}, no longer one per record; a status an earlier version "
+            "printed for this store may differ"
+        )
     return out

@@ -16,7 +16,7 @@ from rotscope.errors import BadInput
 from rotscope.monitor.ingest import ingest
 from rotscope.monitor.record import WindowComparison
 from rotscope.monitor.store import MonitorStore
-from rotscope.monitor.window import parse_window, window_comparison
+from rotscope.monitor.window import parse_window, window_comparison, window_lines
 
 START = datetime(2026, 2, 1, tzinfo=UTC)
 WINDOW = "2026-02-01T00:00Z..2026-02-01T10:00Z"
@@ -71,6 +71,13 @@ def test_unchanged_outcomes_stay_ok(tmp_path: Path) -> None:
     assert found.waiting_units == 11 and found.waiting_records == 33
     assert bins["pooled"].units == 20 * 20 - 11 and bins["pooled"].window_units == 10 * 20
     assert all(entry.reference < entry.window_answered for entry in bins.values())
+    text = window_lines(found)
+    assert "answered rate per conversation, each conversation one value" in text[0]
+    assert (
+        "  11 later conversations (33 records) not entered yet: still open, or begun after one that is"
+        in text
+    )
+    assert sum("no longer one per record" in line for line in text) == 1
 
 
 def test_a_drop_in_one_bin_alerts_naming_it(tmp_path: Path) -> None:
