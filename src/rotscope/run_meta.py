@@ -142,6 +142,9 @@ class ImportedMeta(TypedDict, total=False):
     sha256: str
     items: int
     ignored_columns: list[str]
+    unit: str
+    binned_lengths: list[int]
+    model_column: str
 
 
 class SessionMeta(TypedDict, total=False):

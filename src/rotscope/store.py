@@ -119,7 +119,12 @@ def imported_note(meta: Mapping[str, Any]) -> str | None:
     imported = meta.get(IMPORTED_KEY)
     if not imported:
         return None
-    return f"imported from {imported['source']} (no prompts, spans or verification)"
+    notes = ["no prompts, spans or verification"]
+    if imported.get("unit") not in (None, "tokens"):
+        notes.append(f"lengths in {imported['unit']}")
+    if imported.get("binned_lengths"):
+        notes.append("lengths binned to " + ", ".join(f"{edge:,}" for edge in imported["binned_lengths"]))
+    return f"imported from {imported['source']} ({'; '.join(notes)})"
 
 
 def recovered_variant(meta: Mapping[str, Any]) -> int | None:

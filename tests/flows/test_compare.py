@@ -36,7 +36,14 @@ def _config(root: Path, **changes: Any) -> Path:
         "depths": ["beginning", "end"],
         "limit": 16,
         "controls": False,
-        "filler": {"kind": "text", "glob": str(nonsense_corpus(root / "corpus", lines=120) / "*.txt")},
+        # one haystack per case: 16 clusters, so the sign-flip test can decide (3 shared variants
+        # are 3 clusters, whose smallest two-sided p is 0.25: docs/statistics.md, "Paired tests
+        # (compare)")
+        "filler": {
+            "kind": "text",
+            "glob": str(nonsense_corpus(root / "corpus", files=16, lines=120) / "*.txt"),
+            "variants": 16,
+        },
         **changes,
     }
     path = root / f"cmp-{len(changes)}.yaml"
@@ -79,7 +86,7 @@ def test_the_pairwise_verdicts_match_the_scripted_truth(comparison: dict[str, An
     below = [length for length in LENGTHS if CURVE.score(length) < 0.8]
     assert below == [800, 1600]  # the truth the assertions below rest on
     for length in below:
-        assert by_length[length]["verdict"] == "worse", by_length[length]
+        assert by_length[length]["verdict"] == "worse", json.dumps(by_length[length])
     both_perfect = [
         length
         for length, entry in by_length.items()
@@ -90,8 +97,10 @@ def test_the_pairwise_verdicts_match_the_scripted_truth(comparison: dict[str, An
         assert by_length[length]["verdict"] == "no difference shown"
     assert "fake/lexical better than fake/curve-600 at 800 and 1,600" in pair["sentence"]
     assert "no difference shown at 200" in pair["sentence"]
-    # Holm across the pair's lengths: each adjusted p at least its own
+    # Holm across all 3 pairs x 3 lengths: each adjusted p at least its own
     assert all(entry["p_holm"] >= entry["p_value"] for entry in pair["lengths"])
+    assert comparison["family"] == "niah: Holm over 9 tests: 3 pairs x 3 lengths"
+    assert all(entry["test"].startswith("sign-flip on 16 clusters") for entry in pair["lengths"])
 
 
 def test_the_json_and_its_rows_follow_their_schemas(comparison: dict[str, Any]) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import yaml
 
-from rotscope.stats import paired_gap
+from rotscope.stats.randomisation import sign_flip_test
 from tests.support.cli_helpers import assert_bad_input, invoke, nonsense_corpus
 
 QUESTIONS = 300
@@ -73,11 +73,15 @@ def test_two_imported_models_get_the_verdict_of_the_known_truth(imported: dict[s
     assert by_length[SHORT]["verdict"] == "no difference shown"
     assert pair["sentence"] == "model-a better than model-b at 32K; no difference shown at 1,000"
     for length in (SHORT, LONG):  # the paired difference of an independent computation
-        expected = paired_gap(_means(drawn["a"][length]), _means(drawn["b"][length]))
+        first, second = _means(drawn["a"][length]), _means(drawn["b"][length])
+        # no haystack variant in an imported run: each instance its own cluster (issue 48: the
+        # sign-flip test inverted, where the adjusted t of paired_gap was before)
+        expected = sign_flip_test(np.array([second[key] - first[key] for key in sorted(first, key=str)]))
         entry = by_length[length]
         assert entry["pairs"] == QUESTIONS // PER_INSTANCE
         assert entry["difference"] == pytest.approx(expected.estimate, abs=1e-12)
         assert (entry["ci_low"], entry["ci_high"]) == pytest.approx((expected.low, expected.high), abs=1e-9)
+        assert entry["test"].startswith(f"sign-flip on {expected.clusters} clusters")
     assert by_length[LONG]["ci_high"] < 0 < by_length[SHORT]["ci_high"]
     board = comparison["leaderboard"]
     assert [entry["model"] for entry in board] == ["model-a", "model-b"]

@@ -185,7 +185,8 @@ BAD_FILES = {
     "non-numeric correct": ("q1,d1,1000,0.5,yes\n", "line 2, column correct: 'yes' is not a number"),
     "duplicate item at one length": (
         GOOD + "q2,d1,1000,0.5,0\n" + "q1,d1,1000,0.5,0\n",
-        "line 4, column item_id: 'q1' is already at length 1000 and position 0.50 (line 2)",
+        "line 4, column item_id: 'q1' is already at length 1000, position 0.50 (line 2; reruns of one "
+        "question ",
     ),
     "empty item id": (",d1,1000,0.5,1\n", "line 2, column item_id: empty"),
     "question in two instances": (

@@ -65,7 +65,7 @@ def _run(tmp_path: Path, model: str) -> dict[str, Any]:
     experiment.write_text(
         f"model: {model}\ntasks: [niah]\nlengths: [512, 1024]\ndepths: [0.5, 0.9]\nlimit: 12\n"
         "controls: false\n"
-        "filler: {kind: session, variants: 2, static: {kind: readinglog, variants: 2}}\n"
+        "filler: {kind: session, variants: 2, static: {kind: readinglog, variants: 12}}\n"
     )
     out = tmp_path / "run"
     result = invoke("run", experiment, "--out", out)

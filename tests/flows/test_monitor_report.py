@@ -7,6 +7,7 @@ reports them; a file that is no monitoring store is one line, exit 2."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from datetime import UTC, datetime, timedelta
@@ -22,16 +23,21 @@ from tests.support.cli_helpers import assert_bad_input, invoke, nonsense_corpus
 LONG_EARLY = "1600/0.00-0.33"
 
 
-def _records(start: datetime, count: int, length: int, quantile: float, answered_every: int) -> list[str]:
-    """``count`` records a minute apart; every ``answered_every``-th one not answered (0: all are)."""
+def _records(
+    start: datetime, count: int, length: int, quantile: float, answered_every: int, conversation: int = 0
+) -> list[str]:
+    """``count`` records a minute apart; every ``answered_every``-th one not answered (0: all are);
+    with ``conversation``, consecutive ones in conversations of that many (a hashed ``cluster_id``)."""
     out = []
     for i in range(count):
         missed = answered_every and i % answered_every == 0
         outcome = "abstained" if missed else "answered"
         ts = (start + timedelta(minutes=i)).isoformat()
-        out.append(
-            json.dumps({"ts": ts, "length_tokens": length, "evidence_quantile": quantile, "outcome": outcome})
-        )
+        record = {"ts": ts, "length_tokens": length, "evidence_quantile": quantile, "outcome": outcome}
+        if conversation:
+            name = f"{start.isoformat()}/{length}/{i // conversation}"
+            record["cluster_id"] = hashlib.blake2b(name.encode(), digest_size=8).hexdigest()
+        out.append(json.dumps(record))
     return out
 
 
@@ -55,10 +61,11 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     now = datetime.now(UTC).replace(microsecond=0)
     before, since = now - timedelta(hours=3), now + timedelta(minutes=5)
     lines = [
-        *_records(before, 150, 1500, 0.1, 0),  # [1024, 2048)/0.00-0.33: unchanged, all answered
-        *_records(since, 150, 1500, 0.1, 0),
-        *_records(before, 150, 200, 0.1, 0),  # [128, 256)/0.00-0.33: falls to half answered
-        *_records(since, 150, 200, 0.1, 2),
+        # conversations of 3 requests: the ingest's test takes one value per conversation
+        *_records(before, 150, 1500, 0.1, 0, 3),  # [1024, 2048)/0.00-0.33: unchanged, all answered
+        *_records(since, 150, 1500, 0.1, 0, 3),
+        *_records(before, 150, 200, 0.1, 0, 3),  # [128, 256)/0.00-0.33: falls to half answered
+        *_records(since, 150, 200, 0.1, 2, 3),
     ]
     claim = {
         "ts": since.isoformat(),

@@ -173,3 +173,24 @@ def test_old_folders_keep_their_point_effective_lengths(name: str, tmp_path: Pat
     for analysis in summary["tasks"]:
         assert analysis["effective_length"]["base_lengths"] == [256]
         assert all("bracket" in definition for definition in analysis["effective_length"]["definitions"])
+
+
+def test_compare_of_the_old_folders_tests_nothing_it_cannot(runs: dict[str, Path]) -> None:
+    """Issue 48's compare reads folders without a haystack variant on their rows: each instance is
+    its own cluster (said in the test's name where one is tested); 3 instances per length are
+    under the 5 a test needs, so every length is "too few pairs", as the old code said, and no
+    verdict changed (no note)."""
+    result = CliRunner().invoke(app, ["compare", str(runs["lexical"]), str(runs["recent"]), "--json"])
+    assert result.exit_code == 0, result.output
+    comparison = json.loads(result.stdout)
+    assert comparison["comparison_version"] == 2 and comparison["rule_note"] is None
+    assert comparison["family"] == (
+        "niah: Holm over 0 tests: 1 pair x 2 lengths, 2 with too few pairs; "
+        "nolima: Holm over 0 tests: 1 pair x 2 lengths, 2 with too few pairs"
+    )
+    verdicts = {entry["verdict"] for pair in comparison["pairs"] for entry in pair["lengths"]}
+    assert verdicts == {"too few pairs"}
+    printed = CliRunner().invoke(app, ["compare", str(runs["lexical"]), str(runs["recent"])])
+    assert printed.exit_code == 0, printed.output
+    words = " ".join(printed.stdout.split())  # the console wraps the heading
+    assert "Holm over 0 tests: 1 pair x 2 lengths, 2 with too few pairs, alpha 0.05" in words

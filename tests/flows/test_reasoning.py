@@ -336,6 +336,28 @@ def test_drop_is_paired_on_items_run_in_both_layouts() -> None:
     assert drop["ci_low"] <= drop["drop"] <= drop["ci_high"]
 
 
+def test_drops_of_cases_sharing_haystacks_cluster_on_the_variant_and_say_so() -> None:
+    # 12 cases in 3 shared haystack variants: the drop's interval clusters on the 3 variants (the
+    # one rule of rotscope.types.clusters) and its method names them; one haystack per case keeps
+    # the adjusted t on the cases.
+    def rows(variants: int) -> list[dict[str, Any]]:
+        out = [{**_row(f"c{n}", "end", "correct"), "haystack_variant": n % variants} for n in range(12)]
+        out += [
+            {**_row(f"c{n}", "middle", "correct" if n % 2 else "incorrect"), "haystack_variant": n % variants}
+            for n in range(12)
+        ]
+        return out
+
+    (shared,) = _layout_drops(rows(3))
+    (own,) = _layout_drops(rows(12))
+    assert shared["method"] == "cluster adjusted t, clustered on 3 haystack variants"
+    assert own["method"] == "adjusted t"
+    assert shared["drop"] == own["drop"] == pytest.approx(0.5)
+    # Each variant (n % 3) holds two drops of 1 and two of 0: 3 clusters on about 2 degrees of
+    # freedom give a wider interval than the 12 cases (half-widths about 0.41 and 0.36).
+    assert shared["ci_high"] - shared["ci_low"] > own["ci_high"] - own["ci_low"]
+
+
 def test_interference_shares_count_only_wrong_answers_with_a_number() -> None:
     rows = [
         _row("a", "middle", "incorrect", "filler_answer"),

@@ -202,15 +202,22 @@ def test_position_effect_flags_the_middle(tmp_path: Path) -> None:
         assert effect["best_depth"] in (0.0, 1.0)
         assert effect["range"] == pytest.approx(1.0)
         middle = effect["middle_vs_ends"]
-        # Each case: 0 - (1 + 1) / 2 = -1; 16 negative of 16 -> p = 2 x 0.5^16 = 2^-15.
+        # Each case: 0 - (1 + 1) / 2 = -1; 16 negative of 16. One haystack: each case is its own
+        # cluster, 16 clusters > 14, so the sign-flip p-value is Monte Carlo over 9,999 seeded
+        # patterns, none as extreme (exact: 2^-15): (1 + 0) / (1 + 9,999) = 1e-4.
+        assert (
+            effect["method"]
+            == "sign-flip on 16 clusters (9,999 seeded patterns) (one haystack: conditional on it)"
+        )
+        assert (effect["clusters"], effect["cluster_on"], effect["note"]) == (16, "instance", None)
         assert middle["difference"] == pytest.approx(-1.0)
         assert middle["pairs"] == 16
-        assert middle["p_value"] == pytest.approx(2**-15)
-        # BH over the 2 lengths, both 2^-15: rank 2 -> 2^-15 x 2 / 2 = 2^-15.
-        assert middle["p_adjusted"] == pytest.approx(2**-15)
+        assert middle["p_value"] == pytest.approx(1e-4)
+        # BH over the 2 lengths, both 1e-4: rank 2 -> 1e-4 x 2 / 2 = 1e-4.
+        assert middle["p_adjusted"] == pytest.approx(1e-4)
         assert middle["significant"] is True
-        # best vs 0.5: 16 of 16 -> 2^-15; best vs the other end: all zeros -> 1. BH over
-        # [2^-15, 1, 2^-15, 1]: rank 2 -> 2^-15 x 4 / 2 <= 0.05 rejected; the 1s never.
+        # best vs 0.5: 16 of 16 -> 1e-4; best vs the other end: all zeros -> 1. BH over
+        # [1e-4, 1, 1e-4, 1]: rank 2 -> 1e-4 x 4 / 2 <= 0.05 rejected; the 1s never.
         assert effect["flagged_depths"] == [0.5]
 
 
@@ -226,6 +233,8 @@ def test_position_effect_needs_enough_cases(tmp_path: Path) -> None:
         assert middle["significant"] is False
         # Comparisons [0.125, 1, 0.125, 1]: rank 2 -> 0.125 x 4 / 2 = 0.25 > 0.05: none flagged.
         assert effect["flagged_depths"] == []
+        # 4 clusters can never give a two-sided p below 2 / 2^4: the record says so.
+        assert effect["note"].startswith("4 clusters: the smallest two-sided p-value is 0.12")
 
 
 def test_no_position_effect_when_always_right(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from rotscope.records.cells import ClusterOn
 from rotscope.rows import Row, column, scored
 from rotscope.types.clusters import (
+    IMPORTED_BACKEND,
     NO_VARIANT_NOTE,
     ONE_HAYSTACK_NOTE,
     case_cluster,
@@ -52,7 +53,7 @@ def clusters_of(rows: Iterable[Row], key: str = "instance_id") -> Clusters:
     for row in scored(rows):
         variant = row.get("haystack_variant")
         unknown = unknown or variant is None
-        case = case_cluster(row["task"], row["instance_id"])
+        case = case_cluster(row["task"], row["instance_id"], imported=row.get("backend") == IMPORTED_BACKEND)
         variant_of_key.setdefault(column(row, key), variant)
         case_of_key.setdefault(column(row, key), case)
         variant_of_case.setdefault(case, variant)

@@ -2,13 +2,16 @@
 token length, paired on cases. A case's mean in each filler is taken over the (length, position)
 layouts scored in both; a layout only one filler holds (rejected, failed, pending) is left out of
 both sides and counted in ``unmatched``. The gap is session minus static, with the adjusted t
-interval of ``stats.paired_gap``: below 0 means the session costs accuracy."""
+interval of ``stats.paired_gap``, clustered by the one rule (``analysis.clusters``: on the static
+side's haystack variant where the cases share fewer variants than there are cases, and the method
+says so): below 0 means the session costs accuracy."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
 
+from rotscope.analysis.clusters import clusters_of
 from rotscope.analysis.rejections import Place, _place
 from rotscope.filler.session import KIND
 from rotscope.records.cells import FillerGap
@@ -33,9 +36,12 @@ def _mean(means: dict[str, float]) -> float | None:
 def _compare(task: str, length: int | None, static: list[Row], session: list[Row]) -> FillerGap:
     static_layouts, session_layouts = _layouts(static), _layouts(session)
     matched = sorted(static_layouts.keys() & session_layouts.keys(), key=str)
-    static_means = instance_means([row for key in matched for row in static_layouts[key]], "case_id")
+    static_rows = [row for key in matched for row in static_layouts[key]]
+    static_means = instance_means(static_rows, "case_id")
     session_means = instance_means([row for key in matched for row in session_layouts[key]], "case_id")
-    gap = paired_gap(static_means, session_means)
+    # The static side's haystack texts are what the cases share (the session side is its own).
+    clusters = clusters_of(static_rows, "case_id")
+    gap = paired_gap(static_means, session_means, clusters=clusters.of)
     return FillerGap(
         task=task,
         length=length,
@@ -45,7 +51,7 @@ def _compare(task: str, length: int | None, static: list[Row], session: list[Row
         ci_low=gap.low,
         ci_high=gap.high,
         pairs=gap.pairs,
-        method=gap.method,
+        method=gap.method if gap.low is None else clusters.label(gap.method),
         too_few=gap.too_few,
         unmatched=len(static_layouts.keys() ^ session_layouts.keys()),
     )

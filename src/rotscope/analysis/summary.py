@@ -259,6 +259,9 @@ def build_summary(store: RunStore, run_dir: Path, rows: list[Row] | None = None)
     meta: Mapping[str, Any] = store.meta()
     config = meta.get("config") or {}
     rows = _pool_offset_depths(store.rows() if rows is None else rows)
+    if meta.get(IMPORTED_KEY):
+        # An imported row's outcome is no failure category (folders imported before said it was).
+        rows = [{**row, "category": None} for row in rows]
     rejections = [Rejection.model_validate(rejection) for rejection in meta.get("rejections", [])]
     probes = [row for row in rows if not row["control"]]
     evidence_only = [row for row in rows if row["control"] and row["position"] == EVIDENCE_ONLY_POSITION]

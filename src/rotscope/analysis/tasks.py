@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+import numpy as np
+
 from rotscope.analysis.bracket import effective_bracket, empty_bracket
 from rotscope.analysis.cells import length_cell
-from rotscope.analysis.clusters import clusters_of
+from rotscope.analysis.clusters import Clusters, clusters_of
 from rotscope.analysis.rejections import matched_means, unbalanced_lengths
 from rotscope.records.cells import LengthCell
 from rotscope.records.effective import Definition, EffectiveLength, TaskData
@@ -28,7 +30,8 @@ from rotscope.stats.band import SATURATED_POINT, TOO_HARD_POINT, band_verdict, c
 from rotscope.stats.intervals import mean_interval, proportion_interval
 from rotscope.stats.length_scan import BASE_LENGTHS, base_score, choose_base_lengths, scan_effective
 from rotscope.stats.multiplicity import benjamini_hochberg
-from rotscope.stats.paired import paired_gap, sign_test
+from rotscope.stats.paired import paired_gap
+from rotscope.stats.randomisation import method_name, sign_flip_p
 from rotscope.tasks import TASKS
 
 NOLIMA_RATIO = 0.85
@@ -204,6 +207,31 @@ def curve_effective_lengths(
     return effective_lengths({}, rows, base_lengths).model_copy(update={"no_curve": NO_CURVE})
 
 
+FEWEST_DECIDING_CLUSTERS = 6
+"""The fewest clusters whose two-sided sign-flip p-value can reach 0.05 (2 / 2^6 = 0.031): with
+fewer (3 shared haystack variants) no depth can be shown to differ, and the position effect says
+so (``POSITION_UNDECIDABLE``)."""
+POSITION_UNDECIDABLE = (
+    "{count} clusters: the smallest two-sided p-value is {smallest:.2f}, so no depth can be shown to differ"
+)
+SHARED_TEXTS = " (a worse depth may be the shared haystack texts', not the model's)"
+
+
+def cluster_sign_flip(differences: Mapping[str, float], clusters: Clusters) -> float:
+    """The two-sided sign-flip p-value of "no difference" (``stats.sign_flip_p``) on the cluster
+    totals of per-case ``differences``, clustered by the one rule (``analysis.clusters``): where
+    each case is its cluster and the differences are -1, 0 or +1 this is the exact sign test."""
+    totals: dict[str, float] = defaultdict(float)
+    sizes: dict[str, float] = defaultdict(float)
+    for case, difference in differences.items():
+        totals[clusters.of.get(case, case)] += difference
+        sizes[clusters.of.get(case, case)] += 1.0
+    if not totals:
+        return 1.0
+    keys = sorted(totals)
+    return float(sign_flip_p(np.array([totals[k] for k in keys]), np.array([sizes[k] for k in keys])))
+
+
 @dataclass
 class _LengthEffect:
     """One length's position effect while its tests are adjusted over the lengths."""
@@ -212,10 +240,11 @@ class _LengthEffect:
     worst_depth: float
     best_depth: float
     range: float
+    clusters: Clusters
     middle_vs_ends: tuple[float, int] | None = None
     """The mean per-case difference, middle minus ends, and its cases."""
     tested: tuple[float, float, bool] | None = None
-    """The sign test's p-value, adjusted and whether it is significant."""
+    """The sign-flip test's p-value, adjusted and whether it is significant."""
     flagged_depths: list[float] = field(default_factory=list)
 
     def record(self) -> PositionEffect:
@@ -231,6 +260,11 @@ class _LengthEffect:
                 p_adjusted=p_adjusted,
                 significant=significant,
             )
+        count = self.clusters.count
+        note = None
+        if count < FEWEST_DECIDING_CLUSTERS:
+            note = POSITION_UNDECIDABLE.format(count=count, smallest=min(1.0, 2.0 / 2**count))
+            note += SHARED_TEXTS if self.clusters.unit == "variant" else ""
         return PositionEffect(
             length=self.length,
             worst_depth=self.worst_depth,
@@ -238,12 +272,21 @@ class _LengthEffect:
             range=self.range,
             middle_vs_ends=middle,
             flagged_depths=self.flagged_depths,
+            method=self.clusters.label(method_name(count)),
+            clusters=count,
+            cluster_on=self.clusters.unit,
+            note=note,
         )
 
 
 def position_effect(task_rows: list[Row], depths: list[float]) -> list[PositionEffect]:
-    """Per length: worst position, range, middle-vs-ends sign test, cells below the row's best.
-    Benjamini-Hochberg runs over the lengths (middle vs ends) and over all cell comparisons."""
+    """Per length: worst position, range, middle-vs-ends, cells below the row's best. Each
+    comparison is a sign-flip test on cluster totals of the per-case differences, clustered by the
+    one rule (``analysis.clusters``: on the haystack variant where the cases share fewer variants
+    than there are cases, else on the case), so a "bad middle" of three shared haystack texts is
+    not taken for the model's (docs/statistics.md, "Gaps and the position effect";
+    ``benchmarks/position_gap_tests.py``). Benjamini-Hochberg runs over the lengths (middle vs ends) and
+    over all cell comparisons."""
     ends = {min(depths), max(depths)}
     middle = [d for d in depths if d not in ends]
     results: list[_LengthEffect] = []
@@ -256,26 +299,27 @@ def position_effect(task_rows: list[Row], depths: list[float]) -> list[PositionE
         accuracy = {d: sum(m.values()) / len(m) for d, m in by_depth.items() if m}
         if not accuracy:
             continue
+        clusters = clusters_of(rows, "case_id")
         best = max(accuracy, key=lambda d: accuracy[d])
         worst = min(accuracy, key=lambda d: accuracy[d])
-        entry = _LengthEffect(length, worst, best, accuracy[best] - accuracy[worst])
+        entry = _LengthEffect(length, worst, best, accuracy[best] - accuracy[worst], clusters)
         results.append(entry)
         if middle:
             cases = set.intersection(*(set(by_depth.get(d, {})) for d in depths))
-            differences = [
-                sum(by_depth[d][c] for d in middle) / len(middle)
+            differences = {
+                c: sum(by_depth[d][c] for d in middle) / len(middle)
                 - sum(by_depth[d][c] for d in ends) / len(ends)
                 for c in sorted(cases)
-            ]
+            }
             if differences:
-                tests.append((len(results) - 1, sign_test(differences)))
-                entry.middle_vs_ends = (sum(differences) / len(differences), len(cases))
+                tests.append((len(results) - 1, cluster_sign_flip(differences, clusters)))
+                entry.middle_vs_ends = (sum(differences.values()) / len(differences), len(cases))
         for depth in accuracy:
             if depth == best:
                 continue
             shared = sorted(set(by_depth[best]) & set(by_depth[depth]))
-            differences = [by_depth[best][c] - by_depth[depth][c] for c in shared]
-            comparisons.append((len(results) - 1, depth, sign_test(differences)))
+            paired = {c: by_depth[best][c] - by_depth[depth][c] for c in shared}
+            comparisons.append((len(results) - 1, depth, cluster_sign_flip(paired, clusters)))
     reject, adjusted = benjamini_hochberg([p for _, p in tests])
     for (index, p_value), significant, p_adjusted in zip(tests, reject, adjusted, strict=True):
         results[index].tested = (p_value, p_adjusted, significant)

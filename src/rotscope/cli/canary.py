@@ -63,7 +63,12 @@ def canary(
         float, typer.Option("--fail-margin", help="ALERT once a drop above this is ruled in.")
     ] = 0.02,
     alpha: Annotated[
-        float, typer.Option("--alpha", help="The chance of any false ALERT ever, split over the bins.")
+        float,
+        typer.Option(
+            "--alpha",
+            help="Bounds the chance of any false ALERT ever, given the baseline's recorded "
+            "outcomes (an endpoint repeating its replies); split over the bins.",
+        ),
     ] = 0.05,
     length_histogram: Annotated[
         Path | None,

@@ -62,7 +62,7 @@ def compare(
         ),
     ] = None,
 ) -> None:
-    """Compare runs on the same items: leaderboards and each pair's paired verdicts (Holm).
+    """Compare runs on the same items: leaderboards and paired verdicts (Holm over pairs x lengths).
 
     Runs whose cases, lengths, positions, filler or seeds differ are refused, naming the first
     field that differs."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -11,8 +11,25 @@ from rotscope._util.safe_text import terminal_safe
 from rotscope.cli.common import _guarded, app, console
 from rotscope.errors import BadInput
 
+if TYPE_CHECKING:
+    from rotscope.imports.items import ImportedItem
+    from rotscope.run_meta import ImportedMeta
+
 INSPECT_SUFFIXES = (".eval", ".json")
 """Inspect AI's log formats."""
+
+
+def _lengths(option: str, value: str | None) -> list[int] | None:
+    """``--bin-lengths`` or ``--base-lengths``: ascending whole numbers >= 1, comma-separated."""
+    if value is None:
+        return None
+    try:
+        edges = [int(part) for part in value.split(",") if part.strip()]
+    except ValueError:
+        raise BadInput(f"{option}: {value!r} is not whole numbers separated by commas") from None
+    if not edges or any(edge < 1 for edge in edges) or edges != sorted(set(edges)):
+        raise BadInput(f"{option}: {value!r} must be ascending whole numbers >= 1")
+    return edges
 
 
 @app.command("import")
@@ -21,6 +38,30 @@ def import_results(
         Path, typer.Argument(help="Per-item results: a .csv or .jsonl table, or an Inspect AI .eval log.")
     ],
     out: Annotated[Path, typer.Option("--out", help="The run folder to make (new or empty).")],
+    bin_lengths: Annotated[
+        str | None,
+        typer.Option(
+            "--bin-lengths",
+            help="Bin lengths that vary per item to these edges (E1,E2,...): each item goes to the smallest "
+            "edge at or above its length, which stays its prompt_tokens.",
+        ),
+    ] = None,
+    base_lengths: Annotated[
+        str | None,
+        typer.Option(
+            "--base-lengths",
+            help="The lengths whose mean score is the base of the relative effective length (L1,L2,...; "
+            "default 250,500,1000 where tested, else the shortest).",
+        ),
+    ] = None,
+    model_column: Annotated[
+        str | None,
+        typer.Option(
+            "--model-column",
+            help="The column naming each row's model: one run folder per model inside --out "
+            "(as --models writes).",
+        ),
+    ] = None,
 ) -> None:
     """Bring per-item results of another harness into a run folder that every view reads.
 
@@ -32,7 +73,13 @@ def import_results(
 
         if not file.exists():
             raise BadInput(f"{file}: no such file")
+        edges = _lengths("--bin-lengths", bin_lengths)
+        bases = _lengths("--base-lengths", base_lengths)
         if file.suffix.lower() in INSPECT_SUFFIXES:
+            if edges or model_column:
+                raise BadInput(
+                    "--bin-lengths and --model-column read .csv and .jsonl tables, not Inspect logs"
+                )
             from rotscope.integrations.inspect import require_inspect
 
             require_inspect("rotscope import of an Inspect log")
@@ -42,15 +89,29 @@ def import_results(
             return write_import(out, items, source=file, kind="inspect", tokenizer=tokenizer)
         from rotscope.imports.table import FORMATS, read_table
 
-        table = read_table(file, str(file))
-        return write_import(
-            out,
-            table.items,
-            source=file,
-            kind=FORMATS[file.suffix.lower()],
-            tokenizer=table.tokenizer,
-            extra={"ignored_columns": table.ignored_columns},
-        )
+        table = read_table(file, str(file), bin_edges=edges, model_column=model_column)
+        extra: ImportedMeta = {"ignored_columns": table.ignored_columns}
+        if table.unit != "tokens":
+            extra["unit"] = table.unit
+        if edges:
+            extra["binned_lengths"] = edges
+        windows = table.context_windows or {}
+        models = table.by_model()
+        if model_column is None or len(models) < 2:
+            if model_column is not None:
+                extra["model_column"] = model_column
+            return write_import(
+                out,
+                table.items,
+                source=file,
+                kind=FORMATS[file.suffix.lower()],
+                tokenizer=table.tokenizer,
+                extra=extra,
+                context_window=next(iter(windows.values()), None),
+                base_lengths=bases,
+            )
+        return _write_models(out, file, table.tokenizer, FORMATS[file.suffix.lower()], models, windows,
+                             {**extra, "model_column": model_column}, bases)  # fmt: skip
 
     rows = _guarded(body)
     console.print(
@@ -60,3 +121,43 @@ def import_results(
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _write_models(
+    out: Path,
+    file: Path,
+    tokenizer: str | None,
+    kind: str,
+    models: dict[str, list[ImportedItem]],
+    windows: dict[str, int],
+    extra: ImportedMeta,
+    base_lengths: list[int] | None,
+) -> int:
+    """One run folder per model inside ``out``, and ``out/session.json`` naming them (subjects
+    [folder, model] in the file's order) as a ``--models`` session does: every view that reads a
+    session (compare, show, gate) reads it. Every model's rows are checked before any is written."""
+    from rotscope.imports.folder import check_base_lengths, write_import
+    from rotscope.modes.models_session import folder_names
+    from rotscope.modes.session_record import SessionRecord, write_record
+
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise BadInput(f"out: {out} is not a new or empty folder")
+    names = list(models)
+    folders = folder_names(names)
+    for items in models.values():
+        check_base_lengths(items, base_lengths)
+    written = 0
+    for folder, model in zip(folders, names, strict=True):
+        written += write_import(
+            out / folder,
+            models[model],
+            source=file,
+            kind=kind,
+            tokenizer=tokenizer,
+            extra=extra,
+            context_window=windows.get(model),
+        )
+    write_record(
+        out, SessionRecord(kind="models", subjects=[[f, m] for f, m in zip(folders, names, strict=True)])
+    )
+    return written

@@ -1,6 +1,7 @@
 """The comparison of several runs on the same items (``rotscope compare``; its keys:
 ``rotscope.compare.record``, docs/records.md): a leaderboard per task, every pair of models'
-paired difference per length with Holm-corrected verdicts (``analysis.pairwise``), and one
+paired difference per length with verdicts Holm-corrected across all pairs x lengths of a task
+(``compare.pairwise``), and one
 machine-readable row per model x task x length. Built from each run's own summary
 (``analysis.summary``) and rows; the runs are checked comparable first (``analysis.comparable``)."""
 
@@ -14,7 +15,17 @@ from pathlib import Path
 
 from rotscope.analysis.summary import build_summary
 from rotscope.compare.comparable import check_comparable, common_lengths, is_imported
-from rotscope.compare.pairwise import ALPHA, PAIR_METHOD, LengthDifference, item_key, length_differences
+from rotscope.compare.pairwise import (
+    ALPHA,
+    PAIR_METHOD,
+    PREVIOUS_METHOD,
+    LengthDifference,
+    family_verdicts,
+    family_words,
+    item_key,
+    pair_tests,
+    previous_verdicts,
+)
 from rotscope.compare.record import (
     ComparedRunEntry,
     Comparison,
@@ -33,8 +44,9 @@ from rotscope.rows import Row
 from rotscope.run_meta import RunMeta
 from rotscope.store import RunStore
 
-COMPARISON_VERSION = 1
-"""The comparison record's version: a change of its shape raises it."""
+COMPARISON_VERSION = 2
+"""The comparison record's version: a change of its shape raises it (2: ``family``, ``rule_note``
+and each length's ``test``; version 1 records still validate)."""
 CONFIDENCE = 0.95
 UNRANKED = ("no-data", "no-signal")
 """Effective-length states that rank below every measured one (nothing to order by)."""
@@ -113,6 +125,16 @@ def common_positions(runs: Sequence[ComparedRun]) -> list[str] | None:
     cells = shared_cells([run.rows for run in runs])
     ordered = [item_key(row)[2] for row in runs[0].rows if not row["control"]]
     return [label for label in dict.fromkeys(ordered) if any(cell[2] == label for cell in cells)]
+
+
+def rule_note(changed: Sequence[str]) -> str | None:
+    """The one line every view prints where a verdict differs from the test before issue 48."""
+    if not changed:
+        return None
+    return (
+        f"{len(changed)} verdict{'s' if len(changed) != 1 else ''} differ from rotscope's test "
+        f"before issue 48 ({PREVIOUS_METHOD}): " + "; ".join(changed)
+    )
 
 
 def short_length(length: int) -> str:
@@ -314,10 +336,14 @@ def build_comparison(runs: Sequence[ComparedRun], *, alpha: float = ALPHA) -> Co
     lengths = common_lengths([[line.length for line in run.summary.lengths] for run in runs])
     tasks = _tasks(runs)
     board = [entry for task in tasks for entry in leaderboard(runs, labels, task, lengths)]
-    pairs = []
+    pairs, families, changed = [], [], []
     for task in tasks:
-        for (first, first_label), (second, second_label) in combinations(zip(runs, labels, strict=True), 2):
-            found = length_differences(first.rows, second.rows, task, lengths, alpha=alpha)
+        named = list(combinations(zip(runs, labels, strict=True), 2))
+        tested = [pair_tests(first.rows, second.rows, task, lengths) for (first, _), (second, _) in named]
+        decided = family_verdicts(tested, alpha)
+        count = sum(entry.p_value is not None for found in tested for entry in found)
+        families.append(f"{task}: {family_words(len(named), len(lengths), count)}")
+        for ((_, first_label), (_, second_label)), found in zip(named, decided, strict=True):
             pairs.append(
                 Pair(
                     task=task,
@@ -327,6 +353,11 @@ def build_comparison(runs: Sequence[ComparedRun], *, alpha: float = ALPHA) -> Co
                     sentence=pair_sentence(first_label, second_label, found),
                 )
             )
+            changed += [
+                f"{second_label} vs {first_label} at {short_length(entry.length)} on {task} was {before}"
+                for entry, before in zip(found, previous_verdicts(found, alpha), strict=True)
+                if before != entry.verdict
+            ]
     return Comparison(
         comparison_version=COMPARISON_VERSION,
         runs=[
@@ -342,6 +373,8 @@ def build_comparison(runs: Sequence[ComparedRun], *, alpha: float = ALPHA) -> Co
         confidence=CONFIDENCE,
         alpha=alpha,
         pair_method=PAIR_METHOD,
+        family="; ".join(families) or None,
+        rule_note=rule_note(changed),
         leaderboard=board,
         pairs=pairs,
         rows=comparison_rows(board),

@@ -18,7 +18,14 @@ from markupsafe import Markup
 from plotly.subplots import make_subplots
 
 from rotscope.compare.record import Comparison, LeaderboardEntry
-from rotscope.compare.table import leaderboard_cells, leaderboard_headers, pair_lines, shown, task_entries
+from rotscope.compare.table import (
+    family_label,
+    leaderboard_cells,
+    leaderboard_headers,
+    pair_lines,
+    shown,
+    task_entries,
+)
 from rotscope.errors import write_output
 from rotscope.records.summary import Summary
 from rotscope.report.figures import (
@@ -170,6 +177,7 @@ def render_comparison(comparison: Comparison, summaries: Mapping[str, Summary]) 
                 "window": _html(window) if window is not None else None,
                 "heatmaps": _html(heatmaps_figure(comparison, views, task)),
                 "pairs": pair_lines(comparison, task),
+                "family": family_label(comparison, task),
             }
         )
     return environment.get_template("comparison.html.j2").render(

@@ -9,16 +9,17 @@ from __future__ import annotations
 from xml.etree import ElementTree
 
 from rotscope.compare.record import Comparison, Pair, PairLength
+from rotscope.compare.table import family_label
 
 
 def _case_name(pair: Pair, length: PairLength) -> str:
     return f"{pair.second} vs {pair.first} at {length.length:,} tokens"
 
 
-def _message(pair: Pair, length: PairLength) -> str:
+def _message(pair: Pair, length: PairLength, family: str) -> str:
     if length.difference is None or length.ci_low is None or length.ci_high is None:
         return f"{pair.second} against {pair.first}: {length.verdict}"
-    held = f", p (Holm) {length.p_holm:.3g}" if length.p_holm is not None else ""
+    held = f", p (Holm) {length.p_holm:.3g} ({family})" if length.p_holm is not None else ""
     return (
         f"{pair.second} against {pair.first}: {length.verdict}, difference {length.difference:+.3f} "
         f"[{length.ci_low:+.3f}, {length.ci_high:+.3f}] on {length.pairs} pairs{held}"
@@ -46,7 +47,7 @@ def comparison_junit(comparison: Comparison) -> str:
             case = ElementTree.SubElement(
                 suite, "testcase", classname=f"rotscope.compare.{task}", name=_case_name(pair, length)
             )
-            message = _message(pair, length)
+            message = _message(pair, length, family_label(comparison, task))
             if length.verdict == "worse":
                 ElementTree.SubElement(case, "failure", message=message, type="worse")
             elif length.verdict == "too few pairs":

@@ -1,34 +1,51 @@
-"""Two models on the same items: the paired difference per length (``stats.paired_gap`` of their
-instance means over the items both answered), a two-sided p-value of its adjusted t, and Holm's
-correction across the lengths of the pair, which decides each length's verdict.
+"""Two models on the same items: the paired difference per length, its exact sign-flip test on
+clusters, and Holm's correction across every pair x length of a task, which decides each verdict
+(docs/statistics.md, "Paired tests (compare)").
 
 Items pair on (case, length, position, trial); an item in error in either run is left out of both.
-Each instance (a prompt's case at a length) is one pair: its items at several positions are
-averaged first, so they are never counted as independent (as the paired statistics everywhere in
-rotscope do)."""
+Each instance (a prompt's case at a length) is averaged over its paired items first, so its items
+at several positions are never counted as independent. The instances are then clustered by the
+one rule of ``rotscope.types.clusters`` (``analysis.clusters.clusters_of`` on both models' paired
+rows): on their case, or on the haystack variant where the cases read more than one and fewer
+than there are cases. The sum of each cluster's instance differences is one value of the exact
+sign-flip test of "no difference" (``stats.randomisation``); its interval is the test inverted.
+
+``benchmarks/compare_tests.py`` chose this over the adjusted t of ``stats.paired_gap`` with Holm
+within a pair (``PREVIOUS_METHOD``, still computed so a view can say where a verdict changed). In
+its worlds (``benchmarks/results/compare_tests.md``: 2-5 equal models, n 16-100, baselines
+0.30-0.97, 3 shared haystack variants or one per case) this one's family-wise false
+"better"/"worse" is at most 0.048, the old one's up to 0.48 for a pair and 0.97 for 5 models with
+shared variants; with one haystack per case it finds a 0.10 drop at one length at 16/30/50
+instances 24-27%/59-65%/89-91% of the time (the old one 0%/20-24%/71-76%). Three shared variants
+are three clusters, whose smallest two-sided p is 0.25: no difference is ever shown there."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
 
+from rotscope.analysis.clusters import clusters_of
 from rotscope.compare.record import PairLength
 from rotscope.position import Position
 from rotscope.rows import Row
 from rotscope.stats.intervals import adjusted_t_parts
 from rotscope.stats.multiplicity import holm
-from rotscope.stats.paired import paired_gap
+from rotscope.stats.paired import MIN_PAIRS
+from rotscope.stats.randomisation import method_name, sign_flip_interval, sign_flip_p
 
 ALPHA = 0.05
-"""The family-wise error rate of a pair's verdicts across its lengths (Holm)."""
+"""The family-wise error rate of a task's verdicts across all its pairs x lengths (Holm)."""
 PAIR_METHOD = (
-    "adjusted t on paired instance differences (each instance its own cluster, as the gate pairs), "
-    "two-sided; Holm across the pair's lengths"
+    "exact sign-flip test of no difference on cluster totals of paired instance differences "
+    "(clustered on the case, or on the haystack variant where cases share fewer), two-sided, "
+    "interval by inverting it; Holm across all pairs x lengths of a task"
 )
+PREVIOUS_METHOD = "adjusted t on paired instances, Holm within a pair"
+"""The test of a comparison before issue 48: each instance its own cluster, Holm within a pair."""
 
 Verdict = Literal["better", "worse", "no difference shown", "too few pairs"]
 """A length's verdict for the second model of a pair against the first."""
@@ -65,10 +82,25 @@ def _means(pairs: Sequence[tuple[str, float, float]]) -> tuple[dict[str, float],
 
 def two_sided_p(differences: Sequence[float]) -> float:
     """Two-sided p-value of "the mean paired difference is 0" under the adjusted t of
-    ``paired_gap`` (``stats.adjusted_t_parts``: never of zero spread, so all-equal pairs give 1)."""
+    ``paired_gap`` (``stats.adjusted_t_parts``: never of zero spread, so all-equal pairs give 1):
+    the test before issue 48 (``PREVIOUS_METHOD``)."""
     parts = adjusted_t_parts(np.asarray(differences, dtype=float))
     one_sided = min(float(parts.p_above(0.0)), float(parts.p_below(0.0)))
     return min(1.0, 2.0 * one_sided)
+
+
+def cluster_totals(
+    differences: dict[str, float], cluster_of: dict[str, str]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Each cluster's total of its instances' differences and its number of instances, in the
+    clusters' sorted order (the sign-flip test's input)."""
+    totals: dict[str, float] = defaultdict(float)
+    sizes: dict[str, int] = defaultdict(int)
+    for instance, difference in differences.items():
+        totals[cluster_of[instance]] += difference
+        sizes[cluster_of[instance]] += 1
+    order = sorted(totals)
+    return np.array([totals[key] for key in order]), np.array([sizes[key] for key in order], dtype=float)
 
 
 @dataclass(frozen=True)
@@ -85,62 +117,139 @@ class LengthDifference:
     p_value: float | None
     p_holm: float | None = None
     verdict: Verdict = "too few pairs"
+    test: str | None = None
+    """The test that gave ``p_value``, with its clusters."""
+    previous_p: float | None = None
+    """``p_value`` under ``PREVIOUS_METHOD`` (not recorded: a view's note of changed verdicts)."""
 
     def record(self) -> PairLength:
         """The length's entry of the comparison record."""
-        return PairLength(**self.__dict__)
+        fields = {key: value for key, value in self.__dict__.items() if key != "previous_p"}
+        return PairLength(**fields)
+
+
+def length_difference(pairs: Sequence[tuple[Row, Row]], length: int) -> LengthDifference:
+    """One length's paired difference (second minus first) of the paired rows ``pairs`` (both
+    scored), tested by the sign-flip test on the clusters of the one rule; untested (``too few
+    pairs``) under ``stats.MIN_PAIRS`` instances."""
+    a, b = _means(
+        [
+            (row["instance_id"], float(row["outcome"] == "correct"), float(other["outcome"] == "correct"))
+            for row, other in pairs
+        ]
+    )
+    differences = {key: b[key] - a[key] for key in sorted(a)}
+    entry = LengthDifference(
+        length=length,
+        first_accuracy=sum(a.values()) / len(a) if a else None,
+        second_accuracy=sum(b.values()) / len(b) if b else None,
+        difference=sum(differences.values()) / len(differences) if differences else None,
+        ci_low=None,
+        ci_high=None,
+        pairs=len(differences),
+        p_value=None,
+    )
+    if len(differences) < MIN_PAIRS:
+        return entry
+    clusters = clusters_of([row for pair in pairs for row in pair], "instance_id")
+    totals, sizes = cluster_totals(differences, dict(clusters.of))
+    low, high = sign_flip_interval(totals, sizes)
+    return replace(
+        entry,
+        ci_low=float(low),
+        ci_high=float(high),
+        p_value=float(sign_flip_p(totals, sizes)),
+        test=named_test(clusters.label(method_name(len(totals))), len(totals)),
+        previous_p=two_sided_p(list(differences.values())),
+    )
+
+
+def named_test(label: str, clusters: int) -> str:
+    """The test as a verdict names it; where its clusters are too few for any p-value to reach
+    ``ALPHA`` (two-sided, the smallest is 2 / 2^clusters: 0.25 for 3), it says so."""
+    smallest = 2.0 / 2.0**clusters
+    return label if smallest <= ALPHA else f"{label}; smallest possible p {smallest:.3g}: no verdict"
+
+
+def pair_tests(
+    first: Iterable[Row], second: Iterable[Row], task: str, lengths: Sequence[int]
+) -> list[LengthDifference]:
+    """Per length, the paired difference of one task's probes and its test, before any verdict
+    (``family_verdicts`` decides them across the task's family)."""
+    left, right = _probes(first, task), _probes(second, task)
+    return [
+        length_difference(
+            [
+                (row, other)
+                for key, row in left.items()
+                if key[1] == length
+                and (other := right.get(key)) is not None
+                and row["status"] == "ok"
+                and other["status"] == "ok"
+            ],
+            length,
+        )
+        for length in lengths
+    ]
+
+
+def family_verdicts(
+    family: Sequence[Sequence[LengthDifference]], alpha: float = ALPHA
+) -> list[list[LengthDifference]]:
+    """Each tested length's Holm-adjusted p-value across every tested length of every pair in
+    ``family`` (a task's pairs), and its verdict: the second model ``better`` or ``worse`` where
+    the adjusted p is at most ``alpha``, else ``no difference shown``; ``too few pairs`` where
+    nothing was tested."""
+    tested = [
+        (i, j) for i, found in enumerate(family) for j, entry in enumerate(found) if entry.p_value is not None
+    ]
+    adjusted = dict(zip(tested, holm([family[i][j].p_value or 0.0 for i, j in tested], alpha), strict=True))
+    result: list[list[LengthDifference]] = []
+    for i, found in enumerate(family):
+        decided = []
+        for j, entry in enumerate(found):
+            if entry.p_value is None:
+                decided.append(entry)
+                continue
+            p = adjusted[(i, j)]
+            decided.append(replace(entry, p_holm=p, verdict=verdict_of(p, entry.difference, alpha)))
+        result.append(decided)
+    return result
+
+
+def verdict_of(p_holm: float, difference: float | None, alpha: float = ALPHA) -> Verdict:
+    """``better`` or ``worse`` (the sign of ``difference``) where ``p_holm`` is at most ``alpha``."""
+    if p_holm <= alpha and difference is not None and difference != 0:
+        return "better" if difference > 0 else "worse"
+    return "no difference shown"
+
+
+def previous_verdicts(found: Sequence[LengthDifference], alpha: float = ALPHA) -> list[Verdict]:
+    """A pair's verdicts under ``PREVIOUS_METHOD`` (adjusted t, Holm within the pair)."""
+    tested = [entry for entry in found if entry.previous_p is not None]
+    adjusted = iter(holm([entry.previous_p or 0.0 for entry in tested], alpha))
+    return [
+        verdict_of(next(adjusted), entry.difference, alpha) if entry.previous_p is not None else entry.verdict
+        for entry in found
+    ]
+
+
+def with_verdicts(found: Sequence[LengthDifference], alpha: float = ALPHA) -> list[LengthDifference]:
+    """One pair's lengths decided as a family of their own (``family_verdicts`` of one pair)."""
+    return family_verdicts([found], alpha)[0]
 
 
 def length_differences(
     first: Iterable[Row], second: Iterable[Row], task: str, lengths: Sequence[int], *, alpha: float = ALPHA
 ) -> list[LengthDifference]:
-    """Per length, the paired difference (second minus first) of one task's probes, with each
-    length's verdict after Holm's correction across the lengths that have enough pairs."""
-    left, right = _probes(first, task), _probes(second, task)
-    found = []
-    for length in lengths:
-        pairs = [
-            (row["instance_id"], float(row["outcome"] == "correct"), float(other["outcome"] == "correct"))
-            for key, row in left.items()
-            if key[1] == length
-            and (other := right.get(key)) is not None
-            and row["status"] == "ok"
-            and other["status"] == "ok"
-        ]
-        a, b = _means(pairs)
-        gap = paired_gap(a, b)
-        tested = not gap.too_few  # fewer than MIN_PAIRS instances: no interval, no test
-        found.append(
-            LengthDifference(
-                length=length,
-                first_accuracy=sum(a.values()) / len(a) if a else None,
-                second_accuracy=sum(b.values()) / len(b) if b else None,
-                difference=gap.estimate,
-                ci_low=gap.low,
-                ci_high=gap.high,
-                pairs=gap.pairs,
-                p_value=two_sided_p([b[key] - a[key] for key in sorted(a)]) if tested else None,
-            )
-        )
-    return with_verdicts(found, alpha)
+    """One pair compared alone: ``pair_tests`` decided with Holm across its own lengths (a
+    comparison of more runs decides each task's pairs together: ``family_verdicts``)."""
+    return with_verdicts(pair_tests(first, second, task, lengths), alpha)
 
 
-def with_verdicts(found: Sequence[LengthDifference], alpha: float = ALPHA) -> list[LengthDifference]:
-    """Each length's Holm-adjusted p-value (across the tested lengths) and its verdict: the second
-    model ``better`` or ``worse`` where the adjusted p is at most ``alpha``, else ``no difference
-    shown``; ``too few pairs`` where nothing was tested."""
-    tested = [entry for entry in found if entry.p_value is not None]
-    adjusted = dict(
-        zip((entry.length for entry in tested), holm([e.p_value or 0.0 for e in tested], alpha), strict=True)
-    )
-    result = []
-    for entry in found:
-        if entry.p_value is None:
-            result.append(entry)
-            continue
-        p = adjusted[entry.length]
-        verdict: Verdict = "no difference shown"
-        if p <= alpha and entry.difference is not None and entry.difference != 0:
-            verdict = "better" if entry.difference > 0 else "worse"
-        result.append(LengthDifference(**{**entry.__dict__, "p_holm": p, "verdict": verdict}))
-    return result
+def family_words(pairs: int, lengths: int, tested: int) -> str:
+    """The family α holds over, as every view names it: "Holm over 9 tests: 3 pairs x 3 lengths"."""
+    plural = {"pairs": "s" if pairs != 1 else "", "lengths": "s" if lengths != 1 else ""}
+    words = f"Holm over {tested} tests: {pairs} pair{plural['pairs']} x {lengths} length{plural['lengths']}"
+    untested = pairs * lengths - tested
+    return words if untested == 0 else f"{words}, {untested} with too few pairs"

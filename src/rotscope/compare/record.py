@@ -15,8 +15,8 @@ from rotscope.records.effective import BracketState, EffectiveState
 
 PairVerdict = Literal["better", "worse", "no difference shown", "too few pairs"]
 """The second model against the first at one length: better or worse where the Holm-adjusted
-p-value is at most ``alpha``; no difference shown otherwise; too few pairs where fewer than 5
-instances pair (nothing tested)."""
+p-value (across the record's ``family``) is at most ``alpha``; no difference shown otherwise; too
+few pairs where fewer than 5 instances pair (nothing tested)."""
 Fraction = Annotated[float, Field(gt=0)]
 
 
@@ -124,18 +124,22 @@ class PairLength(Record):
     difference: Gap | None
     """Second minus first, the mean paired instance difference; null without pairs."""
     ci_low: Gap | None
-    """Its 95% interval's lower bound (``stats.paired_gap``: adjusted t on paired instance
-    differences); null below 5 pairs."""
+    """Its 95% interval's lower bound: the sign-flip test (``test``) inverted (before issue 48:
+    ``stats.paired_gap``'s adjusted t on paired instance differences); null below 5 pairs."""
     ci_high: Gap | None
     """Its upper bound."""
     pairs: Count
     """Instances paired (items in error in either run left out)."""
     p_value: Share | None
-    """Two-sided p-value of no difference (the adjusted t); null where not tested."""
+    """Two-sided p-value of no difference (the test named in ``test``; before issue 48 the adjusted
+    t); null where not tested."""
     p_holm: Share | None
-    """Holm-adjusted across the pair's tested lengths."""
+    """Holm-adjusted across the record's ``family`` (before issue 48: across the pair's lengths)."""
     verdict: PairVerdict
     """The second model against the first."""
+    test: str | None = None
+    """The test that gave ``p_value`` and what it clustered on ("exact sign-flip on 16 clusters");
+    null where not tested, and in records before issue 48 (the adjusted t)."""
 
 
 class Pair(Record):
@@ -208,9 +212,16 @@ class Comparison(Record):
     confidence: Share
     """The intervals' confidence."""
     alpha: Annotated[float, Field(gt=0, lt=1)]
-    """The family-wise error rate of each pair's verdicts across its lengths (Holm)."""
+    """The family-wise error rate of the verdicts over ``family`` (before issue 48, and where
+    ``family`` is null: each pair's verdicts across its lengths)."""
     pair_method: str
     """How a pair's differences are tested."""
+    family: str | None = None
+    """The verdicts over which ``alpha`` holds, per task: "niah: Holm over 9 tests: 3 pairs x 3
+    lengths"; null in records before issue 48 (Holm within each pair)."""
+    rule_note: str | None = None
+    """Where a verdict differs from the test before issue 48 (adjusted t, Holm within a pair):
+    which, said once by every view; null where none does."""
     leaderboard: list[LeaderboardEntry]
     """Per task, the models in rank order."""
     pairs: list[Pair]

@@ -13,6 +13,7 @@ import json
 from rich.console import Console
 from rich.table import Table
 
+from rotscope.compare.pairwise import family_words
 from rotscope.compare.record import Comparison, ComparisonRow, EffectiveEntry, LeaderboardEntry, LengthEntry
 from rotscope.report.markdown import _text as markdown_text
 from rotscope.report.names import without_paths
@@ -113,6 +114,20 @@ def task_entries(comparison: Comparison, task: str) -> list[LeaderboardEntry]:
     return [entry for entry in comparison.leaderboard if entry.task == task]
 
 
+def family_label(comparison: Comparison, task: str) -> str:
+    """The tests of a task's verdicts and the family α holds over, as every view heads them:
+    "exact sign-flip on 16 clusters; Holm over 9 tests: 3 pairs x 3 lengths, alpha 0.05"; a record
+    before issue 48 (no ``family``): "Holm across each pair's lengths"."""
+    pairs = [pair for pair in comparison.pairs if pair.task == task]
+    if comparison.family is None:
+        return f"Holm across each pair's lengths, alpha {comparison.alpha}"
+    entries = [length for pair in pairs for length in pair.lengths]
+    tests = list(dict.fromkeys(length.test for length in entries if length.test is not None))
+    tested = sum(length.p_value is not None for length in entries)
+    family = family_words(len(pairs), len(comparison.lengths), tested)
+    return "; ".join([*tests, f"{family}, alpha {comparison.alpha}"])
+
+
 def pair_lines(comparison: Comparison, task: str) -> list[str]:
     """The task's pairs, one sentence each."""
     return [pair.sentence for pair in comparison.pairs if pair.task == task]
@@ -121,9 +136,9 @@ def pair_lines(comparison: Comparison, task: str) -> list[str]:
 def print_comparison(comparison: Comparison, console: Console) -> None:
     """Per task: the leaderboard as a table, then each pair's verdicts."""
     comparison = shown(comparison)
-    note = imported_line(comparison)
-    if note is not None:
-        console.print(note, markup=False, highlight=False, soft_wrap=True)
+    for note in (imported_line(comparison), comparison.rule_note):
+        if note is not None:
+            console.print(note, markup=False, highlight=False, soft_wrap=True)
     for task in comparison.tasks:
         table = Table(title=f"{task}: leaderboard (accuracy [95%] at each length)", title_justify="left")
         for header in leaderboard_headers(comparison):
@@ -132,7 +147,7 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
             table.add_row(*leaderboard_cells(entry))
         console.print(table)
         console.print(
-            f"paired differences on the same items (Holm across lengths, alpha {comparison.alpha}):",
+            f"paired differences on the same items ({family_label(comparison, task)}):",
             markup=False,
             highlight=False,
         )
@@ -143,8 +158,8 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
 def comparison_markdown(comparison: Comparison) -> str:
     """Per task: a Markdown table of the leaderboard, then each pair's verdicts as a list."""
     comparison = shown(comparison)
-    note = imported_line(comparison)
-    lines: list[str] = [markdown_text(note), ""] if note is not None else []
+    notes = [note for note in (imported_line(comparison), comparison.rule_note) if note is not None]
+    lines: list[str] = [line for note in notes for line in (markdown_text(note), "")]
     for task in comparison.tasks:
         headers = leaderboard_headers(comparison)
         lines += [f"### {markdown_text(task)}", "", "| " + " | ".join(map(markdown_text, headers)) + " |"]
@@ -153,7 +168,7 @@ def comparison_markdown(comparison: Comparison) -> str:
             lines.append("| " + " | ".join(markdown_text(cell) for cell in leaderboard_cells(entry)) + " |")
         lines += [
             "",
-            f"Paired differences on the same items (Holm across lengths, alpha {comparison.alpha}):",
+            f"Paired differences on the same items ({markdown_text(family_label(comparison, task))}):",
             "",
         ]
         lines += [f"- {markdown_text(line)}" for line in pair_lines(comparison, task)]

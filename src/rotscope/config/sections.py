@@ -343,9 +343,14 @@ class SearchConfig(StrictOptions):
     """Where the base score is measured; ``None``: the experiment's shortest length."""
     resolution: Float = Field(default=2.0, gt=1.0)
     """The largest ratio of the first failing to the last passing length of a decided bracket.
-    Finer costs more than calls can buy: on ``benchmarks/search_accuracy.py``'s simulated models
-    2.0 decides 98% of searches at a cap of 512, 1.25 only 31% (``benchmarks/search_oracle.py``:
-    at 1.25 most models need more than 256 instances at a bracket length, whatever the method)."""
+    Finer costs more than calls can buy. Measured on the project's own curve family only
+    (``benchmarks/search_accuracy.py``: accuracy logistic in log length, slope 2-6 per unit of log
+    length, instance sd 0.5-1.5 logit, one haystack per instance, no haystack effect), 2.0 decides
+    98% of searches at a cap of 512, 1.25 only 31% (``benchmarks/search_oracle.py``: at 1.25 most
+    models need more than 256 instances at a bracket length, whatever the method). Gentler
+    declines are decided less often: 68% of ``benchmarks/search_families.py``'s gentle family
+    (slope 2, sd 1.5) and, by issue 48's review, about 30% of searches on a decline of 0.12 per
+    doubling of length."""
     confidence: Float = Field(default=0.95, gt=0.5, lt=1.0)
     """The confidence of the sequence that decides each length (1 - its error rate)."""
     batch: Int = Field(default=8, gt=0)

@@ -39,6 +39,15 @@ def _check_out(run_dir: Path) -> None:
         raise BadInput(f"out: {run_dir} is not empty; choose another --out")
 
 
+def check_base_lengths(items: Sequence[ImportedItem], base_lengths: Sequence[int] | None) -> None:
+    """Every base length (``--base-lengths``) is a length of ``items``: else one line naming it."""
+    missing = sorted(set(base_lengths or ()) - {item.length for item in items})
+    if missing:
+        raise BadInput(
+            f"--base-lengths: no row at length {missing[0]:,} (a base length is a length of the file)"
+        )
+
+
 def write_import(
     run_dir: Path,
     items: Sequence[ImportedItem],
@@ -47,9 +56,17 @@ def write_import(
     kind: str,
     tokenizer: str | None = None,
     extra: ImportedMeta | None = None,
+    context_window: int | None = None,
+    base_lengths: Sequence[int] | None = None,
 ) -> int:
     """Write ``items`` (from ``source``, of format ``kind``) as the run folder ``run_dir``; returns
-    the rows written. ``extra`` adds keys to the folder's ``imported`` metadata."""
+    the rows written. ``extra`` adds keys to the folder's ``imported`` metadata; a base length
+    the items never reach is refused."""
+    missing = sorted(set(base_lengths or ()) - {item.length for item in items})
+    if missing:
+        raise BadInput(
+            f"--base-lengths: no row at length {missing[0]:,} (a base length is a length of the file)"
+        )
     if run_dir.exists() and not run_dir.is_dir():
         raise BadInput(f"out: {run_dir} is a file, not a folder")
     _check_out(run_dir)
@@ -57,7 +74,8 @@ def write_import(
     model = model_of(items)
     rows = [planned_row(item, order, run_dir.name, model) for order, item in enumerate(items)]
     meta = import_meta(items, run_id=run_dir.name, source=source.name, kind=kind, digest=digest,
-                       tokenizer=tokenizer)  # fmt: skip
+                       tokenizer=tokenizer, context_window=context_window,
+                       base_lengths=base_lengths)  # fmt: skip
     meta["imported"].update(extra or {})
 
     def fill(store: RunStore) -> None:

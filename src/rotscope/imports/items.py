@@ -19,7 +19,8 @@ from rotscope.position import Position
 from rotscope.rows import PlannedRow, ResultValues
 from rotscope.run_meta import RunMeta
 from rotscope.store import IMPORTED_KEY
-from rotscope.types import ClaimReport
+from rotscope.types import BackendDescription, ClaimReport
+from rotscope.types.clusters import IMPORTED_BACKEND
 
 UNKNOWN_POSITION = "unknown"
 """The ``position`` of a row whose place in its context the file does not say."""
@@ -28,8 +29,8 @@ UNKNOWN_DEPTH = 0.5
 is shown, and pairs only with rows of unknown position."""
 DEFAULT_TASK = "imported"
 """The task of rows whose file has no ``task`` column."""
-BACKEND = "import"
-"""The ``backend`` column of every imported row."""
+BACKEND = IMPORTED_BACKEND
+"""The ``backend`` column of every imported row (its instances cluster across tasks)."""
 SCORE_MEASURE = "score"
 """The partial-credit measure of a file whose ``correct`` holds scores between 0 and 1: each cell
 then reports ``mean_score`` beside its accuracy (a score of 1 counts as correct)."""
@@ -73,11 +74,18 @@ class ImportedItem:
         return (UNKNOWN_DEPTH if fraction is None else fraction), self.position.stored
 
     @property
-    def condition(self) -> tuple[str, str, int, str, bool, int]:
-        """What one question may be at only once: (task, item, length, position, control, trial)."""
+    def place(self) -> str:
+        """The position as views name it."""
         depth, position = self.stored_position
-        label = Position.from_stored(position, depth).label
-        return (self.task, self.item_id, self.length, label, self.control, self.trial)
+        return Position.from_stored(position, depth).label
+
+    @property
+    def condition(self) -> tuple[str, str, int, str | None, float, bool, int]:
+        """What one question may be at only once: (task, item, length, position name, exact depth,
+        control, trial). The depth is the number itself: 0.011 and 0.014 (a sigmoid-spaced grid)
+        are two conditions, though two places name both 0.01."""
+        depth, position = self.stored_position
+        return (self.task, self.item_id, self.length, position, depth, self.control, self.trial)
 
 
 def row_id(item: ImportedItem) -> str:
@@ -127,7 +135,7 @@ def result_values(item: ImportedItem) -> ResultValues:
     return {
         "status": "ok",
         "outcome": item.outcome,
-        "category": item.outcome,
+        "category": None,  # another harness's outcome is not a failure category
         "usage_prompt_tokens": item.prompt_tokens,
         "cost": item.cost_usd,
         "claim_report": json.dumps(report) if report is not None else None,
@@ -135,21 +143,45 @@ def result_values(item: ImportedItem) -> ResultValues:
 
 
 def import_meta(
-    items: Sequence[ImportedItem], *, run_id: str, source: str, kind: str, digest: str, tokenizer: str | None
+    items: Sequence[ImportedItem],
+    *,
+    run_id: str,
+    source: str,
+    kind: str,
+    digest: str,
+    tokenizer: str | None,
+    context_window: int | None = None,
+    base_lengths: Sequence[int] | None = None,
 ) -> RunMeta:
     """The run folder's metadata: a minimal experiment (its model, tasks and lengths), how lengths
-    were counted, and ``imported``: the file, its format and digest, and what the folder lacks."""
+    were counted, the model's context window where the file gives it, and ``imported``: the file,
+    its format and digest, and what the folder lacks. ``base_lengths`` (``--base-lengths``) are the
+    lengths whose mean score is the base of the relative effective length, as a run's
+    ``analysis.base_lengths``."""
     model = model_of(items)
+    backend: BackendDescription = {
+        "provider": BACKEND,
+        "model": model,
+        "tokenizer": tokenizer or "unknown: as imported",
+    }
+    if context_window is not None:
+        backend["context_window"] = context_window
     tasks = list(dict.fromkeys(item.task for item in items))
     lengths = sorted({item.length for item in items})
     return {
         "run_id": run_id,
         "rotscope_version": __version__,
-        "config": {"name": run_id, "model": model, "tasks": tasks, "lengths": lengths},
+        "config": {
+            "name": run_id,
+            "model": model,
+            "tasks": tasks,
+            "lengths": lengths,
+            **({"analysis": {"base_lengths": list(base_lengths)}} if base_lengths else {}),
+        },
         # what a finished store holds (``run_folder._unstarted``): the file's digest is the run's
         "config_digest": digest,
         "model": model,
-        "backend": {"provider": BACKEND, "model": model, "tokenizer": tokenizer or "unknown: as imported"},
+        "backend": backend,
         "corpus": None,
         "rejected": [],
         "rejections": [],

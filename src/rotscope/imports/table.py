@@ -2,9 +2,12 @@
 checked value by value: anything wrong is one ``BadInput`` line naming the file, the line and the
 column (docs/commands.md, ``rotscope import``, has the column table).
 
-Required: ``item_id``, ``instance_id``, ``length_tokens``, ``depth`` (0-1) or ``position``, and
-``correct`` (0/1, or a score in [0, 1]); optional: ``model``, ``task``, ``tokenizer``,
-``prompt_tokens``, ``cost_usd``. Other columns are ignored (and listed in the folder's metadata).
+Required: ``item_id``, ``instance_id``, ``length_tokens`` (the condition's nominal length),
+``depth`` (0-1, kept exact) or ``position``, and ``correct`` (0/1, ``true``/``false`` in any case, or a
+score in [0, 1]); optional: ``model``, ``task``, ``tokenizer``, ``prompt_tokens`` (the item's own
+count), ``cost_usd``, ``trial``, ``unit``, ``context_window``. Other columns are ignored (and listed
+in the folder's metadata). ``bin_edges`` (``--bin-lengths``) bins lengths that vary per item;
+``model_column`` (``--model-column``) reads several models' results from one file.
 """
 
 from __future__ import annotations
@@ -25,7 +28,11 @@ from rotscope.position import Position
 REQUIRED = ("item_id", "instance_id", "length_tokens", "correct")
 """Columns every file has (with ``depth`` or ``position``: ``PLACES``)."""
 PLACES = ("depth", "position")
-OPTIONAL = ("model", "task", "tokenizer", "prompt_tokens", "cost_usd")
+OPTIONAL = ("model", "task", "tokenizer", "prompt_tokens", "cost_usd", "trial", "unit", "context_window")
+UNITS = ("tokens", "characters", "words")
+"""What a file's lengths count (``unit``; tokens unless it says)."""
+BOOLEANS = {"true": 1.0, "false": 0.0}
+"""``correct`` as text, in any case (``True``, ``FALSE``): what CSV writers put for booleans."""
 COLUMNS = (*REQUIRED, *PLACES, *OPTIONAL)
 FORMATS = {".csv": "csv", ".jsonl": "jsonl"}
 """The table formats by file suffix (an Inspect log, ``.eval``, is read by the Inspect integration)."""
@@ -38,6 +45,20 @@ class ImportedTable:
     items: list[ImportedItem]
     tokenizer: str | None
     ignored_columns: list[str]
+    unit: str = "tokens"
+    """What the lengths count (the file's ``unit`` column; tokens where it has none)."""
+    context_windows: dict[str, int] | None = None
+    """Each model's context window in tokens, where the file's ``context_window`` column gives it."""
+    bin_edges: list[int] | None = None
+    """The edges lengths were binned to (``--bin-lengths``), each item's own length kept as its
+    ``prompt_tokens``."""
+
+    def by_model(self) -> dict[str, list[ImportedItem]]:
+        """The items of each model, in the order the file first names them."""
+        models: dict[str, list[ImportedItem]] = {}
+        for item in self.items:
+            models.setdefault(item.model or "imported", []).append(item)
+        return models
 
 
 class _Line:
@@ -127,7 +148,12 @@ def _item(line: _Line) -> ImportedItem:
     if length is None:
         raise line.fail("length_tokens", "empty")
     correct = line.values.get("correct")
-    score = float(correct) if isinstance(correct, bool) else line.number("correct")
+    if isinstance(correct, bool):
+        score: float | None = float(correct)
+    elif isinstance(correct, str) and correct.strip().lower() in BOOLEANS:
+        score = BOOLEANS[correct.strip().lower()]
+    else:
+        score = line.number("correct")
     if score is None:
         raise line.fail("correct", "empty")
     if not 0.0 <= score <= 1.0:
@@ -147,8 +173,19 @@ def _item(line: _Line) -> ImportedItem:
         model=line.text("model", required=False),
         prompt_tokens=line.count("prompt_tokens", minimum=0),
         cost_usd=cost,
+        trial=line.count("trial", minimum=0) or 0,
         where=f"line {line.line_number}",
     )
+
+
+def _binned(line: _Line, item: ImportedItem, edges: list[int]) -> ImportedItem:
+    """``item`` at the smallest edge at or above its length, its own length kept as its
+    ``prompt_tokens`` (unless the file gives one)."""
+    for edge in edges:
+        if item.length <= edge:
+            own = item.prompt_tokens if item.prompt_tokens is not None else item.length
+            return replace(item, length=edge, prompt_tokens=own)
+    raise line.fail("length_tokens", f"{item.length} is above the last --bin-lengths edge {edges[-1]:,}")
 
 
 def _csv_lines(source: str, text: str) -> tuple[list[str], Iterator[_Line]]:
@@ -198,9 +235,17 @@ def _check_columns(source: str, where: str, names: set[str]) -> None:
         raise BadInput(f"{source}: {where}: missing column {missing[0]}")
 
 
-def read_table(path: Path, source: str | None = None) -> ImportedTable:
+def read_table(
+    path: Path,
+    source: str | None = None,
+    *,
+    bin_edges: list[int] | None = None,
+    model_column: str | None = None,
+) -> ImportedTable:
     """The items of a CSV or JSONL file of per-item results, each value checked; ``BadInput`` in
-    one line naming the line and column of the first problem. ``source`` names it in messages."""
+    one line naming the line and column of the first problem. ``source`` names it in messages;
+    ``bin_edges`` bins the lengths (ascending); ``model_column`` names the column that says each
+    row's model (a file of several models; without it a second model is refused)."""
     shown = source or str(path)
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
@@ -216,16 +261,28 @@ def read_table(path: Path, source: str | None = None) -> ImportedTable:
     if kind == "csv":
         names, lines = _csv_lines(shown, text)
         _check_columns(shown, "line 1", set(names))
+        if model_column is not None and model_column not in names:
+            raise BadInput(f"{shown}: line 1: no column {model_column!r} (--model-column)")
         seen_columns = set(names)
     else:
         lines, seen_columns = _jsonl_lines(shown, text), set()
-    return _checked(shown, lines, kind, seen_columns)
+    return _checked(shown, lines, kind, seen_columns, bin_edges=bin_edges, model_column=model_column)
 
 
-def _checked(source: str, lines: Iterator[_Line], kind: str, seen_columns: set[str]) -> ImportedTable:
+def _checked(
+    source: str,
+    lines: Iterator[_Line],
+    kind: str,
+    seen_columns: set[str],
+    *,
+    bin_edges: list[int] | None,
+    model_column: str | None,
+) -> ImportedTable:
     items: list[ImportedItem] = []
-    conditions: dict[tuple[Any, ...], int] = {}
-    instances: dict[tuple[str, str], tuple[str, int]] = {}
+    unit: tuple[str, int] | None = None
+    windows: dict[str, tuple[int, int]] = {}
+    conditions: dict[tuple[Any, ...], int] = {}  # by model too: each model's rows are a run of their own
+    instances: dict[tuple[str | None, str, str], tuple[str, int]] = {}
     model: tuple[str, int] | None = None
     tokenizer: tuple[str, int] | None = None
     for line in lines:
@@ -233,19 +290,34 @@ def _checked(source: str, lines: Iterator[_Line], kind: str, seen_columns: set[s
             _check_columns(source, f"line {line.line_number}", set(line.values))
             seen_columns |= set(line.values)
         item = _item(line)
-        first = conditions.setdefault(item.condition, line.line_number)
+        if model_column is not None:
+            item = replace(item, model=line.text(model_column))
+        if bin_edges:
+            item = _binned(line, item, bin_edges)
+        first = conditions.setdefault((item.model, *item.condition), line.line_number)
         if first != line.line_number:
             raise line.fail(
                 "item_id",
-                f"{item.item_id!r} is already at length {item.length} and position "
-                f"{item.condition[3]} (line {first})",
+                f"{item.item_id!r} is already at length {item.length}, position {item.place}"
+                f"{'' if not item.trial else f' and trial {item.trial}'} (line {first}; reruns "
+                "of one question in one condition need a trial column)",
             )
-        known = instances.setdefault((item.task, item.item_id), (item.instance_id, line.line_number))
+        unit = _one_unit(line, unit)
+        window = line.count("context_window", minimum=1)
+        if window is not None:
+            held = windows.setdefault(item.model or "imported", (window, line.line_number))
+            if held[0] != window:
+                raise line.fail(
+                    "context_window", f"{window}, where line {held[1]} has {held[0]} for this model"
+                )
+        known = instances.setdefault(
+            (item.model, item.task, item.item_id), (item.instance_id, line.line_number)
+        )
         if known[0] != item.instance_id:
             raise line.fail(
                 "instance_id", f"item {item.item_id!r} is in instance {known[0]!r} at line {known[1]}"
             )
-        if item.model is not None:
+        if item.model is not None and model_column is None:
             model = model or (item.model, line.line_number)
             if item.model != model[0]:
                 raise line.fail(
@@ -267,5 +339,22 @@ def _checked(source: str, lines: Iterator[_Line], kind: str, seen_columns: set[s
     return ImportedTable(
         items=items,
         tokenizer=tokenizer[0] if tokenizer else None,
-        ignored_columns=sorted(seen_columns - set(COLUMNS)),
+        ignored_columns=sorted(seen_columns - set(COLUMNS) - {model_column}),
+        unit=unit[0] if unit else "tokens",
+        context_windows={name: held[0] for name, held in windows.items()} or None,
+        bin_edges=bin_edges,
     )
+
+
+def _one_unit(line: _Line, unit: tuple[str, int] | None) -> tuple[str, int] | None:
+    """The file's unit (one per file), checked against the units rotscope knows."""
+    named = line.text("unit", required=False)
+    if named is None:
+        return unit
+    if named.lower() not in UNITS:
+        raise line.fail("unit", f"{_shown(named)} is not one of {', '.join(UNITS)}")
+    if unit is not None and unit[0] != named.lower():
+        raise line.fail(
+            "unit", f"{named.lower()!r}, where line {unit[1]} has {unit[0]!r} (one unit per file)"
+        )
+    return unit or (named.lower(), line.line_number)

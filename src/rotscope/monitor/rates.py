@@ -5,9 +5,10 @@ default) and per value of each further dimension.
 
 Intervals are the project's own: Wilson on records where no record of the group carries a
 ``cluster_id``; otherwise the cluster-robust adjusted t of ``stats.intervals``
-(``cluster_t_from_totals``) on the clusters (requests of one conversation share a cause; a record
-without a ``cluster_id`` is a cluster of its own). A forbidden claim is counted, per group and in
-all, on its own: never averaged into a rate."""
+(``cluster_t_from_totals``: its centre, with one pseudo-cluster at each bound) on the clusters
+(requests of one conversation share a cause; a record without a ``cluster_id`` is a cluster of its
+own), made to hold where a few conversations are very long (``clustered_interval``). A forbidden
+claim is counted, per group and in all, on its own: never averaged into a rate."""
 
 from __future__ import annotations
 
@@ -16,11 +17,13 @@ from collections import defaultdict
 from collections.abc import Sequence
 
 import numpy as np
+from numpy.typing import NDArray
+from scipy import stats as scipy_stats
 
 from rotscope.monitor.record import Breakdown, Group, MonitorRates, Rate
 from rotscope.monitor.schema import OUTCOMES, RATED_OUTCOMES
 from rotscope.monitor.store import SCHEMA_VERSION, MonitorStore
-from rotscope.stats.intervals import CELL_PSEUDO_WEIGHT, cluster_t_from_totals, proportion_interval
+from rotscope.stats.intervals import CELL_PSEUDO_WEIGHT, proportion_interval
 
 KNOWN_DIMENSIONS = ("language", "risk", "evidence_count", "hops", "model_digest", "template_digest")
 _FORBIDDEN = OUTCOMES.index("forbidden_claim")
@@ -56,6 +59,46 @@ class Tally:
             self.clusters.setdefault(cluster, [0] * len(OUTCOMES))[outcome] += 1
 
 
+_MAX_LEVERAGE = 0.95
+"""A cluster's leverage is capped here (one cluster holding nearly every record)."""
+
+
+def clustered_interval(
+    totals: NDArray[np.float64],
+    sizes: NDArray[np.float64],
+    *,
+    confidence: float,
+    weight: float = CELL_PSEUDO_WEIGHT,
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The rate's interval from each cluster's total and size (clusters on the last axis, any
+    leading axes: the simulation runs thousands of datasets through it).
+
+    The centre and pseudo-clusters of ``stats.cluster_t_from_totals`` (which it widens by
+    ``G / (G − 1)`` in variance where all ``G`` clusters have one size), with two changes for
+    unequal sizes, chosen by simulation (``benchmarks/monitor_rates.py``; ``docs/statistics.md``,
+    "Production monitoring"): each cluster's squared residual divided by ``1 − h`` (``h = size /
+    records``, its leverage: CR2), and the t's degrees of freedom at most the Satterthwaite df of
+    that variance under clusters whose means vary alike, ``(Σ a)² / Σ a²`` with ``a = size² /
+    (1 − h)``: a few very long conversations leave few degrees of freedom however many short ones
+    there are. Before, the t took one df per cluster and covered 0.73-0.86 with heavy-tailed
+    sizes (0.52 where 1% of 100 conversations held 2,000 requests each)."""
+    totals = np.asarray(totals, dtype=float)
+    sizes = np.asarray(sizes, dtype=float)
+    count = sizes.sum(axis=-1)
+    groups = sizes.shape[-1]
+    total = count + 2 * weight
+    centre = (totals.sum(axis=-1) + weight) / total
+    leverage = np.minimum(sizes / count[..., None], _MAX_LEVERAGE)
+    residual = totals - sizes * centre[..., None]
+    squares = (residual**2 / (1 - leverage)).sum(axis=-1) + weight * (centre**2 + (1 - centre) ** 2)
+    effective = groups + 2 * weight * groups / count
+    standard_error = np.sqrt(squares / total**2 * effective / (effective - 1))
+    share = sizes**2 / (1 - leverage)
+    df = np.maximum(np.minimum(effective - 1, share.sum(axis=-1) ** 2 / (share**2).sum(axis=-1)), 1.0)
+    half = scipy_stats.t.ppf(0.5 + confidence / 2, df) * standard_error
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
+
+
 def _interval(tally: Tally, outcome: int, rated: int, confidence: float) -> tuple[float, float]:
     if not tally.clusters or rated == 0:
         return proportion_interval(tally.counts[outcome], rated, confidence)
@@ -66,8 +109,8 @@ def _interval(tally: Tally, outcome: int, rated: int, confidence: float) -> tupl
     singles_hit = tally.counts[outcome] - clustered
     totals += [1] * singles_hit + [0] * (tally.singles - singles_hit)
     sizes += [1] * tally.singles
-    low, high = cluster_t_from_totals(
-        np.array(totals), np.array(sizes), bounds=(0.0, 1.0), confidence=confidence, weight=CELL_PSEUDO_WEIGHT
+    low, high = clustered_interval(
+        np.array(totals, dtype=float), np.array(sizes, dtype=float), confidence=confidence
     )
     return float(np.clip(round(float(low), 12), 0, 1)), float(np.clip(round(float(high), 12), 0, 1))
 

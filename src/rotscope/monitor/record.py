@@ -58,7 +58,8 @@ class WindowMargins(Record):
     fail: Gap
     """ALERT once a drop above this is ruled in."""
     alpha: Share
-    """The chance of a false ALERT anywhere, ever, under no change; split over the bins."""
+    """The chance of a false ALERT anywhere, ever, while the units after the window are
+    independent draws with the window's per-unit answered rate (no change); split over the bins."""
 
 
 class WindowBin(Record):
@@ -70,14 +71,26 @@ class WindowBin(Record):
     """Rated records of the bin in the window."""
     window_answered: Share | None
     """Their answered rate."""
+    window_units: Count | None = None
+    """The window's units (conversations, or hour blocks) with records in the bin; absent in
+    records written before the test counted units."""
     reference: Share
-    """That rate's lower bound (Wilson, one-sided, half the bin's alpha): the sequence's reference."""
+    """The lower bound (one-sided, half the bin's alpha) of the window's per-unit answered rate
+    (the mean over its units of each one's answered share; the cluster t on units): the
+    sequence's reference. In records written before units were counted, the record rate's Wilson
+    bound."""
     records: Count
-    """Rated records of the bin after the window."""
+    """Rated records of the bin after the window in units entered into the sequence."""
+    units: Count | None = None
+    """The units entered into the bin's sequence (complete, in the order they began); absent in
+    older records."""
     answered: Share | None
-    """Their answered rate; null when there are none."""
+    """The answered rate of those records; null when there are none."""
+    unit_answered: Share | None = None
+    """The per-unit answered rate of the entered units (what the sequence tests); null when none."""
     drop_lower: Gap
-    """The drop's anytime-valid lower bound (window rate minus the rate since)."""
+    """The drop's anytime-valid lower bound (the window's per-unit rate minus the one since; in
+    older records, of record rates)."""
     status: Literal["OK", "WARN", "ALERT"]
     """The bin's status: its lower bound against the margins."""
 
@@ -97,6 +110,15 @@ class WindowComparison(Record):
     """Alpha of each bin with window records and of the pooled sequence."""
     skipped_records: Count
     """Later records in bins the window has none of (not tested)."""
+    unit: str | None = None
+    """What one value of the sequences is: ``conversation`` (records sharing a ``cluster_id``),
+    ``hour block`` (records without one, by the hour their time falls in), or ``conversation or
+    hour block``; absent in records written when each record was one value."""
+    waiting_units: Count | None = None
+    """Later units not entered yet: still open (a conversation with a record in the last 30
+    minutes, an hour block not over) or begun after one that is."""
+    waiting_records: Count | None = None
+    """Their records in tested bins."""
     bins: list[WindowBin]
     """Every bin with window records, in length order, then ``pooled``."""
 

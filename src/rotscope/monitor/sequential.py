@@ -15,7 +15,8 @@ sequence is intersected over time). Checking after every probe, every hour, for 
 raise the false-alarm rate above ``α``.
 
 **Alpha is split across the bins** (Bonferroni): with ``B`` bins and the pooled sequence, each runs
-at ``α / (B + 1)``, so the chance that *any* bin ever ALERTs under no change is at most ``α``. WARN
+at ``α / (B + 1)``, so the chance that *any* bin ever ALERTs, given the baseline's recorded
+outcomes, under no change is at most ``α``. WARN
 and ALERT are two margins of the same sequence, not two tests: a bin WARNs once a drop of more
 than ``warn`` is ruled in (its lower bound crossed ``warn``), ALERTs once a drop of more than
 ``fail`` is. A crossed margin stays crossed; a new baseline starts a new sequence.
@@ -153,7 +154,13 @@ class Margins:
     fail: float = 0.02
     """ALERT once the drop is surely above this: more than a tolerated drop."""
     alpha: float = 0.05
-    """The chance of a false ALERT (or WARN) anywhere, ever, under no change; split over the bins."""
+    """A bound on the chance of a false ALERT (or WARN) anywhere, ever, given the baseline's
+    recorded outcomes: while each probe's expected canary score on its item is at least the
+    baseline's recorded score there (an endpoint at temperature 0 repeating its replies). An
+    endpoint whose replies are redrawn differs from the baseline's own luck on its items, and the
+    bound does not cover that (``benchmarks/results/canary_sequential.md``: with a fifth of
+    replies redrawn a WARN in 1.1% of simulated 30-day runs; every reply redrawn, an ALERT at a
+    0.03 margin in 32%). Split over the bins."""
 
     def __post_init__(self) -> None:
         if not -1 < self.warn <= self.fail < 1:

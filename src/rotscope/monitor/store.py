@@ -222,3 +222,10 @@ class MonitorStore:
         yield from self._db.execute(
             "SELECT epoch, length_tokens, position, outcome FROM outcomes ORDER BY epoch"
         )
+
+    def timed_outcomes_clustered(self) -> Iterator[tuple[float, int, float, str, str | None]]:
+        """``(epoch, length, position, outcome, cluster_id)`` of every stored outcome, in time
+        order (a store of any version: ``cluster_id`` is in the first schema)."""
+        yield from self._db.execute(
+            "SELECT epoch, length_tokens, position, outcome, cluster_id FROM outcomes ORDER BY epoch"
+        )

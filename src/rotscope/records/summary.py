@@ -134,8 +134,16 @@ class Imported(Record):
     """The rows it gave."""
     ignored_columns: list[str]
     """Columns of the file that rotscope does not read (none in an Inspect log)."""
+    unit: Literal["tokens", "characters", "words"] | None = None
+    """What the file's lengths count (its ``unit`` column); absent: tokens."""
+    binned_lengths: list[Count] | None = None
+    """The edges its lengths were binned to (``--bin-lengths``): each item's length is the
+    smallest edge at or above its own, which stays its ``prompt_tokens``."""
+    model_column: str | None = None
+    """The column that named each row's model (``--model-column``: one folder per model)."""
     note: str
-    """What every view says of it: "imported from FILE (no prompts, spans or verification)"."""
+    """What every view says of it: "imported from FILE (no prompts, spans or verification)", with
+    the unit and the binning where the file has them."""
 
 
 class Summary(Record):

@@ -67,14 +67,16 @@ class Degradation(Record):
 
 
 class MiddleVsEnds(Record):
-    """The middle depths against the two ends, per case, by a sign test."""
+    """The middle depths against the two ends, per case, by a sign-flip test on cluster totals
+    (the position effect's ``method``)."""
 
     difference: float
     """Mean per-case difference, middle minus ends."""
     pairs: Count
     """Cases scored at every depth."""
     p_value: float | None = None
-    """The sign test's p-value."""
+    """The two-sided p-value of the position effect's ``method`` (before issue 48: a sign test
+    on cases)."""
     p_adjusted: float | None = None
     """Benjamini-Hochberg adjusted over the lengths."""
     significant: bool | None = None
@@ -96,6 +98,17 @@ class PositionEffect(Record):
     """Null with no middle depth, or no case at every depth."""
     flagged_depths: list[float]
     """Depths significantly below the best (Benjamini-Hochberg over all comparisons)."""
+    method: str | None = None
+    """The test of every comparison at this length, with its clusters, e.g. "exact sign-flip on 3
+    clusters, clustered on 3 haystack variants"; null in summaries written before issue 48 (a sign
+    test on cases)."""
+    clusters: Count | None = None
+    """How many clusters the tests count."""
+    cluster_on: ClusterOn | None = None
+    """What the tests cluster on."""
+    note: str | None = None
+    """Why no depth can be flagged here (too few clusters for any p-value to reach 0.05); null
+    otherwise."""
 
 
 class LayoutDrop(Record):

@@ -67,7 +67,10 @@ def error_cap_warning(summary: Summary) -> str | None:
 
 def spend_line(summary: Summary) -> str:
     cost = summary.cost
-    usd = f"${cost.usd:.4f}" + ("" if cost.priced else " (some calls unpriced)")
+    if summary.imported is not None and not cost.usd and not cost.priced:
+        usd = "unknown (the imported file gives no cost)"
+    else:
+        usd = f"${cost.usd:.4f}" + ("" if cost.priced else " (some calls unpriced)")
     budget = f" of a ${cost.max_cost:.4f} budget" if cost.max_cost else ""
     judge = summary.judge
     judged = f"; judge {judge.model}: {judge.verdicts}" if judge else ""
@@ -128,7 +131,10 @@ def length_lines(analysis: TaskAnalysis, show_accuracy: bool = True) -> list[str
     if all(row.accuracy is None for row in rows):
         return []  # no scores: the task's line says why
     accuracy_head = "accuracy [95%] on instances" if show_accuracy else "the heat map's accuracy on instances"
-    gap_head = f"; paired gap to {base:,} [95%]" if base is not None and gaps else ""
+    # The gaps' interval with its clusters (analysis.clusters), where one method made them all.
+    methods = {gap.method for gap in gaps.values() if gap.ci_low is not None and gap.method}
+    method = f", {methods.pop()}" if len(methods) == 1 else ""
+    gap_head = f"; paired gap to {base:,} [95%{method}]" if base is not None and gaps else ""
     lines = [f"  by length: {accuracy_head}{gap_head}"]
     width = max(len(f"{row.length:,}") for row in rows)
     for line in rows:

@@ -150,7 +150,10 @@ def filler_gap_lines(gaps: list[FillerGap]) -> list[str]:
     """The static-vs-session comparison, a line per task and length (pooled first)."""
     if not gaps:
         return []
-    lines = ["static vs session filler (session minus static, paired on cases, 95% adjusted t):"]
+    # The interval's method names its clusters (analysis.fillers); summaries before issue 48 have none.
+    methods = {gap.method for gap in gaps if gap.ci_low is not None and gap.method} or {"adjusted t"}
+    method = methods.pop() if len(methods) == 1 else "interval clustered as each line's method says"
+    lines = [f"static vs session filler (session minus static, paired on cases, 95% {method}):"]
     for gap in gaps:
         where = "all lengths" if gap.length is None else f"length {gap.length:,}"
         if gap.ci_low is None:

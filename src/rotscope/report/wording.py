@@ -121,6 +121,11 @@ def token_count_line(summary: Summary) -> str:
     """How lengths were counted and the measured harness overhead (provider count minus local)."""
     counts = summary.token_counts
     tokenizer = counts.tokenizer or "unknown"
+    if summary.imported is not None:
+        # Another harness counted them; rotscope measured nothing (no overhead either).
+        unit = summary.imported.unit or "tokens"
+        named = "" if counts.tokenizer in (None, "unknown: as imported") else f" with {counts.tokenizer}"
+        return f"token counts: as imported, in {unit}{named} (not counted by rotscope)"
     if counts.method == "approximate":
         line = (
             f"token counts: APPROXIMATE (estimated by {tokenizer}; no tokenizer of the model was available)"

@@ -62,10 +62,16 @@ def search_lines(record: SearchRecord) -> list[str]:
         lines.append(left_open)
     lines.append(f"calls {record.calls:,}, prompt tokens {record.prompt_tokens:,}; {_grids(record)}")
     if record.shared_haystacks is not None:
+        # The one cluster rule (rotscope.types.clusters) would cluster these instances on their
+        # variant; the search's sequences cannot decide on so few clusters, so they stay on the
+        # instance and the verdict is conditional on the texts (benchmarks/results/search_families.md).
         lines.append(
-            f"  instances shared {record.shared_haystacks} haystack variants: the bounds speak for "
-            "these haystacks, not for the filler source"
+            f"  instances shared {record.shared_haystacks} haystack variants: the bounds take each instance "
+            f"as its cluster, where the cluster rule would take the {record.shared_haystacks} variants, and "
+            "speak for these haystacks, not for the filler source"
         )
+    else:
+        lines.append("  clustered on the instances (one haystack each)")
     tested = " → ".join(f"{d.length:,}:{d.state}" for d in last_per_step(record.decisions))
     lines.append(f"tested in order: {tested}")
     for shorter, longer in record.non_monotone:

@@ -121,8 +121,13 @@ def sign_flip_interval(
     bounds: tuple[float, float] = (-1.0, 1.0),
 ) -> tuple[np.ndarray, np.ndarray]:
     """The interval of the mean difference by inverting the one-sided sign-flip tests at
-    (1 - ``confidence``) / 2 each: the means ``null`` in ``bounds`` that neither test rejects
-    (bisection, to 1e-4), vectorised like ``sign_flip_p``. Always contains the estimate."""
+    (1 - ``confidence``) / 2 each: the means ``null`` in ``bounds`` that neither test rejects,
+    vectorised like ``sign_flip_p``. Always contains the estimate.
+
+    Exact, without a search: at ``null`` a pattern counts against "greater" exactly when ``null``
+    is at least the mean of the clusters it flips (sum of their totals over sum of their sizes),
+    so the p-value steps up at those subset means and the lower bound is the one at which enough
+    patterns count (an order statistic of the subset means); the upper bound mirrors it."""
     totals = np.asarray(totals, dtype=float)
     sizes_ = (
         np.ones_like(totals)
@@ -130,23 +135,43 @@ def sign_flip_interval(
         else np.broadcast_to(np.asarray(sizes, dtype=float), totals.shape)
     )
     level = (1.0 - confidence) / 2.0
-    count = np.maximum(sizes_.sum(axis=-1), 1e-12)
-    estimate = totals.sum(axis=-1) / count
+    clusters = totals.shape[-1]
+    flat_totals = totals.reshape(-1, clusters)
+    flat_sizes = sizes_.reshape(-1, clusters)
+    patterns, exact = _patterns(clusters)
+    flipped = (1.0 - patterns) / 2.0  # 1 where a pattern flips the cluster
+    # Patterns counted at every null (p's numerator): the identity's (exact) or the extra 1 (random).
+    needed = (
+        int(np.floor(level * len(patterns))) + 1
+        if exact
+        else int(np.floor(level * (1 + len(patterns)) - 1)) + 1
+    )
     lowest, highest = bounds
-
-    def bisect(side: Alternative) -> np.ndarray:
-        # ``side`` "greater": the lower bound, the largest null the "greater" test rejects.
-        inside = estimate.copy()
-        outside = np.full_like(estimate, lowest if side == "greater" else highest)
-        rejected_at_end = sign_flip_p(totals, sizes_, null=outside, alternative=side) <= level
-        for _ in range(15):
-            middle = (inside + outside) / 2.0
-            rejects = sign_flip_p(totals, sizes_, null=middle, alternative=side) <= level
-            outside = np.where(rejects, middle, outside)
-            inside = np.where(rejects, inside, middle)
-        return np.asarray(np.where(rejected_at_end, (inside + outside) / 2.0, outside))
-
-    return bisect("greater"), bisect("less")
+    low = np.empty(flat_totals.shape[0])
+    high = np.empty(flat_totals.shape[0])
+    chunk = max(1, _CELLS_PER_CHUNK // len(patterns))
+    for start in range(0, flat_totals.shape[0], chunk):
+        part_totals = flat_totals[start : start + chunk]
+        moved_sizes = flat_sizes[start : start + chunk] @ flipped.T
+        moved_totals = part_totals @ flipped.T
+        with np.errstate(invalid="ignore", divide="ignore"):
+            means = np.where(
+                moved_sizes > 0, moved_totals / np.where(moved_sizes > 0, moved_sizes, 1.0), np.nan
+            )
+        always = (~(moved_sizes > 0)).sum(axis=-1)  # a pattern that moves nothing counts at any null
+        rank = needed - always  # how many subset means must lie at or below the null
+        ordered = np.sort(np.where(np.isnan(means), np.inf, means), axis=-1)
+        columns = np.clip(rank - 1, 0, ordered.shape[-1] - 1)
+        lower = np.take_along_axis(ordered, columns[:, None], axis=-1)[:, 0]
+        low[start : start + chunk] = np.where(rank <= 0, lowest, lower)
+        descending = np.sort(np.where(np.isnan(means), -np.inf, means), axis=-1)[:, ::-1]
+        upper = np.take_along_axis(descending, columns[:, None], axis=-1)[:, 0]
+        high[start : start + chunk] = np.where(rank <= 0, highest, upper)
+    shape = totals.shape[:-1]
+    return (
+        np.clip(low, lowest, highest).reshape(shape),
+        np.clip(high, lowest, highest).reshape(shape),
+    )
 
 
 def sign_flip_test(

@@ -20,15 +20,21 @@ from collections.abc import Mapping
 
 from rotscope.types.case import ABSENT_SUFFIX, EVIDENCE_ONLY_SUFFIX
 
+IMPORTED_BACKEND = "import"
+"""The ``backend`` of every row ``rotscope import`` writes: its file's ``instance_id`` names one
+instance across tasks (the same document read by two benchmarks is one cluster), where a run's
+case ids are each task family's own."""
+
 ONE_HAYSTACK_NOTE = "one haystack: conditional on it"
 NO_VARIANT_NOTE = "no haystack variant recorded"
 
 
-def case_cluster(task: str, instance_id: str) -> str:
-    """The case an instance belongs to, named with its task: its controls join it."""
+def case_cluster(task: str, instance_id: str, *, imported: bool = False) -> str:
+    """The case an instance belongs to, named with its task (an imported row's instance is the
+    file's, across tasks): its controls join it."""
     for suffix in (ABSENT_SUFFIX, EVIDENCE_ONLY_SUFFIX):
         instance_id = instance_id.removesuffix(suffix)
-    return f"{task}/{instance_id}"
+    return instance_id if imported else f"{task}/{instance_id}"
 
 
 def variant_cluster(variant: int) -> str:
@@ -46,10 +52,12 @@ def shares_variants(variant_of_case: Mapping[str, int | None]) -> bool:
     return 1 < used < len(variant_of_case)
 
 
-def cluster_of(task: str, instance_id: str, variant: int | None, *, shared: bool) -> str:
+def cluster_of(
+    task: str, instance_id: str, variant: int | None, *, shared: bool, imported: bool = False
+) -> str:
     """The cluster of a row of ``task`` and ``instance_id`` that read haystack ``variant``:
     its variant where ``shared`` (``shares_variants`` of the rows the statistic reads), else its
     case (``case_cluster``)."""
     if shared and variant is not None:
         return variant_cluster(variant)
-    return case_cluster(task, instance_id)
+    return case_cluster(task, instance_id, imported=imported)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from rotscope.monitor.ingest import ingest
-from rotscope.monitor.rates import length_bin, position_bin, rates
+from rotscope.monitor.rates import clustered_interval, length_bin, position_bin, rates
 from rotscope.monitor.store import MonitorStore
 from rotscope.records import RECORDS
 from rotscope.stats.intervals import cluster_t_from_totals, cluster_t_interval, wilson
@@ -32,6 +32,33 @@ def test_cluster_totals_equal_the_per_instance_interval() -> None:
     sizes = np.array([(clusters == label).sum() for label in labels])
     found = cluster_t_from_totals(totals, sizes, bounds=(0.0, 1.0), weight=1.0)
     assert np.allclose(found, expected)
+
+
+def test_equal_clusters_widen_the_cluster_t_by_its_leverage_only() -> None:
+    totals = np.array([7.0, 8.0, 6.0, 9.0, 7.0, 8.0, 5.0, 9.0, 8.0, 7.0, 6.0, 8.0])
+    sizes = np.full(12, 10.0)
+    old_low, old_high = cluster_t_from_totals(totals, sizes, bounds=(0.0, 1.0), weight=1.0)
+    low, high = clustered_interval(totals, sizes, confidence=0.95)
+    centre = (totals.sum() + 1.0) / (sizes.sum() + 2.0)
+    assert (low + high) / 2 == pytest.approx(centre) == pytest.approx((old_low + old_high) / 2)
+    # the same df, the standard error times sqrt(G / (G - 1)) (each leverage 1/12) but for the
+    # pseudo-clusters' term, which the leverage leaves alone
+    ratio = (high - low) / (old_high - old_low)
+    assert 1.0 < ratio < np.sqrt(12 / 11) + 1e-12 and ratio > 1.03
+
+
+def test_one_long_conversation_leaves_few_degrees_of_freedom() -> None:
+    # 99 short conversations and one as long as all of them: the rate hangs on that one
+    sizes = np.append(np.full(99, 2.0), 198.0)
+    totals = np.append(np.full(99, 2.0), 150.0)
+    old_low, old_high = cluster_t_from_totals(totals, sizes, bounds=(0.0, 1.0), weight=1.0)
+    low, high = clustered_interval(totals, sizes, confidence=0.95)
+    assert high - low > 3 * (old_high - old_low)
+    # vectorised over leading axes: each dataset as on its own
+    stacked = clustered_interval(
+        np.stack([totals, totals[::-1]]), np.stack([sizes, sizes[::-1]]), confidence=0.95
+    )
+    assert stacked[0][0] == pytest.approx(low) and stacked[1][1] == pytest.approx(high)
 
 
 def _store(tmp_path: Path, records: list[dict[str, object]]) -> MonitorStore:

@@ -35,6 +35,7 @@ def test_the_full_grid_is_stated_beside_the_hindsight_one() -> None:
     assert "every one of the 512 cases at each of its 4 lengths and the base, would take 7,680 calls" in grid
     assert "(the search took 18% of them)" in grid and "with the 32 instances" in grid and "480" in grid
     assert not any("shared" in line for line in lines)
+    assert "  clustered on the instances (one haystack each)" in lines
 
 
 def test_shared_haystacks_are_stated_and_an_old_record_shows_its_one_grid() -> None:
@@ -42,6 +43,8 @@ def test_shared_haystacks_are_stated_and_an_old_record_shows_its_one_grid() -> N
         record(fixed_grid={"lengths": 4, "instances_per_length": 16, "calls": 320}, shared_haystacks=3)
     )
     assert any("instances shared 3 haystack variants" in line for line in lines)
+    assert any("where the cluster rule would take the 3 variants" in line for line in lines)
+    assert "  clustered on the instances (one haystack each)" not in lines
     old = search_lines(record(fixed_grid={"lengths": 4, "instances_per_length": 16, "calls": 320}))
     assert any("(4 lengths × 16 instances) would take 320 calls" in line for line in old)
 

@@ -17,7 +17,9 @@ class CanaryMargins(Record):
     fail: Gap
     """ALERT once a drop above this is ruled in."""
     alpha: Share
-    """The chance of a false ALERT anywhere, ever, under no change; split over the bins."""
+    """A bound on the chance of a false ALERT anywhere, ever, given the baseline's recorded
+    outcomes (the endpoint's expected score on each probed item at least the baseline's recorded
+    one, as at temperature 0); split over the bins. Not a bound when replies are redrawn."""
 
 
 class CanaryBin(Record):

@@ -10,6 +10,7 @@ from typing import Any, TypedDict
 from rotscope.rows import Row, group_by, instance_means, scored
 from rotscope.stats.paired import paired_gap
 from rotscope.tasks.reasoning.family import FILLER_ANSWER, LAYOUT_COPIES
+from rotscope.types.clusters import cluster_of, shares_variants
 
 
 class LayoutDropEntry(TypedDict):
@@ -52,12 +53,31 @@ def _layout_order(layout: str) -> int:
     return order.index(layout) if layout in order else len(order)
 
 
+def _case_clusters(rows: list[Row]) -> tuple[dict[str, str], int | None]:
+    """Each case's cluster by the one rule (``rotscope.types.clusters``: its haystack variant where
+    the cases read fewer variants than there are cases, else the case) and, where variants, how
+    many."""
+    variant_of_case: dict[str, int | None] = {}
+    task_of_case: dict[str, str] = {}
+    for row in scored(rows):
+        variant_of_case.setdefault(row["case_id"], row.get("haystack_variant"))
+        task_of_case.setdefault(row["case_id"], str(row.get("task") or ""))
+    shared = shares_variants(variant_of_case)
+    of = {
+        case: cluster_of(task_of_case[case], case, variant, shared=shared)
+        for case, variant in variant_of_case.items()
+    }
+    return of, len(set(of.values())) if shared else None
+
+
 def layout_drops(rows: list[Row]) -> list[LayoutDropEntry]:
     """Per length and filler, each layout's drop from ``end``: end accuracy minus the layout's, paired
     on the items run in both, with the adjusted t interval of ``paired_gap`` (none under
-    ``MIN_PAIRS`` pairs)."""
+    ``MIN_PAIRS`` pairs), clustered by the one rule on the haystack variant where the cases share
+    fewer variants than there are cases (the method then names them)."""
     drops: list[LayoutDropEntry] = []
     for (length, filler), group in group_by(rows, "length_target", "filler").items():
+        clusters, variants = _case_clusters(group)
         by_layout = {
             layout: instance_means(layout_rows, "case_id")
             for (layout,), layout_rows in group_by(group, "position").items()
@@ -68,7 +88,11 @@ def layout_drops(rows: list[Row]) -> list[LayoutDropEntry]:
         for layout in sorted(by_layout, key=_layout_order):
             if layout == "end":
                 continue
-            gap = paired_gap(by_layout[layout], end)  # "long minus short": end minus this layout
+            # "long minus short": end minus this layout
+            gap = paired_gap(by_layout[layout], end, clusters=clusters)
+            method = gap.method
+            if variants is not None and gap.low is not None:
+                method = f"{gap.method}, clustered on {variants} haystack variants"
             shared = sorted(set(end) & set(by_layout[layout]))
             drops.append(
                 {
@@ -83,7 +107,7 @@ def layout_drops(rows: list[Row]) -> list[LayoutDropEntry]:
                     "ci_low": gap.low,
                     "ci_high": gap.high,
                     "pairs": gap.pairs,
-                    "method": gap.method,
+                    "method": method,
                     "too_few": gap.too_few,
                 }
             )
