@@ -98,7 +98,10 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         "the manifest's `cases` group (the case set's digest): a stored key",
     ),
     ("cases", "src/rotscope/cli/plan.py"): (1, "the manifest's `cases` group, printed"),
-    ("cases", "src/rotscope/cli/cases.py"): (2, "the `rotscope cases` command and its output's name"),
+    ("cases", "src/rotscope/cli/cases.py"): (
+        3,
+        "the `rotscope cases` command, its output's name and `cases check`'s usage line",
+    ),
     ("cases", "src/rotscope/tasks/coreference/__init__.py"): (
         1,
         "the corpus record's count of conversations",
