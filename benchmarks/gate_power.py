@@ -85,8 +85,9 @@ def fifteen_slices() -> Design:
     )
 
 
-def runs(design: Design, base: np.ndarray, cand: np.ndarray) -> tuple[RunData, RunData]:
-    """One dataset's sums of correct items as the rows of two runs (an item per trial)."""
+def runs(design: Design, base: np.ndarray, cand: np.ndarray, variants: int = 0) -> tuple[RunData, RunData]:
+    """One dataset's sums of correct items as the rows of two runs (an item per trial); case ``c``
+    reads haystack variant ``c % variants`` (each its own when 0)."""
     made: dict[str, list[dict[str, object]]] = {"baseline": [], "candidate": []}
     clusters = range(design.count.shape[0])
     for column, (task, length, position, fields) in enumerate(design.keys):
@@ -100,6 +101,7 @@ def runs(design: Design, base: np.ndarray, cand: np.ndarray) -> tuple[RunData, R
                             "length_target": length, "position": position,
                             "depth": NAMED_POSITIONS.get(position, 0.0), "trial": trial, "control": 0,
                             "status": "ok", "slices": json.dumps(dict(fields)),
+                            "haystack_variant": cluster % variants if variants else cluster,
                             "outcome": "correct" if trial < sums[cluster, column] else "incorrect",
                         }
                     )  # fmt: skip

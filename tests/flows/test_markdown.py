@@ -73,7 +73,7 @@ def test_a_pass_is_a_green_comment_with_no_failing_slice(runs: dict[str, Path]) 
     assert code == 0
     assert markdown.startswith("## rotscope gate: ✅ PASS (exit 0)\n")
     assert "Candidate **same** (fake/lexical) against baseline **baseline** (fake/lexical); plan " in markdown
-    assert "### Slices not passing: 0 of 4" in markdown
+    assert "### Slices failing or inconclusive: 0 of 4" in markdown
     assert "| slice |" not in markdown
     candidate = _section(markdown, "Candidate's effective length")
     assert "| niah | at least 200 tokens" in candidate
@@ -85,7 +85,7 @@ def test_a_fail_lists_the_failing_slices_and_worst_positions(runs: dict[str, Pat
     code, markdown = _gate(runs, "baseline", "recent", "--plan", runs["plan"])
     assert code == 1
     assert markdown.startswith("## rotscope gate: ❌ FAIL (exit 1)\n")
-    slices = _section(markdown, "Slices not passing")
+    slices = _section(markdown, "Slices failing or inconclusive")
     assert "| niah 200 beginning | 16 | 1.00 | 0.00 | -1.00 |" in slices and "| FAIL |" in slices
     assert "| niah 200 end |" not in slices  # the tail is what the candidate reads: that slice passes
     worst = _section(markdown, "Worst positions")
@@ -102,7 +102,7 @@ def test_an_inconclusive_gate_says_why_and_caps_long_lists(runs: dict[str, Path]
     assert markdown.startswith("## rotscope gate: ⚠️ INCONCLUSIVE (exit 3)\n")
     assert "- niah @ 256 absent: 3 instances, fewer than the plan's minimum 10" in markdown
     assert "no frozen plan." in markdown
-    slices = _section(markdown, "Slices not passing: 16 of 16")
+    slices = _section(markdown, "Slices failing or inconclusive: 16 of 16")
     assert slices.count("| INCONCLUSIVE |") == 10 and "… and 6 more" in slices
     baseline = _section(markdown, "Baseline's effective length")
     assert "| niah | at least 512 tokens" in baseline
