@@ -20,7 +20,9 @@ P(PASS | identical) >= 0.80, P(FAIL | identical) <= 0.01, P(PASS | true pooled l
 P(FAIL | a drop of 2x margin in every slice) >= 0.80, P(FAIL | candidate exactly at the floor) <= 0.05
 (also with 15 slices), and the smallest drop in one slice FAILed with 80% power.
 
-Measured (2,000 datasets per setting, seed 7; 21 min on 2 shared, heavily loaded cores). "plan" is
+Measured with version 2 of the gate's tests (the adjusted t on cases; version 3's rates are in
+``benchmarks/results/gate_tests.md``, by ``benchmarks/gate_tests.py``): 2,000 datasets per setting,
+seed 7; 21 min on 2 shared, heavily loaded cores. "plan" is
 what ``rotscope plan`` computes for the same truth (its own seed, 0, so an independent sample);
 the 15-slice setting keeps the example's margin (0.15), so its "2x margin" is a drop of 0.30:
 

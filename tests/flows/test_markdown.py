@@ -4,6 +4,7 @@ INCONCLUSIVE gate, with the exit codes of the gate unchanged and the record stil
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,12 @@ def _experiment(folder: Path) -> Path:
         "lengths": [200],
         "depths": ["beginning", "midpoint", "end"],
         "limit": 16,
-        "filler": {"kind": "text", "glob": str(nonsense_corpus(folder / "corpus") / "*.txt")},
+        # a haystack per case: the gate clusters on shared ones (issue 48)
+        "filler": {
+            "kind": "text",
+            "glob": str(nonsense_corpus(folder / "corpus", files=16) / "*.txt"),
+            "variants": 16,
+        },
         "gate": {"min_instances": 5, "margin": 0.3},
     }
     path = folder / "md.yaml"
@@ -87,9 +93,13 @@ def test_a_fail_lists_the_failing_slices_and_worst_positions(runs: dict[str, Pat
     assert markdown.startswith("## rotscope gate: ❌ FAIL (exit 1)\n")
     slices = _section(markdown, "Slices failing or inconclusive")
     assert "| niah 200 beginning | 16 | 1.00 | 0.00 | -1.00 |" in slices and "| FAIL |" in slices
-    assert "| niah 200 end |" not in slices  # the tail is what the candidate reads: that slice passes
+    # the tail is what the candidate reads: that slice is not shown to fail
+    assert "| niah 200 end |" not in slices
     worst = _section(markdown, "Worst positions")
-    assert "niah-01: worst beginning (0.00), range 1.00 (baseline range 0.00)" in worst
+    # which position is worst depends on the case's haystack (one per case here): the range is what holds
+    assert re.search(
+        r"- niah-01: worst (beginning|midpoint) \(0\.00\), range 1\.00 \(baseline range 0\.00\)", worst
+    )
     # The candidate's headline is its own: niah falls at the control length itself.
     assert "| niah | " in _section(markdown, "Candidate's effective length")
     record = json.loads((runs["recent"] / "gate-vs-baseline.json").read_text(encoding="utf-8"))

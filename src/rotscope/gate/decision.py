@@ -8,10 +8,10 @@ candidate, and how many paired items there are (``count``). The tests cluster by
 where the cases share fewer variants than there are cases; a cluster's items in a slice are
 averaged first, so a multi-item instance counts once, as in ``stats.paired_gap``.
 
-The tests, each one-sided at ``alpha`` (the plan's ``gate.alpha``), all ``margin_test``'s score t
-on the clusters' mean differences (chosen over the adjusted t, a plain cluster t and the sign-flip
-by ``benchmarks/gate_tests.py``: it keeps its level at the margin near a ceiling and PASSes a
-bit-identical rerun at far fewer cases):
+The tests, each one-sided at ``alpha`` (the plan's ``gate.alpha``), are ``margin_test``'s t on the
+clusters' mean differences (non-inferiority its score t; the FAIL tests its floored t; chosen over
+the adjusted t, a plain cluster t and the sign-flip by ``benchmarks/gate_tests.py``: they keep their
+level at the margin near a ceiling and PASS a bit-identical rerun at far fewer cases):
 
 - pooled non-inferiority: the mean over clusters of each cluster's mean paired difference over all
   its items; shown when "the loss is at most the margin" is rejected (lower bound above

@@ -3,7 +3,10 @@
 
 H0: the mean of the clusters' mean differences (candidate - baseline) is ``threshold``. The
 statistic is Student's t on ``G - 1`` degrees of freedom with three changes that keep its level
-near a ceiling, where the differences are mostly 0 with a few -1 (a skewed, discrete law):
+near a ceiling, where the differences are mostly 0 with a few -1 (a skewed, discrete law); the
+first and third for non-inferiority only (``p_value``'s "above"), the FAIL tests ("below") keep the
+sample variance, floored, which kept their level in the same simulations and lets a slice whose
+every case lost everything FAIL from a handful of cases:
 
 - the variance is taken about ``threshold``, not the sample mean (a score test's variance: large
   exactly when the data lie far on the side to be shown);
@@ -28,7 +31,9 @@ import numpy as np
 from scipy import stats as scipy_stats
 
 METHOD = "score t (variance about the margin, floored at the null's, skew-corrected)"
-"""The test's name in the record and views."""
+"""The non-inferiority test's name in the record and views."""
+FAIL_METHOD = "t (sample variance floored at the null's)"
+"""The FAIL tests' name."""
 
 _STEPS = 30
 
@@ -75,20 +80,26 @@ def null_item_variance(
     return np.asarray(np.clip(2 * gain_p + margin - margin**2, 0.0, 1.0))
 
 
-def t_statistic(data: MarginData, threshold: np.ndarray | float) -> tuple[np.ndarray, np.ndarray]:
-    """The corrected t of "the mean is above ``threshold``" and its degrees of freedom (NaN with
-    fewer than 2 clusters)."""
+def t_statistic(
+    data: MarginData, threshold: np.ndarray | float, *, centred: bool = True
+) -> tuple[np.ndarray, np.ndarray]:
+    """The t of the mean against ``threshold`` and its degrees of freedom (NaN with fewer than 2
+    clusters). ``centred``: the variance about ``threshold`` with the skew correction (the test of
+    non-inferiority); else the sample variance, floored at the null's, uncorrected (the FAIL tests:
+    centring caps |t| at sqrt(G - 1), so 8 cases that all lose everything could not FAIL a slice)."""
     g = data.clusters.astype(float)
     threshold = np.asarray(threshold, dtype=float)
     null = threshold[..., None] if threshold.ndim else threshold
     filled = np.where(data.present, data.means, 0.0)
     with np.errstate(invalid="ignore", divide="ignore"):
-        about_null = np.where(data.present, (filled - null) ** 2, 0.0).sum(axis=-1) / (g * (g - 1))
+        mean = filled.sum(axis=-1) / g
+        centre = null if centred else mean[..., None]
+        about_null = np.where(data.present, (filled - centre) ** 2, 0.0).sum(axis=-1) / (g * (g - 1))
         per_item = null_item_variance(data.loss, data.gain, data.items.sum(axis=-1), threshold)
         inverse_items = np.where(data.present, 1.0 / np.maximum(data.items, 1.0), 0.0).sum(axis=-1)
         variance = np.maximum(about_null, per_item * inverse_items / g**2)
-        mean = filled.sum(axis=-1) / g
         third = np.where(data.present, (filled - mean[..., None]) ** 3, 0.0).sum(axis=-1) / g
+        third = third if centred else np.zeros_like(third)
         spread = variance * g
         raw = mean - threshold
         shift = raw + third / (6 * spread * g) + third * raw**2 / (3 * spread**2)
@@ -101,7 +112,7 @@ def t_statistic(data: MarginData, threshold: np.ndarray | float) -> tuple[np.nda
 
 def p_value(data: MarginData, threshold: np.ndarray | float, side: Literal["above", "below"]) -> np.ndarray:
     """One-sided p of "the mean is above (below) ``threshold``": small when shown."""
-    t, df = t_statistic(data, threshold)
+    t, df = t_statistic(data, threshold, centred=side == "above")
     with np.errstate(invalid="ignore"):
         p = scipy_stats.t.sf(t, df) if side == "above" else scipy_stats.t.cdf(t, df)
     return np.asarray(p)

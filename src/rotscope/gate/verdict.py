@@ -27,7 +27,7 @@ from rotscope.errors import BadInput
 from rotscope.gate.decision import TESTS_VERSION
 from rotscope.gate.judgement import EXIT_CODES, decided, judge_slices, rule_of, unit_of
 from rotscope.gate.layouts import layout_changes
-from rotscope.gate.margin_test import METHOD
+from rotscope.gate.margin_test import FAIL_METHOD, METHOD
 from rotscope.gate.pairing import (
     RunData,
     Slice,
@@ -113,13 +113,16 @@ def _tests_record(
         )
     if cluster_note is not None:
         note["cluster_note"] = cluster_note
-    over = clusters.label(f"{METHOD} over {unit_of(clusters)}")
+    # "..., clustered on 3 haystack variants", or "... over cases"
+    over = clusters.label(METHOD if clusters.unit == "variant" else f"{METHOD} over cases")
+    fail_over = clusters.label(FAIL_METHOD if clusters.unit == "variant" else f"{FAIL_METHOD} over cases")
+    per_slice = clusters.label(f"{FAIL_METHOD} per slice, Holm across slices")
     # A note only where there is one: an unset note stays out of the record.
     return Tests(
         version=TESTS_VERSION,
         pooled_noninferiority=PooledNoninferiority(**pooled.model_dump(), alpha=alpha, method=over),
-        pooled_fail=PooledFail(alpha=alpha, method=over, fails=pooled.fails),
-        slice_fail=SliceFail(alpha=alpha, method=clusters.label(f"{METHOD} per slice, Holm across slices")),
+        pooled_fail=PooledFail(alpha=alpha, method=fail_over, fails=pooled.fails),
+        slice_fail=SliceFail(alpha=alpha, method=per_slice),
         floor=FloorTest(
             alpha=alpha,
             floor=settings.floor,

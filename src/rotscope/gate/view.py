@@ -30,7 +30,7 @@ def terminal_safe_record(record: GateRecord) -> GateRecord:
 def slice_title(record: GateRecord) -> str:
     """What the slice table shows, a line of its own (a table's title wraps at the table's width)."""
     analysis = record.analysis
-    method = record.tests.slice_fail.method.removesuffix(", Holm across slices")
+    method = record.tests.slice_fail.method.replace(" per slice, Holm across slices", "")
     return (
         f"candidate − baseline per slice: paired instance accuracy, {method}, one-sided "
         f"bounds at Holm levels, alpha {analysis.alpha}, margin {analysis.margin}, "

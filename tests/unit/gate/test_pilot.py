@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -13,9 +14,11 @@ from rotscope.store import RunStore
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "runs" / "v1-lexical"
 
 
-def test_a_pilot_run_gives_its_accuracy_over_scored_items_with_evidence() -> None:
-    pilot = pilot_accuracy(FIXTURE)
-    with RunStore.read(FIXTURE) as store:
+def test_a_pilot_run_gives_its_accuracy_over_scored_items_with_evidence(tmp_path: Path) -> None:
+    run = tmp_path / "pilot"
+    shutil.copytree(FIXTURE, run)  # opening a store leaves its journal beside it: not in the fixture
+    pilot = pilot_accuracy(run)
+    with RunStore.read(run) as store:
         rows = [
             row
             for row in store.rows()
