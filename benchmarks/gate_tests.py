@@ -11,7 +11,15 @@ averaged over the slices the test reads):
 - ``hybrid``: the adjusted t where the clusters are cases (one prompt's few items, often all
   right near a ceiling: the pseudo-pair keeps a zero spread from passing), the cluster t where
   they are haystack variants (each the mean of a third of the cases' items: near normal, never
-  of zero spread).
+  of zero spread);
+- ``floored t``: the cluster t with its variance at least the null's for independent items
+  (Tango's restricted discordances): the gate's FAIL tests (``gate.margin_test``, "below");
+- ``score t``: the floored t with the variance about the margin instead of the sample mean;
+- ``skew t``: the score t with Johnson's skewness correction: the gate's non-inferiority test
+  (``gate.margin_test``, "above").
+
+``--acceptance`` runs the whole gate (``gate.decision.decide``) beside today's (the commit
+``TODAY``, loaded from git) on the same datasets; results in ``benchmarks/results/gate_tests.md``.
 
 Worlds (``gate.sizing.Truth``): case sd 1.5 logit, baseline-candidate correlation 0.9, item
 copula 0.5; either one haystack per case, or 3 shared variants (variant sd 1.0, model x variant
