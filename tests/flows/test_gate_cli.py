@@ -146,6 +146,19 @@ def test_plan_says_the_accuracy_it_assumed_and_sizes_at_a_pilot_runs(runs: dict[
                     "plan --pilot")  # fmt: skip
 
 
+def test_plan_simulates_the_haystack_variants_its_cases_share(folder: Path) -> None:
+    """16 cases reading 3 haystack texts: the gate clusters on the 3, so the plan states the power
+    of that (it cannot PASS) and --power says why no size reaches it (one line, exit 2)."""
+    glob = str(folder / "corpus" / "*.txt")
+    shared = _experiment(folder, "shared", filler={"kind": "text", "glob": glob, "variants": 3})
+    out = folder / "shared.json"
+    result = _invoke("plan", shared, "-o", out)
+    shown = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "3 shared haystack variants" in shown and "P(PASS | identical) = 0.00" in shown
+    _one_error_line(_invoke("plan", shared, "-o", out, "--power", "0.8"), "share 3 haystack variants")
+
+
 def test_power_grows_with_cases_and_falls_with_slices() -> None:
     rule = Rule(0.1, 0.05, 0.0, 5)
     passing = [verdict_rates(_design(n, 6), rule, [0.9] * 6, datasets=400)["PASS"] for n in (10, 30, 80)]

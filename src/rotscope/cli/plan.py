@@ -13,7 +13,7 @@ from rotscope.errors import BadInput
 
 if TYPE_CHECKING:
     from rotscope.gate.record import Power
-    from rotscope.gate.sizing import Truth
+    from rotscope.gate.sizing import Design, Truth
     from rotscope.types import Manifest
 
 
@@ -92,7 +92,17 @@ def _plan_power(experiment: ExperimentConfig, plan: Any, truth: Truth) -> Power:
     from rotscope.plan.slices import gate_slices
 
     design = Design.from_slices(gate_slices(plan, experiment.gate.slice_fields))
-    return gate_power(design, rule_of(experiment.gate), truth=truth)
+    return gate_power(design, rule_of(experiment.gate), truth=_shared(truth, experiment, design))
+
+
+def _shared(truth: Truth, experiment: ExperimentConfig, design: Design) -> Truth:
+    """``truth`` with the experiment's haystack variants where its cases share them (fewer variants
+    than cases per task): the gate clusters on them, so the plan's power must too."""
+    from dataclasses import replace
+
+    variants = experiment.filler.variants
+    cases = min(design.cases_per_task().values(), default=0)
+    return replace(truth, variants=variants) if 1 < variants < cases else truth
 
 
 def _sized(
@@ -108,7 +118,16 @@ def _sized(
     design = Design.from_slices(gate_slices(plan, experiment.gate.slice_fields))
     if not design.keys:
         raise BadInput("plan --power: the plan fills no gate slice")
-    needed = cases_for_pass(design, rule_of(experiment.gate), power, truth=truth)
+    shared = _shared(truth, experiment, design)
+    # the score t on G clusters never exceeds sqrt(G - 1): below 6 it cannot show non-inferiority
+    hopeless = 1 < shared.variants < 6
+    needed = None if hopeless else cases_for_pass(design, rule_of(experiment.gate), power, truth=shared)
+    if needed is None and shared.variants:
+        raise BadInput(
+            f"plan --power {power:.2f}: the cases share {shared.variants} haystack variants, and the gate "
+            "clusters on them: so few clusters cannot show non-inferiority at any number of cases; give "
+            "each case its own haystack (filler.variants)"
+        )
     if needed is None:
         raise BadInput(
             f"plan --power {power:.2f}: no number of cases up to 1,000 per task reaches it at margin "

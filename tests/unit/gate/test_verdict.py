@@ -125,6 +125,11 @@ def test_a_small_loss_in_one_slice_neither_fails_it_nor_blocks_a_pooled_pass() -
     assert midpoint.lower < -0.1 < midpoint.upper
     assert midpoint.verdict == "not shown to fail" and midpoint.within_margin is False
     assert "neither shown to fail nor shown within the margin" in midpoint.reason
+    console = Console(record=True, width=200)
+    print_record(record, console)
+    named = [line for line in console.export_text().splitlines() if line.startswith("neither shown to fail")]
+    # 30 cases per slice at Holm's level show no slice within 0.1, not even the unchanged ones
+    assert len(named) == 1 and "(3 of 3 slices" in named[0] and "niah 300 midpoint" in named[0]
     pooled = record.tests.pooled_noninferiority
     assert pooled.clusters == 30 and pooled.difference == pytest.approx(-0.1 / 3)
     assert pooled.lower > -0.1
