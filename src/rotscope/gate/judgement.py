@@ -19,6 +19,8 @@ from rotscope.gate.pairing import (
 from rotscope.gate.record import NOT_SHOWN_TO_FAIL, PooledTest, SliceVerdict, Verdict
 
 ExitCode = Literal[0, 1, 3]
+CASES_UNIT = "cases"
+"""The pooled tests' clusters in words where they are the cases (``unit_of``)."""
 EXIT_CODES: dict[Verdict, ExitCode] = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}
 NO_POOLED = PooledTest(
     clusters=0, difference=None, lower=None, upper=None, p_noninferior=None, p_inferior=None,
@@ -147,12 +149,12 @@ def decided(
     settings: GateConfig,
     pending: Mapping[str, int] | None = None,
     pooled: PooledTest | None = None,
-    unit: str = "cases",
+    unit: str = CASES_UNIT,
 ) -> tuple[Verdict, list[str], list[str]]:
     """The gate's verdict, the tests that decided it, and the reasons. Error rates follow the one
     rule of ``rotscope.rows.error_rate`` (errors among attempted rows); an unfinished run (pending
     rows) is a reason of its own, so it is never judged as if complete. ``unit`` names the
-    clusters the pooled tests counted ("cases", "haystack variants")."""
+    clusters the pooled tests counted (``unit_of``)."""
     errors = [
         f"{role} run has {rate:.1%} rows in error, above the plan's {settings.max_error_rate:.1%}"
         for role, rate in error_rates.items()
@@ -225,7 +227,7 @@ def overall_verdict(
     settings: GateConfig,
     pending: Mapping[str, int] | None = None,
     pooled: PooledTest | None = None,
-    unit: str = "cases",
+    unit: str = CASES_UNIT,
 ) -> tuple[Verdict, list[str]]:
     """The gate's verdict and the reasons for it (``decided``, without the tests' names)."""
     verdict, _, reasons = decided(slices, error_rates, settings, pending, pooled, unit)
@@ -233,8 +235,8 @@ def overall_verdict(
 
 
 def unit_of(clusters: Clusters) -> str:
-    """The pooled tests' clusters in words: "cases" or "haystack variants"."""
-    return "haystack variants" if clusters.unit == "variant" else "cases"
+    """The pooled tests' clusters in words: cases, or haystack variants."""
+    return "haystack variants" if clusters.unit == "variant" else CASES_UNIT
 
 
 def _slice_name(item: Slice) -> str:
