@@ -20,7 +20,9 @@ P(PASS | identical) >= 0.80, P(FAIL | identical) <= 0.01, P(PASS | true pooled l
 P(FAIL | a drop of 2x margin in every slice) >= 0.80, P(FAIL | candidate exactly at the floor) <= 0.05
 (also with 15 slices), and the smallest drop in one slice FAILed with 80% power.
 
-Measured (2,000 datasets per setting, seed 7; 21 min on 2 shared, heavily loaded cores). "plan" is
+Measured with version 2 of the gate's tests (the adjusted t on cases; version 3's rates are in
+``benchmarks/results/gate_tests.md``, by ``benchmarks/gate_tests.py``): 2,000 datasets per setting,
+seed 7; 21 min on 2 shared, heavily loaded cores. "plan" is
 what ``rotscope plan`` computes for the same truth (its own seed, 0, so an independent sample);
 the 15-slice setting keeps the example's margin (0.15), so its "2x margin" is a drop of 0.30:
 
@@ -85,8 +87,9 @@ def fifteen_slices() -> Design:
     )
 
 
-def runs(design: Design, base: np.ndarray, cand: np.ndarray) -> tuple[RunData, RunData]:
-    """One dataset's sums of correct items as the rows of two runs (an item per trial)."""
+def runs(design: Design, base: np.ndarray, cand: np.ndarray, variants: int = 0) -> tuple[RunData, RunData]:
+    """One dataset's sums of correct items as the rows of two runs (an item per trial); case ``c``
+    reads haystack variant ``c % variants`` (each its own when 0)."""
     made: dict[str, list[dict[str, object]]] = {"baseline": [], "candidate": []}
     clusters = range(design.count.shape[0])
     for column, (task, length, position, fields) in enumerate(design.keys):
@@ -100,6 +103,7 @@ def runs(design: Design, base: np.ndarray, cand: np.ndarray) -> tuple[RunData, R
                             "length_target": length, "position": position,
                             "depth": NAMED_POSITIONS.get(position, 0.0), "trial": trial, "control": 0,
                             "status": "ok", "slices": json.dumps(dict(fields)),
+                            "haystack_variant": cluster % variants if variants else cluster,
                             "outcome": "correct" if trial < sums[cluster, column] else "incorrect",
                         }
                     )  # fmt: skip

@@ -38,7 +38,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     root = tmp_path_factory.mktemp("gatecli")
     rng = random.Random(0)
     (root / "corpus").mkdir()
-    for number in range(3):
+    for number in range(16):  # a haystack per case: the gate clusters on shared ones (issue 48)
         lines = (" ".join(rng.choice(SYLLABLES) + rng.choice(SYLLABLES) for _ in range(8)) for _ in range(40))
         (root / "corpus" / f"doc{number}.txt").write_text(".\n".join(lines) + ".\n", encoding="utf-8")
     return root
@@ -52,7 +52,7 @@ def _experiment(folder: Path, name: str, **fields: Any) -> Path:
         "lengths": [200],
         "depths": ["beginning", "midpoint", "end"],
         "limit": 16,
-        "filler": {"kind": "text", "glob": str(folder / "corpus" / "*.txt")},
+        "filler": {"kind": "text", "glob": str(folder / "corpus" / "*.txt"), "variants": 16},
         # 16 cases per slice can show non-inferiority within 0.3, not within 0.1.
         "gate": {"min_instances": 5, "margin": 0.3},
     }
@@ -126,6 +126,37 @@ def test_plan_states_the_gates_power_at_its_counts(runs: dict[str, Path]) -> Non
     )
     assert record["power"]["simulated"] and record["power"]["slices"] == 4
     assert record["power"]["pass_identical"] == pytest.approx(expected.pass_identical, abs=0.08)
+
+
+def test_plan_says_the_accuracy_it_assumed_and_sizes_at_a_pilot_runs(runs: dict[str, Path]) -> None:
+    """Without --pilot the plan names the assumed 0.90; with a pilot run folder it simulates at
+    that run's accuracy (the fake model finds every needle: 1.00 on items with evidence); a folder
+    that is no run is one line of bad input, exit 2."""
+    out = runs["plan"].with_name("pilot.json")
+    assumed = _invoke("plan", runs["experiment"], "-o", out)
+    assert "gate power assumes baseline accuracy 0.90 (no --pilot run given)" in " ".join(
+        assumed.output.split()
+    )
+    piloted = _invoke("plan", runs["experiment"], "-o", out, "--pilot", runs["baseline"])
+    shown = " ".join(piloted.output.split())
+    assert piloted.exit_code == 0, piloted.output
+    assert f"gate power at baseline accuracy 1.00 from the pilot run {runs['baseline']}" in shown
+    assert "baseline accuracy 0.99" in shown  # the simulated truth, clipped below a certain 1
+    _one_error_line(_invoke("plan", runs["experiment"], "-o", out, "--pilot", out.with_name("nowhere")),
+                    "plan --pilot")  # fmt: skip
+
+
+def test_plan_simulates_the_haystack_variants_its_cases_share(folder: Path) -> None:
+    """16 cases reading 3 haystack texts: the gate clusters on the 3, so the plan states the power
+    of that (it cannot PASS) and --power says why no size reaches it (one line, exit 2)."""
+    glob = str(folder / "corpus" / "*.txt")
+    shared = _experiment(folder, "shared", filler={"kind": "text", "glob": glob, "variants": 3})
+    out = folder / "shared.json"
+    result = _invoke("plan", shared, "-o", out)
+    shown = " ".join(result.output.split())
+    assert result.exit_code == 0, result.output
+    assert "3 shared haystack variants" in shown and "P(PASS | identical) = 0.00" in shown
+    _one_error_line(_invoke("plan", shared, "-o", out, "--power", "0.8"), "share 3 haystack variants")
 
 
 def test_power_grows_with_cases_and_falls_with_slices() -> None:

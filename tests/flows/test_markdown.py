@@ -4,6 +4,7 @@ INCONCLUSIVE gate, with the exit codes of the gate unchanged and the record stil
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,12 @@ def _experiment(folder: Path) -> Path:
         "lengths": [200],
         "depths": ["beginning", "midpoint", "end"],
         "limit": 16,
-        "filler": {"kind": "text", "glob": str(nonsense_corpus(folder / "corpus") / "*.txt")},
+        # a haystack per case: the gate clusters on shared ones (issue 48)
+        "filler": {
+            "kind": "text",
+            "glob": str(nonsense_corpus(folder / "corpus", files=16) / "*.txt"),
+            "variants": 16,
+        },
         "gate": {"min_instances": 5, "margin": 0.3},
     }
     path = folder / "md.yaml"
@@ -73,7 +79,7 @@ def test_a_pass_is_a_green_comment_with_no_failing_slice(runs: dict[str, Path]) 
     assert code == 0
     assert markdown.startswith("## rotscope gate: ✅ PASS (exit 0)\n")
     assert "Candidate **same** (fake/lexical) against baseline **baseline** (fake/lexical); plan " in markdown
-    assert "### Slices not passing: 0 of 4" in markdown
+    assert "### Slices failing or inconclusive: 0 of 4" in markdown
     assert "| slice |" not in markdown
     candidate = _section(markdown, "Candidate's effective length")
     assert "| niah | at least 200 tokens" in candidate
@@ -85,11 +91,15 @@ def test_a_fail_lists_the_failing_slices_and_worst_positions(runs: dict[str, Pat
     code, markdown = _gate(runs, "baseline", "recent", "--plan", runs["plan"])
     assert code == 1
     assert markdown.startswith("## rotscope gate: ❌ FAIL (exit 1)\n")
-    slices = _section(markdown, "Slices not passing")
+    slices = _section(markdown, "Slices failing or inconclusive")
     assert "| niah 200 beginning | 16 | 1.00 | 0.00 | -1.00 |" in slices and "| FAIL |" in slices
-    assert "| niah 200 end |" not in slices  # the tail is what the candidate reads: that slice passes
+    # the tail is what the candidate reads: that slice is not shown to fail
+    assert "| niah 200 end |" not in slices
     worst = _section(markdown, "Worst positions")
-    assert "niah-01: worst beginning (0.00), range 1.00 (baseline range 0.00)" in worst
+    # which position is worst depends on the case's haystack (one per case here): the range is what holds
+    assert re.search(
+        r"- niah-01: worst (beginning|midpoint) \(0\.00\), range 1\.00 \(baseline range 0\.00\)", worst
+    )
     # The candidate's headline is its own: niah falls at the control length itself.
     assert "| niah | " in _section(markdown, "Candidate's effective length")
     record = json.loads((runs["recent"] / "gate-vs-baseline.json").read_text(encoding="utf-8"))
@@ -102,7 +112,7 @@ def test_an_inconclusive_gate_says_why_and_caps_long_lists(runs: dict[str, Path]
     assert markdown.startswith("## rotscope gate: ⚠️ INCONCLUSIVE (exit 3)\n")
     assert "- niah @ 256 absent: 3 instances, fewer than the plan's minimum 10" in markdown
     assert "no frozen plan." in markdown
-    slices = _section(markdown, "Slices not passing: 16 of 16")
+    slices = _section(markdown, "Slices failing or inconclusive: 16 of 16")
     assert slices.count("| INCONCLUSIVE |") == 10 and "… and 6 more" in slices
     baseline = _section(markdown, "Baseline's effective length")
     assert "| niah | at least 512 tokens" in baseline

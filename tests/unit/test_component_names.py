@@ -108,6 +108,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ),
     # Owned by other changes of this issue.
     ("cases", "src/rotscope/gate/run_record.py"): (1, HOMONYM + " (the manifest's cases group)"),
+    ("cases", "src/rotscope/gate/judgement.py"): (1, HOMONYM + " (the gate's clusters in words)"),
     ("number", "src/rotscope/records/cells.py"): (1, HOMONYM + " (a JSON schema type)"),
     # Homonyms.
     ("text", "src/rotscope/backends/anthropic.py"): (3, HOMONYM + ": the Messages API's text content block"),

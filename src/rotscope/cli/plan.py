@@ -13,6 +13,7 @@ from rotscope.errors import BadInput
 
 if TYPE_CHECKING:
     from rotscope.gate.record import Power
+    from rotscope.gate.sizing import Design, Truth
     from rotscope.types import Manifest
 
 
@@ -28,6 +29,13 @@ def plan_command(
             "(generated families); a case file with fewer cases exits 2.",
         ),
     ] = None,
+    pilot: Annotated[
+        Path | None,
+        typer.Option(
+            "--pilot",
+            help="A pilot run folder: simulate the gate's power at its accuracy instead of an assumed 0.90.",
+        ),
+    ] = None,
 ) -> None:
     """Freeze a pre-registration manifest: digests, grid, seeds, decoding and the gate's analysis,
     with what the gate can decide at its size (simulated through the gate's own tests)."""
@@ -39,10 +47,11 @@ def plan_command(
     def body() -> None:
         if power is not None and not 0.0 < power < 1.0:
             raise BadInput(f"--power {power}: a probability between 0 and 1 (e.g. 0.8)")
+        truth = _truth(pilot)
         experiment = _build(config, {})
         manifest, plan = planned_manifest(experiment)
         if power is not None:
-            experiment, manifest, plan = _sized(experiment, plan, power, config)
+            experiment, manifest, plan = _sized(experiment, plan, power, config, truth)
         digest = write_manifest(manifest, output)
         grid = manifest["grid"]
         console.print(
@@ -52,7 +61,7 @@ def plan_command(
             f"{manifest['filler']['digest']}, template {manifest['subject']['template_digest']}",
             markup=False,
         )
-        for line in power_lines(_plan_power(experiment, plan)):
+        for line in power_lines(_plan_power(experiment, plan, truth)):
             console.print(line, markup=False, soft_wrap=True)
         for line in placement_lines(plan.items):
             console.print(line, markup=False, soft_wrap=True)
@@ -60,17 +69,47 @@ def plan_command(
     _guarded(body)
 
 
-def _plan_power(experiment: ExperimentConfig, plan: Any) -> Power:
+def _truth(pilot: Path | None) -> Truth:
+    """The truth the gate's power is simulated under: the pilot run's accuracy, else the assumed
+    0.90, said either way (issue 48: a plan sized at an unstated 0.90 promised what the real
+    accuracy did not give)."""
+    from rotscope.gate.pilot import pilot_accuracy
+    from rotscope.gate.sizing import Truth
+
+    if pilot is None:
+        truth = Truth()
+        console.print(
+            f"gate power assumes baseline accuracy {truth.accuracy:.2f} (no --pilot run given); its "
+            "guarantees hold there only",
+            markup=False,
+        )
+        return truth
+    found = pilot_accuracy(pilot)
+    console.print(f"gate power at {found.describe()}", markup=False)
+    return Truth(accuracy=min(max(found.accuracy, 0.01), 0.99))
+
+
+def _plan_power(experiment: ExperimentConfig, plan: Any, truth: Truth) -> Power:
     from rotscope.gate.judgement import rule_of
     from rotscope.gate.sizing import Design, gate_power
     from rotscope.plan.slices import gate_slices
 
     design = Design.from_slices(gate_slices(plan, experiment.gate.slice_fields))
-    return gate_power(design, rule_of(experiment.gate))
+    return gate_power(design, rule_of(experiment.gate), truth=_shared(truth, experiment, design))
+
+
+def _shared(truth: Truth, experiment: ExperimentConfig, design: Design) -> Truth:
+    """``truth`` with the experiment's haystack variants where its cases share them (fewer variants
+    than cases per task): the gate clusters on them, so the plan's power must too."""
+    from dataclasses import replace
+
+    variants = experiment.filler.variants
+    cases = min(design.cases_per_task().values(), default=0)
+    return replace(truth, variants=variants) if 1 < variants < cases else truth
 
 
 def _sized(
-    experiment: ExperimentConfig, plan: Any, power: float, config: Path
+    experiment: ExperimentConfig, plan: Any, power: float, config: Path, truth: Truth
 ) -> tuple[ExperimentConfig, Manifest, Any]:
     """``experiment`` with the ``cases_per_task`` at which an identical candidate PASSes with
     probability ``power``; ``BadInput`` where a task cannot have that many cases."""
@@ -82,7 +121,16 @@ def _sized(
     design = Design.from_slices(gate_slices(plan, experiment.gate.slice_fields))
     if not design.keys:
         raise BadInput("plan --power: the plan fills no gate slice")
-    needed = cases_for_pass(design, rule_of(experiment.gate), power)
+    shared = _shared(truth, experiment, design)
+    # the score t on G clusters never exceeds sqrt(G - 1): below 6 it cannot show non-inferiority
+    hopeless = 1 < shared.variants < 6
+    needed = None if hopeless else cases_for_pass(design, rule_of(experiment.gate), power, truth=shared)
+    if needed is None and shared.variants:
+        raise BadInput(
+            f"plan --power {power:.2f}: the cases share {shared.variants} haystack variants, and the gate "
+            "clusters on them: so few clusters cannot show non-inferiority at any number of cases; give "
+            "each case its own haystack (filler.variants)"
+        )
     if needed is None:
         raise BadInput(
             f"plan --power {power:.2f}: no number of cases up to 1,000 per task reaches it at margin "
@@ -105,13 +153,15 @@ def _sized(
         )
     if have == design.cases_per_task():  # no generated family: the case files already suffice
         console.print(
-            f"{needed} cases per task let an identical candidate PASS with probability at least {power:.2f}; "
+            f"{needed} cases per task let an identical candidate PASS with probability at least {power:.2f} "
+            f"at baseline accuracy {truth.accuracy:.2f}; "
             f"the plan has {', '.join(f'{task} {count}' for task, count in have.items())}",
             markup=False,
         )
         return experiment, *planned_manifest(experiment)
     console.print(
-        f"cases_per_task {needed}: an identical candidate PASSes with probability at least {power:.2f}; "
+        f"cases_per_task {needed}: an identical candidate PASSes with probability at least {power:.2f} at "
+        f"baseline accuracy {truth.accuracy:.2f}; "
         f"runs under this plan need cases_per_task: {needed} in {config}",
         markup=False,
     )

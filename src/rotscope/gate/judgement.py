@@ -10,14 +10,17 @@ from typing import Any, Literal
 
 import numpy as np
 
+from rotscope.analysis.clusters import Clusters
 from rotscope.config.experiment import GateConfig
-from rotscope.gate.decision import Pooled, Rule, decide, pooled_tests
+from rotscope.gate.decision import Pooled, Rule, decide
 from rotscope.gate.pairing import (
     Slice,
 )
-from rotscope.gate.record import PooledTest, Verdict
+from rotscope.gate.record import NOT_SHOWN_TO_FAIL, PooledTest, SliceVerdict, Verdict
 
 ExitCode = Literal[0, 1, 3]
+CASES_UNIT = "cases"
+"""The pooled tests' clusters in words where they are the cases (``unit_of``)."""
 EXIT_CODES: dict[Verdict, ExitCode] = {"PASS": 0, "FAIL": 1, "INCONCLUSIVE": 3}
 NO_POOLED = PooledTest(
     clusters=0, difference=None, lower=None, upper=None, p_noninferior=None, p_inferior=None,
@@ -48,28 +51,33 @@ def _pooled(result: Pooled) -> PooledTest:
     )
 
 
-def matrices(slices: Sequence[Slice]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """The slices as ``decide`` reads them: [1, clusters, slices] sums of correct items of each run
-    and [clusters, slices] paired items."""
-    clusters = sorted({cluster for item in slices for cluster in item.clusters})
-    index = {cluster: number for number, cluster in enumerate(clusters)}
-    shape = (len(clusters), len(slices))
+def matrices(slices: Sequence[Slice]) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The slices as ``decide`` reads them: [1, cases, slices] sums of correct items of each run,
+    [cases, slices] paired items, and each case's cluster number (``Slice.clusters``)."""
+    cases = sorted({case for item in slices for case in item.cases})
+    index = {case: number for number, case in enumerate(cases)}
+    cluster_of_case: dict[str, str] = {}
+    shape = (len(cases), len(slices))
     base, cand, count = np.zeros(shape), np.zeros(shape), np.zeros(shape)
     for column, item in enumerate(slices):
-        rows = np.array([index[cluster] for cluster in item.clusters], dtype=int)
+        rows = np.array([index[case] for case in item.cases], dtype=int)
         np.add.at(base[:, column], rows, item.baseline_sums)
         np.add.at(cand[:, column], rows, item.candidate_sums)
         np.add.at(count[:, column], rows, item.counts)
-    return base[None], cand[None], count
+        cluster_of_case.update(zip(item.cases, item.clusters, strict=True))
+    names = sorted(set(cluster_of_case.values()))
+    number = {name: position for position, name in enumerate(names)}
+    cluster = np.array([number[cluster_of_case[case]] for case in cases], dtype=int)
+    return base[None], cand[None], count, cluster
 
 
 def judge_slices(slices: list[Slice], settings: GateConfig) -> PooledTest:
     """Run every test, give each slice its verdict (in place) and return the pooled tests."""
     rule = rule_of(settings)
-    base, cand, count = matrices(slices)
     if not slices:
         return NO_POOLED
-    decision = decide(base, cand, count, rule)
+    base, cand, count, cluster = matrices(slices)
+    decision = decide(base, cand, count, rule, cluster)
     for number, item in enumerate(slices):
         if decision.tested[number]:
             item.lower = _number(decision.lower[0, number])
@@ -80,6 +88,9 @@ def judge_slices(slices: list[Slice], settings: GateConfig) -> PooledTest:
             item.p_inferior_holm = _number(decision.p_inferior_holm[0, number])
             item.floor_p_holm = _number(decision.floor_p_holm[0, number])
             item.candidate_ci_high = _number(decision.floor_upper[0, number])
+            item.within_margin = bool(
+                np.nan_to_num(decision.p_noninferior_holm[0, number], nan=1.0) <= rule.alpha
+            )
         item.verdict, item.reason = _slice_verdict(
             item,
             settings,
@@ -92,10 +103,10 @@ def judge_slices(slices: list[Slice], settings: GateConfig) -> PooledTest:
 
 def _slice_verdict(
     item: Slice, settings: GateConfig, *, tested: bool, fails: bool, floor_fails: bool
-) -> tuple[Verdict, str]:
+) -> tuple[SliceVerdict, str]:
     """A slice FAILs on its FAIL test or the floor, is INCONCLUSIVE below its minimum counts or
-    below the floor on its point estimate, and otherwise PASSes: no loss beyond the margin shown
-    there (a gate's PASS rests on the pooled test)."""
+    below the floor on its point estimate, and is otherwise "not shown to fail" (its upper bound
+    not below -margin): never PASS, a word for the gate's pooled non-inferiority alone."""
     margin = settings.margin
     if not tested:
         return (
@@ -116,15 +127,20 @@ def _slice_verdict(
             "INCONCLUSIVE",
             f"candidate accuracy {item.candidate_accuracy:.3f} below the floor {settings.floor}",
         )
-    return "PASS", f"no loss beyond the margin: upper bound {item.upper:+.3f} not below {-margin:+.3f}"
+    within = (
+        f"loss within the margin shown: lower bound {item.lower:+.3f} above {-margin:+.3f}"
+        if item.within_margin
+        else "neither shown to fail nor shown within the margin"
+    )
+    return NOT_SHOWN_TO_FAIL, f"upper bound {item.upper:+.3f} not below {-margin:+.3f}; {within}"
 
 
 def pooled_test(slices: Sequence[Slice], settings: GateConfig) -> PooledTest:
     """The pooled tests over ``slices``."""
     if not slices:
         return NO_POOLED
-    base, cand, count = matrices(slices)
-    return _pooled(pooled_tests(base, cand, count, rule_of(settings)))
+    base, cand, count, cluster = matrices(slices)
+    return _pooled(decide(base, cand, count, rule_of(settings), cluster).pooled)
 
 
 def decided(
@@ -133,10 +149,12 @@ def decided(
     settings: GateConfig,
     pending: Mapping[str, int] | None = None,
     pooled: PooledTest | None = None,
+    unit: str = CASES_UNIT,
 ) -> tuple[Verdict, list[str], list[str]]:
     """The gate's verdict, the tests that decided it, and the reasons. Error rates follow the one
     rule of ``rotscope.rows.error_rate`` (errors among attempted rows); an unfinished run (pending
-    rows) is a reason of its own, so it is never judged as if complete."""
+    rows) is a reason of its own, so it is never judged as if complete. ``unit`` names the
+    clusters the pooled tests counted (``unit_of``)."""
     errors = [
         f"{role} run has {rate:.1%} rows in error, above the plan's {settings.max_error_rate:.1%}"
         for role, rate in error_rates.items()
@@ -165,7 +183,7 @@ def decided(
     if pooled.fails:
         tests.append("pooled FAIL test")
         reasons.append(
-            f"pooled over {len(slices)} slices and {pooled.clusters} cases: upper bound "
+            f"pooled over {len(slices)} slices and {pooled.clusters} {unit}: upper bound "
             f"{pooled.upper:+.3f} below -margin {-margin:+.3f}"
         )
     failing = [s for s in slices if s.verdict == "FAIL"]
@@ -187,7 +205,7 @@ def decided(
         tests.append("pooled non-inferiority")
         lower = "-" if pooled.lower is None else f"{pooled.lower:+.3f}"
         reasons.append(
-            f"pooled over {len(slices)} slices and {pooled.clusters} cases: lower bound {lower} "
+            f"pooled over {len(slices)} slices and {pooled.clusters} {unit}: lower bound {lower} "
             f"not above -margin {-margin:+.3f}"
         )
     if tests:
@@ -196,9 +214,9 @@ def decided(
         "PASS",
         ["pooled non-inferiority"],
         [
-            f"pooled over {len(slices)} slices and {pooled.clusters} cases: difference "
+            f"pooled over {len(slices)} slices and {pooled.clusters} {unit}: difference "
             f"{pooled.difference:+.3f}, lower bound {pooled.lower:+.3f} above -margin {-margin:+.3f}; "
-            "no slice FAILs, every slice has its minimum counts and meets the floor"
+            "no slice shown to fail, every slice has its minimum counts and meets the floor"
         ],
     )
 
@@ -209,10 +227,16 @@ def overall_verdict(
     settings: GateConfig,
     pending: Mapping[str, int] | None = None,
     pooled: PooledTest | None = None,
+    unit: str = CASES_UNIT,
 ) -> tuple[Verdict, list[str]]:
     """The gate's verdict and the reasons for it (``decided``, without the tests' names)."""
-    verdict, _, reasons = decided(slices, error_rates, settings, pending, pooled)
+    verdict, _, reasons = decided(slices, error_rates, settings, pending, pooled, unit)
     return verdict, reasons
+
+
+def unit_of(clusters: Clusters) -> str:
+    """The pooled tests' clusters in words: cases, or haystack variants."""
+    return "haystack variants" if clusters.unit == "variant" else CASES_UNIT
 
 
 def _slice_name(item: Slice) -> str:

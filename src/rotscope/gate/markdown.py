@@ -8,12 +8,13 @@ table cell or a tag.
 
 from __future__ import annotations
 
-from rotscope.gate.record import GateRecord
+from rotscope.gate.record import NOT_SHOWN_TO_FAIL, GateRecord
 from rotscope.gate.record_checks import Layouts, Rollback
 from rotscope.gate.view import (
     layout_lines,
     pooled_line,
     roles,
+    slice_lines,
     slice_name,
     support_lines,
     terminal_safe_record,
@@ -57,16 +58,18 @@ def gate_markdown(record: GateRecord, baseline: Summary, candidate: Summary) -> 
     if record.decided_by:
         lines += ["", f"Decided by: {_text(', '.join(record.decided_by))}."]
     lines += ["", _text(pooled_line(record)) + "."]
+    lines += [item for line in slice_lines(record) for item in ("", _text(line) + ".")]
     support = support_lines(record)
     if support:
         lines += ["", "### Supported window", "", *(f"- {_text(line)}" for line in support)]
     if record.tests.note:
         lines += ["", f"Note: {_text(record.tests.note)}."]
-    unpassed = [item for item in record.slices if item.verdict != "PASS"]
+    # "PASS" is how records before version 3 of the tests named a slice not shown to fail
+    unpassed = [item for item in record.slices if item.verdict not in ("PASS", NOT_SHOWN_TO_FAIL)]
     analysis = record.analysis
     lines += [
         "",
-        f"### Slices not passing: {len(unpassed)} of {len(record.slices)}",
+        f"### Slices failing or inconclusive: {len(unpassed)} of {len(record.slices)}",
         "",
         f"Candidate − baseline, paired instance accuracy, one-sided bounds at Holm levels; a slice "
         "FAILs when its upper bound is below −margin or its accuracy is clearly below the floor "

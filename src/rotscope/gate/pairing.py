@@ -20,14 +20,21 @@ from typing import Any
 
 import numpy as np
 
+from rotscope.analysis.clusters import Clusters
 from rotscope.errors import BadInput
-from rotscope.gate.record import SliceRecord, Verdict
+from rotscope.gate.record import SliceRecord, SliceVerdict
 from rotscope.plan.manifest import SHARED_GROUPS, deviations
-from rotscope.plan.slices import cluster_of
 from rotscope.position import Position
 from rotscope.rows import Row, column
 from rotscope.run_meta import RunMeta
 from rotscope.store import RunStore
+from rotscope.types.clusters import (
+    NO_VARIANT_NOTE,
+    ONE_HAYSTACK_NOTE,
+    case_cluster,
+    cluster_of,
+    shares_variants,
+)
 
 EVIDENCE_ONLY = "evidence-only"
 """Position of the evidence-only control: its length is the unpadded prompt's, which differs
@@ -165,12 +172,17 @@ class Slice:
     candidate_ci_high: float | None = None
     """The candidate accuracy's upper bound at the floor test's Holm level."""
     floor_p_holm: float | None = None
-    verdict: Verdict = "INCONCLUSIVE"
+    verdict: SliceVerdict = "INCONCLUSIVE"
     reason: str = ""
     differences: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     candidate_means: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     clusters: tuple[str, ...] = field(default=(), repr=False)
-    """Each instance's cluster (``cluster_of``), in the order of ``differences``."""
+    """Each instance's cluster (``gate_clusters``: its case, or its haystack variant where the
+    cases share them), in the order of ``differences``."""
+    cases: tuple[str, ...] = field(default=(), repr=False)
+    """Each instance's case (``types.clusters.case_cluster``), in the same order."""
+    within_margin: bool | None = None
+    """Whether the slice's non-inferiority is shown (Holm): None until judged or untested."""
     baseline_sums: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     candidate_sums: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
     counts: np.ndarray = field(default_factory=lambda: np.zeros(0), repr=False)
@@ -198,6 +210,7 @@ class Slice:
             floor_p_holm=self.floor_p_holm,
             verdict=self.verdict,
             reason=self.reason,
+            within_margin=self.within_margin,
         )
 
 
@@ -205,10 +218,40 @@ def row_correct(row: Row) -> float:
     return float(row["outcome"] == "correct")
 
 
+def _paired_ok(baseline: RunData, candidate: RunData) -> list[Row]:
+    """The baseline's rows whose pair is finished without error in both runs."""
+    cand = {_pair_key(row): row for row in candidate.rows}
+    return [row for row in baseline.rows if row["status"] == "ok" and cand[_pair_key(row)]["status"] == "ok"]
+
+
+def gate_clusters(baseline: RunData, candidate: RunData, *, by_case: bool = False) -> Clusters:
+    """Each paired case's cluster by the one rule of ``rotscope.types.clusters`` over the rows the
+    gate reads: its haystack variant where the cases read more than one and fewer variants than
+    there are cases, else the case (``by_case``: the case always, the rule before this version)."""
+    variant_of_case: dict[str, int | None] = {}
+    for row in _paired_ok(baseline, candidate):
+        variant_of_case.setdefault(case_cluster(row["task"], row["instance_id"]), row.get("haystack_variant"))
+    if not by_case and shares_variants(variant_of_case):
+        of = {case: cluster_of("", "", variant, shared=True) for case, variant in variant_of_case.items()}
+        return Clusters(of, "variant", len(set(of.values())))
+    of = {case: case for case in variant_of_case}
+    variants = set(variant_of_case.values())
+    if None in variants and variant_of_case:
+        return Clusters(of, "instance", len(of), NO_VARIANT_NOTE)
+    if len(variants) == 1 and len(of) > 1:
+        return Clusters(of, "instance", len(of), ONE_HAYSTACK_NOTE)
+    return Clusters(of, "instance", len(of))
+
+
 def build_slices(
-    baseline: RunData, candidate: RunData, slice_fields: list[str] | None = None
+    baseline: RunData,
+    candidate: RunData,
+    slice_fields: list[str] | None = None,
+    clusters: Clusters | None = None,
 ) -> tuple[list[Slice], dict[str, int]]:
-    """Slices of paired instances; rows in error or unfinished in either run are excluded."""
+    """Slices of paired instances; rows in error or unfinished in either run are excluded. Each
+    instance's cluster is ``clusters``' (``gate_clusters`` when ``None``)."""
+    clusters = clusters or gate_clusters(baseline, candidate)
     cand = {_pair_key(row): row for row in candidate.rows}
     groups: dict[tuple[Any, ...], dict[str, list[tuple[float, float]]]] = defaultdict(
         lambda: defaultdict(list)
@@ -244,7 +287,8 @@ def build_slices(
                 difference=float((cand_means - base).mean()),
                 differences=cand_means - base,
                 candidate_means=cand_means,
-                clusters=tuple(cluster_of(task, instance) for instance in instances),
+                clusters=tuple(clusters.of[case_cluster(task, instance)] for instance in instances),
+                cases=tuple(case_cluster(task, instance) for instance in instances),
                 baseline_sums=base_sums,
                 candidate_sums=cand_sums,
                 counts=counts,

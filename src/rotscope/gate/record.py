@@ -14,6 +14,10 @@ from rotscope.records import RecordKind
 from rotscope.records._base import Count, Length, Record, Share
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
+NOT_SHOWN_TO_FAIL: Literal["not shown to fail"] = "not shown to fail"
+SliceVerdict = Literal["PASS", "FAIL", "INCONCLUSIVE", "not shown to fail"]
+"""A slice's verdict: PASS is the gate's pooled non-inferiority alone, so a slice its FAIL test
+does not reject is "not shown to fail" (records written before version 3 of the tests say PASS)."""
 Alpha = Annotated[float, Field(gt=0, lt=0.5)]
 
 
@@ -21,7 +25,8 @@ class PooledTest(Record):
     """The pooled tests over some slices (all of them, or one task's length)."""
 
     clusters: Count
-    """Cases (clusters) the test counts, each once."""
+    """Clusters the test counts, each once: cases, or haystack variants where the cases share them
+    (``Tests.clustered_on``)."""
     difference: float | None
     """Candidate minus baseline accuracy, pooled; null without clusters."""
     lower: float | None
@@ -100,6 +105,12 @@ class Tests(Record):
     """The floor."""
     note: str | None = None
     """For a plan frozen by an earlier rotscope: that it is judged with this version's tests."""
+    clustered_on: str | None = None
+    """What every test clusters on, e.g. "30 cases" or "3 haystack variants"
+    (``rotscope.types.clusters``); absent in records before version 3 (cases)."""
+    cluster_note: str | None = None
+    """Where clustering on haystack variants changed the verdict that clustering on cases gives:
+    what that verdict was."""
 
 
 class SupportStep(Record):
@@ -226,10 +237,14 @@ class SliceRecord(Record):
     """The candidate accuracy's upper bound at the floor test's Holm level."""
     floor_p_holm: float | None
     """The floor test's Holm-adjusted p-value."""
-    verdict: Verdict
-    """The slice's verdict."""
+    verdict: SliceVerdict
+    """The slice's verdict: FAIL, INCONCLUSIVE (too few cases, below the floor's point) or "not
+    shown to fail" (PASS in records before version 3 of the tests)."""
     reason: str
     """Why."""
+    within_margin: bool | None = None
+    """The slice's own non-inferiority is shown (Holm across slices); false: neither shown to fail
+    nor shown within the margin. Absent before version 3 of the tests and for untested slices."""
 
 
 class Power(Record):

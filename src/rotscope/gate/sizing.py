@@ -2,12 +2,14 @@
 simulated through the gate's own tests (``rotscope.gate.decision.decide``), and the number of
 cases an identical candidate needs to PASS with a chosen probability.
 
-A normal approximation of these tests is off where it matters (few instances, the pseudo-pair,
+A normal approximation of these tests is off where it matters (few clusters, the variance floor,
 Holm's levels, the discrete floor test), so every probability here is simulated. The assumed
 truth (``Truth``): each case has a difficulty on the logit scale, normal with sd 1.5, the same in
 every slice; the candidate's is correlated 0.9 with the baseline's; an item's baseline and
 candidate outcomes are tied by a Gaussian copula with correlation 0.5 (the same prompt); the
-baseline's accuracy is 0.9 in every slice. ``benchmarks/gate_power.py`` runs the same truths
+baseline's accuracy is 0.9 in every slice unless given (``rotscope plan --pilot``: a pilot run's);
+cases read their own haystack unless they share ``variants`` (then clustered on them, as the gate
+does). ``benchmarks/gate_power.py`` runs the same truths
 through ``build_slices`` -> ``judge_slices`` -> ``overall_verdict`` and records the rates.
 """
 
@@ -39,12 +41,39 @@ class Truth:
     instance_sd: float = 1.5
     latent_correlation: float = 0.9
     item_copula: float = 0.5
+    variants: int = 0
+    """Haystack texts the cases share (case ``c`` reads ``c % variants``); 0: one per case."""
+    variant_sd: float = 1.0
+    """The sd of a shared text's effect on both models (logit)."""
+    model_variant_sd: float = 0.5
+    """The sd of each model's own reaction to a text (model x variant, logit)."""
 
     def describe(self) -> str:
+        shared = (
+            f"; {self.variants} shared haystack variants (variant sd {self.variant_sd}, model x variant "
+            f"sd {self.model_variant_sd} logit)"
+            if self.variants
+            else ""
+        )
         return (
             f"baseline accuracy {self.accuracy:.2f}, case difficulty sd {self.instance_sd} logit, "
             f"baseline-candidate correlation {self.latent_correlation}, item copula {self.item_copula}"
+            + shared
         )
+
+    @property
+    def total_sd(self) -> float:
+        """The sd of a case's logit in a slice, the variant's effects included."""
+        if not self.variants:
+            return self.instance_sd
+        return float(np.sqrt(self.instance_sd**2 + self.variant_sd**2 + self.model_variant_sd**2))
+
+    def cluster_index(self, cases: int) -> np.ndarray:
+        """Each case's cluster by the one rule (``rotscope.types.clusters``): its variant where the
+        cases share fewer variants than there are cases, else the case itself."""
+        if self.variants and 1 < self.variants < cases:
+            return np.arange(cases) % self.variants
+        return np.arange(cases)
 
 
 @dataclass(frozen=True)
@@ -115,12 +144,18 @@ def simulate(
     accuracy per slice is ``baseline`` and ``candidate``."""
     clusters, _ = design.count.shape
     items = int(design.count.max(initial=1))
-    mu_base = np.array([logit_offset(p, truth.instance_sd) for p in baseline])
-    mu_cand = np.array([logit_offset(p, truth.instance_sd) for p in candidate])
+    mu_base = np.array([logit_offset(p, truth.total_sd) for p in baseline])
+    mu_cand = np.array([logit_offset(p, truth.total_sd) for p in candidate])
     latent = rng.standard_normal((datasets, clusters, 2))
     a = truth.instance_sd * latent[..., 0]
     rho = truth.latent_correlation
     b = rho * a + np.sqrt(1 - rho**2) * truth.instance_sd * latent[..., 1]
+    if truth.variants:
+        # a text's effect on both models, and each model's own reaction to it
+        shared = rng.standard_normal((datasets, truth.variants, 3))
+        variant = np.arange(clusters) % truth.variants
+        a = a + truth.variant_sd * shared[:, variant, 0] + truth.model_variant_sd * shared[:, variant, 1]
+        b = b + truth.variant_sd * shared[:, variant, 0] + truth.model_variant_sd * shared[:, variant, 2]
     p_base = special.expit(mu_base + a[..., None])
     p_cand = special.expit(mu_cand + b[..., None])
     shape = (datasets, *design.count.shape, items)
@@ -151,7 +186,8 @@ def verdict_rates(
     for start in range(0, datasets, _CHUNK):
         size = min(_CHUNK, datasets - start)
         base, cand = simulate(rng, design, baseline, candidate, size, truth)
-        decision = decide(base, cand, design.count, rule)
+        cluster = truth.cluster_index(design.count.shape[0])
+        decision = decide(base, cand, design.count, rule, cluster, bounds=False)
         counts["PASS"] += int(np.sum(decision.verdict == PASS))
         counts["FAIL"] += int(np.sum(decision.verdict == FAIL))
         if probe is not None:

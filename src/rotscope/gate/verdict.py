@@ -21,17 +21,20 @@ from pathlib import Path
 from typing import Any
 
 from rotscope._version import __version__
+from rotscope.analysis.clusters import Clusters
 from rotscope.config.experiment import GateConfig
 from rotscope.errors import BadInput
 from rotscope.gate.decision import TESTS_VERSION
-from rotscope.gate.judgement import EXIT_CODES, decided, judge_slices, rule_of
+from rotscope.gate.judgement import EXIT_CODES, decided, judge_slices, rule_of, unit_of
 from rotscope.gate.layouts import layout_changes
+from rotscope.gate.margin_test import FAIL_METHOD, METHOD
 from rotscope.gate.pairing import (
     RunData,
     Slice,
     build_slices,
     check_against_plan,
     check_pairable,
+    gate_clusters,
     load_run,
 )
 from rotscope.gate.record import (
@@ -49,7 +52,7 @@ from rotscope.gate.record_checks import Claims
 from rotscope.gate.rollback import rollback
 from rotscope.gate.rollback import settings as rollback_settings
 from rotscope.gate.run_record import binding, claim_counts, worst_positions
-from rotscope.gate.sizing import Design, gate_power
+from rotscope.gate.sizing import Design, Truth, gate_power
 from rotscope.gate.supported_lengths import supported_up_to
 from rotscope.plan.manifest import UNREAD_GATE_SETTINGS, SliceKey, manifest_digest
 from rotscope.rows import error_rate
@@ -84,41 +87,88 @@ RECORD_DATASETS = 500
 """Simulated datasets per truth behind a record's power (a plan states it from 2,000)."""
 
 
-def _tests_record(pooled: PooledTest, settings: GateConfig, plan: Mapping[str, Any] | None) -> Tests:
-    """Each test with its alpha and, for a plan frozen by an earlier rotscope, that it is judged
-    with this version's tests."""
+def clustered_on(clusters: Clusters) -> str:
+    """What the tests cluster on, in words: "30 cases", "3 haystack variants"."""
+    text = f"{clusters.count} {unit_of(clusters)}"
+    return text if clusters.note is None else f"{text} ({clusters.note})"
+
+
+def _tests_record(
+    pooled: PooledTest,
+    settings: GateConfig,
+    plan: Mapping[str, Any] | None,
+    clusters: Clusters,
+    cluster_note: str | None = None,
+) -> Tests:
+    """Each test with its alpha, its method and clusters, and, for a plan frozen by an earlier
+    rotscope, that it is judged with this version's tests."""
     alpha = settings.alpha
     note: dict[str, str] = {}
     if settings.interval == LEGACY_INTERVAL:
         origin = "the plan" if plan is not None else "the runs' gate settings"
         note["note"] = (
             f"{origin} asked for the per-slice cluster bootstrap of the gate's tests before version "
-            f"{TESTS_VERSION}; judged with this version's tests (pooled and per-slice adjusted t, "
+            f"{TESTS_VERSION}; judged with this version's tests (pooled and per-slice score t, "
             "Holm-adjusted floor)"
         )
+    if cluster_note is not None:
+        note["cluster_note"] = cluster_note
+    # "..., clustered on 3 haystack variants", or "... over cases"
+    over = clusters.label(METHOD if clusters.unit == "variant" else f"{METHOD} over cases")
+    fail_over = clusters.label(FAIL_METHOD if clusters.unit == "variant" else f"{FAIL_METHOD} over cases")
+    per_slice = clusters.label(f"{FAIL_METHOD} per slice, Holm across slices")
     # A note only where there is one: an unset note stays out of the record.
     return Tests(
         version=TESTS_VERSION,
-        pooled_noninferiority=PooledNoninferiority(
-            **pooled.model_dump(), alpha=alpha, method="adjusted t over cases"
+        pooled_noninferiority=PooledNoninferiority(**pooled.model_dump(), alpha=alpha, method=over),
+        pooled_fail=PooledFail(alpha=alpha, method=fail_over, fails=pooled.fails),
+        slice_fail=SliceFail(alpha=alpha, method=per_slice),
+        floor=FloorTest(
+            alpha=alpha,
+            floor=settings.floor,
+            method=clusters.label("exact binomial per slice on cluster means, Holm"),
         ),
-        pooled_fail=PooledFail(alpha=alpha, method="adjusted t over cases", fails=pooled.fails),
-        slice_fail=SliceFail(alpha=alpha, method="adjusted t per slice, Holm across slices"),
-        floor=FloorTest(alpha=alpha, floor=settings.floor, method="exact binomial per slice, Holm"),
+        clustered_on=clustered_on(clusters),
         **note,
     )
 
 
 def slice_design(slices: Sequence[Slice]) -> Design:
-    """The shape of the judged slices, for ``rotscope.gate.sizing``."""
+    """The shape of the judged slices (their cases), for ``rotscope.gate.sizing``."""
     found: dict[SliceKey, dict[str, int]] = {}
     for item in slices:
         key: SliceKey = (item.task, item.length, item.position, tuple(item.fields.items()))
         counts: dict[str, int] = {}
-        for cluster, count in zip(item.clusters, item.counts, strict=True):
-            counts[cluster] = counts.get(cluster, 0) + int(count)
+        for case, count in zip(item.cases, item.counts, strict=True):
+            counts[case] = counts.get(case, 0) + int(count)
         found[key] = counts
     return Design.from_slices(found)
+
+
+def _by_case_note(
+    baseline: RunData,
+    candidate: RunData,
+    settings: GateConfig,
+    verdict: str,
+    error_rates: Mapping[str, float],
+    pending: Mapping[str, int],
+    clusters: Clusters,
+) -> str | None:
+    """Where the tests cluster on shared haystack variants and clustering on cases (the rule before
+    version 3 of the tests) gives another verdict, that verdict, said once."""
+    if clusters.unit != "variant":
+        return None
+    by_case = gate_clusters(baseline, candidate, by_case=True)
+    slices, _ = build_slices(baseline, candidate, settings.slice_fields, by_case)
+    pooled = judge_slices(slices, settings)
+    before, _, _ = decided(slices, error_rates, settings, pending, pooled)
+    if before == verdict:
+        return None
+    return (
+        f"clustered on the {clusters.count} haystack variants the cases share, the verdict is {verdict}; "
+        f"counting each of the {by_case.count} cases as independent (before version {TESTS_VERSION}) "
+        f"it would be {before}"
+    )
 
 
 def evaluate(baseline_dir: Path, candidate_dir: Path, plan: Mapping[str, Any] | None = None) -> GateRecord:
@@ -135,19 +185,21 @@ def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | Non
         check_against_plan(plan, candidate, "candidate")
     check_pairable(baseline, candidate)
     settings = analysis_settings(baseline, candidate, plan)
-    slices, excluded = build_slices(baseline, candidate, settings.slice_fields)
+    clusters = gate_clusters(baseline, candidate)
+    slices, excluded = build_slices(baseline, candidate, settings.slice_fields, clusters)
     pooled = judge_slices(slices, settings)
     runs = {"baseline": baseline, "candidate": candidate}
     error_rates = {role: error_rate(run.rows) for role, run in runs.items()}
     pending = {role: sum(row["status"] == "pending" for row in run.rows) for role, run in runs.items()}
-    verdict, tests, reasons = decided(slices, error_rates, settings, pending, pooled)
+    verdict, tests, reasons = decided(slices, error_rates, settings, pending, pooled, unit_of(clusters))
+    cluster_note = _by_case_note(baseline, candidate, settings, verdict, error_rates, pending, clusters)
     support = supported_up_to(slices, settings)
     record = GateRecord(
         verdict=verdict,
         exit_code=EXIT_CODES[verdict],
         decided_by=tests,
         reasons=reasons,
-        tests=_tests_record(pooled, settings, plan),
+        tests=_tests_record(pooled, settings, plan, clusters, cluster_note),
         supported_up_to={task: entry.supported_up_to for task, entry in support.items()},
         support=support,
         created_at=datetime.now(UTC).isoformat(timespec="seconds"),
@@ -165,7 +217,12 @@ def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | Non
         ),
         slices=[item.record() for item in slices],
         # What this gate could decide at its counts (a PASS is read against it).
-        power=gate_power(slice_design(slices), rule_of(settings), datasets=RECORD_DATASETS),
+        power=gate_power(
+            slice_design(slices),
+            rule_of(settings),
+            truth=Truth(variants=clusters.count if clusters.unit == "variant" else 0),
+            datasets=RECORD_DATASETS,
+        ),
         worst_positions=worst_positions(baseline, candidate),
         claims=Claims(baseline=claim_counts(baseline), candidate=claim_counts(candidate)),
         layouts=layout_changes(baseline, candidate),

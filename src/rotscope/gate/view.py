@@ -10,12 +10,13 @@ from rich.table import Table
 from rich.text import Text
 
 from rotscope._util.safe_text import terminal_safe_tree
-from rotscope.gate.record import Binding, GateRecord, Power, SliceRecord
+from rotscope.gate.record import NOT_SHOWN_TO_FAIL, Binding, GateRecord, Power, SliceRecord
 from rotscope.gate.record_checks import Layouts
 from rotscope.report.lines import say
 from rotscope.report.numbers import score as _fmt
 
-_STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow"}
+_STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow", NOT_SHOWN_TO_FAIL: "green"}
+_VERDICT_CELL: dict[str, str] = {NOT_SHOWN_TO_FAIL: "not shown\nto fail"}
 _WORST_SHOWN = 10
 _CLAIM_LABELS = {"missing": "missing claims", "forbidden": "forbidden claims (high risk)"}
 
@@ -29,8 +30,9 @@ def terminal_safe_record(record: GateRecord) -> GateRecord:
 def slice_title(record: GateRecord) -> str:
     """What the slice table shows, a line of its own (a table's title wraps at the table's width)."""
     analysis = record.analysis
+    method = record.tests.slice_fail.method.replace(" per slice, Holm across slices", "")
     return (
-        "candidate − baseline per slice: paired instance accuracy, adjusted t, one-sided "
+        f"candidate − baseline per slice: paired instance accuracy, {method}, one-sided "
         f"bounds at Holm levels, alpha {analysis.alpha}, margin {analysis.margin}, "
         f"floor {analysis.floor}, min {analysis.min_instances} instances; "
         "Holm p of the slice's FAIL test"
@@ -53,6 +55,8 @@ def slice_table(record: GateRecord) -> Table:
     for name in ("slice", "inst.", "base", "cand.", "diff", "bounds", "Holm p", "verdict"):
         if name == "slice":
             table.add_column(name, justify="left", min_width=SLICE_MIN_WIDTH, overflow="fold")
+        elif name == "verdict":  # "not shown to fail" on two lines, so the table fits 80 columns
+            table.add_column(name, justify="left", min_width=len(name))
         else:
             table.add_column(name, justify="right", no_wrap=True)
     for item in record.slices:
@@ -64,7 +68,7 @@ def slice_table(record: GateRecord) -> Table:
             _fmt(item.difference, signed=True),
             f"[{_fmt(item.lower, True)}, {_fmt(item.upper, True)}]",
             "-" if item.p_inferior_holm is None else f"{item.p_inferior_holm:.4f}",
-            f"[{_STYLE[item.verdict]}]{item.verdict}[/]",
+            f"[{_STYLE[item.verdict]}]{_VERDICT_CELL.get(item.verdict, item.verdict)}[/]",
         )
     return table
 
@@ -75,11 +79,39 @@ def pooled_line(record: GateRecord) -> str:
     if pooled.difference is None:
         return "pooled: no paired cases"
     return (
-        f"pooled over all slices ({pooled.clusters} cases, each counted once): candidate − baseline "
+        f"pooled over all slices ({clusters_text(record)}, each counted once): candidate − baseline "
         f"{pooled.difference:+.3f}, one-sided bounds [{_fmt(pooled.lower, True)}, "
         f"{_fmt(pooled.upper, True)}] at alpha {pooled.alpha} each, "
-        f"margin {record.analysis.margin}"
+        f"margin {record.analysis.margin}; {pooled.method}"
     )
+
+
+def clusters_text(record: GateRecord) -> str:
+    """What the pooled test counted: "30 cases", "3 haystack variants" (a record before version 3
+    of the tests clustered on cases)."""
+    return record.tests.clustered_on or f"{record.tests.pooled_noninferiority.clusters} cases"
+
+
+def undecided_slices(record: GateRecord) -> list[str]:
+    """The slices neither shown to fail nor shown within the margin, named (issue 48: a slice not
+    shown to fail is not a slice without loss)."""
+    return [
+        slice_name(item) for item in record.slices if item.within_margin is False and item.verdict != "FAIL"
+    ]
+
+
+def slice_lines(record: GateRecord) -> list[str]:
+    """The lines that say what the slices' tests did not show, and the cluster rule's note."""
+    lines = []
+    undecided = undecided_slices(record)
+    if undecided:
+        lines.append(
+            f"neither shown to fail nor shown within the margin ({len(undecided)} of {len(record.slices)} "
+            f"slices; PASS is the pooled test's word alone): {', '.join(undecided)}"
+        )
+    if record.tests.cluster_note:
+        lines.append(f"note: {record.tests.cluster_note}")
+    return lines
 
 
 def support_lines(record: GateRecord) -> list[str]:
@@ -135,6 +167,8 @@ def print_record(record: GateRecord, console: Console) -> None:
     for line in power_lines(record.power):
         say(console, line)
     say(console, pooled_line(record))
+    for line in slice_lines(record):
+        say(console, line)
     for line in support_lines(record):
         say(console, line)
     if record.tests.note:

@@ -15,10 +15,10 @@ from statsmodels.stats.multitest import multipletests
 from rotscope.config.experiment import GateConfig
 from rotscope.errors import BadInput
 from rotscope.gate.judgement import EXIT_CODES
+from rotscope.gate.margin_test import MarginData, p_value
 from rotscope.gate.pairing import RunData
 from rotscope.gate.verdict import compare
 from rotscope.gate.view import print_record
-from rotscope.stats.intervals import adjusted_t_interval
 from rotscope.stats.multiplicity import holm
 
 Outcome = Callable[[str, int], bool]
@@ -92,7 +92,7 @@ def test_identical_runs_pass_with_exit_0() -> None:
     record = compare(make_run(ninety), make_run(ninety, name="cand"))
     assert record.verdict == "PASS"
     assert record.exit_code == EXIT_CODES["PASS"] == 0
-    assert all(item.verdict == "PASS" for item in record.slices)
+    assert all(item.verdict == "not shown to fail" for item in record.slices)
     assert all(item.lower > -0.05 for item in record.slices)
 
 
@@ -103,7 +103,7 @@ def test_evidence_lost_at_one_position_fails_that_slice() -> None:
     by_position = {item.position: item for item in record.slices}
     assert by_position["midpoint"].verdict == "FAIL"
     assert by_position["midpoint"].upper < -0.05
-    assert by_position["beginning"].verdict == "PASS"
+    assert by_position["beginning"].verdict == "not shown to fail"
     assert record.worst_positions[0].worst_position == "midpoint"
     assert record.worst_positions[0].range == 1.0
     assert record.worst_positions[0].baseline_range == 0.0
@@ -123,7 +123,13 @@ def test_a_small_loss_in_one_slice_neither_fails_it_nor_blocks_a_pooled_pass() -
     record = compare(make_run(always, instances=30, gate=gate), candidate)
     midpoint = next(item for item in record.slices if item.position == "midpoint")
     assert midpoint.lower < -0.1 < midpoint.upper
-    assert midpoint.verdict == "PASS"
+    assert midpoint.verdict == "not shown to fail" and midpoint.within_margin is False
+    assert "neither shown to fail nor shown within the margin" in midpoint.reason
+    console = Console(record=True, width=200)
+    print_record(record, console)
+    named = [line for line in console.export_text().splitlines() if line.startswith("neither shown to fail")]
+    # 30 cases per slice at Holm's level show no slice within 0.1, not even the unchanged ones
+    assert len(named) == 1 and "(3 of 3 slices" in named[0] and "niah 300 midpoint" in named[0]
     pooled = record.tests.pooled_noninferiority
     assert pooled.clusters == 30 and pooled.difference == pytest.approx(-0.1 / 3)
     assert pooled.lower > -0.1
@@ -134,7 +140,7 @@ def test_the_same_small_loss_everywhere_is_inconclusive_on_the_pooled_test() -> 
     gate = {"margin": 0.1}
     candidate = make_run(lambda position, number: number >= 3, instances=30, gate=gate, name="cand")
     record = compare(make_run(always, instances=30, gate=gate), candidate)
-    assert all(item.verdict == "PASS" for item in record.slices)
+    assert all(item.verdict == "not shown to fail" for item in record.slices)
     pooled = record.tests.pooled_noninferiority
     assert pooled.lower < -0.1 < pooled.upper
     assert record.verdict == "INCONCLUSIVE" and record.decided_by == ["pooled non-inferiority"]
@@ -154,7 +160,7 @@ def test_a_slice_below_the_minimum_is_inconclusive_and_never_pooled() -> None:
     assert all(item.verdict == "INCONCLUSIVE" and "fewer than" in item.reason for item in small)
     large = [item for item in record.slices if item.fields == {"risk": "low"}]
     assert [item.instances for item in large] == [97, 97, 97]
-    assert all(item.verdict == "PASS" for item in large)
+    assert all(item.verdict == "not shown to fail" for item in large)
     assert record.verdict == "INCONCLUSIVE"
 
 
@@ -259,15 +265,20 @@ def test_error_rows_are_excluded_counted_and_too_many_make_it_inconclusive() -> 
     assert record.verdict == "PASS"
 
 
-def test_a_slices_bounds_are_the_adjusted_t_of_paired_gap_at_holms_levels() -> None:
-    """One slice: Holm's level is alpha itself, so its one-sided bounds are the two ends of
-    ``stats.adjusted_t_interval`` at confidence 1 - 2 alpha (the interval ``paired_gap`` gives)."""
+def test_a_slices_bounds_invert_its_score_t_at_holms_levels() -> None:
+    """One slice: Holm's level is alpha itself, so its one-sided bounds are where the slice's score
+    t (``gate.margin_test``) of the 100 differences has p = alpha on each side."""
     record = compare(
         make_run(always, positions=("end",)), make_run(_lose(5), positions=("end",), name="cand")
     )
     item = record.slices[0]
-    low, high = adjusted_t_interval(np.array([-1.0] * 5 + [0.0] * 95), confidence=0.9)
-    assert (item.lower, item.upper) == pytest.approx((float(low), float(high)))
+    data = MarginData(
+        means=np.array([-1.0] * 5 + [0.0] * 95), present=np.ones(100, dtype=bool), items=np.ones(100),
+        loss=np.array(5.0), gain=np.array(0.0),
+    )  # fmt: skip
+    assert item.lower is not None and item.upper is not None and item.lower < -0.05 < item.upper
+    assert float(p_value(data, item.lower, "above")) == pytest.approx(0.05, abs=1e-4)
+    assert float(p_value(data, item.upper, "below")) == pytest.approx(0.05, abs=1e-4)
 
 
 @pytest.mark.parametrize(
@@ -367,7 +378,7 @@ def test_each_filler_type_pairs_and_slices_on_its_own() -> None:
     verdicts = {item.position: (item.instances, item.verdict) for item in record.slices}
     assert verdicts == {
         "questions_only/middle": (100, "FAIL"),
-        "with_solutions/middle": (100, "PASS"),
+        "with_solutions/middle": (100, "not shown to fail"),
     }
 
 
@@ -434,6 +445,35 @@ def test_the_slice_table_keeps_every_column_and_whole_slices_in_a_log(width: int
     assert head.split() == ["slice", "inst.", "base", "cand.", "diff", "bounds", "Holm", "p", "verdict"]
     assert "…" not in "\n".join(lines)
     rows = [line for line in lines if line.startswith("niah 300")]
-    assert len(rows) == len(record.slices) == 6 and all(line.rstrip().endswith("PASS") for line in rows)
+    assert len(rows) == len(record.slices) == 6 and all(line.rstrip().endswith("not shown") for line in rows)
     if width == 100:
         assert "niah 300 beginning risk=high" in "\n".join(rows)
+
+
+def test_cases_sharing_three_haystack_variants_are_clustered_on_them_and_the_change_is_said_once() -> None:
+    """Identical runs whose 100 cases read 3 haystack texts: three clusters cannot show
+    non-inferiority, so the gate is INCONCLUSIVE where counting cases as independent PASSed; the
+    record and the view name the clusters and say the verdict changed, once."""
+
+    def shared(position: str, number: int) -> dict[str, Any]:
+        return {"haystack_variant": number % 3}
+
+    record = compare(make_run(always, extra=shared), make_run(always, extra=shared, name="cand"))
+    assert record.verdict == "INCONCLUSIVE"
+    assert record.tests.clustered_on == "3 haystack variants"
+    assert record.tests.pooled_noninferiority.clusters == 3
+    assert "clustered on 3 haystack variants" in record.tests.pooled_noninferiority.method
+    assert record.tests.cluster_note is not None and "would be PASS" in record.tests.cluster_note
+    assert any("3 haystack variants" in reason for reason in record.reasons)
+    console = Console(record=True, width=200)
+    print_record(record, console)
+    assert console.export_text().count("would be PASS") == 1
+
+
+def test_cases_with_their_own_haystack_stay_the_clusters() -> None:
+    def own(position: str, number: int) -> dict[str, Any]:
+        return {"haystack_variant": number}
+
+    record = compare(make_run(always, extra=own), make_run(always, extra=own, name="cand"))
+    assert record.verdict == "PASS"
+    assert record.tests.clustered_on == "100 cases" and record.tests.cluster_note is None
