@@ -105,7 +105,7 @@ def _shared(truth: Truth, experiment: ExperimentConfig, design: Design) -> Truth
 
     variants = experiment.filler.variants
     cases = min(design.cases_per_task().values(), default=0)
-    return replace(truth, variants=variants) if 1 < variants < cases else truth
+    return replace(truth, variants=variants) if variants is not None and 1 < variants < cases else truth
 
 
 def _sized(
