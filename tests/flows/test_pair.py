@@ -39,7 +39,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
         "lengths": [200],
         "depths": ["beginning", "midpoint", "end"],
         "limit": 16,
-        "filler": {"kind": "text", "glob": str(nonsense_corpus(root / "corpus") / "*.txt")},
+        "filler": {"kind": "text", "glob": str(nonsense_corpus(root / "corpus", files=16) / "*.txt")},
         "gate": {"min_instances": 5, "margin": 0.3},
     }
     (root / "exp.yaml").write_text(yaml.safe_dump(data), encoding="utf-8")
@@ -84,7 +84,7 @@ def test_a_paired_session_gates_as_two_separate_runs_do(folder: Path) -> None:
     assert paired_code == apart_code == 1
     assert paired["verdict"] == apart["verdict"] == "FAIL"
     assert _slices(paired) == _slices(apart)
-    assert {s["verdict"] for s in paired["slices"]} >= {"FAIL", "PASS"}
+    assert {s["verdict"] for s in paired["slices"]} >= {"FAIL", "not shown to fail"}
 
 
 def test_the_stored_order_alternates_subjects_and_seeds_are_shared(folder: Path) -> None:

@@ -22,11 +22,12 @@ SYLLABLES = ("zu", "qa", "xo", "vy", "ku", "pim", "dax", "fol", "wex", "jor")
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """A baseline, a same-model candidate and a tail-only candidate of 8 needle cases."""
+    """A baseline, a same-model candidate and a tail-only candidate of 12 needle cases (8 could not
+    FAIL a slice they all lose at Holm's level: benchmarks/results/gate_tests.md)."""
     root = tmp_path_factory.mktemp("records")
     rng = random.Random(0)
     (root / "corpus").mkdir()
-    for number in range(3):
+    for number in range(12):  # a haystack per case: on 3 shared texts the gate cannot decide (issue 48)
         lines = (" ".join(rng.choice(SYLLABLES) + rng.choice(SYLLABLES) for _ in range(8)) for _ in range(40))
         (root / "corpus" / f"doc{number}.txt").write_text(".\n".join(lines) + ".\n", encoding="utf-8")
     experiment = root / "exp.yaml"
@@ -38,7 +39,7 @@ def runs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
                 "tasks": ["niah"],
                 "lengths": [200],
                 "depths": ["beginning", "end"],
-                "limit": 8,
+                "limit": 12,
                 "filler": {"kind": "text", "glob": str(root / "corpus" / "*.txt")},
                 "gate": {"min_instances": 3, "margin": 0.3},
             }

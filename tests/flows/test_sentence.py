@@ -21,7 +21,7 @@ from tests.support.cli_helpers import case_file, invoke, nonsense_corpus
 
 
 def experiment(tmp_path: Path, model: str) -> Path:
-    corpus = nonsense_corpus(tmp_path / "corpus", files=4, lines=300)
+    corpus = nonsense_corpus(tmp_path / "corpus", files=32, lines=300)  # a haystack per case
     config = {
         "name": "sentence",
         "model": model,

@@ -165,6 +165,7 @@ def _guarded(action: Callable[[], T]) -> T:
             raise
         _fail(f"cannot write {error.filename or 'an output'} ({reason})")
     except Interrupted as stop:
+        _quiet_loop_finalizers()
         _fail(stop.line(), _interrupted_code())
     except BudgetReached as stop:
         _fail(
@@ -182,7 +183,22 @@ def _guarded(action: Callable[[], T]) -> T:
     except SessionStopped as stop:
         _fail(str(stop), EXIT_BUDGET if stop.budget else _interrupted_code())
     except KeyboardInterrupt:
+        _quiet_loop_finalizers()
         _fail("interrupted", _interrupted_code())
+
+
+def _quiet_loop_finalizers() -> None:
+    """After Ctrl-C the command ends with its one line: an asyncio loop that a SIGINT stopped inside
+    ``asyncio.run``'s own cleanup is finalised at exit, and CPython prints its ``__del__``'s failure
+    to close it as a traceback under the one line a user should see. Only that finaliser is
+    silenced; any other unraisable error still reaches the default hook."""
+
+    def hook(unraisable: Any) -> None:
+        if getattr(unraisable.object, "__qualname__", "") == "BaseEventLoop.__del__":
+            return
+        sys.__unraisablehook__(unraisable)
+
+    sys.unraisablehook = hook
 
 
 def _split(value: str | None) -> list[str] | None:
