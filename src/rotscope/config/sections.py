@@ -349,8 +349,7 @@ class SearchConfig(StrictOptions):
     98% of searches at a cap of 512, 1.25 only 31% (``benchmarks/search_oracle.py``: at 1.25 most
     models need more than 256 instances at a bracket length, whatever the method). Gentler
     declines are decided less often: 68% of ``benchmarks/search_families.py``'s gentle family
-    (slope 2, sd 1.5) and, by issue 48's review, about 30% of searches on a decline of 0.12 per
-    doubling of length."""
+    (slope 2, sd 1.5); a gentler decline than that was not measured here."""
     confidence: Float = Field(default=0.95, gt=0.5, lt=1.0)
     """The confidence of the sequence that decides each length (1 - its error rate)."""
     batch: Int = Field(default=8, gt=0)
