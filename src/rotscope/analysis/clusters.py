@@ -17,8 +17,8 @@ from rotscope.types.clusters import (
     NO_VARIANT_NOTE,
     ONE_HAYSTACK_NOTE,
     case_cluster,
-    cluster_of,
     shares_variants,
+    variant_cluster,
 )
 
 
@@ -58,7 +58,7 @@ def clusters_of(rows: Iterable[Row], key: str = "instance_id") -> Clusters:
         case_of_key.setdefault(column(row, key), case)
         variant_of_case.setdefault(case, variant)
     if shares_variants(variant_of_case):
-        of = {k: cluster_of("", "", v, shared=True) for k, v in variant_of_key.items()}
+        of = {k: variant_cluster(v or 0) for k, v in variant_of_key.items()}  # all known when shared
         return Clusters(of, "variant", len(set(of.values())))
     count = len(set(case_of_key.values()))
     if unknown:

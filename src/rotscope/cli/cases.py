@@ -10,7 +10,7 @@ import typer
 
 from rotscope._util.jsonl import jsonl_line
 from rotscope.cli.common import _guarded, app, console, errors
-from rotscope.errors import write_output
+from rotscope.errors import BadInput, write_output
 
 CHECK = "check"
 """``rotscope cases check FILE``: the overlap check of a case file, not a run folder's cases."""
@@ -43,12 +43,13 @@ def cases_command(
     from rotscope.execution.state.case_export import export_cases
 
     if case_file is not None or (str(run_dir) == CHECK and not run_dir.is_dir()):
-        if str(run_dir) != CHECK or case_file is None:
-            _guarded(
-                lambda: _refuse(f"cases: one run folder, or `cases check FILE` (not {run_dir} {case_file})")
-            )
-        assert case_file is not None
-        raise typer.Exit(_guarded(lambda: check_overlap(case_file)))
+
+        def check() -> int:
+            if str(run_dir) != CHECK or case_file is None:
+                raise BadInput(f"cases: one run folder, or `cases check FILE` (not {run_dir} {case_file})")
+            return check_overlap(case_file)
+
+        raise typer.Exit(_guarded(check))
 
     def body() -> None:
         export = export_cases(run_dir, failing=failing, pin=pin, since=since)
@@ -63,12 +64,6 @@ def cases_command(
         console.print(f"{len(export.lines)} cases{found} -> {output}", markup=False, highlight=False)
 
     _guarded(body)
-
-
-def _refuse(message: str) -> None:
-    from rotscope.errors import BadInput
-
-    raise BadInput(message)
 
 
 def check_overlap(path: Path) -> int:

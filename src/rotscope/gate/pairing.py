@@ -32,8 +32,8 @@ from rotscope.types.clusters import (
     NO_VARIANT_NOTE,
     ONE_HAYSTACK_NOTE,
     case_cluster,
-    cluster_of,
     shares_variants,
+    variant_cluster,
 )
 
 EVIDENCE_ONLY = "evidence-only"
@@ -232,7 +232,9 @@ def gate_clusters(baseline: RunData, candidate: RunData, *, by_case: bool = Fals
     for row in _paired_ok(baseline, candidate):
         variant_of_case.setdefault(case_cluster(row["task"], row["instance_id"]), row.get("haystack_variant"))
     if not by_case and shares_variants(variant_of_case):
-        of = {case: cluster_of("", "", variant, shared=True) for case, variant in variant_of_case.items()}
+        of = {
+            case: variant_cluster(variant) for case, variant in variant_of_case.items() if variant is not None
+        }
         return Clusters(of, "variant", len(set(of.values())))
     of = {case: case for case in variant_of_case}
     variants = set(variant_of_case.values())

@@ -22,7 +22,6 @@ class CaseOverlap:
 
     case_id: str
     shared: tuple[str, ...]
-    documents: int
 
     @property
     def string_matchable(self) -> bool:
@@ -41,5 +40,5 @@ def case_overlaps(records: Iterable[CaseRecord]) -> list[CaseOverlap]:
             shared |= shared_content_words(record.question, document.text)
         words = re.findall(r"[a-z0-9]+", record.question.lower())
         named = sorted({word for word in words if word not in STOP_WORDS and stem(word) in shared})
-        found.append(CaseOverlap(record.case_id, tuple(named), len(record.documents)))
+        found.append(CaseOverlap(record.case_id, tuple(named)))
     return found
