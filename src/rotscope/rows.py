@@ -5,9 +5,18 @@ an instance's mean)."""
 from __future__ import annotations
 
 import json
+import math
 from collections import defaultdict
 from collections.abc import Iterable, Mapping
-from typing import Any, TypedDict, cast
+from typing import Any, Literal, NotRequired, TypedDict, cast
+
+from rotscope.types.case import ABSENT_SUFFIX
+
+ScoreName = Literal["accuracy", "likelihood"]
+"""What a statistic stands on (docs/statistics.md, "Scores"): ``accuracy``, each row 1 where its
+reply was right, else 0; ``likelihood``, each row the probability the model gave the gold answer
+(``exp(answer_logprob)``), read in the prefill with the reply teacher-forced."""
+SCORES: tuple[ScoreName, ...] = ("accuracy", "likelihood")
 
 
 class Row(TypedDict):
@@ -60,6 +69,19 @@ class Row(TypedDict):
     request_attempts: int | None
     engine_mode: str | None
     cached_source: str | None
+    answer_logprob: float | None
+    """The gold answer's total log-probability (natural log) after the prompt, teacher-forced: the
+    best of its accepted forms; ``None`` where it was not read (``run --score accuracy``, a backend
+    that cannot, a question of a multi-question prompt, a rule to follow)."""
+    answer_tokens: int | None
+    """The tokens of that form, counted by the model's own tokenizer."""
+    first_token_prob: float | None
+    """The probability of its first token."""
+    absent_logprob: float | None
+    """The same answer's log-probability in the case's evidence-absent control at the same length
+    (``None``: no control, or not read)."""
+    score_value: NotRequired[float]
+    """Set by ``on_score`` only: the row's value under the chosen score (``value``)."""
 
 
 class PlannedRow(TypedDict):
@@ -114,6 +136,9 @@ class ResultValues(TypedDict, total=False):
     judge_response: str | None
     request_attempts: int | None
     engine_mode: str | None
+    answer_logprob: float | None
+    answer_tokens: int | None
+    first_token_prob: float | None
 
 
 def column(row: Row, name: str) -> Any:
@@ -134,11 +159,55 @@ def group_by(rows: Iterable[Row], *keys: str) -> dict[tuple[Any, ...], list[Row]
     return dict(sorted(groups.items(), key=lambda item: tuple(str(v) if v is None else v for v in item[0])))
 
 
+def value(row: Row) -> float:
+    """The row's score: its value under the score ``on_score`` chose, else 1.0 where its reply was
+    right and 0.0 where not (accuracy)."""
+    chosen = row.get("score_value")
+    return float(row["outcome"] == "correct") if chosen is None else chosen
+
+
+def answer_probability(row: Row) -> float | None:
+    """The probability the model gave the gold answer (``exp(answer_logprob)``), ``None`` unread."""
+    logprob = row.get("answer_logprob")
+    return None if logprob is None else math.exp(logprob)
+
+
+def has_likelihood(rows: Iterable[Row]) -> bool:
+    """Whether any scored row has the gold answer's likelihood."""
+    return any(row.get("answer_logprob") is not None for row in scored(rows))
+
+
+def has_replies(rows: Iterable[Row]) -> bool:
+    """Whether any scored row was scored on a reply (a ``--score likelihood`` run has none)."""
+    return any(row["outcome"] is not None for row in scored(rows))
+
+
+def on_score(rows: Iterable[Row], score: ScoreName) -> list[Row]:
+    """The rows a statistic on ``score`` reads. ``accuracy``: the rows as they are. ``likelihood``:
+    each scored row with its answer's probability as its value (``value``), pending and error rows
+    as they are (never scored), and scored rows without a likelihood left out (a question of a
+    multi-question prompt, a rule to follow: nothing to read)."""
+    if score == "accuracy":
+        return list(rows)
+    chosen: list[Row] = []
+    for row in rows:
+        if row["status"] != "ok":
+            chosen.append(row)
+        elif (probability := answer_probability(row)) is not None:
+            chosen.append(cast(Row, {**row, "score_value": probability}))
+    return chosen
+
+
+def absent_case_id(case_id: str) -> str:
+    """The case id of a case's evidence-absent control (``Case.absent_control``)."""
+    return f"{case_id}{ABSENT_SUFFIX}"
+
+
 def instance_means(rows: Iterable[Row], key: str = "instance_id") -> dict[str, float]:
-    """Each instance's mean correctness over its scored items."""
-    by_instance: dict[str, list[int]] = defaultdict(list)
+    """Each instance's mean score (``value``: correctness, or the chosen score) over its scored items."""
+    by_instance: dict[str, list[float]] = defaultdict(list)
     for row in scored(rows):
-        by_instance[column(row, key)].append(int(row["outcome"] == "correct"))
+        by_instance[column(row, key)].append(value(row))
     return {instance: sum(v) / len(v) for instance, v in by_instance.items()}
 
 

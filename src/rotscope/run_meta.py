@@ -188,5 +188,7 @@ class RunMeta(TypedDict, total=False):
     cache_control: CacheControl
     executor: ReplicasExecutor | RayExecutor
     imported: ImportedMeta
+    score: str
+    """What each row keeps: ``accuracy``, ``likelihood`` or ``both`` (absent in runs from before)."""
     pair: SessionMeta
     session: SessionMeta

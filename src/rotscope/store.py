@@ -19,8 +19,9 @@ from typing import Any, Final, cast
 
 from rotscope._util.safe_text import storable, storable_values
 from rotscope.errors import BadInput
-from rotscope.rows import Row
+from rotscope.rows import Row, absent_case_id
 from rotscope.run_meta import RunMeta
+from rotscope.types.case import ABSENT_SUFFIX
 
 PLANNED_COLUMNS = (
     "item_id", "call_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model",
@@ -31,7 +32,8 @@ RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
     "cached_tokens", "latency_s", "cost", "error", "attempts", "created_at", "finished_at", "claim_report",
     "cached_response", "judge_verdict", "judge_model", "judge_prompt_sha256", "judge_response",
-    "request_attempts", "engine_mode", "cached_source",
+    "request_attempts", "engine_mode", "cached_source", "answer_logprob", "answer_tokens",
+    "first_token_prob", "absent_logprob",
 )  # fmt: skip
 ITEM_COLUMNS = PLANNED_COLUMNS + RESULT_COLUMNS
 
@@ -99,6 +101,18 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
     # The haystack variant of the row's prompt (case i in variant i mod variants), so intervals can
     # cluster on the cases that share one; NULL for rows stored before it (see ``rows``).
     ("haystack_variant", "ALTER TABLE items ADD COLUMN haystack_variant INTEGER"),
+    # The gold answer's likelihood (issue 49; docs/records.md, "Rows"): NULL where it was not read,
+    # and in every row of a run stored before (its likelihood unknown).
+    (
+        "answer_likelihood",
+        """
+        ALTER TABLE items ADD COLUMN answer_logprob REAL;
+        ALTER TABLE items ADD COLUMN answer_tokens INTEGER;
+        ALTER TABLE items ADD COLUMN first_token_prob REAL;
+        ALTER TABLE items ADD COLUMN absent_logprob REAL;
+        CREATE INDEX items_case_length ON items (task, case_id, length_target);
+        """,
+    ),
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -378,6 +392,35 @@ class RunStore:
                     "WHERE item_id = :row_item_id",
                     {**storable_values(values), "finished_now": finished, "row_item_id": item_id},
                 )
+                if values.get("answer_logprob") is not None:
+                    self._fill_absent(item_id)
+
+    def _fill_absent(self, item_id: str) -> None:
+        """``absent_logprob``: the evidence-absent control's reading of the case's answer at the
+        same length (the same trial where it has one), written into the case's rows when either
+        of the two finishes second."""
+        found = self._db.execute(
+            "SELECT task, case_id, length_target, trial, answer_logprob FROM items WHERE item_id = ?",
+            (item_id,),
+        ).fetchone()
+        if found is None:
+            return
+        task, case_id, length, trial, logprob = found
+        if case_id.endswith(ABSENT_SUFFIX):
+            base = case_id.removesuffix(ABSENT_SUFFIX)
+            self._db.execute(
+                "UPDATE items SET absent_logprob = ? WHERE task = ? AND case_id = ? AND length_target = ? "
+                "AND (trial = ? OR absent_logprob IS NULL)",
+                (logprob, task, base, length, trial),
+            )
+            return
+        control = self._db.execute(
+            "SELECT answer_logprob FROM items WHERE task = ? AND case_id = ? AND length_target = ? "
+            "AND answer_logprob IS NOT NULL ORDER BY trial = ? DESC, trial LIMIT 1",
+            (task, absent_case_id(case_id), length, trial),
+        ).fetchone()
+        if control is not None:
+            self._db.execute("UPDATE items SET absent_logprob = ? WHERE item_id = ?", (control[0], item_id))
 
     def rows(self) -> list[Row]:
         """Every item row in plan order; a column this store's schema lacks (an older run opened

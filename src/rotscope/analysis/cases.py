@@ -9,7 +9,7 @@ from collections import Counter
 from collections.abc import Iterable
 
 from rotscope.records.summary import CaseLayout, CaseResult, WorstLayout
-from rotscope.rows import Row
+from rotscope.rows import Row, value
 from rotscope.scoring.deterministic import HIGH_RISK_CATEGORIES
 from rotscope.types import EVIDENCE_ONLY_SUFFIX
 
@@ -19,7 +19,7 @@ PASS_RATE = 0.5
 
 def _accuracy(rows: Iterable[Row]) -> float | None:
     scored = [row for row in rows if row["status"] == "ok"]
-    return sum(row["outcome"] == "correct" for row in scored) / len(scored) if scored else None
+    return sum(value(row) for row in scored) / len(scored) if scored else None
 
 
 def _claim_ids(rows: Iterable[Row], field: str) -> list[str]:

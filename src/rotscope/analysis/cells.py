@@ -7,7 +7,7 @@ from collections import Counter
 
 from rotscope.analysis.clusters import clusters_of
 from rotscope.records.cells import Cell, CellKey, CellStats, Counts, LengthCell, VariantPart
-from rotscope.rows import Row, error_rate, group_by, instance_means, partial_credit, scored
+from rotscope.rows import Row, error_rate, group_by, instance_means, partial_credit, scored, value
 from rotscope.stats.intervals import mean_interval
 
 CELL_METHOD = "adjusted t on instance means"
@@ -89,7 +89,7 @@ def cell_stats(rows: list[Row]) -> CellStats:
     measured = {**found.model_dump(), **mean_partials(rows)}
     stats = CellStats(
         **measured,
-        accuracy=found.correct / judged if judged else None,
+        accuracy=sum(value(row) for row in scored(rows)) / judged if judged else None,
         instance_accuracy=sum(means.values()) / len(means) if means else None,
         instance_correct=sum(means.values()),
         ci_low=low if means else None,

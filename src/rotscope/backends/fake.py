@@ -13,6 +13,13 @@ does but abstains on that share of questions in session filler only; ``fake/echo
 question as ``fake/lexical`` does and replies to anything else (a session's tool output, where the
 model writes its own note) with a note quoting the last turn's last line and the prompt's size, so
 a session it writes itself depends on all it read. None sees the oracle.
+
+The local fakes read likelihoods (``FakeBackend.likelihood``) on a known curve: an answer form
+found (with its lead-in) in the line the responder's lexical reading picks has probability
+``ANSWER_PROBABILITY`` (``fake/curve-MIDPOINT``: the curve's chance for the question at the prompt's
+length), any other ``MISSING_PROBABILITY``, spread evenly over its answer's tokens (its lead-in's
+have probability 1). ``fake-remote/`` reads none, as a chat API
+that gives only its generated tokens' log-probabilities.
 ``fake-remote/NAME`` is
 the same model run as a remote API is run (concurrently, interleaved, through the response cache), so budgets,
 limits and caching can be tried without a network.
@@ -21,6 +28,7 @@ limits and caching can be tried without a network.
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 from collections.abc import Callable
 
@@ -30,9 +38,21 @@ from rotscope.backends.curve import LogisticCurve, uniform
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.local import FakeTokenizer
-from rotscope.types import BackendDescription, Capabilities, Completion, GenerateRequest
+from rotscope.types import (
+    BackendDescription,
+    Capabilities,
+    Completion,
+    GenerateRequest,
+    GenerationParams,
+    Likelihood,
+    LikelihoodRequest,
+)
 
 Responder = Callable[[GenerateRequest], str]
+ANSWER_PROBABILITY = 0.9
+"""The fakes' probability of an answer form that the line their reading picks contains."""
+MISSING_PROBABILITY = 0.01
+"""Their probability of any other form (an answer the context does not give them)."""
 
 
 def _context_and_question(request: GenerateRequest) -> tuple[list[str], str]:
@@ -153,7 +173,8 @@ RESPONDERS: dict[str, Responder] = {
 
 
 class FakeBackend:
-    """Calls ``responder`` on each request. A responder that raises becomes an error row.
+    """Calls ``responder`` on each request. A responder that raises becomes an error row; so does a
+    likelihood reading whose prompt holds the text ``fail-likelihood`` (tests of error rows).
 
     ``provider`` is the backend name it reports (``fake`` runs as a local engine; any other name
     runs it as a remote API would be run), ``latency_s`` a wait per call; ``in_flight`` and
@@ -163,13 +184,24 @@ class FakeBackend:
     context_window = 1_000_000
 
     def __init__(
-        self, name: str, responder: Responder, *, provider: str = "fake", latency_s: float = 0.0
+        self,
+        name: str,
+        responder: Responder,
+        *,
+        provider: str = "fake",
+        latency_s: float = 0.0,
+        curve: LogisticCurve | None = None,
     ) -> None:
         self.model_id = f"{provider}/{name}"
         local = provider == "fake"
         self.capabilities = Capabilities(
-            local=local, exact_ids=local, max_concurrency=1 if local else None, clearable_cache=True
+            local=local,
+            exact_ids=local,
+            max_concurrency=1 if local else None,
+            clearable_cache=True,
+            likelihood=local,
         )
+        self.curve = curve
         self.provider = provider
         self.latency_s = latency_s
         self._responder = responder
@@ -203,6 +235,29 @@ class FakeBackend:
             completion_tokens=self._tokenizer.count(text),
             latency_s=self.latency_s,
         )
+
+    async def likelihood(self, request: LikelihoodRequest) -> Likelihood:
+        """Each form's reading on the fake's known curve (the module's docstring); its tokens share
+        the form's log-probability evenly."""
+        self.calls += 1
+        text = self._tokenizer.decode(request.token_ids)
+        messages = request.messages or ({"role": "user", "content": text},)
+        if "fail-likelihood" in text:
+            return Likelihood(prompt_tokens=len(request.token_ids), error="RuntimeError: a scripted failure")
+        asked = GenerateRequest(tuple(messages), request.token_ids, GenerationParams())
+        lexical = lexical_responder()(asked)
+        chance = ANSWER_PROBABILITY
+        if self.curve is not None:
+            _, question = _context_and_question(asked)
+            chance = self.curve.chance(question, len(request.token_ids))
+        forms = []
+        leads = request.scored_from or (0,) * len(request.continuations)
+        for form, lead in zip(request.continuations, leads, strict=True):
+            wanted = self._tokenizer.decode(form).strip()
+            found = bool(wanted) and lexical != ABSTAIN and wanted in lexical
+            share = math.log(chance if found else MISSING_PROBABILITY) / (len(form) - lead)
+            forms.append(tuple(0.0 if index < lead else share for index in range(len(form))))
+        return Likelihood(token_logprobs=tuple(forms), prompt_tokens=len(request.token_ids))
 
     def clear_cache(self) -> None:
         """The fake keeps no cache; clears are counted so tests can see the cold replicate ran."""
@@ -239,7 +294,9 @@ def responder_for(name: str) -> Responder:
     models=lambda: [f"fake/{name}" for name in [*sorted(RESPONDERS), *PATTERNED]],
 )
 def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
-    return FakeBackend(name, responder_for(name))
+    curve = re.fullmatch(r"curve-([0-9]+)", name)
+    known = LogisticCurve(float(curve.group(1))) if curve is not None and int(curve.group(1)) > 0 else None
+    return FakeBackend(name, responder_for(name), curve=known)
 
 
 @register_backend(

@@ -86,6 +86,14 @@ def run(
         str | None,
         typer.Option("--executor", help="auto, inprocess or ray (workers: the config's executor section)."),
     ] = None,
+    score: Annotated[
+        str | None,
+        typer.Option(
+            "--score",
+            help="accuracy, likelihood (the gold answer's probability, prefill only) or both; "
+            "default both where the backend reads likelihoods.",
+        ),
+    ] = None,
 ) -> None:
     """Run an experiment (or continue one with --resume) and show its heatmap."""
     from rotscope.analysis.summary import load_summary
@@ -106,6 +114,7 @@ def run(
             "seed": seed,
             "out": str(out) if out else None,
             "max_cost": max_cost,
+            "score": score,
             "cache": {"enabled": False} if no_cache else None,
         }
 

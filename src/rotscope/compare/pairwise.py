@@ -31,7 +31,7 @@ import numpy as np
 from rotscope.analysis.clusters import clusters_of
 from rotscope.compare.record import PairLength
 from rotscope.position import Position
-from rotscope.rows import Row
+from rotscope.rows import Row, value
 from rotscope.stats.intervals import adjusted_t_parts
 from rotscope.stats.multiplicity import holm
 from rotscope.stats.paired import MIN_PAIRS
@@ -132,12 +132,7 @@ def length_difference(pairs: Sequence[tuple[Row, Row]], length: int) -> LengthDi
     """One length's paired difference (second minus first) of the paired rows ``pairs`` (both
     scored), tested by the sign-flip test on the clusters of the one rule; untested (``too few
     pairs``) under ``stats.MIN_PAIRS`` instances."""
-    a, b = _means(
-        [
-            (row["instance_id"], float(row["outcome"] == "correct"), float(other["outcome"] == "correct"))
-            for row, other in pairs
-        ]
-    )
+    a, b = _means([(row["instance_id"], value(row), value(other)) for row, other in pairs])
     differences = {key: b[key] - a[key] for key in sorted(a)}
     entry = LengthDifference(
         length=length,

@@ -111,6 +111,11 @@ class ExperimentConfig(SectionHolder):
     controls: bool = True
     """Also run each case's evidence-absent control (its prompt without the evidence), which shows
     what the model answers without it."""
+    score: Literal["accuracy", "likelihood", "both"] | None = None
+    """What each row keeps (docs/statistics.md, "Scores"): ``accuracy``, the reply and whether it
+    was right; ``likelihood``, the gold answer's log-probability read in a prefill, no generation;
+    ``both``. Unset: ``both`` where the backend reads likelihoods (``rotscope models`` says which),
+    else ``accuracy``. A likelihood asked of a backend that cannot is refused before any call."""
     evidence_only: bool = False
     """Also run each case with its evidence alone, no padding: a case failing there is a capability
     failure, reported apart from positional ones."""

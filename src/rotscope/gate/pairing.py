@@ -25,7 +25,7 @@ from rotscope.errors import BadInput
 from rotscope.gate.record import SliceRecord, SliceVerdict
 from rotscope.plan.manifest import SHARED_GROUPS, deviations
 from rotscope.position import Position
-from rotscope.rows import Row, column
+from rotscope.rows import Row, column, value
 from rotscope.run_meta import RunMeta
 from rotscope.store import RunStore
 from rotscope.types.clusters import (
@@ -215,7 +215,8 @@ class Slice:
 
 
 def row_correct(row: Row) -> float:
-    return float(row["outcome"] == "correct")
+    """The row's score: correctness, or the score ``rows.on_score`` chose (``rows.value``)."""
+    return value(row)
 
 
 def _paired_ok(baseline: RunData, candidate: RunData) -> list[Row]:

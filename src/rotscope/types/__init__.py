@@ -4,8 +4,10 @@ Data flows one way: a task family builds ``Case``s (``case``); a ``Layout`` says
 evidence piece goes in which filler and at what length; the layout step renders a
 ``RenderedPrompt`` with exact token spans (``rendering``); a ``WorkItem`` pairs it with a model and
 trial, and a ``Backend`` turns its ``GenerateRequest`` into a ``Completion`` (``call``); a scorer
-turns that into a ``Score`` (``score``). The protocols a component implements (``Tokenizer``,
-``Backend``, ``TaskFamily``, ``PlansOwnPrompts``) are in ``protocols``.
+turns that into a ``Score`` (``score``); a backend that ``ReadsLikelihood`` turns a
+``LikelihoodRequest`` (the prompt and the gold answer's forms as token ids) into a ``Likelihood``.
+The protocols a component implements (``Tokenizer``, ``Backend``, ``ReadsLikelihood``,
+``TaskFamily``, ``PlansOwnPrompts``) are in ``protocols``.
 
 Every name is importable from ``rotscope.types`` itself, the one import a component (built-in or
 outside) needs: ``from rotscope.types import Case, Evidence, Oracle``.
@@ -13,7 +15,15 @@ outside) needs: ``from rotscope.types import Case, Evidence, Oracle``.
 
 from __future__ import annotations
 
-from rotscope.types.call import Completion, GenerateRequest, GenerationParams, PrefixGroup, WorkItem
+from rotscope.types.call import (
+    Completion,
+    GenerateRequest,
+    GenerationParams,
+    Likelihood,
+    LikelihoodRequest,
+    PrefixGroup,
+    WorkItem,
+)
 from rotscope.types.case import (
     ABSENT_SUFFIX,
     EVIDENCE_ONLY_POSITION,
@@ -32,6 +42,7 @@ from rotscope.types.protocols import (
     BatchingBackend,
     Capabilities,
     PlansOwnPrompts,
+    ReadsLikelihood,
     TaskFamily,
     Tokenizer,
 )
@@ -56,11 +67,14 @@ __all__ = [
     "GenerateRequest",
     "GenerationParams",
     "Layout",
+    "Likelihood",
+    "LikelihoodRequest",
     "Manifest",
     "Oracle",
     "Outcome",
     "PlansOwnPrompts",
     "PrefixGroup",
+    "ReadsLikelihood",
     "Rejection",
     "RenderedPrompt",
     "Role",

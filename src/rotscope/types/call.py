@@ -83,6 +83,36 @@ class Completion:
 
 
 @dataclass(frozen=True)
+class LikelihoodRequest:
+    """What a backend that reads likelihoods receives (``ReadsLikelihood``): the verified prompt
+    ids and the token ids of each answer form to read after them, teacher-forced. Backends never
+    see the oracle: the forms come tokenized by the model's own tokenizer."""
+
+    token_ids: tuple[int, ...]
+    continuations: tuple[tuple[int, ...], ...]
+    messages: tuple[dict[str, str], ...] = ()
+    scored_from: tuple[int, ...] = ()
+    """Per continuation, how many of its first tokens are a lead-in, teacher-forced but not the
+    answer (``Case.answer_readings``); the caller sums the rest. Empty: every token is scored."""
+    """The verified messages, for a server that takes text and must be checked to see the ids."""
+
+
+@dataclass(frozen=True)
+class Likelihood:
+    """Per answer form (in the request's order), the natural log-probability of each of its tokens
+    given the prompt and the tokens before it; ``error`` set on a model or engine fault (an error
+    row, never scored)."""
+
+    token_logprobs: tuple[tuple[float, ...], ...] = ()
+    prompt_tokens: int = 0
+    """Prompt tokens the engine evaluated for the reading (reused prefix included)."""
+    latency_s: float = 0.0
+    error: str | None = None
+    scored_from: tuple[int, ...] = ()
+    """The request's lead-in lengths, set by the caller (``LikelihoodRequest.scored_from``)."""
+
+
+@dataclass(frozen=True)
 class WorkItem:
     """One model call. ``item_id`` hashes everything that determines the result."""
 

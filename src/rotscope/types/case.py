@@ -87,8 +87,39 @@ class Oracle:
     """The strings a ``set`` answer must all name, in the order that gives them meaning (a chain's
     hops); ``answer`` is their display form."""
 
+    gold: tuple[tuple[str, str], ...] = ()
+    """In an evidence-absent control: its case's readings (``Case.answer_readings``), so the
+    control reads how likely the case's answer is without its evidence (``absent_logprob``)."""
+
     def accepted(self) -> tuple[str, ...]:
         return (self.answer, *self.aliases)
+
+    def answer_forms(self) -> tuple[str, ...]:
+        """The answer's texts as the answer kind expects them in a reply: a phrase as accepted (the
+        answer, then each alias), a ``number`` or ``choice`` as ``Answer: <value>``, a ``set`` as
+        its display form, a ``reply`` as the code followed by the turn. None for an abstention, a
+        claim check or a rule to follow (no one right text), or any other kind (an outside
+        scorer's)."""
+        if self.abstain or self.claims is not None:
+            return ()
+        if self.kind == "phrase":
+            return self.accepted()
+        if self.kind in ("number", "choice"):
+            return tuple(f"Answer: {form}" for form in self.accepted())
+        if self.kind == "set":
+            return (self.answer,)
+        if self.kind == "reply" and self.items:
+            return (f"{self.items[0]}{self.answer}",)
+        return ()
+        if self.kind == "phrase":
+            return self.accepted()
+        if self.kind in ("number", "choice"):
+            return tuple(f"Answer: {form}" for form in self.accepted())
+        if self.kind == "set":
+            return (self.answer,)
+        if self.kind == "reply" and self.items:
+            return (f"{self.items[0]}{self.answer}",)
+        return ()
 
 
 @dataclass(frozen=True)
@@ -143,7 +174,9 @@ class Case:
             task=self.task,
             evidence=(),
             question=self.question,
-            oracle=self.oracle if keeps_oracle else Oracle(answer="", abstain=True),
+            oracle=self.oracle
+            if keeps_oracle
+            else Oracle(answer="", abstain=True, gold=self.answer_readings()),
             control=True,
             guarded=self.guarded,
             parts=tuple((label, part.absent_control()) for label, part in self.parts),
@@ -162,6 +195,29 @@ class Case:
             evidence_only=True,
             parts=tuple((label, part.evidence_only_control()) for label, part in self.parts),
         )
+
+    def answer_readings(self) -> tuple[tuple[str, str], ...]:
+        """The replies whose answer's likelihood is read (docs/statistics.md, "Scores"), as
+        (lead-in, answer) pairs: the lead-in is teacher-forced and not scored, the answer's tokens
+        are (LongPPL's key tokens). Each answer form (``Oracle.answer_forms``) that an ``answer``
+        piece states gets the words before it in that piece's sentence as its lead-in (``The
+        access code for the Vellmoor archive is`` before `` 4817``), so the reading asks for the
+        value where a model's reply would state it, not for a reply that opens with a bare value;
+        a form no piece states is read alone. A control reads its case's (``Oracle.gold``)."""
+        if self.oracle.gold:
+            return self.oracle.gold
+        stated = [piece.text for piece in self.evidence if piece.role == "answer"]
+        readings = []
+        for form in self.oracle.answer_forms():
+            where = next((text for text in stated if form in text), None)
+            if where is None:
+                readings.append(("", form))
+                continue
+            before = where[: where.index(form)].rsplit("\n", 1)[-1]
+            sentence = max(before.rfind(". "), before.rfind("! "), before.rfind("? "))
+            lead = before[sentence + 2 :] if sentence >= 0 else before
+            readings.append((lead[:-1], f" {form}") if lead.endswith(" ") else (lead, form))
+        return tuple(readings)
 
     def scored_parts(self) -> tuple[tuple[str, Case], ...]:
         """The (label, case) pairs that get a row and a score: the parts, or the case itself."""

@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol, TypedDict, runtime_checkable
 
-from rotscope.types.call import Completion, GenerateRequest
+from rotscope.types.call import Completion, GenerateRequest, Likelihood, LikelihoodRequest
 from rotscope.types.case import Case
 from rotscope.types.rendering import FamilyPrompts
 
@@ -56,6 +56,9 @@ class Capabilities:
     """Its KV cache can be cleared between calls (cache controls need it)."""
     worker_process: bool = False
     """Can be sent to an engine worker process (pickled without its loaded engine)."""
+    likelihood: bool = False
+    """Reads the log-probability of given answer tokens after the prompt (``ReadsLikelihood``):
+    ``run --score likelihood|both`` need it (docs/statistics.md, "Scores")."""
     harness_prompt: bool = False
     """A harness between rotscope and the model adds a prompt of its own (an agent CLI's system
     prompt and tool definitions): a reported prompt count above the ids sent is that harness
@@ -130,6 +133,16 @@ class BatchingBackend(Backend, Protocol):
     async def generate_batch(self, requests: Sequence[GenerateRequest]) -> Sequence[Completion]:
         """One completion per request, in the order given. A fault of one request is its own error
         completion; an exception fails the whole batch (each request becomes an error row)."""
+        ...
+
+
+@runtime_checkable
+class ReadsLikelihood(Backend, Protocol):
+    """A backend that gives the gold answer's likelihood (``Capabilities.likelihood``): one prefill
+    of the prompt with each answer form teacher-forced after it, no generation."""
+
+    async def likelihood(self, request: LikelihoodRequest) -> Likelihood:
+        """Never raises for model or network faults: the ``Likelihood``'s ``error`` says it."""
         ...
 
 

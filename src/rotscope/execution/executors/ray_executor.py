@@ -32,6 +32,7 @@ from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Execution, Reporter, local_caller, make_judge
+from rotscope.execution.calls.likelihood import run_score
 from rotscope.execution.calls.limits import Limiters
 from rotscope.plan.schedule import prefill_bounds, prefix_groups, prefix_order
 from rotscope.run_meta import RayExecutor
@@ -341,7 +342,8 @@ class RayPool:
             for replica, part in zip(self.replicas(len(shards)), shards, strict=True)
         ]
         judge = make_judge(config, judge_backend, budget, Limiters(config.limits))
-        execution = Execution(lanes[0][0], store, judge=judge, reporter=reporter)
+        score = run_score(config.score, lanes[0][0].backend)
+        execution = Execution(lanes[0][0], store, judge=judge, reporter=reporter, score=score)
         self.notice(
             f"running {len(items)} calls on {len(shards)} Ray workers: "
             + ", ".join(f"{len(part.items)} calls in {part.groups} prefix groups" for part in shards)

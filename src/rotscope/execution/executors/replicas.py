@@ -19,6 +19,7 @@ from typing import Any, Protocol, runtime_checkable
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Caller, Execution, Reporter, local_caller, make_judge
+from rotscope.execution.calls.likelihood import run_score
 from rotscope.execution.calls.limits import Limiters
 from rotscope.execution.executors.ray_executor import Shard, shard
 from rotscope.run_meta import ReplicaPass, ReplicasExecutor
@@ -119,7 +120,8 @@ async def execute_on_replicas(
                 caller = local_caller(OnReplica(pool, number), config, budget)
                 lanes += [(caller, WhileUp(pool, number, part.items))] * max(1, pool.concurrency)
             _notice(reporter, _dealt(urls, live, shards))
-            execution = Execution(lanes[0][0], store, judge=judge, reporter=reporter)
+            score = run_score(config.score, lanes[0][0].backend)
+            execution = Execution(lanes[0][0], store, judge=judge, reporter=reporter, score=score)
             await execution.run_lanes(lanes)
             lost = [number for number in live if pool.down_reason(number) is not None]
             passes.append(_pass_record(urls, live, shards, lost))

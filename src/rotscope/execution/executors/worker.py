@@ -27,7 +27,16 @@ from typing import Protocol, runtime_checkable
 
 from rotscope.backends.llamacpp.extra_buffers import signal_name
 from rotscope.errors import EngineCrashed
-from rotscope.types import Backend, BackendDescription, Completion, GenerateRequest, Tokenizer
+from rotscope.types import (
+    Backend,
+    BackendDescription,
+    Completion,
+    GenerateRequest,
+    Likelihood,
+    LikelihoodRequest,
+    ReadsLikelihood,
+    Tokenizer,
+)
 
 _POLL_S = 0.1
 NATIVE_FAULTS = frozenset({signal.SIGSEGV, signal.SIGILL, signal.SIGBUS, signal.SIGFPE, signal.SIGABRT})
@@ -59,6 +68,9 @@ def _serve(connection: Connection) -> None:
                 return  # the run's process is gone
             if operation == "generate":
                 connection.send(asyncio.run(engine.generate(argument)))
+            elif operation == "likelihood":
+                assert isinstance(engine, ReadsLikelihood)
+                connection.send(asyncio.run(engine.likelihood(argument)))
             elif operation == "clear_cache":
                 engine.clear_cache()  # type: ignore[attr-defined]
                 connection.send(None)
@@ -152,21 +164,40 @@ class WorkerBackend:
                 return False, _wait(dead) if dead is not None else None
 
     def _call(self, request: GenerateRequest) -> Completion:
-        if self.crashes_in_a_row >= self.max_crashes:
-            raise EngineCrashed(
-                f"the local engine crashed {self.crashes_in_a_row} times in a row; see the error rows"
-            )
         mode = self.engine_mode
         started = time.perf_counter()
-        alive, answer = self._exchange("generate", request)
+        alive, answer = self._send("generate", request)
         if alive:
             assert isinstance(answer, Completion)
-            self.crashes_in_a_row = 0
             return replace(answer, engine_mode=mode)
         if self._closing:  # stopped by close() after Ctrl-C: not a crash, and nobody records it
             return Completion(text="", error="engine stopped", engine_mode=mode)
         code = answer if isinstance(answer, int) else None
         return self._crashed(code, mode, time.perf_counter() - started)
+
+    def _read(self, request: LikelihoodRequest) -> Likelihood:
+        mode = self.engine_mode
+        started = time.perf_counter()
+        alive, answer = self._send("likelihood", request)
+        if alive:
+            assert isinstance(answer, Likelihood)
+            return answer
+        if self._closing:
+            return Likelihood(error="engine stopped")
+        code = answer if isinstance(answer, int) else None
+        crashed = self._crashed(code, mode, time.perf_counter() - started)
+        return Likelihood(latency_s=crashed.latency_s, error=crashed.error)
+
+    def _send(self, operation: str, request: object) -> tuple[bool, object]:
+        """One call's exchange with the worker (stopping the run after ``max_crashes`` in a row)."""
+        if self.crashes_in_a_row >= self.max_crashes:
+            raise EngineCrashed(
+                f"the local engine crashed {self.crashes_in_a_row} times in a row; see the error rows"
+            )
+        alive, answer = self._exchange(operation, request)
+        if alive:
+            self.crashes_in_a_row = 0
+        return alive, answer
 
     def _crashed(self, code: int | None, mode: str | None, latency_s: float) -> Completion:
         self.crashes += 1
@@ -187,6 +218,16 @@ class WorkerBackend:
                 f"(crash {self.crashes_in_a_row} in a row of at most {self.max_crashes})"
             )
         return Completion(text="", latency_s=latency_s, error=error, engine_mode=mode)
+
+    async def likelihood(self, request: LikelihoodRequest) -> Likelihood:
+        """The engine's reading of the answer's likelihood, in the worker (its KV cache is there)."""
+        try:
+            return await asyncio.to_thread(self._read, request)
+        except asyncio.CancelledError:
+            self._closing = True
+            if self._process is not None:
+                self._process.kill()
+            raise
 
     async def generate(self, request: GenerateRequest) -> Completion:
         try:

@@ -57,6 +57,8 @@ def config_fields(config: ExperimentConfig) -> dict[str, Any]:
     for section, names in SECTION_RUNTIME_FIELDS.items():
         if isinstance(fields.get(section), dict):
             fields[section] = {key: value for key, value in fields[section].items() if key not in names}
+    if fields.get("score") is None:
+        fields.pop("score", None)  # unset keeps the digest and plans of runs from before scores
     return fields
 
 

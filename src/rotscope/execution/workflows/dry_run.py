@@ -15,6 +15,7 @@ from rotscope.backends import create_backend
 from rotscope.config.experiment import ExperimentConfig, ProviderLimits
 from rotscope.execution.calls.cachecheck import require_clearable
 from rotscope.execution.calls.cost import CostEstimate, estimate_plan
+from rotscope.execution.calls.likelihood import run_score
 from rotscope.execution.calls.response_cache import ResponseCache, default_cache_path
 from rotscope.execution.workflows.planned import check_plan, refuse_no_case
 from rotscope.execution.workflows.self_session import self_written
@@ -177,6 +178,7 @@ def dry_run(
     deviations a paired subject makes on purpose)."""
     backend = create_backend(config)
     try:
+        run_score(config.score, backend)  # a likelihood the backend cannot read: refused here too
         # a session the model writes is planned with the generator's invented notes in its place
         writer = stand_in(config) if self_written(config) else None
         plan = build_plan(config, backend, writer)

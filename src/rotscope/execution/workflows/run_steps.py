@@ -18,6 +18,7 @@ from rotscope.config.sections import ProviderLimits
 from rotscope.execution.calls.cachecheck import require_clearable, run_cache_checks
 from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Reporter
+from rotscope.execution.calls.likelihood import RunScore, run_score
 from rotscope.execution.calls.limits import Limiters
 from rotscope.execution.executors import builtin as _builtin_executors  # registers the built-in kinds
 from rotscope.execution.executors.kinds import Batch, ExecutorKind, executor_for
@@ -90,6 +91,8 @@ class RunSteps:
     _plan_meta: PlanRecord | None = None
     _generation: SessionGeneration | None = None
     _first: bool = True
+    score: RunScore = "accuracy"
+    """What each row keeps (``likelihood.run_score``), resolved in ``prepare``."""
 
     @property
     def local(self) -> bool:
@@ -105,6 +108,7 @@ class RunSteps:
         the frozen plan; nothing is written yet."""
         config, run_dir = self.config, self.run_dir
         digest = config_digest(config)
+        self.score = run_score(config.score, self.backend)  # refused before any call
         if config.cache_control:
             require_clearable(self.backend)
         self._identity = experiment_identity(config, self.backend.describe())
@@ -166,7 +170,7 @@ class RunSteps:
         if self.executor.starting is not None:
             _notice(self.reporter, self.executor.starting)
         self.backend.reserve(self.plan.max_prompt_tokens, config.generation.max_tokens)
-        store.set_meta({"engine": engine_meta(self.backend, self.executor)})
+        store.set_meta({"engine": engine_meta(self.backend, self.executor), "score": self.score})
         return store
 
     def opened(self) -> RunStore:
