@@ -1,5 +1,6 @@
-"""The answer kinds scorers register: the scorer registry, each kind's prompt instruction and its
-partial-credit measures.
+"""The answer kinds scorers register: the scorer registry, each kind's prompt instruction, its
+partial-credit measures and how its answer is stated in a reply (whose likelihood a run reads:
+``answer_readings``).
 
 It sits in the bottom layer so the prompt step can ask a kind's instruction without importing the
 scorers (the independence contract keeps task families and scorers apart; ARCHITECTURE.md, "Where
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 from rotscope.errors import BadInput
 from rotscope.registry import Registry
-from rotscope.types import Case, Completion, Score
+from rotscope.types import Case, Completion, Oracle, Score
 
 Scorer = Callable[[Case, Completion, "str | None"], Score]
 """Scores one question's reply; the third argument is the prompt's filler text alone
@@ -33,23 +34,60 @@ class AnswerKindInfo:
 
     instruction: str | None = None
     measures: tuple[str, ...] = ()
+    stated: Callable[[Oracle], tuple[str, ...]] | None = None
+    """The answer as a right reply states it, each accepted form (``None``: the kind has no one
+    right text, so no likelihood is read: a rule to follow)."""
 
 
 _KINDS: dict[str, AnswerKindInfo] = {}
 
 
 def register_scorer(
-    kind: str, *, instruction: str | None = None, measures: tuple[str, ...] = ()
+    kind: str,
+    *,
+    instruction: str | None = None,
+    measures: tuple[str, ...] = (),
+    stated: Callable[[Oracle], tuple[str, ...]] | None = None,
 ) -> Callable[[Scorer], Scorer]:
-    """Register a scorer for the answer kind ``kind``, with the prompt's ``instruction`` for it and
-    the names of the partial-credit ``measures`` it reports."""
+    """Register a scorer for the answer kind ``kind``, with the prompt's ``instruction`` for it,
+    the names of the partial-credit ``measures`` it reports and how a right reply ``stated`` the
+    answer (docs/statistics.md, "Scores")."""
 
     def add(scorer: Scorer) -> Scorer:
         SCORERS.register(kind)(scorer)
-        _KINDS[kind] = AnswerKindInfo(instruction, measures)
+        _KINDS[kind] = AnswerKindInfo(instruction, measures, stated)
         return scorer
 
     return add
+
+
+def answer_readings(case: Case) -> tuple[tuple[str, str], ...]:
+    """The replies whose answer's likelihood is read (docs/statistics.md, "Scores"), as (lead-in,
+    answer) pairs: the lead-in is teacher-forced and not scored, the answer's tokens are (LongPPL's
+    key tokens). Each form the kind states (``AnswerKindInfo.stated``) that an ``answer`` piece of
+    evidence holds gets the words before it in that piece's sentence as its lead-in (``The access
+    code for the Vellmoor archive is`` before `` 4817``), so the reading asks for the value where a
+    reply would state it, not for a reply that opens with a bare value; a form no piece holds is
+    read alone. An evidence-absent control reads its case's (``Oracle.gold``); an abstention or a
+    claim check reads none."""
+    oracle = case.oracle
+    if oracle.gold:
+        return oracle.gold
+    stated = kind_info(oracle.kind).stated
+    if oracle.abstain or oracle.claims is not None or stated is None:
+        return ()
+    pieces = [piece.text for piece in case.evidence if piece.role == "answer"]
+    readings = []
+    for form in stated(oracle):
+        where = next((text for text in pieces if form and form in text), None)
+        if where is None:
+            readings.append(("", form))
+            continue
+        before = where[: where.index(form)].rsplit("\n", 1)[-1]
+        sentence = max(before.rfind(". "), before.rfind("! "), before.rfind("? "))
+        lead = before[sentence + 2 :] if sentence >= 0 else before
+        readings.append((lead[:-1], f" {form}") if lead.endswith(" ") else (lead, form))
+    return tuple(readings)
 
 
 def kind_info(kind: str) -> AnswerKindInfo:

@@ -10,6 +10,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from rotscope.answer_kinds import answer_readings
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import Document, describe_filler, documents
@@ -85,7 +86,7 @@ def numbered_cases(config: ExperimentConfig) -> list[tuple[Case, int]]:
         numbered = list(enumerate(cases, start=config.case_offset))
         selected.extend((case, index) for index, case in numbered)
         if config.controls:
-            selected.extend((case.absent_control(), index) for index, case in numbered)
+            selected.extend((case.absent_control(answer_readings(case)), index) for index, case in numbered)
         if config.evidence_only:
             # a case without evidence has nothing to show alone: its absent control covers it
             selected.extend(

@@ -277,6 +277,7 @@ def score_final_answer(
         "Answer with the exact name, number or phrase from the context. "
         "If the context does not say, reply: not in the context."
     ),
+    stated=lambda oracle: oracle.accepted(),
 )
 def score_phrase(case: Case, completion: Completion, filler: str | None) -> Score:
     """The answer (or an alias) anywhere in the reply; see ``score``."""
@@ -286,10 +287,12 @@ def score_phrase(case: Case, completion: Completion, filler: str | None) -> Scor
 @register_scorer(
     "number",
     instruction="End your reply with the final answer on a line of its own in the form Answer: <number>",
+    stated=lambda oracle: tuple(f"Answer: {form}" for form in oracle.accepted()),
 )
 @register_scorer(
     "choice",
     instruction="End your reply with the chosen option on a line of its own in the form Answer: <letter>",
+    stated=lambda oracle: tuple(f"Answer: {form}" for form in oracle.accepted()),
 )
 def score_final(case: Case, completion: Completion, filler: str | None) -> Score:
     """The reply's final ``Answer:``, with wrong numbers traced to the filler but not to the

@@ -58,7 +58,11 @@ def _closest(body: str, candidates: list[tuple[str, str]]) -> str | None:
     return found
 
 
-@register_scorer("reply", measures=("similarity",))
+@register_scorer(
+    "reply",
+    measures=("similarity",),
+    stated=lambda oracle: (f"{oracle.items[0]}{oracle.answer}",) if oracle.items else (),
+)
 def score_reply(case: Case, completion: Completion, filler: str | None) -> Score:
     """``correct`` for the code then the turn exactly (white space normalised); otherwise the
     category of the module's docstring. The claim report carries MRCR's similarity ratio. An

@@ -44,6 +44,7 @@ def recall(reply: str, items: Sequence[str]) -> float:
         "If the context does not say, reply: not in the context."
     ),
     measures=("recall",),
+    stated=lambda oracle: (oracle.answer,),
 )
 def score_set(case: Case, completion: Completion, filler: str | None) -> Score:
     """Full recall is ``correct`` (a reply that also abstains is ``hedged``). A wrong reply is, in

@@ -88,38 +88,12 @@ class Oracle:
     hops); ``answer`` is their display form."""
 
     gold: tuple[tuple[str, str], ...] = ()
-    """In an evidence-absent control: its case's readings (``Case.answer_readings``), so the
-    control reads how likely the case's answer is without its evidence (``absent_logprob``)."""
+    """In an evidence-absent control: its case's (lead-in, answer) readings
+    (``answer_kinds.answer_readings``), so the control reads how likely the case's answer is
+    without its evidence (``absent_logprob``). Empty elsewhere."""
 
     def accepted(self) -> tuple[str, ...]:
         return (self.answer, *self.aliases)
-
-    def answer_forms(self) -> tuple[str, ...]:
-        """The answer's texts as the answer kind expects them in a reply: a phrase as accepted (the
-        answer, then each alias), a ``number`` or ``choice`` as ``Answer: <value>``, a ``set`` as
-        its display form, a ``reply`` as the code followed by the turn. None for an abstention, a
-        claim check or a rule to follow (no one right text), or any other kind (an outside
-        scorer's)."""
-        if self.abstain or self.claims is not None:
-            return ()
-        if self.kind == "phrase":
-            return self.accepted()
-        if self.kind in ("number", "choice"):
-            return tuple(f"Answer: {form}" for form in self.accepted())
-        if self.kind == "set":
-            return (self.answer,)
-        if self.kind == "reply" and self.items:
-            return (f"{self.items[0]}{self.answer}",)
-        return ()
-        if self.kind == "phrase":
-            return self.accepted()
-        if self.kind in ("number", "choice"):
-            return tuple(f"Answer: {form}" for form in self.accepted())
-        if self.kind == "set":
-            return (self.answer,)
-        if self.kind == "reply" and self.items:
-            return (f"{self.items[0]}{self.answer}",)
-        return ()
 
 
 @dataclass(frozen=True)
@@ -165,18 +139,17 @@ class Case:
     not on the experiment's grid (a failure re-run where it happened). A position is written as in
     ``depths``: a fraction, a name or ``@N``. ``()``: the grid's layouts."""
 
-    def absent_control(self) -> Case:
+    def absent_control(self, gold: tuple[tuple[str, str], ...] = ()) -> Case:
         """The case without its evidence. A reply is checked as the case's own when the oracle
-        is a rule to follow (``instruction``): compliance there is the base rate by chance."""
+        is a rule to follow (``instruction``): compliance there is the base rate by chance.
+        ``gold``: the case's answer readings, which the control reads without the evidence."""
         keeps_oracle = self.oracle.kind == "instruction"
         return Case(
             case_id=f"{self.case_id}{ABSENT_SUFFIX}",
             task=self.task,
             evidence=(),
             question=self.question,
-            oracle=self.oracle
-            if keeps_oracle
-            else Oracle(answer="", abstain=True, gold=self.answer_readings()),
+            oracle=self.oracle if keeps_oracle else Oracle(answer="", abstain=True, gold=gold),
             control=True,
             guarded=self.guarded,
             parts=tuple((label, part.absent_control()) for label, part in self.parts),
@@ -195,29 +168,6 @@ class Case:
             evidence_only=True,
             parts=tuple((label, part.evidence_only_control()) for label, part in self.parts),
         )
-
-    def answer_readings(self) -> tuple[tuple[str, str], ...]:
-        """The replies whose answer's likelihood is read (docs/statistics.md, "Scores"), as
-        (lead-in, answer) pairs: the lead-in is teacher-forced and not scored, the answer's tokens
-        are (LongPPL's key tokens). Each answer form (``Oracle.answer_forms``) that an ``answer``
-        piece states gets the words before it in that piece's sentence as its lead-in (``The
-        access code for the Vellmoor archive is`` before `` 4817``), so the reading asks for the
-        value where a model's reply would state it, not for a reply that opens with a bare value;
-        a form no piece states is read alone. A control reads its case's (``Oracle.gold``)."""
-        if self.oracle.gold:
-            return self.oracle.gold
-        stated = [piece.text for piece in self.evidence if piece.role == "answer"]
-        readings = []
-        for form in self.oracle.answer_forms():
-            where = next((text for text in stated if form in text), None)
-            if where is None:
-                readings.append(("", form))
-                continue
-            before = where[: where.index(form)].rsplit("\n", 1)[-1]
-            sentence = max(before.rfind(". "), before.rfind("! "), before.rfind("? "))
-            lead = before[sentence + 2 :] if sentence >= 0 else before
-            readings.append((lead[:-1], f" {form}") if lead.endswith(" ") else (lead, form))
-        return tuple(readings)
 
     def scored_parts(self) -> tuple[tuple[str, Case], ...]:
         """The (label, case) pairs that get a row and a score: the parts, or the case itself."""

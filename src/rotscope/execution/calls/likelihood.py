@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
+from rotscope.answer_kinds import answer_readings as kind_readings
 from rotscope.errors import BadInput
 from rotscope.rows import ResultValues
 from rotscope.types import Backend, Likelihood, LikelihoodRequest, Tokenizer, WorkItem
@@ -35,11 +36,11 @@ def run_score(asked: str | None, backend: Backend) -> RunScore:
 
 
 def answer_readings(item: WorkItem) -> tuple[tuple[str, str], ...]:
-    """The (lead-in, answer) readings of the item (``Case.answer_readings``; an evidence-absent
-    control reads its case's), none for a prompt of several questions."""
+    """The (lead-in, answer) readings of the item (``answer_kinds.answer_readings``; an
+    evidence-absent control reads its case's), none for a prompt of several questions."""
     if item.case.parts:
         return ()
-    return item.case.answer_readings()
+    return kind_readings(item.case)
 
 
 def tokenized_reading(lead: str, answer: str, tokenizer: Tokenizer) -> tuple[tuple[int, ...], int]:
