@@ -198,6 +198,13 @@ def on_score(rows: Iterable[Row], score: ScoreName) -> list[Row]:
     return chosen
 
 
+def is_continuous(rows: Iterable[Row]) -> bool:
+    """Whether the rows stand on a continuous score (``on_score`` gave a row its ``score_value``):
+    a statistic whose interval or test is one for 0/1 values (Wilson, the binomial) takes its
+    continuous form on these (docs/statistics.md, "Scores")."""
+    return any(row.get("score_value") is not None for row in rows)
+
+
 def absent_case_id(case_id: str) -> str:
     """The case id of a case's evidence-absent control (``Case.absent_control``)."""
     return f"{case_id}{ABSENT_SUFFIX}"

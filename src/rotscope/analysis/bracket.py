@@ -7,7 +7,9 @@ statistic, ``stats.threshold_margins``), paired on (case, position) as the gap i
 totals (``stats.sign_flip_margin_tests``: pass and fail decided on its p-values, the bounds shown
 by inversion); below, by the gap's adjusted t interval (``stats.margin_bounds``);
 ``benchmarks/bracket_coverage.py`` chose the rule (docs/statistics.md, "The bracket"). Absolute
-(``absolute-S``): the score's one-sided bounds, Wilson on the instances (``stats.score_bounds``).
+(``absolute-S``): the score's one-sided bounds, Wilson on the instances (``stats.score_bounds``);
+on a continuous score (``rows.is_continuous``: the gold answer's probability) the cell's adjusted t
+on the instances (``stats.instance_score_bounds``), Wilson's variance being a 0/1 value's.
 Each length's test clusters by the one rule (``analysis.clusters.clusters_of`` on the rows it
 uses): where the instances share fewer haystack variants than there are instances, on the
 variants (the sign-flip test on their totals, or the cluster t's bounds,
@@ -30,7 +32,7 @@ import numpy as np
 from rotscope.analysis.clusters import clusters_of
 from rotscope.analysis.rejections import matched_means
 from rotscope.records.effective import Bracket, BracketEnd, BracketTest
-from rotscope.rows import Row, group_by, instance_means
+from rotscope.rows import Row, group_by, instance_means, is_continuous
 from rotscope.stats.bracket_ends import (
     BRACKET_CONFIDENCE,
     bracket_indices,
@@ -38,6 +40,7 @@ from rotscope.stats.bracket_ends import (
     cluster_margin_bounds,
     cluster_score_bounds,
     end_confidence,
+    instance_score_bounds,
     margin_bounds,
     score_bounds,
     sign_flip_margin_bounds,
@@ -62,7 +65,8 @@ SIGN_FLIP_INTERVAL = "{test}, one-sided, bounds by inversion"
 SCORE_INTERVAL = "Wilson on instances, one-sided"
 """The absolute test's interval on independent instances (``stats.score_bounds``)."""
 CLUSTERED_SCORE_INTERVAL = "adjusted t on instance means, one-sided"
-"""The absolute test's interval on shared variants (``stats.cluster_score_bounds``, the cell's)."""
+"""The absolute test's interval on shared variants (``stats.cluster_score_bounds``, the cell's), and
+on a continuous score's instances (``stats.instance_score_bounds``)."""
 
 Labels = dict[int, str]
 """Each tested length's interval, named with its clusters (``Clusters.label``)."""
@@ -183,6 +187,7 @@ def _absolute_tests(
     by_length = group_by(rows, "length_target")
     tests: dict[int, _Margin] = {}
     labels: Labels = {}
+    continuous = is_continuous(rows)
     for length in lengths:
         at_rows = by_length.get((length,), [])
         means = instance_means(at_rows)
@@ -197,6 +202,11 @@ def _absolute_tests(
             groups = [clusters.of[key] for key in keys]
             low, high = (float(bound) for bound in cluster_score_bounds(values, groups, one_sided))
             fail_high = float(cluster_score_bounds(values, groups, fail)[1])
+            labels[length] = clusters.label(CLUSTERED_SCORE_INTERVAL)
+        elif continuous:  # Wilson's variance is a 0/1 value's: the cell's adjusted t on the instances
+            values = np.array([means[key] for key in sorted(means)])
+            low, high = (float(bound) for bound in instance_score_bounds(values, one_sided))
+            fail_high = float(instance_score_bounds(values, fail)[1])
             labels[length] = clusters.label(CLUSTERED_SCORE_INTERVAL)
         else:
             low, high = score_bounds(k, n, one_sided)

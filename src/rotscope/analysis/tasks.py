@@ -25,7 +25,7 @@ from rotscope.records.tasks import (
     TaskAnalysis,
     TopError,
 )
-from rotscope.rows import Row, group_by, instance_means, scored
+from rotscope.rows import Row, group_by, instance_means, is_continuous, scored
 from rotscope.stats.band import SATURATED_POINT, TOO_HARD_POINT, band_verdict, calibration
 from rotscope.stats.intervals import mean_interval, proportion_interval
 from rotscope.stats.length_scan import BASE_LENGTHS, base_score, choose_base_lengths, scan_effective
@@ -74,11 +74,14 @@ def _lower_bounds(rows: list[Row]) -> dict[int, float]:
 def _base_interval(base_rows: list[Row]) -> tuple[list[float], str, dict[str, float]]:
     """The base's 95% interval (each case once over the base lengths), what it is, and the case
     means: Wilson on the cases, or, where they share fewer haystack variants than there are cases,
-    the cell's interval clustered on the variant (``stats.mean_interval``)."""
+    the cell's interval clustered on the variant (``stats.mean_interval``); on a continuous score
+    (``rows.is_continuous``) the cell's interval on the cases, Wilson's variance being a 0/1 value's."""
     per_case = instance_means(base_rows, "case_id")
     clusters = clusters_of(base_rows, "case_id")
     if clusters.unit == "variant":
         return list(mean_interval(per_case, clusters.of)), clusters.label(BASE_CLUSTERED), per_case
+    if is_continuous(base_rows):
+        return list(mean_interval(per_case)), clusters.label(BASE_CLUSTERED), per_case
     return (
         list(proportion_interval(sum(per_case.values()), len(per_case))),
         clusters.label(BASE_WILSON),

@@ -78,6 +78,15 @@ def cluster_score_bounds(
     return np.clip(np.round(low, 12), 0.0, 1.0), np.clip(np.round(high, 12), 0.0, 1.0)
 
 
+def instance_score_bounds(means: np.ndarray, one_sided: float) -> tuple[np.ndarray, np.ndarray]:
+    """One-sided bounds at ``one_sided`` each of an absolute score that is continuous in [0, 1]
+    (the gold answer's probability, ``rows.on_score``), each instance its own cluster: the cell's
+    interval (``cluster_score_bounds``, the adjusted t on instance means with a pseudo-instance at
+    0 and at 1). ``score_bounds`` is Wilson's, whose variance p(1 - p) is a 0/1 value's: valid for
+    a continuous score, whose variance is at most that, but wide. Vectorised over the leading axes."""
+    return cluster_score_bounds(means, np.arange(np.shape(means)[-1]), one_sided)
+
+
 SIGN_FLIP_FROM = 16
 """Clusters from which a length's relative test is the sign-flip test on the clusters' margin
 totals (``sign_flip_margin_tests``) rather than the adjusted t: chosen by
