@@ -85,14 +85,33 @@ from rotscope.stats.intervals import proportion_interval
 from rotscope.stats.multiplicity import holm_array
 from rotscope.stats.randomisation import sign_flip_p
 
-CEILING_LOGIT = 1.06
-"""The mean logit of the gold answer's probability where the fact is in reach (``fit``)."""
-ROW_SD = 0.34
-"""Its sd from item to item (``fit``)."""
+INTERCEPT = -0.83
+"""The logit of the gold answer's probability at a latent logit z of 0 (``fit``)."""
+SLOPE = 0.65
+"""How the logit of p moves with the outcome's latent logit z (``fit``: 0.36 to 0.82, a case
+bootstrap's 90%; the product ``SLOPE * INSTANCE_SD`` is what the data identify)."""
+ROW_SD = 0.60
+"""The sd of the logit of p from item to item at the same z (``fit``)."""
 _NODES, _WEIGHTS = np.polynomial.hermite_e.hermegauss(60)
 _WEIGHTS = _WEIGHTS / _WEIGHTS.sum()
-CEILING = float((_WEIGHTS * expit(CEILING_LOGIT + ROW_SD * _NODES)).sum())
-"""E[expit(CEILING_LOGIT + w)]: the population mean of p is this times the accuracy."""
+
+
+def probability(logit: np.ndarray | float, noise: np.ndarray | float) -> np.ndarray:
+    """The gold answer's probability of an item whose outcome has latent logit ``logit``."""
+    return np.asarray(expit(INTERCEPT + SLOPE * np.asarray(logit) + noise))
+
+
+def mean_probability(mu: float, sd: float) -> float:
+    """The population mean of p where the latent logit is N(mu, sd^2) (Gauss-Hermite)."""
+    spread = math.sqrt((SLOPE * sd) ** 2 + ROW_SD**2)
+    return float((_WEIGHTS * expit(INTERCEPT + SLOPE * mu + spread * _NODES)).sum())
+
+
+def likelihood_curve(curve: tuple[float, ...], variants: int = 0) -> tuple[float, ...]:
+    """The likelihood's population curve of an accuracy curve (its truth)."""
+    sd = float(np.hypot(INSTANCE_SD, VARIANT_SD)) if variants else INSTANCE_SD
+    return tuple(1.0 if c >= 1.0 else mean_probability(solve_mu(c, sd), sd) for c in curve)
+
 
 SHORT = (256, 512, 1024)
 LONG = (256, 512, 1024, 2048)
@@ -103,44 +122,117 @@ CURVES: dict[str, tuple[tuple[int, ...], tuple[float, ...]]] = {
     "just over 0.90/0.90/0.78": (SHORT, (0.90, 0.90, 0.78)),
     "gentle 0.95/0.85/0.75/0.60": (LONG, (0.95, 0.85, 0.75, 0.60)),
     "decline 0.95/0.90/0.70": (SHORT, (0.95, 0.90, 0.70)),
+    "p just under 0.90/0.90/0.80": (SHORT, (0.90, 0.90, 0.80)),
+    "p just over 0.90/0.90/0.83": (SHORT, (0.90, 0.90, 0.83)),
+    "flat 0.60/0.60/0.60": (SHORT, (0.60, 0.60, 0.60)),
 }
+"""Accuracy curves; the likelihood's own curve is ``likelihood_curve`` (the ``p just`` curves put
+its last length just under and just over 0.85 of its base: 0.826 and 0.871 there)."""
 INSTANCES = (10, 16, 30, 60)
 RHOS = (0.0, 0.9)
 ITEMS = (1, 3)
 VARIANTS = (0, 3)
 
 
-def fit(folder: Path) -> dict[str, float]:
-    """The noise's parameters from a run's rows (evidence-present rows with a likelihood): the mean
-    logit of p, its within-instance sd (each instance's lengths' differences), the between-instance
-    variance left over, and the mean logit of p on right and on wrong replies."""
+def fit_rows(folders: list[Path]) -> list[tuple[str, int, float, float]]:
+    """Each evidence-present row with a likelihood of ``folders``' runs: (case, group, outcome, logit
+    p), the group its run and length."""
     import sqlite3
 
-    with sqlite3.connect(f"file:{folder / 'run.db'}?mode=ro", uri=True) as db:
-        found = db.execute(
-            "select case_id, length_target, outcome, answer_logprob from items "
-            "where control = 0 and status = 'ok' and answer_logprob is not null "
-            "order by case_id, length_target"
-        ).fetchall()
-    by_case: dict[str, list[tuple[str, float]]] = {}
-    for case, _, outcome, logprob in found:
-        p = math.exp(logprob)
-        by_case.setdefault(case, []).append((outcome, math.log(p / (1 - p))))
-    logits = np.array([z for rows in by_case.values() for _, z in rows])
-    pairs = [rows for rows in by_case.values() if len(rows) == 2]
-    within = float(np.mean([(b[1] - a[1]) ** 2 for a, b in pairs]) / 2)
-    means = np.array([np.mean([z for _, z in rows]) for rows in pairs])
-    right = [z for rows in by_case.values() for o, z in rows if o == "correct"]
-    wrong = [z for rows in by_case.values() for o, z in rows if o != "correct"]
+    found: list[tuple[str, int, float, float]] = []
+    groups: list[tuple[int, int]] = []
+    for k, folder in enumerate(folders):
+        with sqlite3.connect(f"file:{folder / 'run.db'}?mode=ro", uri=True) as db:
+            rows = db.execute(
+                "select case_id, length_target, outcome, answer_logprob from items "
+                "where control = 0 and status = 'ok' and answer_logprob is not null "
+                "order by case_id, length_target"
+            ).fetchall()
+        for case, length, outcome, logprob in rows:
+            if (k, length) not in groups:
+                groups.append((k, length))
+            p = math.exp(logprob)
+            found.append(
+                (f"{k}/{case}", groups.index((k, length)), float(outcome == "correct"), math.log(p / (1 - p)))
+            )
+    return found
+
+
+def _negative_log_likelihood(
+    theta: np.ndarray, group: np.ndarray, outcome: np.ndarray, y: np.ndarray
+) -> float:
+    """Each row: z ~ N(mu_group, INSTANCE_SD^2), outcome ~ Bernoulli(expit(z)), logit p ~ N(a + b z,
+    s^2); z integrated out (Gauss-Hermite), the rows taken as independent (a pseudo-likelihood)."""
+    from scipy.special import log_expit
+    from scipy.stats import norm
+
+    groups = int(group.max()) + 1
+    mu, (a, b, log_s) = theta[:groups], theta[groups:]
+    z = mu[group][:, None] + INSTANCE_SD * _FIT_NODES[None, :]
+    reads = np.where(outcome[:, None] == 1, log_expit(z), log_expit(-z))
+    reads = reads + norm.logpdf(y[:, None], a + b * z, math.exp(log_s))
+    return float(-np.log((_FIT_WEIGHTS * np.exp(reads)).sum(axis=1)).sum())
+
+
+def _fit_once(group: np.ndarray, outcome: np.ndarray, y: np.ndarray, start: np.ndarray | None) -> np.ndarray:
+    groups = int(group.max()) + 1
+    x0 = np.r_[np.ones(groups), 0.0, 0.3, 0.0] if start is None else start
+    found = optimize.minimize(_negative_log_likelihood, x0, args=(group, outcome, y), method="L-BFGS-B")
+    return np.asarray(found.x)
+
+
+def fit(folders: list[Path], resamples: int = 50, seed: int = 49) -> dict[str, float]:
+    """The world's p from runs with a likelihood (``--score both``): logit p = a + b z + e per row,
+    z the outcome's latent logit (sd ``INSTANCE_SD``, the world's; a mean per run and length), e ~
+    N(0, s^2), by maximum likelihood; a case bootstrap's 90% of b; the outcome's own effect on p
+    beyond z (a fourth term c on a right reply); the residual's covariance between two lengths of a
+    case against its variance (the instance's share, which the world's rho and an instance part of
+    e would split: not identified)."""
+    found = fit_rows(folders)
+    case = [row[0] for row in found]
+    group = np.array([row[1] for row in found])
+    outcome = np.array([row[2] for row in found])
+    y = np.array([row[3] for row in found])
+    theta = _fit_once(group, outcome, y, None)
+    groups = int(group.max()) + 1
+    mu, (a, b, log_s) = theta[:groups], theta[groups:]
+
+    def with_right(extra: np.ndarray) -> float:
+        return _negative_log_likelihood(extra[:-1], group, outcome, y - extra[-1] * outcome)
+
+    right = optimize.minimize(with_right, np.r_[theta, 0.0], method="L-BFGS-B").x[-1]
+    residual = y - (a + b * mu[group])
+    by_case: dict[str, list[float]] = {}
+    for key, value in zip(case, residual, strict=True):
+        by_case.setdefault(key, []).append(float(value))
+    products = [u * v for values in by_case.values() for i, u in enumerate(values) for v in values[i + 1 :]]
+    rng = np.random.default_rng(seed)
+    keys = list(by_case)
+    index = {key: [i for i, c in enumerate(case) if c == key] for key in keys}
+    slopes = []
+    for _ in range(resamples):
+        drawn = np.array([i for j in rng.integers(0, len(keys), len(keys)) for i in index[keys[j]]])
+        slopes.append(_fit_once(group[drawn], outcome[drawn], y[drawn], theta)[groups + 1])
     return {
-        "rows": float(len(logits)),
-        "mean logit p": float(logits.mean()),
-        "within sd": math.sqrt(within),
-        "between variance": float(means.var(ddof=1) - within / 2),
-        "right replies' mean logit p": float(np.mean(right)),
-        "wrong replies' mean logit p": float(np.mean(wrong)) if wrong else float("nan"),
-        "wrong replies": float(len(wrong)),
+        "rows": float(len(y)),
+        "wrong replies": float((outcome == 0).sum()),
+        "right replies' mean logit p": float(y[outcome == 1].mean()),
+        "wrong replies' mean logit p": float(y[outcome == 0].mean()),
+        "a": float(a),
+        "b": float(b),
+        "b 5%": float(np.quantile(slopes, 0.05)),
+        "b 95%": float(np.quantile(slopes, 0.95)),
+        "b x INSTANCE_SD": float(b * INSTANCE_SD),
+        "s": math.exp(log_s),
+        "c (a right reply's own effect)": float(right),
+        "residual variance": float(np.mean(residual**2)),
+        "residual covariance between lengths": float(np.mean(products)),
+        **{f"mu group {k}": float(m) for k, m in enumerate(mu)},
     }
+
+
+_FIT_NODES, _FIT_WEIGHTS = np.polynomial.hermite_e.hermegauss(40)
+_FIT_WEIGHTS = _FIT_WEIGHTS / _FIT_WEIGHTS.sum()
 
 
 def simulate(
@@ -163,10 +255,11 @@ def simulate(
                 :, variant_labels(n, variants)
             ]
         )
-    chance = expit(mu + effect)[..., None]
+    logit = mu + effect
+    chance = expit(logit)[..., None]
     outcome = (rng.random((datasets, n, len(curve), items)) < chance).astype(float)
     noise = ROW_SD * rng.standard_normal((datasets, n, len(curve), items))
-    return outcome, expit(CEILING_LOGIT + noise) * chance
+    return outcome, probability(logit[..., None], noise)
 
 
 def brackets(
@@ -305,7 +398,7 @@ def bracket_part(args: argparse.Namespace) -> None:
                                 f"nolima-{NOLIMA_RATIO}" if relative else f"absolute-{RULER_THRESHOLD}"
                             )
                             truth_acc = true_index(lengths, curve, relative)
-                            scaled = tuple(CEILING * c for c in curve)
+                            scaled = likelihood_curve(curve, variants)
                             truth_lik = true_index(lengths, scaled, relative)
                             acc = coverage(*found[("accuracy", relative)], truth_acc, len(lengths))
                             lik = coverage(*found[("likelihood", relative)], truth_lik, len(lengths))
@@ -323,6 +416,63 @@ def bracket_part(args: argparse.Namespace) -> None:
     print("\nworst likelihood coverage over settings with >= 100 claims:")
     for (definition, variants), (value, where) in sorted(worst.items()):
         print(f"- {definition}, {variants} variants: {value:.3f} ({where})")
+
+
+FLIP_CURVES = (
+    "cliff 0.95/0.95/0.50",
+    "decline 0.95/0.90/0.70",
+    "ceiling 0.97/0.97/0.97",
+    "just under 0.90/0.90/0.75",
+    "p just under 0.90/0.90/0.80",
+    "p just over 0.90/0.90/0.83",
+    "flat 0.60/0.60/0.60",
+)
+FLIP_SIZES = tuple(range(6, 17))
+
+
+def flip_part(args: argparse.Namespace) -> None:
+    """The likelihood's relative bracket with the sign-flip test at every cluster count from 6 to
+    16 (one haystack per case: the cases are the clusters; with 3 shared variants there are 3
+    clusters, below any threshold studied), beside the shipped rule on the same draws: a threshold
+    K is valid where every size from K up covers."""
+    datasets = args.datasets
+    print(f"{datasets} datasets per setting, one haystack per case; each dataset's first n instances")
+    print("| curve | items | rho | n | truth | sign-flip: coverage | low misses | high misses | placed "
+          f"| from {SIGN_FLIP_FROM}: coverage | placed |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
+    worst: dict[int, tuple[float, str]] = {}
+    for name in FLIP_CURVES:
+        lengths, curve = CURVES[name]
+        truth = true_index(lengths, likelihood_curve(curve), True)
+        for items in ITEMS:
+            for rho in RHOS:
+                rng = np.random.default_rng([args.seed, FLIP_CURVES.index(name), items, int(rho * 10)])
+                _, p = simulate(rng, curve, rho, FLIP_SIZES[-1], items, datasets)
+                x = p.mean(axis=-1)
+                for n in FLIP_SIZES:
+                    flipped = coverage(*brackets(x[:, :n], items, True, True, None, n), truth, len(lengths))
+                    shipped = coverage(
+                        *brackets(x[:, :n], items, True, True, None, SIGN_FLIP_FROM), truth, len(lengths)
+                    )
+                    if flipped["coverage"] < worst.get(n, (2.0, ""))[0]:
+                        worst[n] = (flipped["coverage"], f"{name}, {items} item(s), rho {rho}")
+                    print(
+                        f"| {name} | {items} | {rho} | {n} | {lengths[truth] if truth >= 0 else '<'} "
+                        f"| {flipped['coverage']:.3f} | {flipped['low_miss']:.3f} "
+                        f"| {flipped['high_miss']:.3f} "
+                        f"| {flipped['placed']:.3f} | {shipped['coverage']:.3f} | {shipped['placed']:.3f} |",
+                        flush=True,
+                    )
+    se = math.sqrt(0.95 * 0.05 / datasets)
+    print(
+        f"\nworst sign-flip coverage per size (MC se at 0.95: {se:.4f}; "
+        f"within noise: >= {0.95 - 1.96 * se:.3f}):"
+    )
+    for n, (value, where) in sorted(worst.items()):
+        print(f"- {n}: {value:.3f} ({where})")
+    for k in FLIP_SIZES:
+        low = min(worst[n][0] for n in FLIP_SIZES if n >= k)
+        print(f"- from {k}: worst {low:.3f} {'ok' if low >= 0.95 - 1.96 * se else 'below'}")
 
 
 NEEDED_SIZES = (*range(4, 17), *range(18, 41, 2), *range(44, 81, 4), *range(88, 121, 8))
@@ -397,10 +547,10 @@ def gate_world(
         ]
         effect = [effect[k] + v + w[k] for k in range(2)]
     noise = [ROW_SD * rng.standard_normal((datasets, cases, GATE_SLICES)) for _ in range(2)]
-    base = expit(CEILING_LOGIT + noise[0]) * expit(mu + effect[0])
+    base = probability(mu + effect[0], noise[0])
     if identical:
         return base, base.copy()
-    return base, expit(CEILING_LOGIT + noise[1]) * expit(mu + shift + effect[1])
+    return base, probability(mu + shift + effect[1], noise[1])
 
 
 def shift_for(accuracy: float, loss: float, variants: int) -> float:
@@ -411,7 +561,7 @@ def shift_for(accuracy: float, loss: float, variants: int) -> float:
     spread = float(np.sqrt(sd**2 + 0.25 + (0.25 if variants else 0.0)))
 
     def mean_at(shift: float) -> float:
-        return CEILING * float((_WEIGHTS * expit(mu + shift + spread * _NODES)).sum())
+        return mean_probability(mu + shift, spread)
 
     target = mean_at(0.0) - loss
     return float(optimize.brentq(lambda shift: mean_at(shift) - target, -20, 5))
@@ -477,7 +627,8 @@ def gate_part(args: argparse.Namespace) -> None:
                     truths = {"identical": 0.0, "bit-identical": 0.0, "loss = margin": margin,
                               "loss = 2x margin": 2 * margin}  # fmt: skip
                     for label, loss in truths.items():
-                        if CEILING * accuracy - loss < 0.02:
+                        sd = float(np.hypot(INSTANCE_SD, VARIANT_SD)) if variants else INSTANCE_SD
+                        if mean_probability(solve_mu(accuracy, sd), sd) - loss < 0.02:
                             continue
                         rng = np.random.default_rng([args.seed, int(margin * 100), variants, cases])
                         shift = shift_for(accuracy, loss, variants) if loss else 0.0
@@ -513,7 +664,7 @@ def compare_world(
     w = 0.5 * rng.normal(size=(datasets, models, variants))[..., variant]
     logit = mu + (a + v + w)[:, :, None, :, None]
     noise = ROW_SD * rng.standard_normal((datasets, models, len(COMPARE_LENGTHS), n, depths))
-    return np.asarray(expit(CEILING_LOGIT + noise) * expit(logit))
+    return probability(logit, noise)
 
 
 def compare_p(p: np.ndarray, shared: bool) -> np.ndarray:
@@ -585,8 +736,8 @@ def main() -> None:
     parser.add_argument("--needed-datasets", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=49)
     parser.add_argument("--rows", type=int, default=5, help="datasets per setting also run through rows")
-    parser.add_argument("--part", choices=("fit", "bracket", "needed", "gate", "compare"), nargs="*",
-                        default=["fit", "bracket", "needed", "gate", "compare"])  # fmt: skip
+    parser.add_argument("--part", choices=("fit", "bracket", "flip", "needed", "gate", "compare"), nargs="*",
+                        default=["fit", "bracket", "flip", "needed", "gate", "compare"])  # fmt: skip
     parser.add_argument("--needed-curve", default="cliff 0.95/0.95/0.50", choices=list(CURVES))
     parser.add_argument("--flip-from", type=int, default=SIGN_FLIP_FROM,
                         help="the likelihood's sign-flip threshold (a study)")  # fmt: skip
@@ -595,16 +746,21 @@ def main() -> None:
     parser.add_argument("--flip-study", action="store_true",
                         help="the bracket part's likelihood with --flip-from")  # fmt: skip
     parser.add_argument(
-        "--data", type=Path, default=Path("/tmp/lk5"), help="a run folder to fit the noise on"
+        "--data",
+        type=Path,
+        nargs="*",
+        default=[Path("/tmp/fit-quick"), Path("/tmp/lk5")],
+        help="run folders (--score both) to fit the world's p on",
     )
     args = parser.parse_args()
     started = time.perf_counter()
-    if "fit" in args.part and (args.data / "run.db").exists():
-        found = fit(args.data)
-        print(f"fit on {args.data}: " + ", ".join(f"{k} {v:.3f}" for k, v in found.items()))
-        print(f"the world: CEILING_LOGIT {CEILING_LOGIT}, ROW_SD {ROW_SD}, E[ceiling] {CEILING:.3f}")
-    parts: dict[str, Any] = {"bracket": bracket_part, "needed": needed_part, "gate": gate_part,
-                             "compare": compare_part}  # fmt: skip
+    data = [folder for folder in args.data if (folder / "run.db").exists()]
+    if "fit" in args.part and data:
+        found = fit(data, seed=args.seed)
+        print(f"fit on {', '.join(map(str, data))}: " + ", ".join(f"{k} {v:.3f}" for k, v in found.items()))
+        print(f"the world: INTERCEPT {INTERCEPT}, SLOPE {SLOPE}, ROW_SD {ROW_SD}")
+    parts: dict[str, Any] = {"bracket": bracket_part, "flip": flip_part, "needed": needed_part,
+                             "gate": gate_part, "compare": compare_part}  # fmt: skip
     for name in args.part:
         if name in parts:
             print(f"\n## {name}\n")
