@@ -6,7 +6,9 @@ statistic, ``stats.threshold_margins``), paired on (case, position) as the gap i
 ``stats.SIGN_FLIP_FROM`` clusters a length is tested by the sign-flip test on the clusters' margin
 totals (``stats.sign_flip_margin_tests``: pass and fail decided on its p-values, the bounds shown
 by inversion); below, by the gap's adjusted t interval (``stats.margin_bounds``);
-``benchmarks/bracket_coverage.py`` chose the rule (docs/statistics.md, "The bracket"). Absolute
+``benchmarks/bracket_coverage.py`` chose the rule (docs/statistics.md, "The bracket"). On a
+continuous score (``rows.is_continuous``) the sign-flip test from ``stats.SIGN_FLIP_FROM_CONTINUOUS``
+clusters (``benchmarks/likelihood_sim.py``; docs/statistics.md, "Scores"). Absolute
 (``absolute-S``): the score's one-sided bounds, Wilson on the instances (``stats.score_bounds``);
 on a continuous score (``rows.is_continuous``: the gold answer's probability) the cell's adjusted t
 on the instances (``stats.instance_score_bounds``), Wilson's variance being a 0/1 value's.
@@ -130,6 +132,7 @@ def _relative_tests(
 ) -> tuple[dict[int, _Margin], Labels]:
     by_length = group_by(rows, "length_target")
     base_rows = [row for row in rows if row["length_target"] in base_lengths]
+    continuous = is_continuous(rows)
     tests: dict[int, _Margin] = {}
     labels: Labels = {}
     for length in lengths:
@@ -149,22 +152,32 @@ def _relative_tests(
         held = set(keys)
         clusters = clusters_of(row for row in [*base_rows, *at_rows] if row["instance_id"] in held)
         tests[length], labels[length] = margin_test(
-            margins, [clusters.of[key] for key in keys], clusters.unit == "variant", one_sided, fail
+            margins,
+            [clusters.of[key] for key in keys],
+            clusters.unit == "variant",
+            one_sided,
+            fail,
+            continuous,
         )
         labels[length] = clusters.label(labels[length])
     return tests, labels
 
 
 def margin_test(
-    margins: np.ndarray, groups: list[str], by_variant: bool, one_sided: float, fail: float
+    margins: np.ndarray,
+    groups: list[str],
+    by_variant: bool,
+    one_sided: float,
+    fail: float,
+    continuous: bool = False,
 ) -> tuple[_Margin, str]:
     """One length's relative test of ``margins`` whose clusters are ``groups`` (each margin's; the
     haystack variants where ``by_variant``), and its interval's name: the sign-flip test on the
-    cluster totals from ``stats.SIGN_FLIP_FROM`` clusters, else the adjusted t (on the variants:
-    the cluster t)."""
+    cluster totals from ``stats.SIGN_FLIP_FROM`` clusters (``stats.SIGN_FLIP_FROM_CONTINUOUS`` on a
+    ``continuous`` score), else the adjusted t (on the variants: the cluster t)."""
     count = len(set(groups))
     estimate = float(margins.mean())
-    if uses_sign_flip(count):
+    if uses_sign_flip(count, continuous):
         passes, fails = (bool(x) for x in sign_flip_margin_tests(margins, groups, one_sided, fail))
         flip_low, flip_high = sign_flip_margin_bounds(margins, groups, one_sided)
         _, flip_fail = sign_flip_margin_bounds(margins, groups, fail)

@@ -22,6 +22,7 @@ from rotscope.stats.band import SATURATED_POINT, TOO_HARD_POINT, BandVerdict, ba
 from rotscope.stats.bracket_ends import (
     BRACKET_CONFIDENCE,
     SIGN_FLIP_FROM,
+    SIGN_FLIP_FROM_CONTINUOUS,
     BracketState,
     bracket_indices,
     bracket_state,
@@ -69,6 +70,7 @@ __all__ = [
     "PSEUDO_PAIR_WEIGHT",
     "SATURATED_POINT",
     "SIGN_FLIP_FROM",
+    "SIGN_FLIP_FROM_CONTINUOUS",
     "TOO_HARD_POINT",
     "BandVerdict",
     "BracketState",

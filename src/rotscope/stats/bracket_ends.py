@@ -97,9 +97,20 @@ and 0.037 at 12 (nominal 0.025 each end), at most 0.026 from 16; there it places
 often than the adjusted t, whose pseudo-pair alone keeps a perfect model from passing below 15."""
 
 
-def uses_sign_flip(clusters: int) -> bool:
-    """Whether a relative test on ``clusters`` clusters is the sign-flip test (``SIGN_FLIP_FROM``)."""
-    return clusters >= SIGN_FLIP_FROM
+SIGN_FLIP_FROM_CONTINUOUS = 6
+"""``SIGN_FLIP_FROM`` for a continuous score (``rows.is_continuous``: the gold answer's probability),
+chosen by ``benchmarks/likelihood_sim.py --part flip`` (docs/statistics.md, "Scores"): the fewest
+clusters at which the sign-flip test's one-sided 0.025 can be reached (1/64), and the likelihood's
+relative bracket covered at its stated 0.95 from there in every setting studied. A continuous
+margin is far less skewed than a 0/1 one (mostly +0.15 with a tail at -0.85), which is what held
+accuracy at 16; below its threshold the adjusted t's pseudo-pair (+1 and -1, a 0/1 device) is most
+of a continuous margin's variance and keeps it from deciding."""
+
+
+def uses_sign_flip(clusters: int, continuous: bool = False) -> bool:
+    """Whether a relative test on ``clusters`` clusters is the sign-flip test: from
+    ``SIGN_FLIP_FROM`` clusters, or ``SIGN_FLIP_FROM_CONTINUOUS`` on a ``continuous`` score."""
+    return clusters >= (SIGN_FLIP_FROM_CONTINUOUS if continuous else SIGN_FLIP_FROM)
 
 
 def cluster_totals(values: np.ndarray, clusters: Sequence[Any] | np.ndarray) -> tuple[np.ndarray, np.ndarray]:

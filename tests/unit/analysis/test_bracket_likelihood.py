@@ -13,7 +13,14 @@ import numpy as np
 from rotscope.analysis.cells import length_cell
 from rotscope.analysis.tasks import effective_lengths
 from rotscope.rows import Row, is_continuous, on_score
-from rotscope.stats.bracket_ends import end_confidence, instance_score_bounds, score_bounds
+from rotscope.stats.bracket_ends import (
+    SIGN_FLIP_FROM,
+    SIGN_FLIP_FROM_CONTINUOUS,
+    end_confidence,
+    instance_score_bounds,
+    margin_bounds,
+    score_bounds,
+)
 
 LENGTHS = (256, 512, 1024)
 
@@ -86,3 +93,41 @@ def test_the_relative_bracket_places_a_drop_of_the_probability() -> None:
         512,
         1024,
     )
+
+
+def test_a_continuous_score_of_8_clusters_decides_by_the_sign_flip_test() -> None:
+    # 8 cases, each its own cluster: below SIGN_FLIP_FROM, above SIGN_FLIP_FROM_CONTINUOUS. Every
+    # case's margin at 512 is positive and at 1,024 negative: the sign-flip p is 1/256 each way,
+    # below the end's 0.025 and the fail's 0.0125, so the likelihood places the drop at 1,024.
+    assert SIGN_FLIP_FROM_CONTINUOUS <= 8 < SIGN_FLIP_FROM
+    curve = {256: _spread(0.75, 8), 512: _spread(0.74, 8), 1024: _spread(0.20, 8)}
+    effective = _effective(on_score(_rows(curve), "likelihood"))
+    bracket = effective.bracket
+    assert "sign-flip on 8 clusters" in bracket.method
+    assert (bracket.state, bracket.low.length, bracket.high.length) == ("value", 512, 1024)
+
+
+def test_accuracy_at_8_clusters_keeps_the_adjusted_t() -> None:
+    # The same 8 cases on accuracy: 8/8, 8/8, 0/8. The adjusted t with its pseudo-pair decides as it
+    # did before the continuous threshold: its bounds are stats.margin_bounds' on the 0/1 margins.
+    curve = {256: _spread(0.75, 8), 512: _spread(0.74, 8), 1024: _spread(0.20, 8)}
+    effective = _effective(on_score(_rows(curve), "accuracy"))
+    bracket = effective.bracket
+    assert "adjusted t" in bracket.method and "sign-flip" not in bracket.method
+    one_sided = end_confidence()
+    low, _ = margin_bounds(np.full(8, 1.0 - 0.85), one_sided)
+    at_512 = next(test for test in bracket.tests if test.length == 512)
+    assert math.isclose(at_512.lower, float(low), abs_tol=1e-12)
+    assert at_512.passes == (float(low) >= 0.0)
+    # the pseudo-pair keeps a perfect model's margin of 0.15 from passing on 8 instances
+    assert not at_512.passes
+    assert bracket.low.length is None or bracket.low.length == 256
+
+
+def test_at_6_clusters_a_continuous_score_can_pass_a_length_but_not_fail_one_of_two() -> None:
+    # 6 clusters: the smallest sign-flip p is 1/64 = 0.016, under the end's 0.025 (512 passes) but
+    # over the fail's 0.0125, split over the two lengths that can fail (1,024 is not shown to fail)
+    curve = {256: _spread(0.75, 6), 512: _spread(0.74, 6), 1024: _spread(0.20, 6)}
+    bracket = _effective(on_score(_rows(curve), "likelihood")).bracket
+    assert "sign-flip on 6 clusters" in bracket.method
+    assert (bracket.state, bracket.low.length, bracket.high.length) == ("at-least", 512, None)

@@ -8,11 +8,14 @@ import numpy as np
 import pytest
 
 from rotscope.stats.bracket_ends import (
+    SIGN_FLIP_FROM,
+    SIGN_FLIP_FROM_CONTINUOUS,
     bracket_indices,
     bracket_state,
     end_confidence,
     margin_bounds,
     threshold_margins,
+    uses_sign_flip,
 )
 from rotscope.stats.intervals import adjusted_t_interval
 
@@ -96,3 +99,12 @@ def test_the_sign_flip_margin_tests_decide_one_dataset_as_a_stack_of_them() -> N
     perfect = sign_flip_margin_tests(np.full(13, 0.15), groups, 0.975, 0.9875)
     lost = sign_flip_margin_tests(np.full(13, -0.85), groups, 0.975, 0.9875)
     assert (bool(perfect[0]), bool(perfect[1]), bool(lost[0]), bool(lost[1])) == (True, False, False, True)
+
+
+def test_a_continuous_score_turns_to_the_sign_flip_test_sooner() -> None:
+    assert SIGN_FLIP_FROM_CONTINUOUS < SIGN_FLIP_FROM
+    # its one-sided level 0.025 is reachable: the smallest p on K clusters is 1 / 2^K
+    assert 1 - end_confidence() >= 0.5**SIGN_FLIP_FROM_CONTINUOUS
+    for clusters in range(2, 20):
+        assert uses_sign_flip(clusters) == (clusters >= SIGN_FLIP_FROM)
+        assert uses_sign_flip(clusters, continuous=True) == (clusters >= SIGN_FLIP_FROM_CONTINUOUS)
