@@ -132,12 +132,12 @@ def wrong_answers(store: RunStore) -> list[WrongAnswer]:
     return found
 
 
-def render_report(run_dir: Path) -> str:
-    """The report of ``run_dir`` as one HTML document."""
+def render_report(run_dir: Path, score: str | None = None) -> str:
+    """The report of ``run_dir`` on ``score`` (``analysis.summary.summary_score``) as one HTML document."""
     from plotly.offline import get_plotlyjs
 
     with RunStore.read(run_dir) as store:
-        summary = shareable(build_summary(store, run_dir))
+        summary = shareable(build_summary(store, run_dir, score=score))
         # an imported folder holds no prompts to show a wrong answer in
         wrong = [] if summary.imported else wrong_answers(store)
         meta = store.meta()
@@ -174,6 +174,6 @@ def render_report(run_dir: Path) -> str:
     )
 
 
-def write_report(run_dir: Path, output: Path) -> Path:
-    write_output(output, render_report(run_dir), "report")
+def write_report(run_dir: Path, output: Path, score: str | None = None) -> Path:
+    write_output(output, render_report(run_dir, score), "report")
     return output
