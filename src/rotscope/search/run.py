@@ -33,7 +33,7 @@ from rotscope.execution.workflows.runner import (
     run_experiment,
 )
 from rotscope.plan.workitems import build_plan
-from rotscope.rows import Row
+from rotscope.rows import Row, ScoreName, on_score, value
 from rotscope.search.decisions import (
     BASE,
     BudgetSpent,
@@ -89,15 +89,24 @@ def _finished(run_dir: Path) -> bool:
     return bool(rows) and all(row["status"] == "ok" for row in rows)
 
 
-def _means(rows: list[Row], case_ids: list[str], step: Step, folder: Path) -> list[float]:
-    """Each case's mean correctness over its scored (non-control) rows, in case order (the step's
-    rows are all answered: a step with error rows never reaches the search). A case with no
+def decision_score(config: ExperimentConfig) -> ScoreName:
+    """The score the search decides on: the answer's likelihood where the run keeps only it
+    (``score: likelihood``), else accuracy (``both`` keeps likelihoods beside it)."""
+    return "likelihood" if config.score == "likelihood" else "accuracy"
+
+
+def _means(
+    rows: list[Row], case_ids: list[str], step: Step, folder: Path, score: ScoreName = "accuracy"
+) -> list[float]:
+    """Each case's mean score (``rows.value`` on ``score``: correctness, or the gold answer's
+    probability) over its scored (non-control) rows, in case order (the step's rows are all
+    answered: a step with error rows never reaches the search). A case with no
     scored row had every layout rejected at this length: that is no score (never a 0), so the
     length cannot be measured and the search stops, naming it."""
-    outcomes: dict[str, list[int]] = {case_id: [] for case_id in case_ids}
-    for row in rows:
+    outcomes: dict[str, list[float]] = {case_id: [] for case_id in case_ids}
+    for row in on_score(rows, score):
         if not row["control"] and row["status"] == "ok" and row["case_id"] in outcomes:
-            outcomes[row["case_id"]].append(int(row["outcome"] == "correct"))
+            outcomes[row["case_id"]].append(value(row))
     unmeasured = [case_id for case_id, values in outcomes.items() if not values]
     if unmeasured:
         with RunStore.read(folder) as store:
@@ -184,7 +193,8 @@ class _Steps:
             done = len(rows) - failed
             reason = f"step {name} has {failed} error rows (model or engine failures), retried on --resume"
             raise EngineStopped(self.run_dir, done, len(rows), reason)
-        return _means(rows, self.case_ids[step.start : step.start + step.count], step, folder)
+        chosen = decision_score(self.config)
+        return _means(rows, self.case_ids[step.start : step.start + step.count], step, folder, chosen)
 
     def _count_haystacks(self, folder: Path, step: Step) -> None:
         with RunStore.read(folder) as store:
@@ -363,7 +373,10 @@ def _search(config: ExperimentConfig, run_dir: Path, reporter: Reporters) -> Sea
     except KeyboardInterrupt:  # before the first step, or between steps: the search's own work
         raise SearchInterrupted(run_dir, 0, 0, len(steps.folders) if steps else 0) from None
     assert steps is not None
-    return search_record(resolved, result, steps, config.max_cost)
+    found = search_record(resolved, result, steps, config.max_cost)
+    chosen = decision_score(config)
+    # the key stays out of an accuracy search's record, as before
+    return found if chosen == "accuracy" else found.model_copy(update={"score": chosen})
 
 
 def search_record(
