@@ -23,9 +23,10 @@ from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.cells import depth_label
 from rotscope.report.effective import base_lengths_text, bracket_text, near_text, no_scores_text
-from rotscope.report.figures import cell_grid, length_figure, position_figure
+from rotscope.report.figures import cell_grid, length_figure, position_figure, scores_figure
 from rotscope.report.names import shareable, without_paths
-from rotscope.report.sentence import one_sentence
+from rotscope.report.scores import agreement_line, kept_line, score_headline, score_label
+from rotscope.report.sentence import closing_task, one_sentence
 from rotscope.report.wording import headline_entries, headline_intro, order_note, token_count_line
 from rotscope.rows import Row
 from rotscope.store import RunStore
@@ -166,6 +167,13 @@ def render_report(run_dir: Path, score: str | None = None) -> str:
         headline_intro=headline_intro(summary.effective_lengths),
         headline_entries=headline_entries(summary.effective_lengths),
         sentence=one_sentence(summary),
+        score_headline=score_headline(summary, closing_task(summary.effective_lengths)),
+        score_name=score_label(summary.score),
+        kept=kept_line(summary),
+        agreement=[
+            (agreement_line(entry).strip(), _figure_html(scores_figure(summary, entry.task)))
+            for entry in summary.agreement or []
+        ],
         token_counts=token_count_line(summary),
         order_note=order_note(summary.execution.order),
         approximate=summary.token_counts.method == "approximate",
