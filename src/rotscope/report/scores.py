@@ -48,7 +48,8 @@ def kept_line(summary: Summary) -> str | None:
     kept = summary.kept
     on = f"verdicts on {score_label(summary.score)}"
     if kept == "both":
-        return f"scores kept: accuracy and the answer's likelihood; {on} (--score {_other(summary.score)})"
+        other = _other(summary.score)
+        return f"scores kept: accuracy and the answer's likelihood; {on} (--score {other} for the other)"
     if kept == "likelihood":
         return f"score kept: the answer's likelihood only (run --score likelihood, no replies); {on}"
     if kept == "accuracy":
