@@ -4,6 +4,7 @@ likelihoods is one line and exit 2, and the default is accuracy where the run ha
 
 from __future__ import annotations
 
+import json
 import math
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from rotscope.config.experiment import build_config
 from rotscope.errors import BadInput
 from rotscope.execution.workflows.runner import run_experiment
 from rotscope.store import RunStore
+from tests.support.cli_helpers import assert_bad_input
 
 
 def _run(out: Path, model: str, **extra: Any) -> Path:
@@ -95,7 +97,8 @@ def test_the_screen_shows_both_scores_and_names_the_one_it_stands_on(both: Path)
     shown = CliRunner().invoke(app, ["show", str(both)], env={"COLUMNS": "100"})
     assert shown.exit_code == 0, shown.output
     text = shown.output
-    assert "scores kept: accuracy and the answer's likelihood; verdicts on accuracy" in text
+    flat = " ".join(text.split())
+    assert "scores kept: accuracy and the answer's likelihood; verdicts on accuracy" in flat
     assert text.count("answer probability 0.") >= 3  # a second row for each of the three lengths
     assert "accuracy and answer probability: rank correlation" in text
     # the score's line (at most two lines) just before the closing sentence
@@ -132,3 +135,33 @@ def test_a_likelihood_only_run_defaults_to_likelihood(tmp_path: Path) -> None:
     assert all(cell.accuracy == pytest.approx(0.9) for cell in summary.cells)
     with pytest.raises(BadInput, match="kept only likelihoods"):
         load_summary(run, "accuracy")
+
+
+def test_compare_and_gate_stand_on_the_score_asked_and_refuse_a_run_without_it(
+    both: Path, replies_only: Path, tmp_path: Path
+) -> None:
+    again = _run(tmp_path / "again", "fake/curve-700")
+    runner = CliRunner()
+    compared = runner.invoke(app, ["compare", str(both), str(again), "--json", "--score", "likelihood"])
+    assert compared.exit_code == 0, compared.output
+    record = json.loads(compared.stdout)
+    assert record["score"] == "likelihood"
+    # the leaderboard's numbers are the answer probability, not a share of right replies
+    summary = load_summary(both, "likelihood")
+    entry = next(e for e in record["leaderboard"] if e["run"] == both.name)
+    assert [length["accuracy"] for length in entry["lengths"]] == pytest.approx(
+        [line.instance_accuracy for line in summary.lengths]
+    )
+    gated = runner.invoke(
+        app, ["gate", "--baseline", str(both), "--candidate", str(again), "--json", "--score", "likelihood"]
+    )
+    assert gated.exit_code in (0, 1, 3), gated.output
+    assert json.loads(gated.stdout)["score"] == "likelihood"
+    refused = runner.invoke(
+        app, ["gate", "--baseline", str(both), "--candidate", str(replies_only), "--score", "likelihood"]
+    )
+    assert_bad_input(
+        refused, f"--score likelihood: the candidate {replies_only.name} has no answer likelihoods"
+    )
+    refused = runner.invoke(app, ["compare", str(both), str(replies_only), "--score", "likelihood"])
+    assert_bad_input(refused, "has no answer likelihoods")
