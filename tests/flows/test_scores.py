@@ -110,6 +110,9 @@ def test_the_screen_shows_both_scores_and_names_the_one_it_stands_on(both: Path)
     assert flipped.exit_code == 0, flipped.output
     assert "niah: answer probability by depth × length" in flipped.output
     assert "Verdicts on the answer's likelihood" in flipped.output
+    # the closing sentence words its numbers as the score they are
+    closing = flipped.output[flipped.output.rindex("Effective length of") :]
+    assert "accuracy" not in closing and "answer probability" in closing
 
 
 def test_a_likelihood_of_a_run_without_one_is_exit_2(replies_only: Path) -> None:
