@@ -139,6 +139,7 @@ class ResultValues(TypedDict, total=False):
     answer_logprob: float | None
     answer_tokens: int | None
     first_token_prob: float | None
+    absent_logprob: float | None
 
 
 def column(row: Row, name: str) -> Any:

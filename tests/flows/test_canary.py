@@ -222,3 +222,19 @@ def test_another_settings_or_a_foreign_store_is_refused(root: Path) -> None:
     assert_bad_input(_canary(root, "settings.db", "--fail-margin", "0.05"), "other settings", "fail")
     (root / "foreign.db").write_text("not a store", encoding="utf-8")
     assert_bad_input(_canary(root, "foreign.db"), "not a monitoring store")
+
+
+def test_a_canary_on_the_likelihood_probes_the_answer_probability(root: Path) -> None:
+    """``--score likelihood``: the baseline's and each probe's score is the gold answer's
+    probability (the lexical fake's 0.9 where it finds the needle), and the alert says so."""
+    result = _canary(root, "likely.db", "--score", "likelihood", "--json")
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["score"] == "likelihood"
+    probes = _probes(root / "likely.db")
+    assert probes and all(row[4] == pytest.approx(0.9) and row[5] == pytest.approx(0.9) for row in probes)
+
+
+def test_a_likelihood_canary_of_a_model_that_cannot_read_one_is_bad_input(root: Path) -> None:
+    result = _canary(root, "remote.db", "--score", "likelihood", "--subject", "fake-remote/lexical")
+    assert_bad_input(result, "--score likelihood: fake-remote/lexical cannot read an answer's likelihood")
+    assert not (root / "remote.db").exists()

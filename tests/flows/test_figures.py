@@ -25,7 +25,10 @@ from rotscope.report import figure_files
 from rotscope.report.names import shareable
 from tests.support.cli_helpers import assert_bad_input, invoke, nonsense_corpus
 
-STEMS = [f"{task}-{kind}" for task in ("niah", "nolima") for kind in ("heatmap", "length", "position")]
+# the fake reads likelihoods: its run keeps both scores, drawn together in TASK-scores
+STEMS = [
+    f"{task}-{kind}" for task in ("niah", "nolima") for kind in ("heatmap", "length", "position", "scores")
+]
 PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
 EVIL = "lexical-recent\x1b[31m\x07"
 # The CLI with kaleido made unimportable: any use of it would fail the run.
@@ -119,7 +122,7 @@ def test_a_model_name_with_escape_and_bell_gives_well_formed_svg_and_lists_only_
     result = invoke("report", evil_run_dir, "-o", tmp_path / "r.html", "--figures", figs)
     assert result.exit_code == 0, result.output
     listed = _listed(result.stdout)
-    assert len(listed) == 9 and sorted(listed) == sorted(figs.iterdir())
+    assert len(listed) == 12 and sorted(listed) == sorted(figs.iterdir())  # 4 figures x 3 formats
     for path in listed:
         assert path.stat().st_size > 0
         _assert_valid(path)
@@ -133,7 +136,7 @@ def test_the_same_run_draws_the_same_files(run_dir: Path, tmp_path: Path) -> Non
     summary = load_summary(run_dir)
     first = figure_files.write_figures(summary, tmp_path / "first")
     second = figure_files.write_figures(summary, tmp_path / "second")
-    assert [path.name for path in first] == [path.name for path in second] and len(first) == 18
+    assert [path.name for path in first] == [path.name for path in second] and len(first) == 24
     for one, other in zip(first, second, strict=True):
         assert one.read_bytes() == other.read_bytes(), one.name
 
@@ -146,6 +149,10 @@ def test_each_task_has_three_figures_titled_with_model_task_and_effective_length
         assert title.startswith(f"fake/lexical-recent · {stem.split('-')[0]}: "), title
         assert figure.axes[0].get_title(loc="left").startswith("effective length "), stem
     assert drawn["nolima-length"].axes[0].get_title(loc="left") == "effective length no signal (nolima-0.85)"
+    # both scores on one figure: accuracy and the answer probability, each with its own line style
+    lines = drawn["niah-scores"].axes[0].get_lines()
+    assert [line.get_label() for line in lines] == ["accuracy", "answer probability"]
+    assert lines[0].get_linestyle() != lines[1].get_linestyle()
 
 
 def test_lines_differ_without_colour_and_the_heatmap_is_grayscale_safe(run_dir: Path) -> None:
@@ -189,7 +196,7 @@ def test_an_all_rejected_row_and_an_empty_task_are_drawn_saying_so(run_dir: Path
     for stem in ("empty-heatmap", "empty-length", "empty-position"):
         assert [text.get_text() for text in drawn[stem].axes[0].texts] == ["no scored cell"], stem
     written = figure_files.write_figures(summary, tmp_path / "figs")
-    assert len(written) == 27
+    assert len(written) == 33  # the empty task has no scores figure: nothing under both scores
     for path in written:
         _assert_valid(path)
 

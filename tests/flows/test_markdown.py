@@ -77,7 +77,7 @@ def _section(markdown: str, title: str) -> str:
 def test_a_pass_is_a_green_comment_with_no_failing_slice(runs: dict[str, Path]) -> None:
     code, markdown = _gate(runs, "baseline", "same", "--plan", runs["plan"])
     assert code == 0
-    assert markdown.startswith("## rotscope gate: ✅ PASS (exit 0)\n")
+    assert markdown.startswith("## rotscope gate: ✅ PASS (exit 0) on accuracy\n")
     assert "Candidate **same** (fake/lexical) against baseline **baseline** (fake/lexical); plan " in markdown
     assert "### Slices failing or inconclusive: 0 of 4" in markdown
     assert "| slice |" not in markdown
@@ -90,7 +90,7 @@ def test_a_pass_is_a_green_comment_with_no_failing_slice(runs: dict[str, Path]) 
 def test_a_fail_lists_the_failing_slices_and_worst_positions(runs: dict[str, Path]) -> None:
     code, markdown = _gate(runs, "baseline", "recent", "--plan", runs["plan"])
     assert code == 1
-    assert markdown.startswith("## rotscope gate: ❌ FAIL (exit 1)\n")
+    assert markdown.startswith("## rotscope gate: ❌ FAIL (exit 1) on accuracy\n")
     slices = _section(markdown, "Slices failing or inconclusive")
     assert "| niah 200 beginning | 16 | 1.00 | 0.00 | -1.00 |" in slices and "| FAIL |" in slices
     # the tail is what the candidate reads: that slice is not shown to fail
@@ -109,7 +109,7 @@ def test_a_fail_lists_the_failing_slices_and_worst_positions(runs: dict[str, Pat
 def test_an_inconclusive_gate_says_why_and_caps_long_lists(runs: dict[str, Path]) -> None:
     code, markdown = _gate(runs, "v1-lexical", "v1-lexical-recent")
     assert code == 3
-    assert markdown.startswith("## rotscope gate: ⚠️ INCONCLUSIVE (exit 3)\n")
+    assert markdown.startswith("## rotscope gate: ⚠️ INCONCLUSIVE (exit 3) on accuracy\n")
     assert "- niah @ 256 absent: 3 instances, fewer than the plan's minimum 10" in markdown
     assert "no frozen plan." in markdown
     slices = _section(markdown, "Slices failing or inconclusive: 16 of 16")

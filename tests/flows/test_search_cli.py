@@ -285,3 +285,27 @@ def test_a_damaged_record_or_a_self_written_session_is_bad_input_a_smaller_budge
     data["filler"] = {"kind": "session", "assistant": "model"}
     config.write_text(yaml.safe_dump(data), encoding="utf-8")
     assert_bad_input(invoke("run", config, "--search", "--out", tmp_path / "self"), "assistant: model")
+
+
+def test_a_likelihood_search_decides_on_the_answer_probability(tmp_path: Path) -> None:
+    """``--score likelihood``: the steps keep only the gold answer's probability (no replies), the
+    search decides on it (the fake's chance at each length, whose mean crosses one half at the
+    midpoint) and its record and result line say so."""
+    out = tmp_path / "out"
+    path = experiment(tmp_path, 1000)
+    config = yaml.safe_load(path.read_text(encoding="utf-8"))
+    # niah's needles are read as likelihoods (a case file's answers of the cases family are not yet)
+    config = {**{k: v for k, v in config.items() if k != "cases"}, "tasks": ["niah"]}
+    path.write_text(yaml.safe_dump(config), encoding="utf-8")
+    result = invoke("run", path, "--search", "--score", "likelihood", "--out", out)
+    assert result.exit_code == 0, result.output
+    found = record(out)
+    assert found["score"] == "likelihood" and found["verdict"] == "decided", found
+    low, high = found["bracket"]["passes"], found["bracket"]["fails"]
+    assert low <= 1000.0 < high
+    first_step = out / "steps" / found["steps"][0] / "run.db"
+    with sqlite3.connect(f"file:{first_step}?mode=ro", uri=True) as db:
+        kept = db.execute("SELECT COUNT(*), COUNT(outcome), COUNT(answer_logprob) FROM items").fetchone()
+    assert kept[0] > 0 and kept[1] == 0 and kept[2] == kept[0]
+    shown = invoke("show", out)
+    assert f"effective length {low:,} tokens on the answer's likelihood" in " ".join(shown.output.split())

@@ -10,6 +10,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from rotscope.analysis.agreement import agreements
 from rotscope.analysis.cache_checks import summarise_checks
 from rotscope.analysis.cases import case_results
 from rotscope.analysis.cells import cell, cell_key, cell_stats, counts, length_cell
@@ -17,6 +18,7 @@ from rotscope.analysis.fillers import SESSION, filler_gaps
 from rotscope.analysis.headline import effective_lengths_by_task
 from rotscope.analysis.rejections import with_rejections
 from rotscope.analysis.tasks import curve_effective_lengths, empty_task_analysis, task_analysis
+from rotscope.errors import BadInput
 from rotscope.position import Position
 from rotscope.records.cells import Cell, CellKey, Control, EvidenceOnly
 from rotscope.records.run import (
@@ -32,7 +34,7 @@ from rotscope.records.run import (
 )
 from rotscope.records.summary import Imported, Items, Rejection, Summary
 from rotscope.records.tasks import TaskAnalysis
-from rotscope.rows import Row, error_rate, group_by, scored
+from rotscope.rows import Row, ScoreName, error_rate, group_by, has_likelihood, has_replies, on_score, scored
 from rotscope.stats import BASE_LENGTHS
 from rotscope.store import IMPORTED_KEY, RunStore, imported_note, session_usd
 from rotscope.tasks import TASKS
@@ -251,10 +253,37 @@ def _execution(meta: Mapping[str, Any]) -> Execution:
     )
 
 
-def build_summary(store: RunStore, run_dir: Path, rows: list[Row] | None = None) -> Summary:
+def summary_score(rows: list[Row], asked: str | None, run: str) -> ScoreName:
+    """The score a summary stands on: ``asked`` (``--score``), else accuracy where the run has
+    replies and likelihood where it kept only likelihoods. Bad input where the run lacks the score
+    asked for."""
+    if asked is None:
+        return "likelihood" if has_likelihood(rows) and not has_replies(rows) else "accuracy"
+    if asked == "likelihood":
+        if not has_likelihood(rows):
+            raise BadInput(
+                f"--score likelihood: {run} has no answer likelihoods (it ran with --score accuracy, "
+                "its backend cannot read them, or nothing is scored yet)"
+            )
+        return "likelihood"
+    if asked == "accuracy":
+        if has_likelihood(rows) and not has_replies(rows):
+            raise BadInput(
+                f"--score accuracy: {run} kept only likelihoods (run --score likelihood): no replies"
+            )
+        return "accuracy"
+    raise BadInput(f"--score: {asked!r} is not one of accuracy, likelihood")
+
+
+def build_summary(
+    store: RunStore, run_dir: Path, rows: list[Row] | None = None, score: str | None = None
+) -> Summary:
     """The run's summary, of ``rows`` where given (a subset of the store's: ``rotscope compare``
-    narrows an imported run to the cells the compared runs share), else of all its rows: the
-    typed record every view reads (``rotscope.records.summary.Summary``, docs/records.md)."""
+    narrows an imported run to the cells the compared runs share), else of all its rows, on
+    ``score`` (``summary_score``): the typed record every view reads
+    (``rotscope.records.summary.Summary``, docs/records.md). Cells, lengths, tasks, cases and the
+    evidence-only results stand on the score; counts, tokens, cost, controls and the error cap on
+    every row."""
     # the stored metadata as JSON: the summary's records validate it
     meta: Mapping[str, Any] = store.meta()
     config = meta.get("config") or {}
@@ -262,9 +291,13 @@ def build_summary(store: RunStore, run_dir: Path, rows: list[Row] | None = None)
     if meta.get(IMPORTED_KEY):
         # An imported row's outcome is no failure category (folders imported before said it was).
         rows = [{**row, "category": None} for row in rows]
+    chosen = summary_score(rows, score, run_dir.name)
     rejections = [Rejection.model_validate(rejection) for rejection in meta.get("rejections", [])]
-    probes = [row for row in rows if not row["control"]]
-    evidence_only = [row for row in rows if row["control"] and row["position"] == EVIDENCE_ONLY_POSITION]
+    all_probes = [row for row in rows if not row["control"]]
+    probes = on_score(all_probes, chosen)
+    evidence_only = on_score(
+        [row for row in rows if row["control"] and row["position"] == EVIDENCE_ONLY_POSITION], chosen
+    )
     controls = [row for row in rows if row["control"] and row["position"] != EVIDENCE_ONLY_POSITION]
     per_case = case_results(probes, evidence_only)
     cells = with_rejections(
@@ -302,6 +335,9 @@ def build_summary(store: RunStore, run_dir: Path, rows: list[Row] | None = None)
         model=meta.get("model"),
         task=",".join(task_order or dict.fromkeys(row["task"] for row in rows)),
         imported=_imported(meta),
+        score=chosen,
+        kept=meta.get("score"),
+        agreement=agreements(all_probes),
         cells=cells,
         lengths=list(per_length.values()),
         effective_length=curve_effective_lengths(per_length, probes, base_lengths),
@@ -352,9 +388,9 @@ def build_summary(store: RunStore, run_dir: Path, rows: list[Row] | None = None)
     )
 
 
-def load_summary(run_dir: Path | str) -> Summary:
-    """The typed summary (``rotscope.records.summary.Summary``, docs/records.md) of a run folder;
-    its ``model_dump()`` is the summary JSON."""
+def load_summary(run_dir: Path | str, score: str | None = None) -> Summary:
+    """The typed summary (``rotscope.records.summary.Summary``, docs/records.md) of a run folder on
+    ``score`` (``summary_score``); its ``model_dump()`` is the summary JSON."""
     run_dir = Path(run_dir)
     with RunStore.read(run_dir) as store:
-        return build_summary(store, run_dir)
+        return build_summary(store, run_dir, score=score)

@@ -207,6 +207,8 @@ class FakeBackend:
         self._responder = responder
         self._tokenizer = FakeTokenizer()
         self.calls = 0
+        """Generations served (``likelihood`` readings are counted apart, in ``readings``)."""
+        self.readings = 0
         self.cache_clears = 0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -239,7 +241,7 @@ class FakeBackend:
     async def likelihood(self, request: LikelihoodRequest) -> Likelihood:
         """Each form's reading on the fake's known curve (the module's docstring); its tokens share
         the form's log-probability evenly."""
-        self.calls += 1
+        self.readings += 1
         text = self._tokenizer.decode(request.token_ids)
         messages = request.messages or ({"role": "user", "content": text},)
         if "fail-likelihood" in text:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rotscope.cli.common import _build, _guarded, _warn, app, console, errors
+from rotscope.cli.common import SCORE_HELP, _build, _guarded, _warn, app, console, errors
 from rotscope.errors import BadInput
 
 if TYPE_CHECKING:
@@ -91,6 +91,7 @@ def canary(
     api_key_env: Annotated[
         str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")
     ] = None,
+    score: Annotated[str | None, typer.Option("--score", help=SCORE_HELP)] = None,
 ) -> None:
     """Probe the endpoint with the baseline run's items; judge it by an anytime-valid sequential test.
 
@@ -120,7 +121,9 @@ def canary(
             raise BadInput(f"--out: {out.parent}: no such folder")
         histogram = read_length_histogram(length_histogram) if length_histogram is not None else None
         told = _notice if interval is not None else None  # one check: its status line alone
-        probe = prepare_canary(experiment, baseline, subject, calls, told, histogram=histogram, warn=_warn)
+        probe = prepare_canary(
+            experiment, baseline, subject, calls, told, histogram=histogram, warn=_warn, score=score
+        )
         try:
             opened = MonitorStore.create(out)  # after the plan: bad input leaves no store behind
         except BaseException:

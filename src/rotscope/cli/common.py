@@ -201,6 +201,13 @@ def _quiet_loop_finalizers() -> None:
     sys.unraisablehook = hook
 
 
+SCORE_HELP = (
+    "accuracy or likelihood (the gold answer's probability): the score the verdicts stand on; "
+    "default accuracy where the run has replies, likelihood for a --score likelihood run."
+)
+"""The ``--score`` option of the commands that read runs (show, report, compare, gate, canary)."""
+
+
 def _split(value: str | None) -> list[str] | None:
     if value is None:
         return None

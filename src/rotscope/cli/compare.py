@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rotscope._util.safe_text import terminal_safe
-from rotscope.cli.common import _guarded, app, console, errors
+from rotscope.cli.common import SCORE_HELP, _guarded, app, console, errors
 from rotscope.errors import BadInput
 
 if TYPE_CHECKING:
@@ -61,6 +61,7 @@ def compare(
             help="Also write the verdicts as JUnit XML for CI: a length where a model is worse fails.",
         ),
     ] = None,
+    score: Annotated[str | None, typer.Option("--score", help=SCORE_HELP)] = None,
 ) -> None:
     """Compare runs on the same items: leaderboards and paired verdicts (Holm over pairs x lengths).
 
@@ -73,7 +74,7 @@ def compare(
     def body() -> tuple[Comparison, str, dict[str, Summary]]:
         if sum((as_json, markdown, as_csv)) > 1:
             raise BadInput("--json, --markdown and --csv: choose one")
-        runs = load_runs(_run_folders(folders))
+        runs = load_runs(_run_folders(folders), score)
         comparison = build_comparison(runs)
         text = json.dumps(comparison.model_dump(), indent=2)
         RECORDS["comparison"].validate_json(text)  # the contract, checked before anything is shown

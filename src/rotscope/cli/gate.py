@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rotscope.cli.common import _guarded, app, console
+from rotscope.cli.common import SCORE_HELP, _guarded, app, console
 from rotscope.errors import BadInput, write_output
 
 if TYPE_CHECKING:
@@ -29,6 +29,7 @@ def gate(
         Path | None,
         typer.Option("-o", "--output", help="Release record file; default CANDIDATE/gate-vs-BASELINE.json."),
     ] = None,
+    score: Annotated[str | None, typer.Option("--score", help=SCORE_HELP)] = None,
 ) -> None:
     """Release verdict of a candidate against a baseline: exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE."""
     from rotscope.analysis.summary import load_summary
@@ -42,7 +43,7 @@ def gate(
         if as_json and markdown:
             raise BadInput("--json and --markdown: choose one")
         frozen = read_manifest(plan) if plan is not None else None
-        return evaluate(baseline, candidate, frozen)
+        return evaluate(baseline, candidate, frozen, score)
 
     record = _guarded(body)
     text = json.dumps(record.model_dump(mode="json"), indent=2) + "\n"
@@ -53,7 +54,9 @@ def gate(
     if as_json:
         sys.stdout.write(text)
     elif markdown:
-        summaries = _guarded(lambda: (load_summary(baseline), load_summary(candidate)))
+        summaries = _guarded(
+            lambda: (load_summary(baseline, record.score), load_summary(candidate, record.score))
+        )
         sys.stdout.write(gate_markdown(record, *summaries))
     else:
         print_record(record, console)

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from rotscope._util.safe_text import terminal_safe
-from rotscope.cli.common import _fail, _guarded, app, console
+from rotscope.cli.common import SCORE_HELP, _fail, _guarded, app, console
 
 
 @app.command()
@@ -24,6 +24,7 @@ def report(
             help="Also write each task's figures as SVG, PNG and PDF into this folder (matplotlib).",
         ),
     ] = None,
+    score: Annotated[str | None, typer.Option("--score", help=SCORE_HELP)] = None,
 ) -> None:
     """Write a self-contained HTML report (opens offline), and with --figures its figures as files."""
     from rotscope.analysis.summary import load_summary
@@ -44,8 +45,8 @@ def report(
         return
     if figures is not None:  # first: a missing extra is refused before anything is written
         folder = figures
-        for path in _guarded(lambda: write_figures(load_summary(run_dir), folder)):
+        for path in _guarded(lambda: write_figures(load_summary(run_dir, score), folder)):
             # One line a path, never wrapped: each is copied as it is.
             console.print(f"figure: {terminal_safe(str(path))}", markup=False, soft_wrap=True)
-    written = _guarded(lambda: write_report(run_dir, output or run_dir / "report.html"))
+    written = _guarded(lambda: write_report(run_dir, output or run_dir / "report.html", score))
     console.print(f"report: {terminal_safe(str(written))}", markup=False, soft_wrap=True)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rotscope.cli.common import _guarded, app, console
+from rotscope.cli.common import SCORE_HELP, _guarded, app, console
 from rotscope.errors import BadInput
 
 if TYPE_CHECKING:
@@ -23,6 +23,7 @@ def show(
     markdown: Annotated[
         bool, typer.Option("--markdown", help="Print a short Markdown summary for a pull-request comment.")
     ] = False,
+    score: Annotated[str | None, typer.Option("--score", help=SCORE_HELP)] = None,
 ) -> None:
     """Show a run: heatmap and a line per length, the summary JSON, or a Markdown summary; a search
     folder: its result."""
@@ -47,7 +48,7 @@ def show(
     def body() -> Summary:
         if as_json and markdown:
             raise BadInput("--json and --markdown: choose one")
-        return load_summary(run_dir)
+        return load_summary(run_dir, score)
 
     summary = _guarded(body)
     if as_json:

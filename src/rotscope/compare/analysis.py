@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from itertools import combinations
 from pathlib import Path
 
-from rotscope.analysis.summary import build_summary
+from rotscope.analysis.summary import build_summary, summary_score
 from rotscope.compare.comparable import check_comparable, common_lengths, is_imported
 from rotscope.compare.pairwise import (
     ALPHA,
@@ -40,7 +40,7 @@ from rotscope.errors import BadInput
 from rotscope.records.cells import Cell
 from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
-from rotscope.rows import Row
+from rotscope.rows import Row, on_score
 from rotscope.run_meta import RunMeta
 from rotscope.store import RunStore
 
@@ -90,12 +90,14 @@ def _narrowed(rows: Sequence[Row], cells: set[tuple[str, int, str]]) -> list[Row
     ]
 
 
-def load_runs(paths: Sequence[Path]) -> list[ComparedRun]:
+def load_runs(paths: Sequence[Path], score: str | None = None) -> list[ComparedRun]:
     """Each run folder read once (its summary built from the same rows), named by its folder, or by
-    its parent and folder where two share a name. Where one is imported (its grid is another
-    harness's), every run is narrowed to the cells (task, length, position) all of them measured,
-    and each summary is built from those rows only, so leaderboards rank on the same cells; no
-    shared cell is refused (``BadInput``)."""
+    its parent and folder where two share a name; every run on one score, ``score`` (``--score``)
+    or the first run's default (``analysis.summary.summary_score``), a run without it refused
+    (``BadInput`` naming it), and its rows as the pairs read them (``rows.on_score``). Where one
+    is imported (its grid is another harness's), every run is narrowed to the cells (task, length,
+    position) all of them measured, and each summary is built from those rows only, so leaderboards
+    rank on the same cells; no shared cell is refused (``BadInput``)."""
     counts = Counter(path.name for path in paths)
     names = [path.name if counts[path.name] == 1 else f"{path.parent.name}/{path.name}" for path in paths]
     metas, rows = [], []
@@ -109,11 +111,14 @@ def load_runs(paths: Sequence[Path]) -> list[ComparedRun]:
             f"compare: {', '.join(names)} share no cell (task, length and position): an imported "
             "run compares only where the others measured the same lengths and positions"
         )
+    chosen = summary_score(rows[0], score, names[0]) if rows else "accuracy"
     runs = []
     for path, name, meta, found in zip(paths, names, metas, rows, strict=True):
         kept = found if cells is None else _narrowed(found, cells)
+        summary_score(kept, chosen, name)  # each run has the score, or it is named
         with RunStore.read(path) as store:
-            runs.append(ComparedRun(path, name, meta, build_summary(store, path, kept), kept))
+            summary = build_summary(store, path, kept, chosen)
+        runs.append(ComparedRun(path, name, meta, summary, on_score(kept, chosen)))
     return runs
 
 
@@ -370,6 +375,7 @@ def build_comparison(runs: Sequence[ComparedRun], *, alpha: float = ALPHA) -> Co
         lengths=lengths,
         # set even where null: the record has always carried the key (docs/records.md)
         positions=common_positions(runs),
+        score=runs[0].summary.score if runs else "accuracy",
         confidence=CONFIDENCE,
         alpha=alpha,
         pair_method=PAIR_METHOD,

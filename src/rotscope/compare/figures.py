@@ -24,8 +24,9 @@ from rotscope.report.figure_files import (
     drawable,
     save_figures,
 )
-from rotscope.report.figures import ACCURACY_AXIS, LENGTH_AXIS, POSITION_AXIS, cell_grid
+from rotscope.report.figures import LENGTH_AXIS, POSITION_AXIS, cell_grid
 from rotscope.report.names import shareable
+from rotscope.report.scores import score_label
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -64,7 +65,7 @@ def overlay_file_figure(comparison: Comparison, task: str) -> Figure:
         axes.minorticks_off()
         axes.legend(loc="best", frameon=False)
     axes.set_xlabel(drawable(LENGTH_AXIS))
-    axes.set_ylabel(drawable(ACCURACY_AXIS))
+    axes.set_ylabel(drawable(score_label(comparison.score)))
     axes.set_ylim(0, 1.05)
     _plain_axes(axes)
     return figure
@@ -111,7 +112,7 @@ def heatmaps_file_figure(comparison: Comparison, summaries: Mapping[str, Summary
         axes.set_xlabel(drawable(LENGTH_AXIS))
     axes_row[0].set_ylabel(drawable(POSITION_AXIS))
     if image is not None:
-        figure.colorbar(image, ax=list(axes_row), label=drawable(ACCURACY_AXIS))
+        figure.colorbar(image, ax=list(axes_row), label=drawable(score_label(comparison.score)))
     return figure
 
 

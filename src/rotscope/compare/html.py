@@ -29,7 +29,6 @@ from rotscope.compare.table import (
 from rotscope.errors import write_output
 from rotscope.records.summary import Summary
 from rotscope.report.figures import (
-    ACCURACY_AXIS,
     COLOUR_SCALE,
     LENGTH_AXIS,
     LENGTH_WHAT,
@@ -38,6 +37,7 @@ from rotscope.report.figures import (
     cell_grid,
 )
 from rotscope.report.names import shareable
+from rotscope.report.scores import score_label
 
 OVERLAY_WHAT = f"every model's {LENGTH_WHAT}"
 WINDOW_AXIS = "prompt length as a fraction of the model's context window"
@@ -94,7 +94,7 @@ def overlay_figure(comparison: Comparison, task: str) -> go.Figure:
         x = [line.length for line in scored(entry)]
         figure.add_trace(_trace(entry, x, style))
     figure.update_xaxes(type="log", title=LENGTH_AXIS)
-    figure.update_yaxes(range=[0, 1.05], title=ACCURACY_AXIS)
+    figure.update_yaxes(range=[0, 1.05], title=score_label(comparison.score))
     figure.update_layout(title=f"{task}: {OVERLAY_WHAT}")
     return figure
 
@@ -110,7 +110,7 @@ def window_figure(comparison: Comparison, task: str) -> go.Figure | None:
         x = [line.fraction_of_window or 0.0 for line in scored(entry)]
         figure.add_trace(_trace(entry, x, style))
     figure.update_xaxes(type="log", title=WINDOW_AXIS, tickformat=".0%")
-    figure.update_yaxes(range=[0, 1.05], title=ACCURACY_AXIS)
+    figure.update_yaxes(range=[0, 1.05], title=score_label(comparison.score))
     figure.update_layout(title=f"{task}: accuracy vs fraction of each model's window")
     return figure
 

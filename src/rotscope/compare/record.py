@@ -12,6 +12,7 @@ from pydantic import Field
 from rotscope.records import RecordKind
 from rotscope.records._base import Count, Gap, Length, Record, Share
 from rotscope.records.effective import BracketState, EffectiveState
+from rotscope.records.scores import ScoreName
 
 PairVerdict = Literal["better", "worse", "no difference shown", "too few pairs"]
 """The second model against the first at one length: better or worse where the Holm-adjusted
@@ -209,6 +210,9 @@ class Comparison(Record):
     """Where an imported run is compared: the positions of the cells (task, length, position) every
     run measured, to which each run's leaderboard entry and pairs were narrowed; null where no run
     is imported (their grids are checked equal instead)."""
+    score: ScoreName = "accuracy"
+    """The score every leaderboard, pair and verdict stands on (``--score``): ``accuracy``, or
+    ``likelihood`` (the mean probability each model gave the gold answer); absent before."""
     confidence: Share
     """The intervals' confidence."""
     alpha: Annotated[float, Field(gt=0, lt=1)]

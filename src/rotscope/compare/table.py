@@ -18,6 +18,7 @@ from rotscope.compare.record import Comparison, ComparisonRow, EffectiveEntry, L
 from rotscope.report.markdown import _text as markdown_text
 from rotscope.report.names import without_paths
 from rotscope.report.numbers import score
+from rotscope.report.scores import score_label
 
 ROW_FIELDS = tuple(ComparisonRow.model_fields)
 """The CSV's columns, in the row record's order (``schemas/comparison_row.schema.json``)."""
@@ -140,7 +141,8 @@ def print_comparison(comparison: Comparison, console: Console) -> None:
         if note is not None:
             console.print(note, markup=False, highlight=False, soft_wrap=True)
     for task in comparison.tasks:
-        table = Table(title=f"{task}: leaderboard (accuracy [95%] at each length)", title_justify="left")
+        title = f"{task}: leaderboard ({score_label(comparison.score)} [95%] at each length)"
+        table = Table(title=title, title_justify="left")
         for header in leaderboard_headers(comparison):
             table.add_column(header, overflow="fold")
         for entry in task_entries(comparison, task):

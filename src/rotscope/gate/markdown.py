@@ -23,6 +23,7 @@ from rotscope.records.summary import Summary
 from rotscope.report.markdown import ROWS_SHOWN, _more, _text, effective_table
 from rotscope.report.names import shareable, terminal_safe_summary
 from rotscope.report.numbers import score as _fmt
+from rotscope.report.scores import score_label
 
 _MARK = {"PASS": "✅", "FAIL": "❌", "INCONCLUSIVE": "⚠️"}
 
@@ -40,7 +41,8 @@ def gate_markdown(record: GateRecord, baseline: Summary, candidate: Summary) -> 
     baseline, candidate = _shown(baseline), _shown(candidate)
     verdict = record.verdict
     lines = [
-        f"## rotscope gate: {_MARK[verdict]} {verdict} (exit {record.exit_code})",
+        f"## rotscope gate: {_MARK[verdict]} {verdict} (exit {record.exit_code}) "
+        f"on {score_label(record.score)}",
         "",
         f"Candidate **{_text(candidate.run)}** ({_text(candidate.model)}) against baseline "
         f"**{_text(baseline.run)}** ({_text(baseline.model)}); "
@@ -71,7 +73,8 @@ def gate_markdown(record: GateRecord, baseline: Summary, candidate: Summary) -> 
         "",
         f"### Slices failing or inconclusive: {len(unpassed)} of {len(record.slices)}",
         "",
-        f"Candidate − baseline, paired instance accuracy, one-sided bounds at Holm levels; a slice "
+        f"Candidate − baseline, paired instance {score_label(record.score)}, one-sided bounds at Holm "
+        "levels; a slice "
         "FAILs when its upper bound is below −margin or its accuracy is clearly below the floor "
         f"(alpha {analysis.alpha}, margin {analysis.margin}, min {analysis.min_instances} "
         "instances).",

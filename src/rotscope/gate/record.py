@@ -12,6 +12,7 @@ from rotscope.config.experiment import GateConfig
 from rotscope.gate.record_checks import Claims, Layouts, Rollback, WorstPosition
 from rotscope.records import RecordKind
 from rotscope.records._base import Count, Length, Record, Share
+from rotscope.records.scores import ScoreName
 
 Verdict = Literal["PASS", "FAIL", "INCONCLUSIVE"]
 NOT_SHOWN_TO_FAIL: Literal["not shown to fail"] = "not shown to fail"
@@ -289,6 +290,9 @@ class Power(Record):
 class GateRecord(Record):
     """The release record of a candidate run against a baseline run."""
 
+    score: ScoreName = "accuracy"
+    """The score every slice, test and the verdict stand on (``--score``): ``accuracy``, or
+    ``likelihood`` (the probability each run's model gave the gold answer); absent before."""
     verdict: Verdict
     """PASS, FAIL or INCONCLUSIVE."""
     exit_code: Literal[0, 1, 3]

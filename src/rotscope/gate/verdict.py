@@ -16,12 +16,14 @@ found in ``supported_lengths``, and what the record says of each run is ``run_re
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from rotscope._version import __version__
 from rotscope.analysis.clusters import Clusters
+from rotscope.analysis.summary import summary_score
 from rotscope.config.experiment import GateConfig
 from rotscope.errors import BadInput
 from rotscope.gate.decision import TESTS_VERSION
@@ -55,7 +57,7 @@ from rotscope.gate.run_record import binding, claim_counts, worst_positions
 from rotscope.gate.sizing import Design, Truth, gate_power
 from rotscope.gate.supported_lengths import supported_up_to
 from rotscope.plan.manifest import UNREAD_GATE_SETTINGS, SliceKey, manifest_digest
-from rotscope.rows import error_rate
+from rotscope.rows import ScoreName, error_rate, on_score
 
 
 def analysis_settings(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | None) -> GateConfig:
@@ -171,15 +173,32 @@ def _by_case_note(
     )
 
 
-def evaluate(baseline_dir: Path, candidate_dir: Path, plan: Mapping[str, Any] | None = None) -> GateRecord:
+def evaluate(
+    baseline_dir: Path, candidate_dir: Path, plan: Mapping[str, Any] | None = None, score: str | None = None
+) -> GateRecord:
     """The release record of ``candidate_dir`` against ``baseline_dir``: verdict, exit code, slices,
     worst positions, claim counts, the digests that bind them, which layouts moved under the
-    candidate's tokenizer (``layouts``) and, on FAIL, the rollback guidance (``rollback``)."""
-    return compare(load_run(baseline_dir), load_run(candidate_dir), plan)
+    candidate's tokenizer (``layouts``) and, on FAIL, the rollback guidance (``rollback``); on
+    ``score`` (``--score``; by default the baseline's, ``analysis.summary.summary_score``), which
+    both runs must have."""
+    baseline, candidate = load_run(baseline_dir), load_run(candidate_dir)
+    chosen = summary_score(baseline.rows, score, f"the baseline {baseline_dir.name}")
+    summary_score(candidate.rows, chosen, f"the candidate {candidate_dir.name}")
+    return compare(on_score_of(baseline, chosen), on_score_of(candidate, chosen), plan, chosen)
 
 
-def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | None = None) -> GateRecord:
-    """``evaluate`` on runs already loaded."""
+def on_score_of(run: RunData, score: ScoreName) -> RunData:
+    """The run with its rows as a statistic on ``score`` reads them (``rows.on_score``)."""
+    return run if score == "accuracy" else replace(run, rows=on_score(run.rows, score))
+
+
+def compare(
+    baseline: RunData,
+    candidate: RunData,
+    plan: Mapping[str, Any] | None = None,
+    score: ScoreName = "accuracy",
+) -> GateRecord:
+    """``evaluate`` on runs already loaded (their rows already on ``score``)."""
     if plan is not None:
         check_against_plan(plan, baseline, "baseline")
         check_against_plan(plan, candidate, "candidate")
@@ -195,6 +214,7 @@ def compare(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | Non
     cluster_note = _by_case_note(baseline, candidate, settings, verdict, error_rates, pending, clusters)
     support = supported_up_to(slices, settings)
     record = GateRecord(
+        score=score,
         verdict=verdict,
         exit_code=EXIT_CODES[verdict],
         decided_by=tests,

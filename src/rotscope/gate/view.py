@@ -14,6 +14,7 @@ from rotscope.gate.record import NOT_SHOWN_TO_FAIL, Binding, GateRecord, Power, 
 from rotscope.gate.record_checks import Layouts
 from rotscope.report.lines import say
 from rotscope.report.numbers import score as _fmt
+from rotscope.report.scores import score_label
 
 _STYLE = {"PASS": "bold green", "FAIL": "bold red", "INCONCLUSIVE": "bold yellow", NOT_SHOWN_TO_FAIL: "green"}
 _VERDICT_CELL: dict[str, str] = {NOT_SHOWN_TO_FAIL: "not shown\nto fail"}
@@ -32,7 +33,7 @@ def slice_title(record: GateRecord) -> str:
     analysis = record.analysis
     method = record.tests.slice_fail.method.replace(" per slice, Holm across slices", "")
     return (
-        f"candidate − baseline per slice: paired instance accuracy, {method}, one-sided "
+        f"candidate − baseline per slice: paired instance {score_label(record.score)}, {method}, one-sided "
         f"bounds at Holm levels, alpha {analysis.alpha}, margin {analysis.margin}, "
         f"floor {analysis.floor}, min {analysis.min_instances} instances; "
         "Holm p of the slice's FAIL test"
@@ -178,7 +179,7 @@ def print_record(record: GateRecord, console: Console) -> None:
     verdict = record.verdict
     decided = record.decided_by
     console.print(
-        f"[{_STYLE[verdict]}]{verdict}[/] (exit {record.exit_code})"
+        f"[{_STYLE[verdict]}]{verdict}[/] (exit {record.exit_code}) on {score_label(record.score)}"
         + (f", decided by: {escape(', '.join(decided))}" if decided else "")
     )
     for reason in record.reasons:

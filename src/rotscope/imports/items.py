@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 
 from rotscope._version import __version__
@@ -64,6 +64,9 @@ class ImportedItem:
     """Why the item has no outcome (a sample that failed in its harness)."""
     where: str = ""
     """Where in the file it came from (``line 12``, ``sample ID``), for messages."""
+    likelihood: Mapping[str, float | int] | None = None
+    """The gold answer's likelihood columns where the file gives them (``LIKELIHOOD_COLUMNS``, as
+    ``rotscope export`` writes them), stored as a run stores its own."""
 
     @property
     def stored_position(self) -> tuple[float, str | None]:
@@ -132,7 +135,7 @@ def result_values(item: ImportedItem) -> ResultValues:
         return {"status": "error", "error": error, "cost": item.cost_usd}
     # a claim report as a scorer stores one, with the score as its partial credit
     report = asdict(ClaimReport(partial={SCORE_MEASURE: item.score})) if item.score is not None else None
-    return {
+    values: ResultValues = {
         "status": "ok",
         "outcome": item.outcome,
         "category": None,  # another harness's outcome is not a failure category
@@ -140,6 +143,16 @@ def result_values(item: ImportedItem) -> ResultValues:
         "cost": item.cost_usd,
         "claim_report": json.dumps(report) if report is not None else None,
     }
+    likelihood = item.likelihood or {}
+    if "answer_logprob" in likelihood:
+        values["answer_logprob"] = float(likelihood["answer_logprob"])
+    if "answer_tokens" in likelihood:
+        values["answer_tokens"] = int(likelihood["answer_tokens"])
+    if "first_token_prob" in likelihood:
+        values["first_token_prob"] = float(likelihood["first_token_prob"])
+    if "absent_logprob" in likelihood:
+        values["absent_logprob"] = float(likelihood["absent_logprob"])
+    return values
 
 
 def import_meta(

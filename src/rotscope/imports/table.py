@@ -5,7 +5,8 @@ column (docs/commands.md, ``rotscope import``, has the column table).
 Required: ``item_id``, ``instance_id``, ``length_tokens`` (the condition's nominal length),
 ``depth`` (0-1, kept exact) or ``position``, and ``correct`` (0/1, ``true``/``false`` in any case, or a
 score in [0, 1]); optional: ``model``, ``task``, ``tokenizer``, ``prompt_tokens`` (the item's own
-count), ``cost_usd``, ``trial``, ``unit``, ``context_window``. Other columns are ignored (and listed
+count), ``cost_usd``, ``trial``, ``unit``, ``context_window``, and the gold answer's likelihood as
+``rotscope export`` writes it (``LIKELIHOOD_COLUMNS``). Other columns are ignored (and listed
 in the folder's metadata). ``bin_edges`` (``--bin-lengths``) bins lengths that vary per item;
 ``model_column`` (``--model-column``) reads several models' results from one file.
 """
@@ -28,7 +29,14 @@ from rotscope.position import Position
 REQUIRED = ("item_id", "instance_id", "length_tokens", "correct")
 """Columns every file has (with ``depth`` or ``position``: ``PLACES``)."""
 PLACES = ("depth", "position")
-OPTIONAL = ("model", "task", "tokenizer", "prompt_tokens", "cost_usd", "trial", "unit", "context_window")
+LIKELIHOOD_COLUMNS = ("answer_logprob", "answer_tokens", "first_token_prob", "absent_logprob")
+"""The answer's log-probability (natural log, at most 0), its token count, its first token's
+probability and the evidence-absent control's log-probability: ``rotscope export``'s columns,
+so an export's likelihoods import as they were."""
+OPTIONAL = (
+    "model", "task", "tokenizer", "prompt_tokens", "cost_usd", "trial", "unit", "context_window",
+    *LIKELIHOOD_COLUMNS,
+)  # fmt: skip
 UNITS = ("tokens", "characters", "words")
 """What a file's lengths count (``unit``; tokens unless it says)."""
 BOOLEANS = {"true": 1.0, "false": 0.0}
@@ -175,7 +183,30 @@ def _item(line: _Line) -> ImportedItem:
         cost_usd=cost,
         trial=line.count("trial", minimum=0) or 0,
         where=f"line {line.line_number}",
+        likelihood=_likelihood(line),
     )
+
+
+def _likelihood(line: _Line) -> dict[str, float | int] | None:
+    """The line's likelihood columns that are not empty, checked; ``None`` where none is given."""
+    found: dict[str, float | int] = {}
+    for column in ("answer_logprob", "absent_logprob"):
+        logprob = line.number(column)
+        if logprob is not None:
+            if logprob > 0:
+                raise line.fail(column, f"{_shown(line.values[column])} is above 0 (a log-probability)")
+            found[column] = logprob
+    tokens = line.count("answer_tokens", minimum=1)
+    if tokens is not None:
+        found["answer_tokens"] = tokens
+    first = line.number("first_token_prob")
+    if first is not None:
+        if not 0.0 <= first <= 1.0:
+            raise line.fail(
+                "first_token_prob", f"{_shown(line.values['first_token_prob'])} is outside [0, 1]"
+            )
+        found["first_token_prob"] = first
+    return found or None
 
 
 def _binned(line: _Line, item: ImportedItem, edges: list[int]) -> ImportedItem:

@@ -24,6 +24,7 @@ from rotscope.records.run import (
     TokenCounts,
     Tokens,
 )
+from rotscope.records.scores import KeptScore, ScoreAgreement, ScoreName
 from rotscope.records.tasks import TaskAnalysis
 
 
@@ -159,6 +160,18 @@ class Summary(Record):
     imported: Imported | None = None
     """Set for a folder made by ``rotscope import``: its rows came from another harness, with no
     prompts, token spans or verification; null for a run rotscope ran."""
+    score: ScoreName = "accuracy"
+    """The score every statistic and verdict of this summary stands on (``--score``): ``accuracy``
+    (each row 1 where its reply was right), or ``likelihood`` (each row the probability the model
+    gave the gold answer); by default accuracy where the run has replies, likelihood for a run
+    that kept only likelihoods (``run --score likelihood``). Absent in summaries from before."""
+    kept: KeptScore | None = None
+    """What the run kept per row: ``accuracy``, ``likelihood`` or ``both``; null for a run from
+    before likelihoods were read, or an imported one."""
+    agreement: list[ScoreAgreement] | None = None
+    """Per task, accuracy and the answer's likelihood side by side: both per length, their rank
+    correlation over the cells, and the rows on which they disagree; empty where the run keeps
+    one score."""
     cells: list[Cell]
     """One per task, length, depth (or layout) and filler; open to a scorer's partial-credit
     measures, ``mean_<measure>`` (a number in [0, 1])."""

@@ -27,7 +27,6 @@ from rotscope.records.cells import Cell
 from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.figures import (
-    ACCURACY_AXIS,
     COLOURS,
     DEPTH_AXIS,
     HEATMAP_WHAT,
@@ -36,10 +35,14 @@ from rotscope.report.figures import (
     LENGTH_WHAT,
     POSITION_AXIS,
     POSITION_WHAT,
+    SCORES_AXIS,
+    SCORES_WHAT,
     cell_above,
     cell_below,
     cell_grid,
     position_rows,
+    score_axis,
+    score_curves,
     scored_lengths,
     title_lines,
 )
@@ -154,7 +157,7 @@ def length_figure(summary: Summary, analysis: TaskAnalysis) -> Figure:
     else:
         _nothing_scored(axes)
     axes.set_xlabel(drawable(LENGTH_AXIS))
-    axes.set_ylabel(drawable(ACCURACY_AXIS))
+    axes.set_ylabel(drawable(score_axis(summary)))
     axes.set_ylim(0, 1.02)
     _plain_axes(axes)
     return figure
@@ -188,7 +191,7 @@ def position_figure(summary: Summary, task: str) -> Figure:
         axes.legend(loc="best", frameon=False)
     else:
         _nothing_scored(axes)
-    axes.set_ylabel(drawable(ACCURACY_AXIS))
+    axes.set_ylabel(drawable(score_axis(summary)))
     axes.set_ylim(0, 1.05)
     _plain_axes(axes)
     return figure
@@ -211,7 +214,7 @@ def heatmap_figure(summary: Summary, task: str) -> Figure:
     )
     if values.size:
         image = axes.imshow(values, cmap=COLOUR_MAP, vmin=0, vmax=1, aspect="auto", interpolation="nearest")
-        figure.colorbar(image, ax=axes, label=drawable(ACCURACY_AXIS))
+        figure.colorbar(image, ax=axes, label=drawable(score_axis(summary)))
         for row, line in enumerate(grid):
             for column, cell in enumerate(line):
                 label = _cell_label(cell)
@@ -231,6 +234,36 @@ def heatmap_figure(summary: Summary, task: str) -> Figure:
         _nothing_scored(axes)
     axes.set_xlabel(drawable(LENGTH_AXIS))
     axes.set_ylabel(drawable(POSITION_AXIS))
+    return figure
+
+
+def scores_figure(summary: Summary, task: str) -> Figure:
+    """One task's accuracy and answer probability per length, each with its interval band."""
+    figure, axes = _new_figure(*title_lines(summary, task, SCORES_WHAT))
+    curves = score_curves(summary, task)
+    lengths = sorted({length for _, x, _ in curves for length in x})
+    for index, (name, x, points) in enumerate(curves):
+        style = _style(index)
+        axes.fill_between(
+            x,
+            [low for _, low, _ in points],
+            [high for _, _, high in points],
+            color=style["color"],
+            alpha=0.2,
+            linewidth=0,
+        )
+        axes.plot(x, [value for value, _, _ in points], label=drawable(name), clip_on=False, **style)
+    if lengths:
+        axes.set_xscale("log")
+        axes.set_xticks(lengths, [f"{length:,}" for length in lengths])
+        axes.minorticks_off()
+        axes.legend(loc="best", frameon=False)
+    else:
+        _nothing_scored(axes)
+    axes.set_xlabel(drawable(LENGTH_AXIS))
+    axes.set_ylabel(drawable(SCORES_AXIS))
+    axes.set_ylim(0, 1.02)
+    _plain_axes(axes)
     return figure
 
 
@@ -279,8 +312,9 @@ def _file_part(text: str) -> str:
 
 
 def run_figures(summary: Summary) -> dict[str, Figure]:
-    """Each task's three figures by file stem: ``TASK-heatmap``, ``TASK-length``, ``TASK-position``
-    (``summary`` as the views show it: ``names.shareable``)."""
+    """Each task's figures by file stem: ``TASK-heatmap``, ``TASK-length``, ``TASK-position`` on the
+    summary's score, and ``TASK-scores`` (both scores) where the run keeps both (``summary`` as the
+    views show it: ``names.shareable``)."""
     figures: dict[str, Figure] = {}
     with _house_style():
         for analysis in summary.tasks:
@@ -289,6 +323,8 @@ def run_figures(summary: Summary) -> dict[str, Figure]:
             figures[f"{stem}-heatmap"] = heatmap_figure(summary, task)
             figures[f"{stem}-length"] = length_figure(summary, analysis)
             figures[f"{stem}-position"] = position_figure(summary, task)
+            if score_curves(summary, task):  # a run that keeps both scores
+                figures[f"{stem}-scores"] = scores_figure(summary, task)
     return figures
 
 

@@ -18,6 +18,7 @@ from rotscope.records.effective import TaskEffectiveLength
 from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.cells import row_key
+from rotscope.report.scores import LIKELIHOOD, agreement_of, score_label
 
 DASHES = ("solid", "dash", "dot", "dashdot", "longdash", "longdashdot")
 MARKERS = ("circle", "square", "diamond", "triangle-up", "x", "cross", "star", "triangle-down")
@@ -32,6 +33,14 @@ DEPTH_AXIS = "evidence depth (0 = first, 1 = last)"
 LAYOUT_AXIS = "layout of the target problem"
 POSITION_AXIS = "evidence position"
 ACCURACY_AXIS = "accuracy"
+SCORES_WHAT = "accuracy and answer probability vs length"
+"""The figure of a run that keeps both scores: each score's curve on one figure per task."""
+SCORES_AXIS = "accuracy / mean probability of the gold answer"
+
+
+def score_axis(summary: Summary) -> str:
+    """The axis of the summary's score (``Summary.score``): accuracy, or the answer probability."""
+    return score_label(summary.score)
 
 
 def _styles() -> Iterator[dict[str, Any]]:
@@ -66,7 +75,66 @@ def title_lines(summary: Summary, task: str, what: str) -> tuple[str, str]:
     per_task = {entry.task: entry for entry in summary.effective_lengths.tasks}
     entry = per_task.get(task)
     definition = f" ({entry.definition})" if entry else ""
+    if what != SCORES_WHAT:  # a figure of one score names the summary's
+        what = what.replace(ACCURACY_AXIS, score_axis(summary), 1)
     return f"{summary.model} · {task}: {what}", f"effective length {short_effective(entry)}{definition}"
+
+
+Curve = tuple[str, list[int], list[tuple[float, float, float]]]
+"""A score's name, its lengths, and (value, low, high) at each."""
+
+
+def score_curves(summary: Summary, task: str) -> list[Curve]:
+    """Each score's curve of a task that has both: its name, lengths and (value, low, high) per
+    length, accuracy first; empty where the run keeps one score."""
+    entry = agreement_of(summary, task)
+    if entry is None:
+        return []
+    curves: list[Curve] = []
+    for name, points in (
+        ("accuracy", [(line.length, line.accuracy, line.accuracy_ci) for line in entry.lengths]),
+        (LIKELIHOOD, [(line.length, line.likelihood, line.likelihood_ci) for line in entry.lengths]),
+    ):
+        drawn = [(length, value, ci) for length, value, ci in points if value is not None and ci is not None]
+        curves.append(
+            (name, [length for length, _, _ in drawn], [(value, ci[0], ci[1]) for _, value, ci in drawn])
+        )
+    return curves
+
+
+def scores_figure(summary: Summary, task: str) -> go.Figure:
+    """A task's accuracy and answer probability per length, each with its interval band."""
+    figure = go.Figure()
+    for (name, x, points), style, colour in zip(
+        score_curves(summary, task), _styles(), COLOURS, strict=False
+    ):
+        figure.add_trace(
+            go.Scatter(
+                x=x + x[::-1],
+                y=[high for _, _, high in points] + [low for _, low, _ in points][::-1],
+                fill="toself",
+                fillcolor=colour,
+                opacity=0.2,
+                line={"width": 0},
+                hoverinfo="skip",
+                showlegend=False,
+                name=f"{name} 95% interval",
+            )
+        )
+        figure.add_trace(
+            go.Scatter(
+                x=x,
+                y=[value for value, _, _ in points],
+                mode="lines+markers",
+                name=name,
+                line={**style["line"], "color": colour},
+                marker={**style["marker"], "color": colour},
+            )
+        )
+    figure.update_xaxes(type="log", title=LENGTH_AXIS)
+    figure.update_yaxes(range=[0, 1.02], title=SCORES_AXIS)
+    figure.update_layout(title=f"{task}: {SCORES_WHAT}")
+    return figure
 
 
 def scored_lengths(analysis: TaskAnalysis) -> list[LengthCell]:
@@ -137,8 +205,9 @@ def length_figure(summary: Summary) -> go.Figure:
             )
         )
     figure.update_xaxes(type="log", title=LENGTH_AXIS)
-    figure.update_yaxes(range=[0, 1.02], title=ACCURACY_AXIS)
-    figure.update_layout(title=LENGTH_WHAT[0].upper() + LENGTH_WHAT[1:])
+    figure.update_yaxes(range=[0, 1.02], title=score_axis(summary))
+    what = LENGTH_WHAT.replace(ACCURACY_AXIS, score_axis(summary), 1)
+    figure.update_layout(title=what[0].upper() + what[1:])
     return figure
 
 
@@ -166,8 +235,8 @@ def position_figure(summary: Summary, task: str) -> go.Figure:
         figure.update_xaxes(title=LAYOUT_AXIS, type="category")
     else:
         figure.update_xaxes(title=DEPTH_AXIS, range=[-0.05, 1.05])
-    figure.update_yaxes(range=[0, 1.05], title=ACCURACY_AXIS)
-    figure.update_layout(title=f"{task}: {POSITION_WHAT}")
+    figure.update_yaxes(range=[0, 1.05], title=score_axis(summary))
+    figure.update_layout(title=f"{task}: {POSITION_WHAT.replace(ACCURACY_AXIS, score_axis(summary), 1)}")
     return figure
 
 

@@ -23,9 +23,10 @@ from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.cells import depth_label
 from rotscope.report.effective import base_lengths_text, bracket_text, near_text, no_scores_text
-from rotscope.report.figures import cell_grid, length_figure, position_figure
+from rotscope.report.figures import cell_grid, length_figure, position_figure, scores_figure
 from rotscope.report.names import shareable, without_paths
-from rotscope.report.sentence import one_sentence
+from rotscope.report.scores import agreement_line, kept_line, score_headline, score_label
+from rotscope.report.sentence import closing_task, one_sentence
 from rotscope.report.wording import headline_entries, headline_intro, order_note, token_count_line
 from rotscope.rows import Row
 from rotscope.store import RunStore
@@ -132,12 +133,12 @@ def wrong_answers(store: RunStore) -> list[WrongAnswer]:
     return found
 
 
-def render_report(run_dir: Path) -> str:
-    """The report of ``run_dir`` as one HTML document."""
+def render_report(run_dir: Path, score: str | None = None) -> str:
+    """The report of ``run_dir`` on ``score`` (``analysis.summary.summary_score``) as one HTML document."""
     from plotly.offline import get_plotlyjs
 
     with RunStore.read(run_dir) as store:
-        summary = shareable(build_summary(store, run_dir))
+        summary = shareable(build_summary(store, run_dir, score=score))
         # an imported folder holds no prompts to show a wrong answer in
         wrong = [] if summary.imported else wrong_answers(store)
         meta = store.meta()
@@ -166,6 +167,13 @@ def render_report(run_dir: Path) -> str:
         headline_intro=headline_intro(summary.effective_lengths),
         headline_entries=headline_entries(summary.effective_lengths),
         sentence=one_sentence(summary),
+        score_headline=score_headline(summary, closing_task(summary.effective_lengths)),
+        score_name=score_label(summary.score),
+        kept=kept_line(summary),
+        agreement=[
+            (agreement_line(entry).strip(), _figure_html(scores_figure(summary, entry.task)))
+            for entry in summary.agreement or []
+        ],
         token_counts=token_count_line(summary),
         order_note=order_note(summary.execution.order),
         approximate=summary.token_counts.method == "approximate",
@@ -174,6 +182,6 @@ def render_report(run_dir: Path) -> str:
     )
 
 
-def write_report(run_dir: Path, output: Path) -> Path:
-    write_output(output, render_report(run_dir), "report")
+def write_report(run_dir: Path, output: Path, score: str | None = None) -> Path:
+    write_output(output, render_report(run_dir, score), "report")
     return output

@@ -23,6 +23,8 @@ from rotscope.report.effective import (
 )
 from rotscope.report.names import shareable, terminal_safe_summary
 from rotscope.report.numbers import score as _fmt
+from rotscope.report.scores import score_headline, score_label
+from rotscope.report.sentence import closing_task
 from rotscope.report.wording import headline_intro
 
 ROWS_SHOWN = 10
@@ -89,9 +91,13 @@ def run_markdown(summary: Summary) -> str:
         f"{items.done}/{items.total} items done, {items.errors} errors.",
         "",
         *([f"**{_text(summary.imported.note)}**", ""] if summary.imported else []),
+        # the score every number below stands on, and the other where the run keeps both
+        _text(score_headline(summary, closing_task(summary.effective_lengths))),
+        "",
         *effective_table(summary.effective_lengths),
         "",
-        "| task | length | accuracy [95%] | instances | gap to control [95%] | worst position |",
+        f"| task | length | {score_label(summary.score)} [95%] | instances | gap to control [95%] "
+        "| worst position |",
         "|---|---|---|---|---|---|",
     ]
     # A worst depth by its position's name where the run named positions (``beginning``).

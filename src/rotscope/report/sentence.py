@@ -18,6 +18,7 @@ from rotscope.report.effective import (
     near_text,
 )
 from rotscope.report.numbers import score as _fmt
+from rotscope.report.scores import LIKELIHOOD
 
 
 def _accuracy(line: LengthCell) -> str:
@@ -112,6 +113,15 @@ def _unled(entry: TaskEffectiveLength, stated: bool = False) -> str:
 
 
 def one_sentence(summary: Summary, *, with_numbers: bool = True) -> str | None:
+    """``_sentence``, its score named as the summary's: on the likelihood (``Summary.score``) each
+    "accuracy" of the sentence is the answer probability it stands on."""
+    sentence = _sentence(summary, with_numbers=with_numbers)
+    if sentence is None or summary.score == "accuracy":
+        return sentence
+    return sentence.replace("accuracy", LIKELIHOOD)
+
+
+def _sentence(summary: Summary, *, with_numbers: bool = True) -> str | None:
     """The run's result in one sentence, on the task the headline leads with (or, without a lead,
     the first whose accuracy fell below its threshold, saying that none leads); ``None`` for a run
     with no task. Without ``with_numbers`` (the terminal, whose heat map and lines per length show

@@ -9,6 +9,7 @@ from rich.text import Text
 
 from rotscope.records.cells import Cell
 from rotscope.records.run import Execution, Tokens
+from rotscope.records.scores import ScoreAgreement
 from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.cells import depth_label, row_key
@@ -16,6 +17,14 @@ from rotscope.report.effective import no_scores_text
 from rotscope.report.lines import say as _say
 from rotscope.report.names import shareable, terminal_safe_summary
 from rotscope.report.numbers import score as _fmt
+from rotscope.report.scores import (
+    agreement_line,
+    agreement_of,
+    kept_line,
+    other_text,
+    score_headline,
+    score_label,
+)
 from rotscope.report.sentence import closing_task, one_sentence
 from rotscope.report.terminal_sections import (
     filler_gap_lines,
@@ -86,7 +95,7 @@ def heatmap_title(summary: Summary, task: str) -> str:
     the cells' interval as the summary does (``ci_method``)."""
     methods = {cell.ci_method for cell in _cells_of(summary, task)} - {None}
     method = methods.pop() if len(methods) == 1 else "interval on instances"
-    return f"{task}: accuracy by depth × length (n items; 95% {method})"
+    return f"{task}: {score_label(summary.score)} by depth × length (n items; 95% {method})"
 
 
 def heatmap(summary: Summary, task: str) -> Table:
@@ -121,22 +130,30 @@ def heatmap_rows(summary: Summary, task: str) -> int:
     return len({row_key(cell) for cell in _cells_of(summary, task)})
 
 
-def length_lines(analysis: TaskAnalysis, show_accuracy: bool = True) -> list[str]:
-    """A header, then a line per length: accuracy with its interval on instances (left out where
-    the heat map's one row already shows it), instances and items, errors when there are any, and
-    the paired gap to the base."""
+def length_lines(
+    analysis: TaskAnalysis,
+    show_accuracy: bool = True,
+    score: str = "accuracy",
+    other: ScoreAgreement | None = None,
+) -> list[str]:
+    """A header, then a line per length: the score (accuracy, or the answer probability) with its
+    interval on instances (left out where the heat map's one row already shows it), instances and
+    items, errors when there are any, and the paired gap to the base; where the run has both
+    scores (``other``), a second line per length with the other score and its interval."""
     gaps = {gap.length: gap for gap in analysis.degradation or []}
     base = analysis.calibration.length if analysis.calibration else None
     rows = analysis.lengths or []
     if all(row.accuracy is None for row in rows):
         return []  # no scores: the task's line says why
-    accuracy_head = "accuracy [95%] on instances" if show_accuracy else "the heat map's accuracy on instances"
+    label = score_label(score)
+    accuracy_head = f"{label} [95%] on instances" if show_accuracy else f"the heat map's {label} on instances"
     # The gaps' interval with its clusters (analysis.clusters), where one method made them all.
     methods = {gap.method for gap in gaps.values() if gap.ci_low is not None and gap.method}
     method = f", {methods.pop()}" if len(methods) == 1 else ""
     gap_head = f"; paired gap to {base:,} [95%{method}]" if base is not None and gaps else ""
     lines = [f"  by length: {accuracy_head}{gap_head}"]
     width = max(len(f"{row.length:,}") for row in rows)
+    others = {line.length: line for line in other.lengths} if other is not None else {}
     for line in rows:
         gap = gaps.get(line.length)
         accuracy = (
@@ -153,6 +170,8 @@ def length_lines(analysis: TaskAnalysis, show_accuracy: bool = True) -> list[str
         lines.append(
             f"    {line.length:>{width},}  {accuracy}{line.instances} instances{items}{errors}{after}"
         )
+        if line.length in others:
+            lines.append(f"    {'':>{width}}  {other_text(others[line.length], score)}")
     return lines
 
 
@@ -188,8 +207,14 @@ def _print_task(
     why = no_scores_text(analysis)
     if why:
         _say(console, f"  {task}: no scores: {why}")
-    for line in length_lines(analysis, show_accuracy=heatmap_rows(summary, task) > 1):
+    agreement = agreement_of(summary, task)
+    shown = length_lines(
+        analysis, show_accuracy=heatmap_rows(summary, task) > 1, score=summary.score, other=agreement
+    )
+    for line in shown:
         _say(console, line)
+    if agreement is not None:
+        _say(console, agreement_line(agreement))
     categories = category_line(summary, task)
     if categories:
         _say(console, categories)
@@ -277,6 +302,9 @@ def _print_run(summary: Summary, console: Console) -> None:
         f"{engine_note(execution)}",
     )
     _say(console, spend_line(summary))
+    kept = kept_line(summary)
+    if kept is not None:
+        _say(console, kept)
     print_plan_and_cache(summary, console)
 
 
@@ -303,4 +331,6 @@ def print_summary(summary: Summary, console: Console) -> None:
         _say(console, lead_line(per_task), style="bold")
     sentence = one_sentence(summary, with_numbers=False)
     if sentence is not None:
+        # the score the sentence stands on, and the other where the run has both, just before it
+        _say(console, score_headline(summary, closing), style="bold", indent="")
         _say(console, sentence, style="bold", indent="")

@@ -50,10 +50,13 @@ def search_lines(record: SearchRecord) -> list[str]:
         "undecided": "UNDECIDED (a length stayed undecided at the instance cap)",
         "inconclusive": "INCONCLUSIVE (budget spent)",
     }[record.verdict]
-    lines = [f"{head}: {', '.join(parts)}, {confidence}"]
+    # which score the decisions stand on, said where it is not accuracy (as before issue 49)
+    on = "" if record.score == "accuracy" else " on the answer's likelihood"
+    lines = [f"{head}{on}: {', '.join(parts)}, {confidence}"]
     if record.verdict == "decided" and low is not None and high is None:
         lines[0] = (
-            f"effective length at least {low:,} tokens (the range's end): {', '.join(parts)}, {confidence}"
+            f"effective length at least {low:,} tokens (the range's end){on}: {', '.join(parts)}, "
+            f"{confidence}"
         )
     if record.reason:
         lines.append(f"  {record.reason}")

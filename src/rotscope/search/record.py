@@ -80,6 +80,9 @@ class FixedGrid(OpenRecord):
 class SearchRecord(OpenRecord):
     """``DIR/search.json`` (``search.run``'s module docstring says what each part is)."""
 
+    score: Literal["accuracy", "likelihood"] = "accuracy"
+    """The score its decisions stand on: accuracy, or the gold answer's probability for a search
+    run with ``score: likelihood``; absent before (and for accuracy)."""
     verdict: Literal["decided", "undecided", "inconclusive"]
     """How the search ended."""
     reason: str | None = None

@@ -72,7 +72,8 @@ def run_check(canary: Canary, store: MonitorStore, margins: Margins) -> CanaryAl
     """One check: its probes (those a killed run of it left out), the test, the stored body (the
     record ``canary``, validated as it is built, before it is stored: what a scheduler reads is
     what it documents)."""
-    key = f"{canary.baseline_run}|{canary.subject}"
+    # a canary on the likelihood is a series of its own (its probes score another thing)
+    key = f"{canary.baseline_run}|{canary.subject}" + ("|likelihood" if canary.score == "likelihood" else "")
     settings = {"bins": canary.bins, "calls": canary.calls, "warn": margins.warn, "fail": margins.fail}
     settings["alpha"] = margins.alpha
     number_id = canary_store.open_canary(store, key, str(canary.baseline_dir), canary.subject, settings)
@@ -104,6 +105,8 @@ def run_check(canary: Canary, store: MonitorStore, margins: Margins) -> CanaryAl
         probes=len(probes),
         errors=canary_store.probe_errors(store, number_id, number),
     )
+    if canary.score != "accuracy":  # the key stays out of an accuracy canary's body, as before
+        body = body.model_copy(update={"score": canary.score})
     canary_store.finish_check(store, number_id, number, verdict.status, body)
     return body
 

@@ -25,6 +25,7 @@ import asyncio
 import bisect
 import itertools
 import json
+import math
 import random
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -32,16 +33,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rotscope.analysis.summary import summary_score
 from rotscope.backends import create_backend
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.config.subjects import resolve_subject, subject_label
 from rotscope.errors import BadInput
 from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Caller
+from rotscope.execution.calls.likelihood import likelihood_columns, likelihood_request
 from rotscope.execution.calls.limits import Limiters
 from rotscope.execution.state.run_folder import planned_rows
 from rotscope.plan.workitems import build_plan
-from rotscope.rows import Row
+from rotscope.rows import Row, ScoreName, on_score, value
 from rotscope.scoring.deterministic import score_parts
 from rotscope.store import RunStore
 from rotscope.types import Backend, WorkItem
@@ -152,6 +155,8 @@ class Canary:
     bins: list[str]
     candidates: dict[str, list[Candidate]]
     calls: int
+    score: ScoreName = "accuracy"
+    """What a probe and the baseline score: a reply's correctness, or the gold answer's probability."""
 
     @property
     def per_bin(self) -> int:
@@ -161,14 +166,17 @@ class Canary:
         self.backend.close()
 
 
-def _baseline_scores(baseline_dir: Path) -> tuple[str, dict[str, float]]:
-    """The baseline run's id and each finished call's score by its key; a folder that is no run,
-    or a run with nothing finished, is bad input."""
+def _baseline_scores(baseline_dir: Path, score: str | None = None) -> tuple[str, dict[str, float], ScoreName]:
+    """The baseline run's id, each finished call's score by its key (its questions' mean ``value``
+    on ``score``: ``analysis.summary.summary_score``, the baseline's default where ``None``) and
+    the score; a folder that is no run, a run with nothing finished, or one without the score, is
+    bad input."""
     with RunStore.read(baseline_dir) as store:
         rows = store.rows()
         run_id = str(store.meta().get("run_id") or (rows[0]["run_id"] if rows else ""))
+    chosen = summary_score(rows, score, f"--baseline {baseline_dir}")
     by_call: dict[str, list[Row]] = defaultdict(list)
-    for row in rows:
+    for row in on_score(rows, chosen):
         by_call[row["call_id"]].append(row)
     scores: dict[str, float] = {}
     for parts in by_call.values():
@@ -180,10 +188,10 @@ def _baseline_scores(baseline_dir: Path) -> tuple[str, dict[str, float]]:
                 for p in parts
             ]
         )
-        scores[key] = sum(part["outcome"] == "correct" for part in parts) / len(parts)
+        scores[key] = sum(value(part) for part in parts) / len(parts)
     if not scores:
         raise BadInput(f"--baseline: {baseline_dir} has no finished item to probe (run it to its end first)")
-    return run_id, scores
+    return run_id, scores, chosen
 
 
 def prepare_canary(
@@ -195,14 +203,20 @@ def prepare_canary(
     *,
     histogram: LengthHistogram | None = None,
     warn: Callable[[str], None] | None = None,
+    score: str | None = None,
 ) -> Canary:
     """Plan the baseline's items for ``subject`` (a subject name or a model; the experiment's own
     model when ``None``) and match them with the baseline's finished ones, binned by the plan's
-    lengths or by ``histogram``'s buckets."""
+    lengths or by ``histogram``'s buckets, on ``score`` (``--score``; the baseline's default)."""
     config = resolve_subject(experiment, subject, "--subject") if subject else experiment
-    run_id, scores = _baseline_scores(baseline_dir)
+    run_id, scores, chosen = _baseline_scores(baseline_dir, score)
     backend = create_backend(config)
     try:
+        if chosen == "likelihood" and not backend.capabilities.likelihood:
+            raise BadInput(
+                f"--score likelihood: {subject_label(config)} cannot read an answer's likelihood; "
+                "watch it with --score accuracy"
+            )
         plan = build_plan(config, backend)
         candidates: dict[str, list[Candidate]] = defaultdict(list)
         order: dict[str, tuple[float, float]] = {}
@@ -258,7 +272,7 @@ def prepare_canary(
                 f"{len(bins)} bins, {calls // len(bins)} probes per bin per check"
             )
         label = subject_label(config)
-        return Canary(config, label, baseline_dir, run_id, backend, bins, dict(candidates), calls)
+        return Canary(config, label, baseline_dir, run_id, backend, bins, dict(candidates), calls, chosen)
     except BaseException:
         backend.close()
         raise
@@ -294,6 +308,9 @@ async def _run(canary: Canary, probes: Sequence[Probe], record: Callable[[Probe,
     async def one(probe: Probe) -> None:
         item = probe.candidate.item
         async with gate:
+            if canary.score == "likelihood":
+                record(probe, await _read(caller, item))
+                return
             try:
                 called = await caller.call(item.request(), item.trial)
             except BadInput:
@@ -310,6 +327,26 @@ async def _run(canary: Canary, probes: Sequence[Probe], record: Callable[[Probe,
         record(probe, result)
 
     await asyncio.gather(*(one(probe) for probe in probes))
+
+
+async def _read(caller: Caller, item: WorkItem) -> ProbeResult:
+    """A probe on the likelihood: the gold answer's probability after the item's prompt."""
+    request = likelihood_request(item, caller.backend.tokenizer())
+    if request is None:
+        return ProbeResult(None, "error", None, "no answer to read")
+    try:
+        found = await caller.read(request)
+    except BadInput:
+        raise
+    except Exception as failure:  # the endpoint failed: a probe without a score
+        return ProbeResult(None, "error", None, f"{type(failure).__name__}: {failure}"[:500])
+    if found is None:
+        return ProbeResult(None, "error", None, "not sent")
+    read, _ = found
+    logprob = likelihood_columns(read, request.scored_from)["answer_logprob"]
+    if logprob is None:
+        return ProbeResult(None, "error", None, read.error or "nothing read")
+    return ProbeResult(math.exp(logprob), "read", None, None)
 
 
 def run_probes(canary: Canary, probes: Sequence[Probe], record: Callable[[Probe, ProbeResult], None]) -> None:

@@ -54,6 +54,9 @@ class CanaryAlert(Record):
     """The subject probed: ``name (model)``, or the model."""
     baseline: str
     """The baseline run folder."""
+    score: Literal["accuracy", "likelihood"] = "accuracy"
+    """What a probe and the baseline score (``--score``): a reply's correctness, or the probability
+    the model gives the gold answer; absent before."""
     probes_this_check: Count
     """Probes this check sent (calls // bins per bin)."""
     errors_this_check: Count
