@@ -62,6 +62,8 @@ READY_WAIT_S = 120.0
 _DETAIL_CHARS = 300
 OWNERS: Mapping[str, ServerKind] = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp"}
 """``owned_by`` of a server's ``GET /v1/models`` entries, by the software that answers so."""
+ASSUMED_KIND: ServerKind = "vllm"
+"""The request shape sent to a replica whose kind is not known (it never answered its check)."""
 
 
 def server_root(url: str) -> str:
@@ -346,7 +348,7 @@ class ServeBackend:
 
         if replica.down is not None:
             return failed(f"replica {replica.url} is down ({replica.down})")
-        kind: ServerKind = replica.kind or "vllm"
+        kind: ServerKind = replica.kind or ASSUMED_KIND
         if kind in NO_LIKELIHOOD:
             return failed(NO_LIKELIHOOD[kind])
         forms: list[tuple[float, ...]] = []
@@ -389,7 +391,7 @@ class ServeBackend:
         replica = self.replicas[number]
         if replica.down is not None:
             return Completion(text="", error=f"replica {replica.url} is down ({replica.down})")
-        kind: ServerKind = replica.kind or "vllm"
+        kind: ServerKind = replica.kind or ASSUMED_KIND
         path, body = request_body(kind, self.name, request, self.options.params)
         attempts = 0
         started = asyncio.get_running_loop().time()
