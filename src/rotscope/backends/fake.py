@@ -240,7 +240,9 @@ class FakeBackend:
         """Each form's reading on the fake's known curve (the module's docstring); its tokens share
         the form's log-probability evenly."""
         self.calls += 1
-        text = self._tokenizer.decode(request.token_ids)
+        for message in request.messages:  # a copy in a worker process meets the prompt's pieces here
+            self._tokenizer.encode(message["content"])
+        text = self._decoded(request.token_ids) or "\n".join(m["content"] for m in request.messages)
         messages = request.messages or ({"role": "user", "content": text},)
         if "fail-likelihood" in text:
             return Likelihood(prompt_tokens=len(request.token_ids), error="RuntimeError: a scripted failure")
@@ -253,11 +255,19 @@ class FakeBackend:
         forms = []
         leads = request.scored_from or (0,) * len(request.continuations)
         for form, lead in zip(request.continuations, leads, strict=True):
-            wanted = self._tokenizer.decode(form).strip()
+            wanted = (self._decoded(form) or "").strip()  # pieces it never met: not in the prompt
             found = bool(wanted) and lexical != ABSTAIN and wanted in lexical
             share = math.log(chance if found else MISSING_PROBABILITY) / (len(form) - lead)
             forms.append(tuple(0.0 if index < lead else share for index in range(len(form))))
         return Likelihood(token_logprobs=tuple(forms), prompt_tokens=len(request.token_ids))
+
+    def _decoded(self, ids: tuple[int, ...]) -> str | None:
+        """The ids' text, ``None`` where a piece is one this copy of the fake never met (its
+        vocabulary grows with what it encodes: a copy in another process starts with less)."""
+        try:
+            return self._tokenizer.decode(ids)
+        except KeyError:
+            return None
 
     def clear_cache(self) -> None:
         """The fake keeps no cache; clears are counted so tests can see the cold replicate ran."""
