@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable
 
 from rotscope._util.text import content_stems
-from rotscope.backends import register_backend
+from rotscope.backends import CHAT_API_LIKELIHOOD, register_backend
 from rotscope.backends.curve import LogisticCurve, uniform
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
@@ -300,6 +300,7 @@ def responder_for(name: str) -> Responder:
 
 @register_backend(
     "fake",
+    likelihood="reads answer likelihoods on a known curve (tests and examples)",
     hint="fake/NAME: a deterministic string matcher run as a local engine (docs and tests)",
     models=lambda: [f"fake/{name}" for name in [*sorted(RESPONDERS), *PATTERNED]],
 )
@@ -311,6 +312,7 @@ def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
 
 @register_backend(
     "fake-remote",
+    likelihood=CHAT_API_LIKELIHOOD,
     hint="fake-remote/NAME: the same matcher run as a remote API is (concurrent, cached, priced)",
     models=lambda: [f"fake-remote/{name}" for name in sorted(RESPONDERS)],
 )

@@ -396,6 +396,7 @@ def _local_models() -> list[str]:
 
 @register_backend(
     "hf",
+    likelihood="reads answer likelihoods: each form fed after the prompt on its KV cache",
     hint="transformers on CPU or CUDA (pip install rotscope[hf]): hf/FOLDER, hf/FILE.gguf or hf/bundled",
     models=_local_models,
 )

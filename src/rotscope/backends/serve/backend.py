@@ -463,6 +463,8 @@ def _machine_checks(in_worker: Callable[[Backend], Any]) -> list[Check]:
 
 @register_backend(
     PROVIDER,
+    likelihood="reads answer likelihoods on vLLM (prompt_logprobs) and SGLang (/generate) servers; "
+    "llama.cpp's llama-server cannot (log-probabilities of generated tokens only)",
     checks=_machine_checks,
     hint="serve/NAME --base-url URL[,URL...]: token ids to vLLM, SGLang or llama.cpp servers "
     "(serve.tokenizer: the model's GGUF or tokenizer.json); several URLs are replicas",

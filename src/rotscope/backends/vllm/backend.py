@@ -319,6 +319,7 @@ def _at(ids: Sequence[int], position: int) -> str:
 
 @register_backend(
     "vllm",
+    likelihood="reads answer likelihoods: prompt_logprobs of each form after the prompt, a chunk at once",
     hint="vllm/PATH: vLLM in this process on a local model folder (config.json, weights, "
     "tokenizer.json), never a hub download; pip install rotscope[vllm]",
 )
