@@ -15,6 +15,12 @@ exactly, reuse prefixes, and fit the window.
 folder (prefix caching, ``--enable-prompt-tokens-details``) and sends it the verified token ids on
 ``/v1/completions``; it ran nowhere yet (no GPU machine lent to the session that added it).
 
+Each run also reads the gold answer's likelihood (``--score both``, the default; ``--score
+accuracy`` times the replies alone): every row must have its ``answer_logprob``, and a closing
+``likelihood`` line gives, per backend, the rows read and the largest |Δ| of a row's answer
+log-probability against the first backend's on the same cell (hf's float32 or bfloat16 against
+vLLM's kernels: not the same arithmetic, reported, not asserted).
+
 Printed per backend (one JSON line each, then a table): calls, wall time of the calls, prompt
 tokens sent, evaluated (sent minus cached), the trie's lower bound and evaluated / bound,
 evaluated tokens per second,
@@ -166,6 +172,7 @@ def experiment(backend: str, folder: Path, args: argparse.Namespace, out: Path) 
         "generation": {"max_tokens": args.max_tokens},
         "filler": {"kind": "code", "variants": 1},
         "executor": {"kind": "inprocess"},
+        "score": args.score,
         "out": str(out),
     }
     if backend == "hf":
@@ -251,7 +258,15 @@ def run_backend(backend: str, folder: Path, args: argparse.Namespace, out: Path)
     cached = sum(row["cached_tokens"] or 0 for row in rows)
     calls_s = max(timing.finished_at - timing.started_at, 1e-9)
     errors = [row["error"] for row in rows if row["status"] == "error"]
+    readings = {
+        (row["case_id"], row["length_target"], row["depth"], row["control"]): row["answer_logprob"]
+        for row in rows
+        if row["status"] == "ok"
+    }
+    if args.score != "accuracy" and any(value is None for value in readings.values()):
+        errors.append("a row without its answer_logprob")
     return {
+        "readings": readings,
         "backend": backend,
         "device": args.device,
         "calls": len(rows),
@@ -295,6 +310,29 @@ def print_table(results: list[dict[str, Any]]) -> None:
         print("  ".join(f"{cell:>12}" for cell in cells))
 
 
+def likelihood_agreement(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Per backend, the rows read and the largest |Δ| of a row's answer log-probability against
+    the first backend's on the same cell."""
+    first = results[0]["readings"]
+    agreement = []
+    for result in results:
+        shared = [cell for cell in result["readings"] if cell in first and first[cell] is not None]
+        deltas = [
+            abs(result["readings"][cell] - first[cell])
+            for cell in shared
+            if result["readings"][cell] is not None
+        ]
+        agreement.append(
+            {
+                "backend": result["backend"],
+                "against": results[0]["backend"],
+                "rows_read": sum(value is not None for value in result["readings"].values()),
+                "max_row_delta": round(max(deltas), 6) if deltas else None,
+            }
+        )
+    return agreement
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", choices=["cuda", "cpu"], default="cuda")
@@ -306,6 +344,7 @@ def main() -> int:
     parser.add_argument("--depths", default="0.0,0.5,1.0")
     parser.add_argument("--limit", type=int, default=2, help="cases of the niah family")
     parser.add_argument("--max-tokens", type=int, default=8)
+    parser.add_argument("--score", choices=["accuracy", "likelihood", "both"], default="both")
     parser.add_argument("--dtype", default=None, help="default: bfloat16 on cuda, float32 on cpu")
     parser.add_argument("--layers", type=int, default=4)
     parser.add_argument("--hidden", type=int, default=256)
@@ -342,8 +381,10 @@ def main() -> int:
         else:
             result = run_backend(backend, Path(made["folder"]), args, root / "runs")
         results.append(result)
-        print(json.dumps(result))
+        print(json.dumps({key: value for key, value in result.items() if key != "readings"}))
     print_table(results)
+    if args.score != "accuracy" and results:
+        print(json.dumps({"likelihood": likelihood_agreement(results)}))
     return 1 if any(r["errors"] for r in results) else 0
 
 

@@ -2,8 +2,9 @@
 # The GPU check (see benchmarks/gpu_check.py): rotscope's hf/ backend on CUDA with a random-weight
 # 32K-window llama through a 32K-token grid, and vllm/ too where vLLM is installed, and the same grid
 # through serve/NAME against `vllm serve` (token ids on /v1/completions). Prints tokens/s, the
-# cached-token share, evaluated/bound and peak GPU memory. Needs torch and transformers; no network, no model
-# download, nothing beyond this checkout (a few hundred KiB).
+# cached-token share, evaluated/bound and peak GPU memory, and how far each backend's answer
+# log-probabilities (read on every row: --score both) lie from the first backend's. Needs torch
+# and transformers; no network, no model download, nothing beyond this checkout (a few hundred KiB).
 #
 #   benchmarks/gpu_check.sh                         # CUDA, 32K tokens, hf and (if installed) vllm, serve
 #   benchmarks/gpu_check.sh --device cpu --length 2048   # the CPU smoke mode

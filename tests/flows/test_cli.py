@@ -437,6 +437,24 @@ def test_models_lists_the_remote_providers(monkeypatch: pytest.MonkeyPatch) -> N
         assert hint in result.output
 
 
+def test_models_says_which_backends_read_an_answers_likelihood_and_why_the_others_cannot() -> None:
+    result = CliRunner().invoke(app, ["models"], env={"COLUMNS": "400"})
+    assert result.exit_code == 0, result.output
+    said: dict[str, str] = {}
+    provider = ""
+    for line in result.output.splitlines():
+        if line and not line.startswith(" "):
+            provider = line.strip()
+        elif line.strip().startswith("likelihood: "):
+            said[provider] = line.strip().removeprefix("likelihood: ")
+    for reads in ("llamacpp", "hf", "vllm", "serve", "fake"):
+        assert said[reads].startswith("reads answer likelihoods"), (reads, said.get(reads))
+    assert "llama-server cannot" in said["serve"]
+    for api in ("openai", "anthropic", "gemini", "fake-remote"):
+        assert said[api].startswith("reads no answer likelihood: a chat API gives"), (api, said.get(api))
+    assert said["cmd"].startswith("reads no answer likelihood: a command gives its reply only")
+
+
 def test_remote_flags_land_in_the_remote_section(tmp_path: Path) -> None:
     config = tmp_path / "experiment.yaml"
     config.write_text("remote: {timeout_s: 5}\nlengths: [256]\n")

@@ -3,7 +3,9 @@ with the recorded reply shapes, ``tests/support/completions_server.py``): the ve
 each server receives, the kind is detected from ``/v1/models``, cached tokens are stored per row, a
 server that counts the prompt otherwise gives error rows naming both counts; replicas get whole
 prefix groups, a replica that stops answering loses and doubles nothing, and ``--resume`` completes
-a run every replica left."""
+a run every replica left. vLLM and SGLang servers read each answer form's likelihood after the prompt
+(their prompt log-probabilities); a llama.cpp server reads none, and a run that asks it for one is
+refused once its kind is detected, before any call."""
 
 from __future__ import annotations
 
@@ -17,14 +19,15 @@ import pytest
 from rotscope._util.tokens import common_prefix
 from rotscope.backends import create_backend
 from rotscope.config.experiment import build_config
-from rotscope.errors import BackendRefused
+from rotscope.errors import BackendRefused, BadInput
+from rotscope.execution.calls.likelihood import likelihood_request
 from rotscope.execution.executors.ray_executor import shard
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.plan.schedule import prefix_groups
 from rotscope.plan.workitems import build_plan
 from rotscope.store import RunStore
 from rotscope.types import WorkItem
-from tests.support.completions_server import CompletionsServer
+from tests.support.completions_server import CompletionsServer, stub_logprob
 
 KINDS = ("vllm", "sglang")
 CONCURRENCY = {"vllm": 1, "sglang": 2}
@@ -112,6 +115,55 @@ def test_each_server_kind_receives_the_verified_ids_and_reports_cached_tokens(
     with RunStore.open_existing(out) as store:
         executor = store.meta()["executor"]
     assert executor["kind"] == "replicas" and executor["servers"] == [kind, kind]  # detected
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_each_server_kind_reads_every_answer_forms_likelihood_after_the_verified_prompt(
+    by_kind: dict[str, Any], planned: list[WorkItem], bundled: Path, tmp_path: Path, kind: str
+) -> None:
+    servers, stored, out = by_kind[kind]
+    config = build_config(experiment(bundled, tmp_path, "http://127.0.0.1:9"))
+    tokenizer = create_backend(config).tokenizer()
+    read = {
+        tuple(body.get("input_ids") or body["prompt"]): body for server in servers for body in server.readings
+    }
+    by_id = {item.item_id: item for item in planned}
+    with RunStore.open_existing(out) as store:
+        assert store.meta()["score"] == "both"  # the default where the detected kind reads likelihoods
+    for row in stored:
+        request = likelihood_request(by_id[row["item_id"]], tokenizer)
+        assert request is not None
+        sums = []
+        for form, lead in zip(request.continuations, request.scored_from, strict=True):
+            body = read[(*request.token_ids, *form)]  # each form its own prompt after the verified one
+            if kind == "sglang":
+                assert (
+                    body["return_logprob"] is True and body["logprob_start_len"] == len(request.token_ids) - 1
+                )
+            else:
+                assert body["prompt_logprobs"] == 0 and body["max_tokens"] == 1
+            sums.append(sum(stub_logprob(token) for token in form[lead:]))
+        assert row["answer_logprob"] == pytest.approx(max(sums))
+
+
+def test_a_llama_server_reads_no_likelihood_and_a_run_asking_for_one_is_refused_before_any_call(
+    bundled: Path, tmp_path: Path
+) -> None:
+    server = CompletionsServer(kind="llamacpp").start()
+    try:
+        asked = build_config(
+            {**experiment(bundled, tmp_path / "asked", server.base_url), "score": "likelihood"}
+        )
+        with pytest.raises(BadInput, match=r"--score likelihood: the serve backend .*llama-server returns"):
+            run_experiment(asked)
+        assert server.requests == [] and server.readings == []
+        run_experiment(build_config(experiment(bundled, tmp_path / "default", server.base_url)))
+    finally:
+        server.stop()
+    assert server.requests and server.readings == []
+    with RunStore.open_existing(tmp_path / "default") as store:
+        assert store.meta()["score"] == "accuracy"  # the replies alone, as the detected kind allows
+    assert all(row["answer_logprob"] is None for row in rows(tmp_path / "default"))
 
 
 @pytest.mark.parametrize("kind", KINDS)

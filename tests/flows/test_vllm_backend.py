@@ -1,7 +1,9 @@
 """The ``vllm/PATH`` backend against a small stand-in for the ``vllm`` package, put in
 ``sys.modules`` by each test: the stand-in answers as ``fake/lexical`` from the ids it is sent
 (decoded with the folder's tokenizer) and reports a prefix cache's hits, so request shape, ids,
-cached tokens, echoed-id checks and batch failures can be checked without vLLM or a GPU."""
+cached tokens, echoed-id checks and batch failures can be checked without vLLM or a GPU. Asked for
+``prompt_logprobs``, it gives each prompt token after the first the log-probability ``standin_logprob``
+of its id, so the answer likelihood a run stores can be recomputed."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from rotscope.backends.fake import lexical_responder
 from rotscope.backends.vllm.backend import VllmBackend, first_difference
 from rotscope.backends.vllm.options import VllmOptions
 from rotscope.config.experiment import build_config
+from rotscope.execution.calls.likelihood import likelihood_request
 from rotscope.execution.workflows.runner import resume_experiment, run_experiment
 from rotscope.plan.workitems import build_plan
 from rotscope.store import RunStore
@@ -53,6 +56,11 @@ def standin(engine: Engine) -> tuple[types.ModuleType, types.ModuleType]:
         temperature: float = 1.0
         max_tokens: int = 16
         seed: int | None = None
+        prompt_logprobs: int | None = None
+
+    @dataclass
+    class Logprob:
+        logprob: float
 
     @dataclass
     class CompletionOutput:
@@ -64,6 +72,7 @@ def standin(engine: Engine) -> tuple[types.ModuleType, types.ModuleType]:
         prompt_token_ids: list[int]
         outputs: list[CompletionOutput]
         num_cached_tokens: int | None
+        prompt_logprobs: list[dict[int, Any] | None] | None = None
 
     class LLM:
         def __init__(self, **kwargs: Any) -> None:
@@ -71,7 +80,8 @@ def standin(engine: Engine) -> tuple[types.ModuleType, types.ModuleType]:
             self.tokenizer = HFTokenizer(Path(kwargs["tokenizer"]) / "tokenizer.json")
             self.seen: list[list[int]] = []
 
-        def generate(self, prompts: list[dict[str, Any]], params: list[Any], use_tqdm: bool) -> list[Any]:
+        def generate(self, prompts: list[dict[str, Any]], params: Any, use_tqdm: bool) -> list[Any]:
+            params = params if isinstance(params, list) else [params] * len(prompts)
             engine.calls.append((prompts, params))
             if len(engine.calls) in engine.fail_calls:
                 raise RuntimeError("CUDA out of memory (stand-in)")
@@ -87,7 +97,10 @@ def standin(engine: Engine) -> tuple[types.ModuleType, types.ModuleType]:
                 )
                 echoed = engine.echo(ids) if engine.echo else list(ids)
                 output = CompletionOutput(text, self.tokenizer.encode(text))
-                outputs.append(RequestOutput(echoed, [output], hit // BLOCK * BLOCK))
+                logprobs = None
+                if params[0].prompt_logprobs is not None:
+                    logprobs = [None] + [{token: Logprob(standin_logprob(token))} for token in echoed[1:]]
+                outputs.append(RequestOutput(echoed, [output], hit // BLOCK * BLOCK, logprobs))
             return outputs
 
         def reset_prefix_cache(self) -> None:
@@ -106,6 +119,11 @@ def standin(engine: Engine) -> tuple[types.ModuleType, types.ModuleType]:
     inputs.TokensPrompt = tokens_prompt  # type: ignore[attr-defined]
     module.inputs = inputs  # type: ignore[attr-defined]
     return module, inputs
+
+
+def standin_logprob(token: int) -> float:
+    """The stand-in's log-probability of a prompt token: known, and different between tokens."""
+    return -0.1 * (1 + token % 5)
 
 
 @pytest.fixture
@@ -134,6 +152,7 @@ def experiment(folder: Path, **extra: Any) -> Any:
             "name": "vllm",
             "model": f"vllm/{folder}",
             "filler": {"kind": "text", "glob": str(corpus / "*.txt"), "allow_repeat": True},
+            "score": "accuracy",  # the replies alone, unless a test reads likelihoods
             **GRID,
             **extra,
         }
@@ -241,3 +260,39 @@ def test_a_missing_folder_or_package_is_one_line(
     monkeypatch.setitem(sys.modules, "vllm", None)  # import vllm raises ImportError
     missing_extra = invoke("run", "--model", f"vllm/{model_folder}", "--out", tmp_path / "c")
     assert_bad_input(missing_extra, "pip install rotscope[vllm]")
+
+
+def test_likelihoods_are_read_in_chunks_as_prompt_logprobs_of_each_form(
+    engine: Engine, model_folder: Path, tmp_path: Path
+) -> None:
+    config = experiment(model_folder, vllm={"batch_size": 4}, score="both")
+    run_dir = run_experiment(config, run_dir=tmp_path / "run")
+    backend = VllmBackend(model_folder, config.section(VllmOptions), 0, sys.modules["vllm"])
+    planned = {item.item_id: item for item in build_plan(config, backend).items}
+    reading_calls = [(prompts, ps) for prompts, ps in engine.calls if ps[0].prompt_logprobs is not None]
+    assert reading_calls and {(p.max_tokens, p.prompt_logprobs) for _, ps in reading_calls for p in ps} == {
+        (1, 0)
+    }
+    read_prompts = {tuple(p["prompt_token_ids"]) for prompts, _ in reading_calls for p in prompts}
+
+    rows = stored(run_dir)
+    assert {row["status"] for row in rows} == {"ok"}
+    for row in rows:
+        request = likelihood_request(planned[row["item_id"]], backend.tokenizer())
+        assert request is not None
+        sums = []
+        for form, lead in zip(request.continuations, request.scored_from, strict=True):
+            assert (*request.token_ids, *form) in read_prompts
+            sums.append(sum(standin_logprob(token) for token in form[lead:]))
+        assert row["answer_logprob"] == pytest.approx(max(sums))
+        assert row["response"]  # a reply as well: the run keeps both
+
+
+def test_a_reading_whose_echoed_ids_differ_is_an_error_row(
+    engine: Engine, model_folder: Path, tmp_path: Path
+) -> None:
+    engine.echo = lambda ids: [*ids[:9], ids[9] + 1, *ids[10:]]
+    rows = stored(run_experiment(experiment(model_folder, score="likelihood"), run_dir=tmp_path / "run"))
+    assert {row["status"] for row in rows} == {"error"}
+    assert all("differ at position 9 of" in row["error"] for row in rows)
+    assert all(row["answer_logprob"] is None for row in rows)

@@ -1,9 +1,10 @@
 """The Ray executor on a real local Ray (one session for the module: starting Ray takes seconds).
 
-With fake models: the same rows as in-process; a worker process killed mid-run loses no row and
-doubles none, its call is an error row and ``--resume`` finishes every item; workers lost too often
-stop the run (exit 5) with every finished row kept. On the bundled model: two llama.cpp workers
-give the in-process run's items and outcomes, each row once, within 1.1x of the trie bound.
+With fake models: the same rows as in-process, the answers' likelihoods included; a worker process
+killed mid-run loses no row and doubles none, its call is an error row and ``--resume`` finishes
+every item; workers lost too often stop the run (exit 5) with every finished row kept. On the
+bundled model: two llama.cpp workers give the in-process run's items and outcomes, each row once,
+within 1.1x of the trie bound.
 """
 
 from __future__ import annotations
@@ -152,6 +153,23 @@ def test_batching_replicas_get_their_shards_in_batches_and_give_the_in_process_o
     assert len(by_actor) == 2 and pid != os.getpid()  # both replicas, in their own processes
     assert all(max(chunks) > 1 and max(chunks) <= 4 for chunks in by_actor.values()), by_actor
     assert sum(size for _, size in batches) == len(outcomes(in_process))  # every call once
+
+
+def likelihoods(run_dir: Path) -> dict[str, float | None]:
+    with sqlite3.connect(run_dir / "run.db") as db:
+        return dict(db.execute("SELECT item_id, answer_logprob FROM items"))
+
+
+def test_replicas_read_the_in_process_likelihoods_one_by_one_and_in_batches(
+    fake_corpus: Path, in_process: Path, ray_session: None, tmp_path: Path
+) -> None:
+    expected = likelihoods(in_process)
+    assert expected and all(value is not None for value in expected.values())  # a "both" run by default
+    run_experiment(fake_grid(fake_corpus), run_dir=tmp_path / "one")
+    batching = BatchingFake(tmp_path / "sizes.txt")
+    run_experiment(fake_grid(fake_corpus), run_dir=tmp_path / "batched", backend=batching)
+    assert likelihoods(tmp_path / "one") == expected
+    assert likelihoods(tmp_path / "batched") == expected
 
 
 def test_workers_lost_in_a_row_stop_the_run_with_finished_rows_kept(

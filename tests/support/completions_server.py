@@ -6,7 +6,13 @@ that tokenizes on its own; the longest prefix shared with the previous prompt as
 
 Every request body is logged, and the most requests answered at once counted; ``die_after``
 requests it stops answering (the socket closed, the request in flight dropped without a reply), as
-a killed replica does."""
+a killed replica does.
+
+A likelihood reading (vLLM: ``prompt_logprobs`` on ``/v1/completions``; SGLang: ``POST /generate``)
+is logged in ``readings`` apart from the completions and answered in the kind's shape with each
+prompt position's log-probability from ``position_logprobs`` (by default ``stub_logprob`` of the
+position's own token: known, and different between tokens); llama.cpp's server refuses it as
+llama-server refuses ``echo``."""
 
 from __future__ import annotations
 
@@ -14,6 +20,7 @@ import copy
 import json
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -44,6 +51,39 @@ def reply_for(kind: str, prompt: list[int], cached: int, skew: int, text: str) -
     return body
 
 
+def stub_logprob(token: int) -> float:
+    """The stub's log-probability of a prompt token after the tokens before it."""
+    return -0.1 * (1 + token % 5)
+
+
+def stub_position_logprobs(ids: list[int]) -> list[float | None]:
+    return [None] + [stub_logprob(token) for token in ids[1:]]
+
+
+def reading_for(kind: str, body: dict[str, Any], values: list[float | None], skew: int) -> dict[str, Any]:
+    """The kind's reply to a likelihood reading of ``body``'s ids, each position's value given."""
+    if kind == "sglang":
+        ids = list(body["input_ids"])
+        start = int(body.get("logprob_start_len", 0))
+        return {
+            "text": "",
+            "meta_info": {
+                "prompt_tokens": len(ids) + skew,
+                "completion_tokens": 1,
+                "input_token_logprobs": [[values[i], ids[i], None] for i in range(start, len(ids))],
+                "output_token_logprobs": [[-0.5, 0, None]],
+            },
+        }
+    ids = list(body["prompt"])
+    reply: dict[str, Any] = copy.deepcopy(fixture("vllm_completion.json"))
+    reply["choices"][0]["prompt_logprobs"] = [
+        None if value is None else {str(token): {"logprob": value, "rank": 1, "decoded_token": ""}}
+        for token, value in zip(ids, values, strict=True)
+    ]
+    reply["usage"]["prompt_tokens"] = len(ids) + skew
+    return reply
+
+
 @dataclass
 class CompletionsServer:
     kind: str = "vllm"
@@ -56,6 +96,8 @@ class CompletionsServer:
     in_flight: int = 0
     max_in_flight: int = 0
     requests: list[dict[str, Any]] = field(default_factory=list)
+    readings: list[dict[str, Any]] = field(default_factory=list)
+    position_logprobs: Callable[[list[int]], list[float | None]] = stub_position_logprobs
     models_calls: int = 0
     _previous: list[int] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -93,6 +135,9 @@ class CompletionsServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["content-length"])))
+                if self.path == "/generate" or "prompt_logprobs" in body:
+                    self._read(body)
+                    return
                 with server._lock:
                     if server.dead:
                         self.close_connection = True
@@ -115,6 +160,22 @@ class CompletionsServer:
                     self._send(404, {"error": f"no route {self.path}"})
                     return
                 self._send(200, reply_for(server.kind, prompt, cached, server.skew, server.text))
+
+            def _read(self, body: dict[str, Any]) -> None:
+                with server._lock:
+                    if server.dead:
+                        self.close_connection = True
+                        return
+                    server.readings.append(body)
+                wanted = "/generate" if server.kind == "sglang" else "/v1/completions"
+                if server.kind == "llamacpp" or self.path != wanted:
+                    self._send(
+                        404 if server.kind != "llamacpp" else 400, {"error": "Only no echo is supported"}
+                    )
+                    return
+                ids = list(body.get("input_ids") or body["prompt"])
+                values = server.position_logprobs(ids)
+                self._send(200, reading_for(server.kind, body, values, server.skew))
 
         self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True

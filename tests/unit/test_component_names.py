@@ -129,6 +129,10 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         3,
         HOMONYM + ": a server's software, its /v1/models owner",
     ),
+    ("llamacpp", "src/rotscope/backends/serve/likelihood.py"): (
+        1,
+        HOMONYM + ": the server's software that reads no likelihood",
+    ),
     ("vllm", "src/rotscope/backends/serve/options.py"): (1, HOMONYM + ": serve.kind, a server's software"),
     ("llamacpp", "src/rotscope/backends/serve/options.py"): (
         1,

@@ -14,6 +14,8 @@ from rotscope.types import Backend
 
 __all__ = [
     "BACKENDS",
+    "CHAT_API_LIKELIHOOD",
+    "NO_LIKELIHOOD",
     "BackendEntry",
     "BackendFactory",
     "Extra",
@@ -90,6 +92,18 @@ class BackendEntry:
     checks: MachineChecks | None = None
     prices: Mapping[str, Price] = field(default_factory=dict)
     prompt_cache: PromptCache = BREAKPOINTS
+    likelihood: str = ""
+    """Whether its models read an answer's likelihood (``run --score likelihood|both``), in words
+    for ``rotscope models``: how, or why not; empty: it reads none."""
+
+
+NO_LIKELIHOOD = "reads no answer likelihood: --score accuracy only"
+"""What ``rotscope models`` says of a backend that declares no ``likelihood``."""
+CHAT_API_LIKELIHOOD = (
+    "reads no answer likelihood: a chat API gives log-probabilities of the tokens it generates, "
+    "never of given answer tokens after the prompt; --score accuracy only"
+)
+"""What the remote chat APIs (and an agent command) say: they cannot teacher-force an answer."""
 
 
 BACKENDS: Registry[BackendEntry] = Registry("backend", "model", "rotscope.backends", BackendEntry)
@@ -108,6 +122,7 @@ def register_backend(
     checks: MachineChecks | None = None,
     prices: Mapping[str, Price] | None = None,
     prompt_cache: PromptCache = BREAKPOINTS,
+    likelihood: str = "",
 ) -> Callable[[BackendFactory], BackendFactory]:
     """Register a backend factory for ``provider/NAME`` models; ``options``: ``(key, class)`` of
     the backend's own section of the experiment file (``rotscope.registry.register_section``),
@@ -115,12 +130,15 @@ def register_backend(
     provider it takes (``split_model``); ``extra``: the optional package its SDK needs (``rotscope
     doctor`` checks it); ``checks``: its own lines of ``rotscope doctor``; ``prices``: list prices
     of its models by ``NAME`` (the config's ``prices:`` overrides them); ``prompt_cache``: how its
-    provider caches prompt prefixes."""
+    provider caches prompt prefixes; ``likelihood``: whether and how it reads an answer's likelihood,
+    in words (``rotscope models``; the backend's ``Capabilities.likelihood`` decides)."""
 
     def add(factory: BackendFactory) -> BackendFactory:
         if options is not None:
             register_section(*options, module=factory.__module__)
-        entry = BackendEntry(factory, hint, models, claims, extra, checks, dict(prices or {}), prompt_cache)
+        entry = BackendEntry(
+            factory, hint, models, claims, extra, checks, dict(prices or {}), prompt_cache, likelihood
+        )
         BACKENDS.register(provider, module=factory.__module__)(entry)
         return factory
 

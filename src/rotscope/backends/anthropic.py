@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rotscope.backends import SHORTEST_CACHED, Extra, PromptCache, register_backend
+from rotscope.backends import CHAT_API_LIKELIHOOD, SHORTEST_CACHED, Extra, PromptCache, register_backend
 from rotscope.backends.price_table import provider_prices
 from rotscope.backends.remote import RemoteBackend, missing_extra, require_reply
 from rotscope.backends.remote_options import RemoteOptions
@@ -167,6 +167,7 @@ PRICES = provider_prices("anthropic")
 
 @register_backend(
     "anthropic",
+    likelihood=CHAT_API_LIKELIHOOD,
     hint="anthropic/NAME (key from ANTHROPIC_API_KEY or --api-key-env; pip install rotscope[anthropic])",
     extra=SDK,
     prices=PRICES,

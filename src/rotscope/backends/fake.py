@@ -33,7 +33,7 @@ import re
 from collections.abc import Callable
 
 from rotscope._util.text import content_stems
-from rotscope.backends import register_backend
+from rotscope.backends import CHAT_API_LIKELIHOOD, register_backend
 from rotscope.backends.curve import LogisticCurve, uniform
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
@@ -242,7 +242,9 @@ class FakeBackend:
         """Each form's reading on the fake's known curve (the module's docstring); its tokens share
         the form's log-probability evenly."""
         self.readings += 1
-        text = self._tokenizer.decode(request.token_ids)
+        for message in request.messages:  # a copy in a worker process meets the prompt's pieces here
+            self._tokenizer.encode(message["content"])
+        text = self._decoded(request.token_ids) or "\n".join(m["content"] for m in request.messages)
         messages = request.messages or ({"role": "user", "content": text},)
         if "fail-likelihood" in text:
             return Likelihood(prompt_tokens=len(request.token_ids), error="RuntimeError: a scripted failure")
@@ -255,11 +257,19 @@ class FakeBackend:
         forms = []
         leads = request.scored_from or (0,) * len(request.continuations)
         for form, lead in zip(request.continuations, leads, strict=True):
-            wanted = self._tokenizer.decode(form).strip()
+            wanted = (self._decoded(form) or "").strip()  # pieces it never met: not in the prompt
             found = bool(wanted) and lexical != ABSTAIN and wanted in lexical
             share = math.log(chance if found else MISSING_PROBABILITY) / (len(form) - lead)
             forms.append(tuple(0.0 if index < lead else share for index in range(len(form))))
         return Likelihood(token_logprobs=tuple(forms), prompt_tokens=len(request.token_ids))
+
+    def _decoded(self, ids: tuple[int, ...]) -> str | None:
+        """The ids' text, ``None`` where a piece is one this copy of the fake never met (its
+        vocabulary grows with what it encodes: a copy in another process starts with less)."""
+        try:
+            return self._tokenizer.decode(ids)
+        except KeyError:
+            return None
 
     def clear_cache(self) -> None:
         """The fake keeps no cache; clears are counted so tests can see the cold replicate ran."""
@@ -292,6 +302,7 @@ def responder_for(name: str) -> Responder:
 
 @register_backend(
     "fake",
+    likelihood="reads answer likelihoods on a known curve (tests and examples)",
     hint="fake/NAME: a deterministic string matcher run as a local engine (docs and tests)",
     models=lambda: [f"fake/{name}" for name in [*sorted(RESPONDERS), *PATTERNED]],
 )
@@ -303,6 +314,7 @@ def fake_backend(name: str, config: ExperimentConfig) -> FakeBackend:
 
 @register_backend(
     "fake-remote",
+    likelihood=CHAT_API_LIKELIHOOD,
     hint="fake-remote/NAME: the same matcher run as a remote API is (concurrent, cached, priced)",
     models=lambda: [f"fake-remote/{name}" for name in sorted(RESPONDERS)],
 )

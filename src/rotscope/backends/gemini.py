@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rotscope.backends import Extra, PromptCache, register_backend
+from rotscope.backends import CHAT_API_LIKELIHOOD, Extra, PromptCache, register_backend
 from rotscope.backends.price_table import provider_prices
 from rotscope.backends.remote import RemoteBackend, missing_extra, require_reply
 from rotscope.backends.remote_options import RemoteOptions
@@ -134,6 +134,7 @@ PROMPT_CACHE = PromptCache(automatic_step=1)
 
 @register_backend(
     "gemini",
+    likelihood=CHAT_API_LIKELIHOOD,
     hint="gemini/NAME (key from GEMINI_API_KEY or --api-key-env; pip install rotscope[gemini])",
     extra=SDK,
     prices=PRICES,

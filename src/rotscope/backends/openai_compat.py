@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from rotscope.backends import PromptCache, register_backend
+from rotscope.backends import CHAT_API_LIKELIHOOD, PromptCache, register_backend
 from rotscope.backends.price_table import provider_prices
 from rotscope.backends.remote import RemoteBackend, require_reply
 from rotscope.backends.remote_options import RemoteOptions
@@ -142,6 +142,7 @@ PROMPT_CACHE = PromptCache(automatic_step=128)
 
 @register_backend(
     "openai",
+    likelihood=CHAT_API_LIKELIHOOD,
     hint="openai/NAME --base-url URL (any OpenAI-compatible server; key from --api-key-env, "
     "default OPENAI_API_KEY, optional for local servers)",
     prices=PRICES,

@@ -11,16 +11,18 @@ from rotscope.cli.common import _guarded, app, console
 
 @app.command()
 def models() -> None:
-    """List every registered backend with its hint, where it comes from and the models it can find,
-    then where the task families, filler sources and scorers come from."""
+    """List every registered backend with its hint, where it comes from, whether it reads an answer's
+    likelihood (``--score likelihood|both``) and the models it can find, then where the task
+    families, filler sources and scorers come from."""
 
     def body() -> None:
-        from rotscope.backends import BACKENDS
+        from rotscope.backends import BACKENDS, NO_LIKELIHOOD
 
         for provider, entry in BACKENDS.items():
             console.print(f"[bold]{escape(provider)}[/bold]")
             console.print(f"  {entry.hint}", markup=False, soft_wrap=True)
             console.print(f"  from {BACKENDS.provider(provider).describe()}", markup=False, soft_wrap=True)
+            console.print(f"  likelihood: {entry.likelihood or NO_LIKELIHOOD}", markup=False, soft_wrap=True)
             for found in entry.models() if entry.models is not None else ():
                 console.print(f"  {found}", markup=False, soft_wrap=True)
         for line in _component_origins(backends=False):

@@ -43,6 +43,7 @@ from rotscope.types.protocols import (
     Capabilities,
     PlansOwnPrompts,
     ReadsLikelihood,
+    ReadsLikelihoodBatch,
     TaskFamily,
     Tokenizer,
 )
@@ -75,6 +76,7 @@ __all__ = [
     "PlansOwnPrompts",
     "PrefixGroup",
     "ReadsLikelihood",
+    "ReadsLikelihoodBatch",
     "Rejection",
     "RenderedPrompt",
     "Role",

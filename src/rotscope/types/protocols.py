@@ -146,6 +146,17 @@ class ReadsLikelihood(Backend, Protocol):
         ...
 
 
+@runtime_checkable
+class ReadsLikelihoodBatch(ReadsLikelihood, Protocol):
+    """A batching engine that reads many requests' likelihoods at once (vLLM): the executor hands
+    it a chunk's readings together, as it hands ``BatchingBackend.generate_batch`` their replies."""
+
+    async def likelihood_batch(self, requests: Sequence[LikelihoodRequest]) -> Sequence[Likelihood]:
+        """One reading per request, in the order given; a fault of one is its own error reading,
+        an exception fails the chunk (each request an error row)."""
+        ...
+
+
 class TaskFamily(Protocol):
     @property
     def name(self) -> str: ...

@@ -26,7 +26,7 @@ from rotscope.backends.hf.backend import (  # noqa: E402
 )
 from rotscope.config.experiment import build_config  # noqa: E402
 from rotscope.errors import BadInput  # noqa: E402
-from rotscope.types import GenerateRequest, GenerationParams  # noqa: E402
+from rotscope.types import GenerateRequest, GenerationParams, LikelihoodRequest  # noqa: E402
 from tests.support.cli_helpers import assert_bad_input, invoke  # noqa: E402
 
 VOCAB = 64
@@ -125,6 +125,33 @@ def test_sampling_is_seeded(tiny_model: Any) -> None:
     assert runs[0] == runs[1] and runs[0] != runs[2]
 
 
+def _cold_logprobs(model: Any, prompt: list[int], form: list[int]) -> list[float]:
+    """Each form token's log-probability from one cacheless pass over prompt and form."""
+    with torch.inference_mode():
+        logits = model(input_ids=torch.tensor([prompt + form])).logits[0].double()
+    rows = torch.log_softmax(logits, dim=-1)
+    return [float(rows[len(prompt) - 1 + index, token]) for index, token in enumerate(form)]
+
+
+def test_a_reading_is_the_cold_log_probability_of_each_form_and_leaves_the_prompt_cached(
+    tiny_model: Any,
+) -> None:
+    shared = _prompt(10, 30)
+    prompt = shared + _prompt(11, 6)
+    forms = [_prompt(12, 4), _prompt(13, 1), _prompt(14, 3)]
+    warm = KvCachedModel(tiny_model, "cpu")
+    _logits(warm, shared + _prompt(15, 5))  # an earlier prompt sharing ``shared``
+    read, cached = warm.read(prompt, forms, reuse=True)
+    assert cached == len(shared)
+    for form, logprobs in zip(forms, read, strict=True):
+        assert logprobs == pytest.approx(_cold_logprobs(tiny_model, prompt, form), abs=1e-5)
+        assert all(value < 0 for value in logprobs)
+    assert warm.ids == prompt and warm.cache.get_seq_length() == len(prompt)
+    answer, cached = warm.generate(prompt, 4, frozenset(), 0.0, 0, reuse=True)
+    assert cached == len(prompt) - 1
+    assert answer == KvCachedModel(tiny_model, "cpu").generate(prompt, 4, frozenset(), 0.0, 0, True)[0]
+
+
 @pytest.fixture(scope="module")
 def model_folder(tiny_model: Any, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The tiny model saved as a Hugging Face folder with a word-level tokenizer.json."""
@@ -163,6 +190,12 @@ def test_a_model_folder_loads_offline_and_reuses_its_cache(model_folder: Path) -
     assert asyncio.run(sent.generate(request)).text == answers[1].text
     backend.clear_cache()
     assert asyncio.run(backend.generate(request)).cached_tokens == 0
+
+    assert backend.capabilities.likelihood
+    read = asyncio.run(backend.likelihood(LikelihoodRequest(tuple([*shared, 7, 8, 9]), ((11, 12), (13,)))))
+    assert read.error is None and read.prompt_tokens == 43 and [len(f) for f in read.token_logprobs] == [2, 1]
+    empty = asyncio.run(backend.likelihood(LikelihoodRequest((), ((11,),))))
+    assert empty.error == "ValueError: an empty prompt" and not empty.token_logprobs
     backend.close()
 
 

@@ -340,6 +340,7 @@ def _alive(pid: int) -> bool:
 
 @register_backend(
     "cmd",
+    likelihood="reads no answer likelihood: a command gives its reply only; --score accuracy only",
     hint="cmd/PATH: your executable (an agent CLI in print mode, a script) run once per prompt, prompt "
     "on stdin or in a file, reply on stdout, usage optional; options under cmd: (examples/agent-cli.yaml)",
 )

@@ -7,7 +7,10 @@ The model receives the verified prompt ids themselves: a GGUF file's are read wi
 tokenizer (the one every ``llamacpp/`` run uses; transformers' tokenizer converted from the same
 file gives the same ids, as the integration tests check), a folder's with its ``tokenizer.json``.
 Like the llama.cpp backend it keeps the KV cache of the previous prompt, cropped to the prefix the
-next one shares, so a grid in trie order evaluates each distinct prefix once.
+next one shares, so a grid in trie order evaluates each distinct prefix once. It reads the gold
+answer's likelihood (``ReadsLikelihood``) on the same cache: the prompt is prefilled (its cached
+prefix kept), each answer form fed after it in one pass whose logits are all kept, and the cache
+cropped back to the prompt before the next form.
 """
 
 from __future__ import annotations
@@ -37,7 +40,15 @@ from rotscope.errors import BadInput
 from rotscope.tokenizers.gguf import check_gguf, file_digest
 from rotscope.tokenizers.local import LlamaCppTokenizer
 from rotscope.tokenizers.remote import HFTokenizer
-from rotscope.types import BackendDescription, Capabilities, Completion, GenerateRequest, Tokenizer
+from rotscope.types import (
+    BackendDescription,
+    Capabilities,
+    Completion,
+    GenerateRequest,
+    Likelihood,
+    LikelihoodRequest,
+    Tokenizer,
+)
 
 EXTRA_PACKAGES = ("torch", "transformers", "gguf", "accelerate")
 PREFILL_CHUNK = 2048
@@ -90,17 +101,49 @@ class KvCachedModel:
             logits = self.feed(prompt[start : start + self.chunk])
         return logits, keep
 
-    def feed(self, ids: Sequence[int]) -> Any:
-        """Evaluate ``ids`` after the cached ones; the logits of the last."""
+    def feed(self, ids: Sequence[int], keep: int = 1) -> Any:
+        """Evaluate ``ids`` after the cached ones; the logits of the last (``keep`` > 1: of the last
+        ``keep``, one row each)."""
         import torch
 
         inputs = torch.tensor([list(ids)], dtype=torch.long, device=self.device)
         output = self.model(
-            input_ids=inputs, use_cache=True, logits_to_keep=1, **{self._cache_name: self.cache}
+            input_ids=inputs, use_cache=True, logits_to_keep=keep, **{self._cache_name: self.cache}
         )
         self.cache = getattr(output, self._cache_name)
         self.ids.extend(ids)
-        return output.logits[0, -1]
+        return output.logits[0, -1] if keep == 1 else output.logits[0, -keep:]
+
+    def crop(self, length: int) -> None:
+        """Forget every evaluated id past the first ``length``."""
+        if length < len(self.ids):
+            self.cache.crop(length - len(self.ids))
+            del self.ids[length:]
+
+    def read(
+        self, prompt: Sequence[int], forms: Sequence[Sequence[int]], reuse: bool
+    ) -> tuple[list[tuple[float, ...]], int]:
+        """Each form's token log-probabilities teacher-forced after ``prompt`` (natural log, in
+        float64 from the model's logits) and the prompt tokens that came from the cache. The cache
+        holds the prompt afterwards, so a generation of the same prompt reuses all of it."""
+        import torch
+
+        read: list[tuple[float, ...]] = []
+        with torch.inference_mode():
+            logits, cached = self.prefill(prompt, reuse)
+            first = torch.log_softmax(logits.double(), dim=-1)
+            for form in forms:
+                if not form:
+                    read.append(())
+                    continue
+                logprobs = [float(first[form[0]])]
+                if len(form) > 1:
+                    rows = torch.log_softmax(self.feed(form[:-1], keep=len(form) - 1).double(), dim=-1)
+                    rows = rows.reshape(len(form) - 1, -1)
+                    logprobs += [float(rows[index, token]) for index, token in enumerate(form[1:])]
+                    self.crop(len(prompt))
+                read.append(tuple(logprobs))
+        return read, cached
 
     def generate(
         self, prompt: Sequence[int], max_tokens: int, stop: frozenset[int], temperature: float, seed: int,
@@ -194,7 +237,12 @@ class HfBackend:
     """transformers on torch, in a worker process of its own (pickled without the loaded model)."""
 
     capabilities = Capabilities(
-        local=True, exact_ids=True, max_concurrency=1, clearable_cache=True, worker_process=True
+        local=True,
+        exact_ids=True,
+        max_concurrency=1,
+        clearable_cache=True,
+        worker_process=True,
+        likelihood=True,
     )
 
     def __init__(self, path: Path, options: HfOptions) -> None:
@@ -289,6 +337,28 @@ class HfBackend:
     async def generate(self, request: GenerateRequest) -> Completion:
         return await asyncio.to_thread(self._generate, request)
 
+    def _likelihood(self, request: LikelihoodRequest) -> Likelihood:
+        started = time.perf_counter()
+        try:
+            if not request.token_ids:
+                raise ValueError("an empty prompt")
+            forms, _ = self._load().read(
+                request.token_ids, request.continuations, reuse=self.options.prefix_cache
+            )
+            return Likelihood(
+                token_logprobs=tuple(forms),
+                prompt_tokens=len(request.token_ids),
+                latency_s=time.perf_counter() - started,
+            )
+        except Exception as error:  # recorded as an error row, never scored
+            return Likelihood(
+                latency_s=time.perf_counter() - started, error=f"{type(error).__name__}: {error}"
+            )
+
+    async def likelihood(self, request: LikelihoodRequest) -> Likelihood:
+        """Each answer form's token log-probabilities after the prompt (``KvCachedModel.read``)."""
+        return await asyncio.to_thread(self._likelihood, request)
+
     def clear_cache(self) -> None:
         """Forget the KV cache: the next prompt is evaluated from scratch."""
         if self._kv is not None:
@@ -326,6 +396,7 @@ def _local_models() -> list[str]:
 
 @register_backend(
     "hf",
+    likelihood="reads answer likelihoods: each form fed after the prompt on its KV cache",
     hint="transformers on CPU or CUDA (pip install rotscope[hf]): hf/FOLDER, hf/FILE.gguf or hf/bundled",
     models=_local_models,
 )

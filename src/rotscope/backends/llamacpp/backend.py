@@ -365,6 +365,7 @@ def _machine_checks(in_worker: Callable[[Backend], Any]) -> list[Check]:
 
 @register_backend(
     "llamacpp",
+    likelihood="reads answer likelihoods: each form teacher-forced after the prompt on its KV cache",
     hint="llama.cpp in a worker process: any GGUF file (--model path/to/model.gguf or llamacpp/PATH)",
     models=_local_models,
     claims=_claims,

@@ -21,7 +21,7 @@ import asyncio
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, cast
 
 import httpx
@@ -30,12 +30,28 @@ from rotscope._util.checks import Check
 from rotscope.backends import register_backend
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Permanent, RetryPolicy, Transient, call_with_retries, is_retry_status
+from rotscope.backends.serve.likelihood import (
+    NO_LIKELIHOOD,
+    ReadingRefused,
+    likelihood_body,
+    parse_likelihood,
+    reads_likelihood,
+)
 from rotscope.backends.serve.options import ServeOptions, ServerKind
 from rotscope.backends.template import TemplatedTokenizer, read_template
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BackendRefused, BadInput
 from rotscope.tokenizers.remote import HFTokenizer, load_tokenizer
-from rotscope.types import Backend, BackendDescription, Capabilities, Completion, GenerateRequest, Tokenizer
+from rotscope.types import (
+    Backend,
+    BackendDescription,
+    Capabilities,
+    Completion,
+    GenerateRequest,
+    Likelihood,
+    LikelihoodRequest,
+    Tokenizer,
+)
 
 PROVIDER = "serve"
 UNKNOWN_WINDOW = 10_000_000
@@ -46,6 +62,8 @@ READY_WAIT_S = 120.0
 _DETAIL_CHARS = 300
 OWNERS: Mapping[str, ServerKind] = {"vllm": "vllm", "sglang": "sglang", "llamacpp": "llamacpp"}
 """``owned_by`` of a server's ``GET /v1/models`` entries, by the software that answers so."""
+ASSUMED_KIND: ServerKind = "vllm"
+"""The request shape sent to a replica whose kind is not known (it never answered its check)."""
 
 
 def server_root(url: str) -> str:
@@ -207,8 +225,15 @@ class ServeBackend:
         self.replicas = [Replica(url, options.kind) for url in urls]
         self.concurrency = options.concurrency
         self.capabilities = Capabilities(
-            local=True, exact_ids=True, max_concurrency=len(self.replicas) * options.concurrency
+            local=True,
+            exact_ids=True,
+            max_concurrency=len(self.replicas) * options.concurrency,
+            likelihood=reads_likelihood(options.kind),
         )
+        self.likelihood_refusal: str | None = (
+            None if options.kind is None else NO_LIKELIHOOD.get(options.kind)
+        )
+        """Why the pool reads no likelihoods (``None``: it does, or its kind is not known yet)."""
         self._policy = RetryPolicy(options.max_attempts, 0.5, 10.0)
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
@@ -285,10 +310,78 @@ class ServeBackend:
                         "names no vllm, sglang or llamacpp owner); set serve.kind"
                     )
         live = [number for number, replica in enumerate(self.replicas) if replica.down is None]
+        self._decide_likelihood()
         if not live:
             downs = "; ".join(f"{replica.url}: {replica.down}" for replica in self.replicas)
             raise BackendRefused(f"serve.base_url: no server answers ({downs}); is it running?")
         return live
+
+    def _decide_likelihood(self) -> None:
+        """Once a replica's kind is known: no likelihood where any replica cannot read one."""
+        for replica in self.replicas:
+            if replica.kind is not None and replica.kind in NO_LIKELIHOOD and self.capabilities.likelihood:
+                self.capabilities = replace(self.capabilities, likelihood=False)
+                self.likelihood_refusal = f"{NO_LIKELIHOOD[replica.kind]} (at {replica.url})"
+
+    async def _post(self, replica: Replica, path: str, body: Mapping[str, Any]) -> bytes:
+        """One attempt's reply body; ``ReplicaLost`` without an answer, ``Transient`` or
+        ``Permanent`` for an HTTP error."""
+        try:
+            response = await self._http().post(f"{replica.url}{path}", json=body)
+        except httpx.TransportError as error:
+            raise ReplicaLost(f"{path}: {type(error).__name__}") from None
+        if response.status_code >= 400:
+            detail = " ".join(response.text.split())[:_DETAIL_CHARS]
+            failure = f"HTTP {response.status_code} from {replica.url}{path}: {detail}"
+            raise Transient(failure) if is_retry_status(response.status_code) else Permanent(failure)
+        return response.content
+
+    async def likelihood_on(self, number: int, request: LikelihoodRequest) -> Likelihood:
+        """Each answer form's token log-probabilities after the prompt, read by replica ``number``
+        (one request per form, ``serve.likelihood``). Never raises for a fault of the server: an
+        error reading, with a replica that stops answering marked down, as ``generate_on`` does."""
+        replica = self.replicas[number]
+        started = asyncio.get_running_loop().time()
+
+        def failed(message: str) -> Likelihood:
+            return Likelihood(latency_s=asyncio.get_running_loop().time() - started, error=message)
+
+        if replica.down is not None:
+            return failed(f"replica {replica.url} is down ({replica.down})")
+        kind: ServerKind = replica.kind or ASSUMED_KIND
+        if kind in NO_LIKELIHOOD:
+            return failed(NO_LIKELIHOOD[kind])
+        forms: list[tuple[float, ...]] = []
+        for form in request.continuations:
+            path, body = likelihood_body(kind, self.name, request.token_ids, form)
+
+            async def attempt(
+                path: str = path, body: dict[str, Any] = body, form: tuple[int, ...] = form
+            ) -> tuple[float, ...]:
+                content = await self._post(replica, path, body)
+                return parse_likelihood(kind, content, len(request.token_ids), form)
+
+            try:
+                forms.append(await call_with_retries(attempt, self._policy))
+            except ReplicaLost as lost:
+                try:
+                    await self._models(replica)
+                except ReplicaLost as probe:
+                    replica.down = f"{lost}, then {probe}"
+                return failed(f"replica {replica.url}: no answer ({lost})")
+            except (Transient, Permanent, ReadingRefused) as failure:
+                return failed(str(failure))
+            except Exception as error:  # a bug in parsing must not stop the run: an error row
+                return failed(f"{type(error).__name__}: {error}")
+        return Likelihood(
+            token_logprobs=tuple(forms),
+            prompt_tokens=len(request.token_ids),
+            latency_s=asyncio.get_running_loop().time() - started,
+        )
+
+    async def likelihood(self, request: LikelihoodRequest) -> Likelihood:
+        live = await self.connect()
+        return await self.likelihood_on(live[0], request)
 
     async def generate_on(self, number: int, request: GenerateRequest) -> Completion:
         """``request`` sent to replica ``number``. Never raises for a fault of the server: an HTTP
@@ -298,7 +391,7 @@ class ServeBackend:
         replica = self.replicas[number]
         if replica.down is not None:
             return Completion(text="", error=f"replica {replica.url} is down ({replica.down})")
-        kind: ServerKind = replica.kind or "vllm"
+        kind: ServerKind = replica.kind or ASSUMED_KIND
         path, body = request_body(kind, self.name, request, self.options.params)
         attempts = 0
         started = asyncio.get_running_loop().time()
@@ -306,15 +399,7 @@ class ServeBackend:
         async def attempt() -> Completion:
             nonlocal attempts
             attempts += 1
-            try:
-                response = await self._http().post(f"{replica.url}{path}", json=body)
-            except httpx.TransportError as error:
-                raise ReplicaLost(f"{path}: {type(error).__name__}") from None
-            if response.status_code >= 400:
-                detail = " ".join(response.text.split())[:_DETAIL_CHARS]
-                failure = f"HTTP {response.status_code} from {replica.url}{path}: {detail}"
-                raise Transient(failure) if is_retry_status(response.status_code) else Permanent(failure)
-            return parse_reply(kind, response.content, len(request.token_ids))
+            return parse_reply(kind, await self._post(replica, path, body), len(request.token_ids))
 
         def failed(message: str) -> Completion:
             elapsed = asyncio.get_running_loop().time() - started
@@ -378,6 +463,8 @@ def _machine_checks(in_worker: Callable[[Backend], Any]) -> list[Check]:
 
 @register_backend(
     PROVIDER,
+    likelihood="reads answer likelihoods on vLLM (prompt_logprobs) and SGLang (/generate) servers; "
+    "llama.cpp's llama-server cannot (log-probabilities of generated tokens only)",
     checks=_machine_checks,
     hint="serve/NAME --base-url URL[,URL...]: token ids to vLLM, SGLang or llama.cpp servers "
     "(serve.tokenizer: the model's GGUF or tokenizer.json); several URLs are replicas",

@@ -6,6 +6,13 @@ position where they part. Prefix caching is on and the executor hands the engine
 consecutive items in prefix order (``BatchingBackend``), so one chunk's shared prefixes are
 evaluated once; ``RequestOutput.num_cached_tokens`` is recorded as each row's cached tokens.
 
+It reads the gold answer's likelihood (``ReadsLikelihood``) as vLLM's ``prompt_logprobs``: each
+answer form is its own prompt, the verified prompt with the form's ids after it, run for one
+generated token with ``SamplingParams(prompt_logprobs=0)`` (each prompt token's own
+log-probability); the form's positions are read from the end. A chunk's readings go to the engine
+together (``likelihood_batch``). vLLM computes prompt log-probabilities only for tokens it
+evaluates, so these prompts do not read its prefix cache: each reading prefills its whole prompt.
+
 Lengths and spans are counted with the folder's own ``tokenizer.json`` and chat template, the same
 files vLLM loads. Nothing is downloaded: the model must be a local folder, and the Hugging Face hub
 is switched offline before vLLM is imported.
@@ -31,7 +38,14 @@ from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.tokenizers.gguf import file_digest
 from rotscope.tokenizers.remote import HFTokenizer
-from rotscope.types import BackendDescription, Capabilities, Completion, GenerateRequest
+from rotscope.types import (
+    BackendDescription,
+    Capabilities,
+    Completion,
+    GenerateRequest,
+    Likelihood,
+    LikelihoodRequest,
+)
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
@@ -80,7 +94,12 @@ class VllmBackend:
     """A ``vllm.LLM`` made lazily on the first batch, sized by ``reserve`` to the run's longest prompt."""
 
     capabilities = Capabilities(
-        local=True, exact_ids=True, max_concurrency=1, batching=True, clearable_cache=True
+        local=True,
+        exact_ids=True,
+        max_concurrency=1,
+        batching=True,
+        clearable_cache=True,
+        likelihood=True,
     )
 
     def __init__(self, folder: Path, options: VllmOptions, seed: int, module: ModuleType) -> None:
@@ -151,6 +170,35 @@ class VllmBackend:
         except Exception as error:
             return Completion(text="", error=f"{type(error).__name__}: {error}")
 
+    def _likelihood_batch(self, requests: Sequence[LikelihoodRequest]) -> list[Likelihood]:
+        from vllm.inputs import TokensPrompt
+
+        llm = self._load()
+        prompts = reading_prompts(requests)
+        sampling = self._vllm.SamplingParams(temperature=0.0, max_tokens=1, prompt_logprobs=0)
+        started = time.perf_counter()
+        outputs = (
+            llm.generate([TokensPrompt(prompt_token_ids=ids) for ids in prompts], sampling, use_tqdm=False)
+            if prompts
+            else []
+        )
+        share = (time.perf_counter() - started) / max(len(requests), 1)
+        if len(outputs) != len(prompts):
+            raise RuntimeError(f"vLLM returned {len(outputs)} outputs for {len(prompts)} prompts")
+        return readings(requests, prompts, outputs, share)
+
+    async def likelihood_batch(self, requests: Sequence[LikelihoodRequest]) -> list[Likelihood]:
+        """One reading per request, in order; the chunk's forms go to the engine together. An
+        exception fails the whole chunk (each request an error row), as ``generate_batch`` does."""
+        return await asyncio.to_thread(self._likelihood_batch, requests)
+
+    async def likelihood(self, request: LikelihoodRequest) -> Likelihood:
+        """One reading as a batch of one; a fault is an error reading."""
+        try:
+            return (await self.likelihood_batch([request]))[0]
+        except Exception as error:
+            return Likelihood(error=f"{type(error).__name__}: {error}")
+
     def clear_cache(self) -> None:
         """Forget every cached prefix: the next prompt is evaluated from scratch."""
         if self._llm is not None:
@@ -199,12 +247,79 @@ def _completion(request: GenerateRequest, output: Any, latency_s: float) -> Comp
     )
 
 
+def reading_prompts(requests: Sequence[LikelihoodRequest]) -> list[list[int]]:
+    """The prompts that read ``requests``: each request's prompt with each of its forms after it,
+    request by request, form by form."""
+    return [[*request.token_ids, *form] for request in requests for form in request.continuations]
+
+
+def form_logprobs(prompt_logprobs: Sequence[Any] | None, form: Sequence[int]) -> tuple[float, ...]:
+    """The form's tokens' log-probabilities from the last ``len(form)`` entries of a
+    ``RequestOutput.prompt_logprobs`` (one per prompt token, ``None`` for the first; each a mapping
+    of token id to a ``Logprob`` with ``.logprob``); ``ValueError`` naming what is missing."""
+    entries = list(prompt_logprobs or ())
+    if len(entries) < len(form):
+        raise ValueError(
+            f"vLLM returned {len(entries)} prompt log-probabilities for a {len(form)}-token form"
+        )
+    found: list[float] = []
+    for entry, token in zip(entries[len(entries) - len(form) :], form, strict=True):
+        value = None if entry is None else entry.get(token)
+        if value is None:
+            raise ValueError(f"vLLM returned no prompt log-probability for answer token {token}")
+        found.append(float(getattr(value, "logprob", value)))
+    return tuple(found)
+
+
+def readings(
+    requests: Sequence[LikelihoodRequest],
+    prompts: Sequence[Sequence[int]],
+    outputs: Sequence[Any],
+    latency_s: float,
+) -> list[Likelihood]:
+    """Each request's ``Likelihood`` from the outputs of its forms' prompts (``reading_prompts``'
+    order): an error reading where the engine ran other ids than sent or a form's log-probability
+    is missing."""
+    read: list[Likelihood] = []
+    position = 0
+    for request in requests:
+        forms: list[tuple[float, ...]] = []
+        error = None
+        for form in request.continuations:
+            sent, output = prompts[position], outputs[position]
+            position += 1
+            if error is not None:
+                continue
+            echoed = list(output.prompt_token_ids or ())
+            differ = first_difference(sent, echoed)
+            if differ is not None:
+                error = (
+                    f"vLLM ran other prompt ids than the verified ones: they differ at position {differ} "
+                    f"of {len(sent)} (sent {_at(sent, differ)}, echoed {_at(echoed, differ)})"
+                )
+                continue
+            try:
+                forms.append(form_logprobs(output.prompt_logprobs, form))
+            except ValueError as missing:
+                error = str(missing)
+        if error is not None:
+            read.append(Likelihood(latency_s=latency_s, error=error))
+        else:
+            read.append(
+                Likelihood(
+                    token_logprobs=tuple(forms), prompt_tokens=len(request.token_ids), latency_s=latency_s
+                )
+            )
+    return read
+
+
 def _at(ids: Sequence[int], position: int) -> str:
     return str(ids[position]) if position < len(ids) else "nothing"
 
 
 @register_backend(
     "vllm",
+    likelihood="reads answer likelihoods: prompt_logprobs of each form after the prompt, a chunk at once",
     hint="vllm/PATH: vLLM in this process on a local model folder (config.json, weights, "
     "tokenizer.json), never a hub download; pip install rotscope[vllm]",
 )

@@ -65,6 +65,7 @@ from rotscope.types import (
     Likelihood,
     LikelihoodRequest,
     ReadsLikelihood,
+    ReadsLikelihoodBatch,
     Score,
     WorkItem,
 )
@@ -164,6 +165,37 @@ class Caller:
             self.budget.settle(estimate, cost)
         return read, cost
 
+    async def read_batch(
+        self, engine: ReadsLikelihoodBatch, requests: Sequence[LikelihoodRequest]
+    ) -> list[tuple[Likelihood, float | None]]:
+        """The readings of ``requests`` sent together to a batching local engine, each with its
+        cost (``[]`` when the budget does not allow the chunk). An exception from the engine makes
+        each reading an error; a refusal or a crashed engine still stops the run."""
+        estimate = total_estimate(self.price, [len(r.token_ids) for r in requests], 0)
+        if not self.budget.reserve(estimate):
+            return []
+        costs: list[float | None] = []
+        try:
+            try:
+                reads = list(await engine.likelihood_batch(requests))
+                if len(reads) != len(requests):
+                    raise RuntimeError(f"{len(reads)} readings for {len(requests)} requests")
+            except (BadInput, EngineCrashed):
+                raise
+            except Exception as error:  # the engine failed the chunk: each reading is an error row
+                reads = [
+                    Likelihood(error=f"batch of {len(requests)}: {type(error).__name__}: {error}")
+                ] * len(requests)
+            costs = [
+                None
+                if read.error is not None and not read.prompt_tokens
+                else estimate_cost(self.price, len(r.token_ids), 0)
+                for read, r in zip(reads, requests, strict=True)
+            ]
+        finally:
+            self.budget.settle(estimate, None if None in costs or not costs else sum(c or 0.0 for c in costs))
+        return list(zip(reads, costs, strict=True))
+
     async def call_batch(
         self, engine: BatchingBackend, requests: Sequence[GenerateRequest]
     ) -> list[CallResult]:
@@ -225,6 +257,22 @@ class Judge:
 
 
 JUDGE_FAILED = Score("error", "judge")
+
+
+def _with_reading(
+    called: CallResult | None, request: LikelihoodRequest, read: Likelihood, cost: float | None
+) -> CallResult:
+    """The item's result with its reading: a ``likelihood`` run's (no reply) is the reading's
+    prompt count and latency, a ``both`` run's the reply's with the reading's cost added."""
+    if read.error is None:
+        read = replace(read, scored_from=request.scored_from)
+    if called is None:
+        completion = Completion(
+            text="", prompt_tokens=read.prompt_tokens, latency_s=read.latency_s, error=read.error
+        )
+        return CallResult(completion, cost, cached=False, likelihood=read)
+    total = None if called.cost is None or cost is None else called.cost + cost
+    return CallResult(called.completion, total, called.cached, likelihood=read)
 
 
 def read_row(completion: Completion) -> ResultValues:
@@ -359,21 +407,44 @@ class Execution:
         found = await caller.read(request)
         if found is None:
             return None
-        read, cost = found
-        if read.error is None:
-            read = replace(read, scored_from=request.scored_from)
-        if called is None:
-            completion = Completion(
-                text="", prompt_tokens=read.prompt_tokens, latency_s=read.latency_s, error=read.error
-            )
-            return CallResult(completion, cost, cached=False, likelihood=read)
-        total = None if called.cost is None or cost is None else called.cost + cost
-        return CallResult(called.completion, total, called.cached, likelihood=read)
+        return _with_reading(called, request, *found)
+
+    async def _read_chunk(
+        self,
+        caller: Caller,
+        engine: ReadsLikelihoodBatch,
+        chunk: Sequence[WorkItem],
+        results: list[CallResult | None],
+    ) -> list[CallResult | None] | None:
+        """The chunk's results with each item's reading, the chunk's readings sent together (an item
+        whose call failed keeps its error; one with nothing to read its reply); ``None``: the budget
+        stopped it."""
+        tokenizer = caller.backend.tokenizer()
+        wanted: list[tuple[int, LikelihoodRequest]] = []
+        joined = list(results)
+        for index, (item, called) in enumerate(zip(chunk, results, strict=True)):
+            if called is not None and called.completion.error is not None:
+                continue
+            request = likelihood_request(item, tokenizer)
+            if request is None:
+                joined[index] = called or CallResult(
+                    Completion(text="", prompt_tokens=len(item.prompt.token_ids)), 0.0, False
+                )
+            else:
+                wanted.append((index, request))
+        if wanted:
+            found = await caller.read_batch(engine, [request for _, request in wanted])
+            if not found:
+                return None
+            for (index, request), (read, cost) in zip(wanted, found, strict=True):
+                joined[index] = _with_reading(results[index], request, read, cost)
+        return joined
 
     async def _work_batches(self, caller: Caller, engine: BatchingBackend, queue: Iterator[WorkItem]) -> None:
         """Chunks of ``engine.batch_size`` consecutive items (prefix order, so a chunk's prompts
         share what they can in the engine's prefix cache), each recorded item by item; where the
-        run keeps the likelihood, each item's reading follows its chunk."""
+        run keeps the likelihood, each item's reading follows its chunk: the chunk's readings sent
+        together to an engine that reads them in batches (``ReadsLikelihoodBatch``), else one by one."""
         while chunk := list(itertools.islice(queue, max(1, engine.batch_size))):
             if caller.budget.stopped:
                 self.stopped_at_budget = True
@@ -385,8 +456,20 @@ class Execution:
                 if not results:
                     self.stopped_at_budget = True
                     return
+            batched = self.score != "accuracy" and isinstance(engine, ReadsLikelihoodBatch)
+            if batched:
+                assert isinstance(engine, ReadsLikelihoodBatch)
+                read = await self._read_chunk(caller, engine, chunk, results)
+                if read is None:
+                    self.stopped_at_budget = True
+                    return
+                results = read
             for item, called in zip(chunk, results, strict=True):
-                if self.score != "accuracy" and (called is None or called.completion.error is None):
+                if (
+                    not batched
+                    and self.score != "accuracy"
+                    and (called is None or called.completion.error is None)
+                ):
                     called = await self._read(caller, item, called)
                     if called is None:
                         self.stopped_at_budget = True

@@ -28,9 +28,11 @@ def run_score(asked: str | None, backend: Backend) -> RunScore:
         raise BadInput(f"score: {asked!r} is not one of {', '.join(RUN_SCORES)}")
     if asked != "accuracy" and not backend.capabilities.likelihood:
         name = backend.describe().get("backend") or backend.model_id.split("/")[0]
+        reason = getattr(backend, "likelihood_refusal", None)  # a backend that knows why (serve/)
+        because = f": {reason}" if reason else " (rotscope models lists those that can)"
         raise BadInput(
-            f"--score {asked}: the {name} backend cannot read an answer's likelihood "
-            "(rotscope models lists those that can); run it with --score accuracy"
+            f"--score {asked}: the {name} backend cannot read an answer's likelihood{because}; "
+            "run it with --score accuracy"
         )
     return asked
 

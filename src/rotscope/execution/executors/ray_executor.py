@@ -23,10 +23,10 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from types import ModuleType
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput, EngineCrashed
@@ -43,6 +43,10 @@ from rotscope.types import (
     BatchingBackend,
     Completion,
     GenerateRequest,
+    Likelihood,
+    LikelihoodRequest,
+    ReadsLikelihood,
+    ReadsLikelihoodBatch,
     Tokenizer,
     WorkItem,
 )
@@ -139,10 +143,35 @@ class ReplicaActor:
             return [asyncio.run(engine.generate(request)) for request in requests]
         return list(asyncio.run(engine.generate_batch(requests)))
 
+    def likelihood(self, request: LikelihoodRequest) -> Likelihood:
+        """The engine's reading of the answer's likelihood (its KV cache is here)."""
+        engine = self.engine
+        if not isinstance(engine, ReadsLikelihood):
+            return Likelihood(error=f"{engine.model_id}: reads no likelihoods")
+        return asyncio.run(engine.likelihood(request))
+
+    def likelihood_batch(self, requests: Sequence[LikelihoodRequest]) -> list[Likelihood]:
+        """A chunk's readings at once, for an engine that reads them in batches (vLLM)."""
+        engine = self.engine
+        if not isinstance(engine, ReadsLikelihoodBatch):
+            return [self.likelihood(request) for request in requests]
+        return list(asyncio.run(engine.likelihood_batch(requests)))
+
     def clear_cache(self) -> None:
         clear = getattr(self.engine, "clear_cache", None)
         if clear is not None:
             clear()
+
+
+_Answer = TypeVar("_Answer", Completion, Likelihood)
+
+
+def _lost_call(error: str, mode: str | None) -> Completion:
+    return Completion(text="", error=error, engine_mode=mode)
+
+
+def _lost_reading(error: str, mode: str | None) -> Likelihood:
+    return Likelihood(error=error)
 
 
 class Replica:
@@ -184,15 +213,31 @@ class Replica:
         lost actor makes each of them an error row, as it does a single call."""
         return await self._on_actor("generate_batch", list(requests))
 
-    async def _on_actor(self, method: str, requests: list[GenerateRequest]) -> list[Completion]:
+    async def likelihood(self, request: LikelihoodRequest) -> Likelihood:
+        return (await self._on_actor("likelihood", [request], _lost_reading))[0]
+
+    async def likelihood_batch(self, requests: Sequence[LikelihoodRequest]) -> list[Likelihood]:
+        """A chunk's readings sent to the actor together; a lost actor makes each an error row."""
+        return await self._on_actor("likelihood_batch", list(requests), _lost_reading)
+
+    async def _on_actor(
+        self,
+        method: str,
+        requests: list[Any],
+        failed: Callable[[str, str | None], _Answer] = _lost_call,  # type: ignore[assignment]
+    ) -> list[_Answer]:
+        """``method`` of the actor on ``requests`` (one request for a single call's method, the
+        list for a ``*_batch`` method); a lost actor or a Ray fault makes each request's answer
+        ``failed(error, engine mode)``."""
         ray = self.pool.ray
         max_crashes = self.pool.executor.max_crashes
         if self.lost_in_a_row >= max_crashes:
             raise EngineCrashed(f"Ray worker {self.number} was lost {self.lost_in_a_row} times in a row")
         mode = getattr(self.engine, "engine_mode", None)
+        single = not method.endswith("_batch")
         try:
             remote = getattr(self.actor(), method)
-            answer = await (remote.remote(requests[0]) if method == "generate" else remote.remote(requests))
+            answer = await (remote.remote(requests[0]) if single else remote.remote(requests))
         except ray.exceptions.RayActorError as lost:
             self.stop()
             self.lost += 1
@@ -207,16 +252,11 @@ class Replica:
                 f"Ray worker {self.number} was lost ({cause}); {calls}, a fresh worker "
                 f"takes its other calls (loss {self.lost_in_a_row} in a row of at most {max_crashes})"
             )
-            return [
-                Completion(text="", error=f"ray worker lost: {cause}", engine_mode=mode) for _ in requests
-            ]
-        except ray.exceptions.RayError as failed:
-            return [
-                Completion(text="", error=f"ray worker: {_first_line(failed)}", engine_mode=mode)
-                for _ in requests
-            ]
+            return [failed(f"ray worker lost: {cause}", mode) for _ in requests]
+        except ray.exceptions.RayError as error:
+            return [failed(f"ray worker: {_first_line(error)}", mode) for _ in requests]
         self.lost_in_a_row = 0
-        return [answer] if method == "generate" else list(answer)
+        return [answer] if single else list(answer)
 
     def clear_cache(self) -> None:
         if self._actor is not None:

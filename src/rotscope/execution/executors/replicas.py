@@ -9,6 +9,10 @@ calls it never started) are dealt again over the replicas still up. A call the l
 not answer stays an error or pending row, which ``--resume`` completes. The run's process records
 every row (the replicas only answer), so the store keeps one writer and a row is never written by
 two replicas.
+
+The run's score is resolved again once the replicas have answered (``run_score`` after
+``connect``): a pool whose detected kind reads no likelihoods refuses a run that asked for one
+before any call, and a run that asked for nothing keeps the replies alone, as its metadata then says.
 """
 
 from __future__ import annotations
@@ -24,7 +28,16 @@ from rotscope.execution.calls.limits import Limiters
 from rotscope.execution.executors.ray_executor import Shard, shard
 from rotscope.run_meta import ReplicaPass, ReplicasExecutor
 from rotscope.store import RunStore
-from rotscope.types import Backend, BackendDescription, Completion, GenerateRequest, Tokenizer, WorkItem
+from rotscope.types import (
+    Backend,
+    BackendDescription,
+    Completion,
+    GenerateRequest,
+    Likelihood,
+    LikelihoodRequest,
+    Tokenizer,
+    WorkItem,
+)
 
 
 @runtime_checkable
@@ -40,6 +53,8 @@ class ReplicatedBackend(Protocol):
         ...
 
     async def generate_on(self, number: int, request: GenerateRequest) -> Completion: ...
+
+    async def likelihood_on(self, number: int, request: LikelihoodRequest) -> Likelihood: ...
 
     def down_reason(self, number: int) -> str | None: ...
 
@@ -57,6 +72,7 @@ class OnReplica:
         self.model_id = pool.model_id
         self.context_window = pool.context_window
         self.capabilities = pool.capabilities
+        self.likelihood_refusal: str | None = getattr(pool, "likelihood_refusal", None)
 
     def tokenizer(self) -> Tokenizer:
         tokenizer: Tokenizer = self.pool.tokenizer()
@@ -68,6 +84,10 @@ class OnReplica:
     async def generate(self, request: GenerateRequest) -> Completion:
         completion: Completion = await self.pool.generate_on(self.number, request)
         return completion
+
+    async def likelihood(self, request: LikelihoodRequest) -> Likelihood:
+        read: Likelihood = await self.pool.likelihood_on(self.number, request)
+        return read
 
     def describe(self) -> BackendDescription:
         described: BackendDescription = self.pool.describe()
@@ -120,7 +140,8 @@ async def execute_on_replicas(
                 caller = local_caller(OnReplica(pool, number), config, budget)
                 lanes += [(caller, WhileUp(pool, number, part.items))] * max(1, pool.concurrency)
             _notice(reporter, _dealt(urls, live, shards))
-            score = run_score(config.score, lanes[0][0].backend)
+            score = run_score(config.score, lanes[0][0].backend)  # the pool's kind is known now
+            store.set_meta({"score": score})
             execution = Execution(lanes[0][0], store, judge=judge, reporter=reporter, score=score)
             await execution.run_lanes(lanes)
             lost = [number for number in live if pool.down_reason(number) is not None]
