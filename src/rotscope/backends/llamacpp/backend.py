@@ -265,9 +265,9 @@ class LlamaCppBackend:
     def _likelihood(self, request: LikelihoodRequest) -> Likelihood:
         """Each form's token log-probabilities, teacher-forced after the prompt: the prompt's part
         the engine's KV cache already holds is kept (the previous call's prompt, or this prompt's
-        own reply after ``generate``), the rest evaluated in batches, then each form's tokens one
-        at a time from the end of the prompt (the logits of the last token only, so no batch
-        keeps a vocabulary-wide row per token)."""
+        own reply after ``generate``), the rest evaluated in batches but for its last token, which
+        is decoded alone, then each form's tokens one at a time from the end of the prompt (the
+        logits of the last token only, so no batch keeps a vocabulary-wide row per token)."""
         started = time.perf_counter()
         try:
             llama = self._load()
@@ -277,7 +277,12 @@ class LlamaCppBackend:
             kept = common_prefix(llama._input_ids.tolist(), ids[:-1]) if self.options.prefix_cache else 0
             with quiet_stderr():
                 llama.n_tokens = kept  # eval removes the KV cache past n_tokens before it decodes
-                llama.eval(ids[kept:])
+                if kept < len(ids) - 1:
+                    llama.eval(ids[kept:-1])
+                # The prompt's last token alone, whatever came before (a reply, another prompt, or
+                # nothing): a token decoded alone and one decoded in a batch differ in their last
+                # bits, so every reading is taken the one way (benchmarks/results/likelihood_engines.md).
+                llama.eval(ids[-1:])
                 after_prompt = _log_softmax(_last_logits(llama))
                 forms = []
                 for form in request.continuations:
