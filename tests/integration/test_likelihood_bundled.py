@@ -84,6 +84,7 @@ def test_a_reading_after_its_reply_equals_a_reading_alone() -> None:
             second = asyncio.run(alone.likelihood(request))  # type: ignore[attr-defined]
             assert first.error is None and second.error is None
             assert first.token_logprobs == second.token_logprobs
+            assert first.cached_tokens == len(request.token_ids) - 1  # the reply's prompt was kept
     finally:
         after_reply.close()
         alone.close()

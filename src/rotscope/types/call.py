@@ -106,6 +106,8 @@ class Likelihood:
     token_logprobs: tuple[tuple[float, ...], ...] = ()
     prompt_tokens: int = 0
     """Prompt tokens the engine evaluated for the reading (reused prefix included)."""
+    cached_tokens: int | None = None
+    """Of them, the prompt tokens the engine's cache already held (``None``: not known)."""
     latency_s: float = 0.0
     error: str | None = None
     scored_from: tuple[int, ...] = ()

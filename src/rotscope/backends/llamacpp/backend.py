@@ -293,7 +293,10 @@ class LlamaCppBackend:
                         logprobs.append(float(_log_softmax(_last_logits(llama))[following]))
                     forms.append(tuple(logprobs))
             return Likelihood(
-                token_logprobs=tuple(forms), prompt_tokens=len(ids), latency_s=time.perf_counter() - started
+                token_logprobs=tuple(forms),
+                prompt_tokens=len(ids),
+                cached_tokens=kept,
+                latency_s=time.perf_counter() - started,
             )
         except Exception as error:  # recorded as an error row, never scored
             return Likelihood(

@@ -268,7 +268,11 @@ def _with_reading(
         read = replace(read, scored_from=request.scored_from)
     if called is None:
         completion = Completion(
-            text="", prompt_tokens=read.prompt_tokens, latency_s=read.latency_s, error=read.error
+            text="",
+            prompt_tokens=read.prompt_tokens,
+            cached_tokens=read.cached_tokens,
+            latency_s=read.latency_s,
+            error=read.error,
         )
         return CallResult(completion, cost, cached=False, likelihood=read)
     total = None if called.cost is None or cost is None else called.cost + cost
@@ -277,7 +281,7 @@ def _with_reading(
 
 def read_row(completion: Completion) -> ResultValues:
     """The result columns of a ``likelihood`` run's row: no reply and no outcome, the reading's
-    prompt count and latency, or its error."""
+    prompt count, cached prompt tokens (where the engine says) and latency, or its error."""
     return {
         "status": "error" if completion.error else "ok",
         "response": None,
@@ -285,8 +289,8 @@ def read_row(completion: Completion) -> ResultValues:
         "category": None,
         "usage_prompt_tokens": completion.prompt_tokens,
         "usage_completion_tokens": 0,
-        "cached_tokens": None,
-        "cached_source": None,
+        "cached_tokens": completion.cached_tokens,
+        "cached_source": None if completion.cached_tokens is None else completion.cached_source,
         "latency_s": completion.latency_s,
         "error": completion.error,
         "claim_report": None,
