@@ -65,9 +65,11 @@ def test_an_outside_backend_is_listed_and_runs_from_the_command_line(site: Path,
     assert listed.returncode == 0, listed.stderr
     lines = listed.stdout.splitlines()
     at = lines.index("acme")
-    assert lines[at + 1 : at + 4] == [
+    assert lines[at + 1 : at + 5] == [
         "  acme/NAME: the lexical fake, from outside rotscope",
         "  from acme-rotscope 1.0",
+        "  likelihood: not declared (a run keeps both scores where its models read a likelihood, "
+        "else accuracy)",
         "  acme/lexical",
     ]
     fake = lines.index("fake")

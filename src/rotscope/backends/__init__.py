@@ -97,7 +97,7 @@ class BackendEntry:
     for ``rotscope models``: how, or why not; empty: it reads none."""
 
 
-NO_LIKELIHOOD = "reads no answer likelihood: --score accuracy only"
+NO_LIKELIHOOD = "not declared (a run keeps both scores where its models read a likelihood, else accuracy)"
 """What ``rotscope models`` says of a backend that declares no ``likelihood``."""
 CHAT_API_LIKELIHOOD = (
     "reads no answer likelihood: a chat API gives log-probabilities of the tokens it generates, "

@@ -11,9 +11,8 @@ from rotscope.cli.common import _guarded, app, console
 
 @app.command()
 def models() -> None:
-    """List every registered backend with its hint, where it comes from, whether it reads an answer's
-    likelihood (``--score likelihood|both``) and the models it can find, then where the task
-    families, filler sources and scorers come from."""
+    """List every backend (hint, origin, whether it reads answer likelihoods, models found), then
+    where the task families, filler sources and scorers come from."""
 
     def body() -> None:
         from rotscope.backends import BACKENDS, NO_LIKELIHOOD

@@ -373,7 +373,10 @@ def _search(config: ExperimentConfig, run_dir: Path, reporter: Reporters) -> Sea
     except KeyboardInterrupt:  # before the first step, or between steps: the search's own work
         raise SearchInterrupted(run_dir, 0, 0, len(steps.folders) if steps else 0) from None
     assert steps is not None
-    return search_record(resolved, result, steps, config.max_cost)
+    found = search_record(resolved, result, steps, config.max_cost)
+    chosen = decision_score(config)
+    # the key stays out of an accuracy search's record, as before
+    return found if chosen == "accuracy" else found.model_copy(update={"score": chosen})
 
 
 def search_record(

@@ -10,7 +10,7 @@ from typing import Literal
 from rotscope.answer_kinds import answer_readings as kind_readings
 from rotscope.errors import BadInput
 from rotscope.rows import ResultValues
-from rotscope.types import Backend, Likelihood, LikelihoodRequest, Tokenizer, WorkItem
+from rotscope.types import Backend, Likelihood, LikelihoodRequest, ReadsLikelihood, Tokenizer, WorkItem
 
 RunScore = Literal["accuracy", "likelihood", "both"]
 """What a run keeps per row: the reply's score (``accuracy``), the gold answer's likelihood read
@@ -22,11 +22,14 @@ def run_score(asked: str | None, backend: Backend) -> RunScore:
     """The score a run keeps: ``asked`` (``run --score``, the key ``score:``), else ``both`` where
     the backend reads likelihoods and ``accuracy`` where it cannot. Bad input, before any call,
     where a likelihood is asked of a backend that cannot read one."""
+    # a backend that declares the capability but has no ``likelihood`` (a wrapper copying its
+    # engine's capabilities) cannot read one either
+    capable = backend.capabilities.likelihood and isinstance(backend, ReadsLikelihood)
     if asked is None:
-        return "both" if backend.capabilities.likelihood else "accuracy"
+        return "both" if capable else "accuracy"
     if asked not in RUN_SCORES:
         raise BadInput(f"score: {asked!r} is not one of {', '.join(RUN_SCORES)}")
-    if asked != "accuracy" and not backend.capabilities.likelihood:
+    if asked != "accuracy" and not capable:
         name = backend.describe().get("backend") or backend.model_id.split("/")[0]
         reason = getattr(backend, "likelihood_refusal", None)  # a backend that knows why (serve/)
         because = f": {reason}" if reason else " (rotscope models lists those that can)"
