@@ -25,7 +25,8 @@ CorpusFactory = Callable[..., TokenizedCorpus]
 TESTS = Path(__file__).resolve().parent
 TIERS = ("unit", "flows", "integration")
 INTEGRATION_TIMEOUT_S = 900
-"""An integration test's module fixture may run a real model for minutes on 2 loaded cores."""
+"""An integration test's module fixture may run a real model for minutes on 2 idle cores; the limit
+is scaled by how busy the machine is when the tests start (``integration_timeout_s``)."""
 MAX_WORKERS = 4
 """``-n auto``'s ceiling: each worker's engines take a thread per usable CPU, so more workers only
 oversubscribe the CPUs (and each starts its own Ray for the Ray tests)."""
@@ -91,21 +92,42 @@ SLOWEST_FIRST = (
     "integration/test_probes_bundled.py",
     "integration/test_bundled_model.py",
 )
-"""The longest files of CI's ``--durations`` table, sent to the workers first (then the rest of the
-integration tier, flows, unit): xdist hands a worker one file at a time in this order
-(``--no-loadscope-reorder``), so the longest jobs start first and the short ones fill in at the end,
-instead of its default order (most tests first) leaving a long real-model file for last."""
+"""The longest files of CI's ``--durations`` table, sent to the workers first once the fast tiers are
+done (then the rest of the integration tier): xdist hands a worker one file at a time in this order
+(``--no-loadscope-reorder``), so the longest real-model jobs start first and the short ones fill in at
+the end, instead of its default order (most tests first) leaving a long real-model file for last."""
 
 
 def _schedule_key(item: pytest.Item) -> tuple[int, int]:
     path = item.path.resolve().relative_to(TESTS).as_posix()
     slowest = SLOWEST_FIRST.index(path) if path in SLOWEST_FIRST else len(SLOWEST_FIRST)
-    return (TIERS[::-1].index(path.split("/")[0]) if "/" in path else len(TIERS), slowest)
+    return (TIERS.index(path.split("/")[0]) if "/" in path else len(TIERS), slowest)
+
+
+def integration_timeout_s() -> int:
+    """``INTEGRATION_TIMEOUT_S`` times the load on the usable CPUs when the tests start (at least 1):
+    a real-model test on a machine that other work keeps busy is slow, not hung."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = 0.0
+    return round(INTEGRATION_TIMEOUT_S * max(1.0, load / max(len(_MACHINE_CPUS), 1)))
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return (
+        f"tiers run unit, flows, then the real-model tests (tests/integration, the longest files first), "
+        f"each of those limited to {integration_timeout_s()} s ({INTEGRATION_TIMEOUT_S} s scaled by this "
+        "machine's load): a slow machine makes them slow, not red"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test with its tier, from its folder; a test outside the tiers, or one marked with
-    another tier than its folder's, is a collection error (so ``pytest tests/unit`` stays fast)."""
+    another tier than its folder's, is a collection error (so ``pytest tests/unit`` stays fast). The
+    fast tiers run first, so a broken change shows in minutes; the real-model files follow, longest
+    first (``SLOWEST_FIRST``), so the workers end together."""
+    timeout = integration_timeout_s()
     for item in items:
         parts = item.path.resolve().relative_to(TESTS).parts
         tier = parts[0] if len(parts) > 1 else ""
@@ -118,7 +140,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 raise pytest.UsageError(f"{item.nodeid} is marked {other} but lives in tests/{tier}: move it")
         item.add_marker(tier)
         if tier == "integration" and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(INTEGRATION_TIMEOUT_S))
+            item.add_marker(pytest.mark.timeout(timeout))
     items.sort(key=_schedule_key)  # stable: a file's tests keep their order
 
 

@@ -9,10 +9,11 @@ from collections.abc import Callable
 from typing import IO
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
+from rich.progress import BarColumn, Progress, TextColumn
 
 from rotscope._util.safe_text import terminal_safe
-from rotscope.types import Completion, WorkItem
+from rotscope.report.pace import SlowMachine, duration, time_left
+from rotscope.types import Completion, SpeedReference, WorkItem
 
 PLAIN_INTERVAL_S = 30.0
 """Outside a terminal, the longest wait between two progress lines."""
@@ -26,7 +27,8 @@ def progress_reporter(console: Console) -> ProgressBar | PlainProgress:
 
 
 class ProgressBar:
-    """A ``runner.Reporter``; time left is estimated on prompt tokens, which dominate local cost."""
+    """A ``runner.Reporter``; time left is estimated on prompt tokens, which dominate local cost, at the
+    run's cumulative rate (``pace.time_left``); a slow machine is named once (``pace.SlowMachine``)."""
 
     def __init__(self, console: Console) -> None:
         self._progress = Progress(
@@ -34,55 +36,72 @@ class ProgressBar:
             BarColumn(),
             TextColumn("{task.fields[rate]} prompt tok/s"),
             TextColumn("errors {task.fields[errors]}"),
-            TimeRemainingColumn(),
+            TextColumn("{task.fields[left]}"),
             console=console,
             transient=False,
         )
-        self._task = self._progress.add_task("run", total=1, rate="-", errors=0, items="0/0")
+        self._task = self._progress.add_task("run", total=1, rate="-", errors=0, items="0/0", left="")
         self._items_total = 0
         self._tokens_total = 0
         self._tokens_done = 0
         self._items_done = 0
         self._errors = 0
         self._started = time.perf_counter()
+        self._slow = SlowMachine(None)
+        self._lock = threading.Lock()
+        self._stop: threading.Event | None = None
+
+    def expect(self, reference: SpeedReference | None) -> None:
+        """The speed this run's engine should reach (before ``start``)."""
+        self._slow = SlowMachine(reference)
 
     def start(self, items: int, prompt_tokens: int) -> None:
         self._items_total = items
         self._tokens_total = max(prompt_tokens, 1)
+        self._items_done = self._tokens_done = self._errors = 0
         self._started = time.perf_counter()
-        self._progress.update(self._task, total=self._tokens_total, items=f"0/{items}")
+        self._progress.update(self._task, total=self._tokens_total, completed=0, items=f"0/{items}", left="")
         self._progress.start()
+        self._stop = stop = threading.Event()
+        threading.Thread(target=self._tick, args=(stop,), daemon=True, name="pace").start()
 
     def advance(self, item: WorkItem, completion: Completion) -> None:
-        self._items_done += 1
-        self._tokens_done += item.prompt.prompt_tokens
-        self._errors += completion.error is not None
-        elapsed = max(time.perf_counter() - self._started, 1e-9)
+        with self._lock:
+            self._items_done += 1
+            self._tokens_done += item.prompt.prompt_tokens
+            self._errors += completion.error is not None
+            self._slow.record(completion)
+            elapsed = max(time.perf_counter() - self._started, 1e-9)
+            left = time_left(self._tokens_done, self._tokens_total, elapsed)
         self._progress.update(
             self._task,
             completed=self._tokens_done,
             items=f"{self._items_done}/{self._items_total}",
             rate=f"{self._tokens_done / elapsed:,.0f}",
             errors=self._errors,
+            left="" if left is None else f"{duration(left)} left",
         )
+        self._check()
+
+    def _check(self) -> None:
+        with self._lock:
+            elapsed = time.perf_counter() - self._started
+            message = self._slow.check(elapsed, self._tokens_done, self._tokens_total)
+        if message is not None:
+            self.notice(message)
+
+    def _tick(self, stop: threading.Event) -> None:
+        while not stop.wait(1.0):
+            self._check()
 
     def finish(self) -> None:
+        if self._stop is not None:
+            self._stop.set()
+            self._stop = None
         self._progress.stop()
 
     def notice(self, message: str) -> None:
         self._progress.console.print(terminal_safe(message), markup=False, highlight=False, soft_wrap=True)
-
-
-def duration(seconds: float) -> str:
-    """``1m10s``, ``2h05m``, ``40s``: a short time without control characters."""
-    whole = max(round(seconds), 0)
-    hours, rest = divmod(whole, 3600)
-    minutes, secs = divmod(rest, 60)
-    if hours:
-        return f"{hours}h{minutes:02d}m"
-    if minutes:
-        return f"{minutes}m{secs:02d}s"
-    return f"{secs}s"
 
 
 class PlainProgress:
@@ -112,6 +131,11 @@ class PlainProgress:
         self._next_tenth = 1
         self._stop: threading.Event | None = None
         self._thread: threading.Thread | None = None
+        self._slow = SlowMachine(None)
+
+    def expect(self, reference: SpeedReference | None) -> None:
+        """The speed this run's engine should reach (before ``start``)."""
+        self._slow = SlowMachine(reference)
 
     def start(self, items: int, prompt_tokens: int) -> None:
         with self._lock:
@@ -131,6 +155,7 @@ class PlainProgress:
             self._items_done += 1
             self._tokens_done += item.prompt.prompt_tokens
             self._errors += completion.error is not None
+            self._slow.record(completion)
             total = max(self._items_total, 1)
             due = self._items_done * 10 >= self._next_tenth * total
             while self._next_tenth * total <= self._items_done * 10:
@@ -138,6 +163,14 @@ class PlainProgress:
             line = self._line() if due or self._clock() - self._last_line >= self._interval_s else None
         if line is not None:
             self._emit(line)
+        self._check_pace()
+
+    def _check_pace(self) -> None:
+        with self._lock:
+            elapsed = self._clock() - self._started
+            message = self._slow.check(elapsed, self._tokens_done, self._tokens_total)
+        if message is not None:
+            self.notice(message)
 
     def finish(self) -> None:
         stop, thread = self._stop, self._thread
@@ -157,6 +190,7 @@ class PlainProgress:
                 line = self._line() if quiet and self._items_done < self._items_total else None
             if line is not None:
                 self._emit(line)
+            self._check_pace()
 
     def _line(self) -> str:
         """The line of now; the lock is held."""
@@ -168,8 +202,8 @@ class PlainProgress:
         rate = self._tokens_done / elapsed
         if self._items_done >= total:
             eta = "done"
-        elif self._tokens_done and self._tokens_total:
-            eta = "ETA " + duration((self._tokens_total - self._tokens_done) / max(rate, 1e-9))
+        elif (left := time_left(self._tokens_done, self._tokens_total, elapsed)) is not None:
+            eta = "ETA " + duration(left)
         else:
             eta = "ETA unknown"
         errors = "1 error" if self._errors == 1 else f"{self._errors} errors"

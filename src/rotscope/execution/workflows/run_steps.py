@@ -47,7 +47,7 @@ from rotscope.plan.rejections import REJECTIONS_FILE
 from rotscope.plan.workitems import Plan, build_plan, without_evidence
 from rotscope.run_meta import EngineMeta, EngineVerdict, PlanRecord, SessionGeneration
 from rotscope.store import RunStore
-from rotscope.types import Backend, Manifest, WorkItem
+from rotscope.types import Backend, Manifest, SpeedReference, WorkItem
 
 
 def _frozen_with_every_depth(frozen: Mapping[str, Any], plan: Plan) -> bool:
@@ -227,6 +227,9 @@ class RunSteps:
                 return True
 
     def _batch(self, batch: Sequence[WorkItem]) -> bool:
+        expect = getattr(self.reporter, "expect", None)
+        if callable(expect):
+            expect(speed_reference(self.backend))
         if self.reporter is not None:
             self.reporter.start(len(batch), sum(item.prompt.prompt_tokens for item in batch))
         try:
@@ -306,6 +309,17 @@ def engine_meta(backend: Backend, executor: ExecutorKind) -> EngineMeta | None:
         "crashes": getattr(backend, "crashes", 0),
         "verdict": None if verdict is None else cast(EngineVerdict, asdict(verdict)),
     }
+
+
+def speed_reference(backend: Backend) -> SpeedReference | None:
+    """The prefill speed ``backend``'s engine should reach (``speed_reference()`` of a local engine, or
+    of the engine inside its worker process), for the run's slow-machine notice; ``None`` elsewhere."""
+    for candidate in (backend, getattr(backend, "engine", None)):
+        read = getattr(candidate, "speed_reference", None)
+        if callable(read):
+            found = read()
+            return found if isinstance(found, SpeedReference) else None
+    return None
 
 
 def _notice(reporter: Reporter | None, message: str) -> None:
