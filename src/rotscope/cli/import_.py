@@ -35,7 +35,12 @@ def _lengths(option: str, value: str | None) -> list[int] | None:
 @app.command("import")
 def import_results(
     file: Annotated[
-        Path, typer.Argument(help="Per-item results: a .csv or .jsonl table, or an Inspect AI .eval log.")
+        Path,
+        typer.Argument(
+            help="Per-item results: a .csv or .jsonl table, an Inspect AI .eval log, or "
+            "lm-evaluation-harness's --log_samples output (a samples_<task>_<time>.jsonl file or the "
+            "folder holding them)."
+        ),
     ],
     out: Annotated[Path, typer.Option("--out", help="The run folder to make (new or empty).")],
     bin_lengths: Annotated[
@@ -75,6 +80,12 @@ def import_results(
             raise BadInput(f"{file}: no such file")
         edges = _lengths("--bin-lengths", bin_lengths)
         bases = _lengths("--base-lengths", base_lengths)
+        from rotscope.imports.lm_eval import is_samples
+
+        if is_samples(file):
+            return _write_lm_eval(out, file, edges, bases, model_column)
+        if file.is_dir():
+            raise BadInput(f"{file}: a folder without lm-eval samples_*.jsonl files (import reads a file)")
         if file.suffix.lower() in INSPECT_SUFFIXES:
             if edges or model_column:
                 raise BadInput(
@@ -121,6 +132,27 @@ def import_results(
         highlight=False,
         soft_wrap=True,
     )
+
+
+def _write_lm_eval(
+    out: Path, file: Path, edges: list[int] | None, bases: list[int] | None, model_column: str | None
+) -> int:
+    """lm-evaluation-harness's ``--log_samples`` files (``rotscope.imports.lm_eval``)."""
+    from rotscope.imports.folder import write_import
+    from rotscope.imports.lm_eval import read_samples
+
+    if model_column is not None:
+        raise BadInput(
+            "--model-column reads .csv and .jsonl tables; lm-eval's samples name their model in "
+            "results_*.json"
+        )
+    table = read_samples(file, str(file), bin_edges=edges)
+    extra: ImportedMeta = {"ignored_columns": []}
+    if table.unit != "tokens":
+        extra["unit"] = table.unit
+    if edges:
+        extra["binned_lengths"] = edges
+    return write_import(out, table.items, source=file, kind="lm-eval", extra=extra, base_lengths=bases)
 
 
 def _write_models(

@@ -48,6 +48,14 @@ def check_base_lengths(items: Sequence[ImportedItem], base_lengths: Sequence[int
         )
 
 
+def _folder_digest(folder: Path) -> str:
+    """One digest of a folder's files (an lm-eval output folder of sample files), by name and content."""
+    digest = hashlib.sha256()
+    for path in sorted(child for child in folder.iterdir() if child.is_file()):
+        digest.update(path.name.encode("utf-8") + b"\0" + file_digest(path).encode("ascii") + b"\0")
+    return digest.hexdigest()[:16]
+
+
 def write_import(
     run_dir: Path,
     items: Sequence[ImportedItem],
@@ -70,7 +78,7 @@ def write_import(
     if run_dir.exists() and not run_dir.is_dir():
         raise BadInput(f"out: {run_dir} is a file, not a folder")
     _check_out(run_dir)
-    digest = file_digest(source)
+    digest = file_digest(source) if source.is_file() else _folder_digest(source)
     model = model_of(items)
     rows = [planned_row(item, order, run_dir.name, model) for order, item in enumerate(items)]
     meta = import_meta(items, run_id=run_dir.name, source=source.name, kind=kind, digest=digest,

@@ -127,8 +127,9 @@ class Imported(Record):
 
     source: str
     """The imported file's name."""
-    format: Literal["csv", "jsonl", "inspect"]
-    """Its format: a CSV or JSON Lines table (docs/commands.md), or an Inspect AI log."""
+    format: Literal["csv", "jsonl", "inspect", "lm-eval"]
+    """Its format: a CSV or JSON Lines table (docs/commands.md), an Inspect AI log, or lm-evaluation-harness's
+    --log_samples files (``imports.lm_eval``)."""
     sha256: str
     """The file's SHA-256."""
     items: Count
