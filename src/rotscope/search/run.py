@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from rotscope._util.inside import inside
 from rotscope.backends import create_backend
 from rotscope.config.experiment import ExperimentConfig, build_config, load_config
 from rotscope.errors import BadInput, write_output
@@ -168,6 +169,7 @@ class _Steps:
         self.count += 1
         name = f"{self.count:02d}-L{step.length}-i{step.start}-{step.start + step.count}"
         folder = self.run_dir / "steps" / name
+        inside(self.run_dir, folder, what="search step")  # a link planted at steps/ leads no run out
         remaining = self._remaining()
         try:
             if not has_store(folder):  # a store whose creation was cut short is no step begun
@@ -247,7 +249,8 @@ def _write_record(run_dir: Path, record: SearchRecord) -> None:
     and a resume (which takes an unreadable record for none) writes it again."""
     try:
         # json.dumps of the dump, not pydantic's JSON: the file stays the text it was
-        write_output(run_dir / SEARCH_FILE, json.dumps(record.model_dump(), indent=2) + "\n", "search")
+        path = inside(run_dir, run_dir / SEARCH_FILE, what="search")  # never through a link out
+        write_output(path, json.dumps(record.model_dump(), indent=2) + "\n", "search")
     except KeyboardInterrupt:
         raise SearchInterrupted(run_dir, 0, 0, len(record.steps)) from None
 
@@ -350,9 +353,8 @@ def _fewer(record: SearchRecord, stored: SearchRecord) -> bool:
 
 
 def _write_config(run_dir: Path, config: ExperimentConfig) -> None:
-    write_output(
-        run_dir / CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), "search"
-    )
+    path = inside(run_dir, run_dir / CONFIG_FILE, what="search")  # never through a link out
+    write_output(path, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), "search")
 
 
 def _notice(reporter: Reporters, message: str) -> None:

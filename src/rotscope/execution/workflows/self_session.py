@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Final, Literal, NotRequired, TypedDict, cast
 
 from rotscope._util.decode import decode
+from rotscope._util.inside import inside
 from rotscope._util.jsonl import complete_lines, jsonl_line, jsonl_lines
 from rotscope._util.safe_text import storable
 from rotscope.config.experiment import ExperimentConfig
@@ -175,9 +176,11 @@ class SessionWriter:
         folder = self.run_dir / SESSION_DIR
         key = self.key(seed, guarded, target)
         finished = folder / f"{key}.jsonl"
+        partial = folder / f"{key}.partial.jsonl"
+        for path in (finished, partial):  # a link planted in the folder never leads a write out of it
+            inside(self.run_dir, path, what="the model's session")
         if not finished.is_file():
             folder.mkdir(parents=True, exist_ok=True)
-            partial = folder / f"{key}.partial.jsonl"
             try:
                 self._grow(seed, guarded, target, partial)
             except KeyboardInterrupt:  # loading the engine, rendering or calling it: all kept
