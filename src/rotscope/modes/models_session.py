@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope._util.inside import inside
+from rotscope._util.resume_hint import resume_command
 from rotscope.config.experiment import ExperimentConfig, build_config, resolve_paths
 from rotscope.config.subjects import resolve_subject
 from rotscope.errors import BadInput
@@ -156,7 +157,7 @@ def start_session(
     except BadInput:
         held = kind  # a damaged record: its resume names what is wrong with it
     if held == kind:
-        raise BadInput(f"out: {out} holds {words} already; continue it with rotscope run --resume {out}")
+        raise BadInput(f"out: {out} holds {words} already; continue it with {resume_command(out)}")
     if out.exists() and (not out.is_dir() or any(path.name != LOCK_FILE for path in out.iterdir())):
         raise BadInput(
             f"out: {out} is not empty and holds no {words.removeprefix('a ')}; choose another --out"

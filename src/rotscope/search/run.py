@@ -21,6 +21,7 @@ from pathlib import Path
 import yaml
 
 from rotscope._util.inside import inside
+from rotscope._util.resume_hint import resume_command
 from rotscope.backends import create_backend
 from rotscope.config.experiment import ExperimentConfig, build_config, load_config
 from rotscope.errors import BadInput, write_output
@@ -143,7 +144,7 @@ class SearchInterrupted(Interrupted):
             within = f"; step {self.step} was being planned, none of its calls made"
         return (
             f"interrupted: the search in {self.run_dir} keeps its {self.steps} finished step(s){within}; "
-            f"continue with: rotscope run --resume {self.run_dir}"
+            f"continue with: {resume_command(self.run_dir)}"
         )
 
 
@@ -230,7 +231,7 @@ def run_search_experiment(
     assert config.search is not None
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
     if (run_dir / CONFIG_FILE).exists():
-        raise BadInput(f"{run_dir}: already holds a run; continue it with rotscope run --resume {run_dir}")
+        raise BadInput(f"{run_dir}: already holds a run; continue it with {resume_command(run_dir)}")
     measured_settings(config, settings_of(config))  # bad input first, the model's window too
     for line in prepared.warnings:
         warn(line)

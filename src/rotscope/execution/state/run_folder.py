@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from rotscope._util.inside import open_own
+from rotscope._util.resume_hint import resume_command
 from rotscope._version import __version__
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput, OutputFailed, write_failure
@@ -223,7 +224,7 @@ def _failure_line(run_dir: Path, error: BaseException, reason: str) -> str:
         return f"out: cannot write {target} ({reason})"
     return (
         f"{target}: {reason} ({error}); the rows finished before it are kept in {run_dir}; "
-        f"once fixed, continue with: rotscope run --resume {run_dir}"
+        f"once fixed, continue with: {resume_command(run_dir)}"
     )
 
 
@@ -301,9 +302,7 @@ def check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
             stored = store.meta().get("config_digest")
         if stored != digest:
             raise BadInput(f"out: {run_dir} holds a different run; choose another --out")
-        raise BadInput(
-            f"out: {run_dir} holds this run already; continue it with rotscope run --resume {run_dir}"
-        )
+        raise BadInput(f"out: {run_dir} holds this run already; continue it with {resume_command(run_dir)}")
     ours = {LOCK_FILE, SESSION_DIR, f".{CONFIG_FILE}.writing", *_family(CREATING)}
     if creation_cut(run_dir):
         ours |= {CONFIG_FILE, *_family(STORE_FILE)}
