@@ -52,6 +52,16 @@ def report(
     html = output or _own_file(run_dir)
     written = _guarded(lambda: write_report(run_dir, html, score))
     console.print(f"report: {terminal_safe(str(written))}", markup=False, soft_wrap=True)
+    _mark_unfinished(run_dir)
+
+
+def _mark_unfinished(run_dir: Path) -> None:
+    """A report of an unfinished run is written (it shows what is done so far) and marked: its items
+    pending and in error, and the command that goes on."""
+    from rotscope.execution.state.unfinished import folder_progress
+
+    if line := _guarded(lambda: folder_progress(run_dir)).line():
+        console.print(f"unfinished: {terminal_safe(line)}", markup=False, soft_wrap=True)
 
 
 def _own_file(run_dir: Path) -> Path:
