@@ -25,6 +25,8 @@ from rotscope.execution.state.run_folder import PAIR_FILE, SESSION_FILE
 Kind = Literal["models", "pair"]
 PAIR_FOLDERS = ("baseline", "candidate")
 """A pair's folders, by role: what ``rotscope gate`` is given."""
+_NAME_MAX = 255
+"""The longest file name (in bytes) the common file systems take."""
 _WORDS: dict[Kind, str] = {"models": "a --models session", "pair": "a paired session"}
 
 
@@ -134,9 +136,10 @@ def _leads_inside(out: Path, folder: str) -> bool:
 
 def is_folder_name(name: str) -> bool:
     """A plain name for a folder in the session folder: no separator, not ``.``/``..``, not the
-    session's own files."""
+    session's own files, no longer than a file system takes (255 bytes)."""
     return (
         bool(name)
+        and len(name.encode("utf-8", "surrogatepass")) <= _NAME_MAX
         and re.fullmatch(r"[^/\\\x00]+", name) is not None
         and name not in {".", "..", SESSION_FILE, PAIR_FILE}
         and not name.startswith(".")
