@@ -209,7 +209,7 @@ def test_a_link_planted_at_a_file_of_rotscope_leads_no_write_out(
 
 # ------------------------------------------------------------------ inside(): the one boundary check
 
-OUTSIDE_PATHS = ["../V", "../V/x", "a/../../V", "/", "/tmp", "..", ".", "a\x00b", "y" * 5000]
+OUTSIDE_PATHS = ["../V", "../V/x", "a/../../V", "/", "/tmp", "..", ".", "a\x00b", "a/" + "../" * 300 + "V"]
 
 
 @pytest.mark.parametrize("relative", OUTSIDE_PATHS)

@@ -47,7 +47,7 @@ def read_search_record(run_dir: Path) -> SearchRecord:
     path = run_dir / SEARCH_RECORD
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise BadInput(f"{path}: not a readable search record ({error})") from None
     if not isinstance(record, dict) or not {"verdict", "bracket", "decisions"} <= record.keys():
         raise BadInput(f"{path}: not a search record (no verdict, bracket and decisions)")

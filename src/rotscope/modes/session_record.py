@@ -78,7 +78,7 @@ def read_record(out: Path) -> SessionRecord:
     words = _WORDS["pair" if legacy else "models"]
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested too deep
         raise BadInput(f"{path}: not {words}'s record ({error})") from None
     if not isinstance(data, dict):
         raise BadInput(f"{path}: not {words}'s record (not a mapping)")
