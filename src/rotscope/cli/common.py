@@ -16,6 +16,7 @@ import typer
 from rich.console import Console, ConsoleDimensions
 from typer.core import TyperGroup
 
+from rotscope._util.resume_hint import resume_command
 from rotscope._util.safe_text import terminal_safe
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput, SessionStopped, write_failure
@@ -171,13 +172,13 @@ def _guarded(action: Callable[[], T]) -> T:
         _fail(
             f"stopped at budget: ${stop.spent:.4f} spent of --max-cost ${stop.max_cost:.4f}, the next call "
             f"could exceed it; {stop.done} of {stop.total} items done and kept in {stop.run_dir}; "
-            f"continue with: rotscope run --resume {stop.run_dir} --max-cost LARGER",
+            f"continue with: {resume_command(stop.run_dir, '--max-cost LARGER')}",
             EXIT_BUDGET,
         )
     except EngineStopped as stop:
         _fail(
             f"stopped: {stop.reason}; {stop.done} of {stop.total} items done and kept in {stop.run_dir}; "
-            f"check the machine with rotscope doctor, then: rotscope run --resume {stop.run_dir}",
+            f"check the machine with rotscope doctor, then: {resume_command(stop.run_dir)}",
             EXIT_ENGINE_CRASHED,
         )
     except SessionStopped as stop:

@@ -14,7 +14,9 @@ from rotscope.cli.common import SCORE_HELP, _guarded, app, console, errors
 from rotscope.errors import BadInput
 
 if TYPE_CHECKING:
+    from rotscope.compare.analysis import ComparedRun
     from rotscope.compare.record import Comparison
+    from rotscope.execution.state.unfinished import Progress
     from rotscope.records.summary import Summary
 
 
@@ -31,6 +33,22 @@ def _run_folders(folders: list[Path]) -> list[Path]:
         else:
             raise BadInput(f"compare: {folder} is not a run folder (no run.db) nor a --models session")
     return paths
+
+
+def _progress(name: str, folder: Path, summary: Summary) -> Progress:
+    from rotscope.execution.state.unfinished import Progress
+
+    items = summary.items
+    return Progress(name, folder, items.total, items.done, items.errors)
+
+
+def _refuse_unfinished(runs: list[ComparedRun]) -> None:
+    """A folder with items still pending is refused, every such folder named with the command that
+    goes on: a leaderboard would rank runs on different items as if they were whole."""
+    unfinished = [p for p in (_progress(r.name, r.path, r.summary) for r in runs) if not p.complete]
+    if unfinished:
+        named = "; ".join(progress.line() for progress in unfinished)
+        raise BadInput(f"compare: unfinished run folders, compared only once finished: {named}")
 
 
 @app.command()
@@ -71,16 +89,23 @@ def compare(
     from rotscope.compare.table import comparison_csv, comparison_markdown, print_comparison
     from rotscope.records import RECORDS
 
+    folders_of: dict[str, Path] = {}
+
     def body() -> tuple[Comparison, str, dict[str, Summary]]:
         if sum((as_json, markdown, as_csv)) > 1:
             raise BadInput("--json, --markdown and --csv: choose one")
         runs = load_runs(_run_folders(folders), score)
+        _refuse_unfinished(runs)
         comparison = build_comparison(runs)
         text = json.dumps(comparison.model_dump(), indent=2)
         RECORDS["comparison"].validate_json(text)  # the contract, checked before anything is shown
+        folders_of.update({run.name: run.path for run in runs})
         return comparison, text, {run.name: run.summary for run in runs}
 
     comparison, text, summaries = _guarded(body)
+    for name, summary in summaries.items():  # rows in error are named, never ranked as if answered
+        if line := _progress(name, folders_of[name], summary).line():
+            errors.print(f"note: {terminal_safe(line)}", markup=False, soft_wrap=True)
     # The files written are named on stderr when stdout carries JSON, Markdown or CSV.
     paths = errors if as_json or markdown or as_csv else console
     if figures is not None:

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from rotscope._util.inside import inside
 from rotscope.cli.common import SCORE_HELP, _guarded, app, console
 from rotscope.errors import BadInput, write_output
 
@@ -50,6 +51,8 @@ def gate(
     # The record as written follows its model (schemas/gate.schema.json); a mismatch is a bug.
     RECORDS["gate"].validate_json(text)
     target = output or candidate / f"gate-vs-{baseline.resolve().name}.json"
+    if output is None:  # the candidate folder's own file: never written through a link leading out
+        _guarded(lambda: inside(candidate, target, what="gate"))
     _guarded(lambda: write_output(target, text, "gate"))
     if as_json:
         sys.stdout.write(text)

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from rotscope._util.inside import inside
 from rotscope._util.safe_text import terminal_safe
 from rotscope.cli.common import SCORE_HELP, _fail, _guarded, app, console
 
@@ -38,7 +39,7 @@ def report(
         _guarded(lambda: refuse_unfinished_search(run_dir))
         if figures is not None:
             _fail("--figures: a search folder's figure is in its report; use it on a step (DIR/steps/…)")
-        target = output or run_dir / "report.html"
+        target = output or _own_file(run_dir)
         record = _guarded(lambda: read_search_record(run_dir))
         written = _guarded(lambda: write_search_report(record, run_dir.name, target))
         console.print(f"report: {terminal_safe(str(written))}", markup=False, soft_wrap=True)
@@ -48,5 +49,24 @@ def report(
         for path in _guarded(lambda: write_figures(load_summary(run_dir, score), folder)):
             # One line a path, never wrapped: each is copied as it is.
             console.print(f"figure: {terminal_safe(str(path))}", markup=False, soft_wrap=True)
-    written = _guarded(lambda: write_report(run_dir, output or run_dir / "report.html", score))
+    html = output or _own_file(run_dir)
+    written = _guarded(lambda: write_report(run_dir, html, score))
     console.print(f"report: {terminal_safe(str(written))}", markup=False, soft_wrap=True)
+    _mark_unfinished(run_dir)
+
+
+def _mark_unfinished(run_dir: Path) -> None:
+    """A report of an unfinished run is written (it shows what is done so far) and marked: its items
+    pending and in error, and the command that goes on."""
+    from rotscope.execution.state.unfinished import folder_progress
+
+    if line := _guarded(lambda: folder_progress(run_dir)).line():
+        console.print(f"unfinished: {terminal_safe(line)}", markup=False, soft_wrap=True)
+
+
+def _own_file(run_dir: Path) -> Path:
+    """``DIR/report.html``, the folder's own file: a link planted at its name that leads out of the
+    folder is refused (one line, exit 2) rather than written through."""
+    path = run_dir / "report.html"
+    _guarded(lambda: inside(run_dir, path, what="report"))
+    return path

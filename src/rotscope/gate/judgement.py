@@ -150,18 +150,22 @@ def decided(
     pending: Mapping[str, int] | None = None,
     pooled: PooledTest | None = None,
     unit: str = CASES_UNIT,
+    progress: Mapping[str, str] | None = None,
 ) -> tuple[Verdict, list[str], list[str]]:
     """The gate's verdict, the tests that decided it, and the reasons. Error rates follow the one
     rule of ``rotscope.rows.error_rate`` (errors among attempted rows); an unfinished run (pending
     rows) is a reason of its own, so it is never judged as if complete. ``unit`` names the
-    clusters the pooled tests counted (``unit_of``)."""
+    clusters the pooled tests counted (``unit_of``); ``progress`` says an unfinished run's items
+    done and pending, its folder and the command that goes on, by role (``Progress.line``)."""
     errors = [
         f"{role} run has {rate:.1%} rows in error, above the plan's {settings.max_error_rate:.1%}"
         for role, rate in error_rates.items()
         if rate > settings.max_error_rate
     ]
     unfinished = [
-        f"{role} run is unfinished ({count} items pending): finish it with rotscope run --resume"
+        f"{role} run is unfinished: {line}"
+        if (line := (progress or {}).get(role))
+        else f"{role} run is unfinished ({count} items pending): finish it with rotscope run --resume"
         for role, count in (pending or {}).items()
         if count
     ]

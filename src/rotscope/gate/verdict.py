@@ -26,6 +26,7 @@ from rotscope.analysis.clusters import Clusters
 from rotscope.analysis.summary import summary_score
 from rotscope.config.experiment import GateConfig
 from rotscope.errors import BadInput
+from rotscope.execution.state.unfinished import Progress
 from rotscope.gate.decision import TESTS_VERSION
 from rotscope.gate.judgement import EXIT_CODES, decided, judge_slices, rule_of, unit_of
 from rotscope.gate.layouts import layout_changes
@@ -187,6 +188,13 @@ def evaluate(
     return compare(on_score_of(baseline, chosen), on_score_of(candidate, chosen), plan, chosen)
 
 
+def _progress_line(role: str, run: RunData) -> str:
+    """An unfinished run's items and folder, and the command that goes on (``Progress.line``)."""
+    done = sum(row["status"] == "ok" for row in run.rows)
+    errors = sum(row["status"] == "error" for row in run.rows)
+    return Progress(str(run.path), run.path, len(run.rows), done, errors, run.meta).line()
+
+
 def on_score_of(run: RunData, score: ScoreName) -> RunData:
     """The run with its rows as a statistic on ``score`` reads them (``rows.on_score``)."""
     return run if score == "accuracy" else replace(run, rows=on_score(run.rows, score))
@@ -210,7 +218,10 @@ def compare(
     runs = {"baseline": baseline, "candidate": candidate}
     error_rates = {role: error_rate(run.rows) for role, run in runs.items()}
     pending = {role: sum(row["status"] == "pending" for row in run.rows) for role, run in runs.items()}
-    verdict, tests, reasons = decided(slices, error_rates, settings, pending, pooled, unit_of(clusters))
+    progress = {role: _progress_line(role, run) for role, run in runs.items()}
+    verdict, tests, reasons = decided(
+        slices, error_rates, settings, pending, pooled, unit_of(clusters), progress
+    )
     cluster_note = _by_case_note(baseline, candidate, settings, verdict, error_rates, pending, clusters)
     support = supported_up_to(slices, settings)
     record = GateRecord(

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from rotscope._util.resume_hint import resume_command
 from rotscope.config.builder import experiment_for_run, with_search_budget
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
@@ -46,7 +47,7 @@ def read_search_record(run_dir: Path) -> SearchRecord:
     path = run_dir / SEARCH_RECORD
     try:
         record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, RecursionError) as error:
         raise BadInput(f"{path}: not a readable search record ({error})") from None
     if not isinstance(record, dict) or not {"verdict", "bracket", "decisions"} <= record.keys():
         raise BadInput(f"{path}: not a search record (no verdict, bracket and decisions)")
@@ -55,7 +56,7 @@ def read_search_record(run_dir: Path) -> SearchRecord:
     except ValidationError as error:
         raise BadInput(
             f"{path}: not a valid search record: {_first_problem(error)}; remove it and run "
-            f"rotscope run --resume {run_dir}, which rebuilds it from the search's steps"
+            f"{resume_command(run_dir)}, which rebuilds it from the search's steps"
         ) from None
 
 
@@ -63,7 +64,7 @@ def refuse_unfinished_search(run_dir: Path) -> None:
     """``BadInput`` for a search folder without its record (a search stopped before its end)."""
     if not (run_dir / SEARCH_RECORD).is_file():
         raise BadInput(
-            f"{run_dir}: a search that has not finished; continue it with rotscope run --resume {run_dir}"
+            f"{run_dir}: a search that has not finished; continue it with {resume_command(run_dir)}"
         )
 
 
@@ -87,7 +88,7 @@ def budget_stop(record: SearchRecord, run_dir: Path) -> str | None:
     larger = " ".join(f"--{key.replace('_', '-')} LARGER" for key in keys)
     return (
         f"stopped at budget: {record.calls} calls, {record.prompt_tokens:,} prompt tokens, "
-        f"${record.cost:.4f} spent; continue with: rotscope run --resume {run_dir} {larger}"
+        f"${record.cost:.4f} spent; continue with: {resume_command(run_dir, larger)}"
     )
 
 

@@ -30,6 +30,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rotscope._util.inside import inside
+from rotscope._util.resume_hint import resume_command
 from rotscope.config.experiment import ExperimentConfig, build_config, resolve_paths
 from rotscope.config.subjects import resolve_subject
 from rotscope.errors import BadInput
@@ -155,7 +157,7 @@ def start_session(
     except BadInput:
         held = kind  # a damaged record: its resume names what is wrong with it
     if held == kind:
-        raise BadInput(f"out: {out} holds {words} already; continue it with rotscope run --resume {out}")
+        raise BadInput(f"out: {out} holds {words} already; continue it with {resume_command(out)}")
     if out.exists() and (not out.is_dir() or any(path.name != LOCK_FILE for path in out.iterdir())):
         raise BadInput(
             f"out: {out} is not empty and holds no {words.removeprefix('a ')}; choose another --out"
@@ -213,7 +215,7 @@ def resume_models(
             record = record.model_copy(update={"experiment": experiment})
             write_record(out, record)
             for folder in record.folders:  # what planning left: calls start once all are stored
-                shutil.rmtree(out / folder, ignore_errors=True)
+                shutil.rmtree(inside(out, out / folder, what="--resume"), ignore_errors=True)
             return run_session(record, _configs(record, out), out, False, reporter, backends)
         configs = {folder: resumed_config(out / folder, max_cost, use_cache) for folder in record.folders}
         return run_session(record, configs, out, True, reporter, backends)

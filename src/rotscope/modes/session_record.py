@@ -18,12 +18,15 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from rotscope._util.inside import inside, open_own
 from rotscope.errors import BadInput
 from rotscope.execution.state.run_folder import PAIR_FILE, SESSION_FILE
 
 Kind = Literal["models", "pair"]
 PAIR_FOLDERS = ("baseline", "candidate")
 """A pair's folders, by role: what ``rotscope gate`` is given."""
+_NAME_MAX = 255
+"""The longest file name (in bytes) the common file systems take."""
 _WORDS: dict[Kind, str] = {"models": "a --models session", "pair": "a paired session"}
 
 
@@ -75,7 +78,7 @@ def read_record(out: Path) -> SessionRecord:
     words = _WORDS["pair" if legacy else "models"]
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
+    except (OSError, ValueError, RecursionError) as error:  # RecursionError: JSON nested too deep
         raise BadInput(f"{path}: not {words}'s record ({error})") from None
     if not isinstance(data, dict):
         raise BadInput(f"{path}: not {words}'s record (not a mapping)")
@@ -117,18 +120,26 @@ def _check_folders(path: Path, out: Path, record: SessionRecord) -> None:
     for folder, subject in record.subjects:
         if not subject:
             raise BadInput(f"{path}: subjects: the subject of folder {folder!r} is empty")
-        inside = (out / folder).resolve().parent == out.resolve()
-        if not is_folder_name(folder) or not inside:
+        if not is_folder_name(folder) or not _leads_inside(out, folder):
             raise BadInput(f"{path}: subjects: {folder!r} is not a folder name inside {out}")
     if len(set(record.folders)) != len(record.folders):
         raise BadInput(f"{path}: subjects: a folder is named twice ({', '.join(record.folders)})")
 
 
+def _leads_inside(out: Path, folder: str) -> bool:
+    """Whether ``out/folder`` is a folder right inside ``out`` once links are followed."""
+    try:
+        return inside(out, out / folder).parent == out.resolve()
+    except BadInput:
+        return False
+
+
 def is_folder_name(name: str) -> bool:
     """A plain name for a folder in the session folder: no separator, not ``.``/``..``, not the
-    session's own files."""
+    session's own files, no longer than a file system takes (255 bytes)."""
     return (
         bool(name)
+        and len(name.encode("utf-8", "surrogatepass")) <= _NAME_MAX
         and re.fullmatch(r"[^/\\\x00]+", name) is not None
         and name not in {".", "..", SESSION_FILE, PAIR_FILE}
         and not name.startswith(".")
@@ -139,7 +150,7 @@ def write_record(out: Path, record: SessionRecord) -> None:
     """``session.json`` replaced whole (a temporary file renamed over it), never seen half written;
     an older pair's ``pair.json`` goes once it is (the reader prefers ``session.json``)."""
     partial = out / f".{SESSION_FILE}.partial"
-    with partial.open("w", encoding="utf-8") as handle:
+    with os.fdopen(open_own(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w", encoding="utf-8") as handle:
         data = {key: value for key, value in record.model_dump(mode="json").items() if value is not None}
         handle.write(json.dumps(data, indent=2) + "\n")
         handle.flush()

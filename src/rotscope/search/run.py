@@ -20,6 +20,8 @@ from pathlib import Path
 
 import yaml
 
+from rotscope._util.inside import inside
+from rotscope._util.resume_hint import resume_command
 from rotscope.backends import create_backend
 from rotscope.config.experiment import ExperimentConfig, build_config, load_config
 from rotscope.errors import BadInput, write_output
@@ -142,7 +144,7 @@ class SearchInterrupted(Interrupted):
             within = f"; step {self.step} was being planned, none of its calls made"
         return (
             f"interrupted: the search in {self.run_dir} keeps its {self.steps} finished step(s){within}; "
-            f"continue with: rotscope run --resume {self.run_dir}"
+            f"continue with: {resume_command(self.run_dir)}"
         )
 
 
@@ -168,6 +170,7 @@ class _Steps:
         self.count += 1
         name = f"{self.count:02d}-L{step.length}-i{step.start}-{step.start + step.count}"
         folder = self.run_dir / "steps" / name
+        inside(self.run_dir, folder, what="search step")  # a link planted at steps/ leads no run out
         remaining = self._remaining()
         try:
             if not has_store(folder):  # a store whose creation was cut short is no step begun
@@ -228,7 +231,7 @@ def run_search_experiment(
     assert config.search is not None
     run_dir = run_dir or (Path(config.out) if config.out else default_run_dir(config))
     if (run_dir / CONFIG_FILE).exists():
-        raise BadInput(f"{run_dir}: already holds a run; continue it with rotscope run --resume {run_dir}")
+        raise BadInput(f"{run_dir}: already holds a run; continue it with {resume_command(run_dir)}")
     measured_settings(config, settings_of(config))  # bad input first, the model's window too
     for line in prepared.warnings:
         warn(line)
@@ -247,7 +250,8 @@ def _write_record(run_dir: Path, record: SearchRecord) -> None:
     and a resume (which takes an unreadable record for none) writes it again."""
     try:
         # json.dumps of the dump, not pydantic's JSON: the file stays the text it was
-        write_output(run_dir / SEARCH_FILE, json.dumps(record.model_dump(), indent=2) + "\n", "search")
+        path = inside(run_dir, run_dir / SEARCH_FILE, what="search")  # never through a link out
+        write_output(path, json.dumps(record.model_dump(), indent=2) + "\n", "search")
     except KeyboardInterrupt:
         raise SearchInterrupted(run_dir, 0, 0, len(record.steps)) from None
 
@@ -350,9 +354,8 @@ def _fewer(record: SearchRecord, stored: SearchRecord) -> bool:
 
 
 def _write_config(run_dir: Path, config: ExperimentConfig) -> None:
-    write_output(
-        run_dir / CONFIG_FILE, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), "search"
-    )
+    path = inside(run_dir, run_dir / CONFIG_FILE, what="search")  # never through a link out
+    write_output(path, yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False), "search")
 
 
 def _notice(reporter: Reporters, message: str) -> None:

@@ -112,7 +112,12 @@ class LlamaCppTokenizer:
         return hashlib.sha256(material.encode("utf-8")).hexdigest()[:16]
 
 
-_FAKE_PIECES = re.compile(r"<\|[a-z_]+\|>|\n+|[ \t]+|\w+|[^\w\s]")
+# Every character is in a piece: a run of line feeds, a run of any other white space (a space, a tab,
+# a carriage return, U+2028, U+2029, U+0085...), a word, or one other character. White space outside
+# ``[ \t\n]`` was once in no piece and dropped, so a session message holding U+2028 decoded to other
+# text than it was and every layout around it was rejected; texts without such characters keep their
+# ids, so the digest stays.
+_FAKE_PIECES = re.compile(r"<\|[a-z_]+\|>|\n+|[^\S\n]+|\w+|[^\w\s]")
 _FAKE_SPECIAL = re.compile(r"<\|[a-z_]+\|>")
 FAKE_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"

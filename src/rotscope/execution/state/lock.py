@@ -22,6 +22,7 @@ import os
 from pathlib import Path
 from types import TracebackType
 
+from rotscope._util.inside import open_own
 from rotscope.errors import BadInput
 
 LOCK_FILE = ".rotscope.lock"
@@ -47,7 +48,7 @@ class RunLock:
     def acquire(self) -> None:
         """Take the lock without waiting; ``RunFolderLocked`` names the holder when it is held."""
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            fd = open_own(self.path, os.O_RDWR | os.O_CREAT)  # never through a link planted there
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -21,6 +21,8 @@ from contextlib import closing, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
 
+from rotscope._util.inside import open_own
+from rotscope._util.resume_hint import resume_command
 from rotscope._version import __version__
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput, OutputFailed, write_failure
@@ -157,6 +159,7 @@ def _remove_database(path: Path) -> None:
 def write_config(run_dir: Path, text: str) -> None:
     """Write ``config.yaml`` whole or not at all (a temporary file renamed into place)."""
     temporary = run_dir / f".{CONFIG_FILE}.writing"
+    temporary.unlink(missing_ok=True)  # a leftover, or a link planted there: never written through
     temporary.write_text(text, encoding="utf-8")
     os.replace(temporary, run_dir / CONFIG_FILE)
 
@@ -170,7 +173,7 @@ def write_rejections(run_dir: Path, rejections: list[Rejection]) -> None:
         path.unlink(missing_ok=True)
         return
     temporary = run_dir / f".{REJECTIONS_FILE}.writing"
-    with temporary.open("w", encoding="utf-8") as out:
+    with os.fdopen(open_own(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC), "w", encoding="utf-8") as out:
         for record in detail_records(rejections):
             out.write(json.dumps(record, sort_keys=True) + "\n")
     os.replace(temporary, path)
@@ -182,7 +185,7 @@ def create_store(run_dir: Path, fill: Callable[[RunStore], None], config_text: s
     folder's config.yaml, then synced and renamed into place. What a creation cut short left is
     discarded first; a failure here removes what this call wrote. Returns the store, open."""
     temporary = run_dir / CREATING
-    if creation_cut(run_dir):
+    if creation_cut(run_dir) or temporary.is_symlink():  # a link there would carry the store elsewhere
         _remove_database(temporary)
         _remove_database(run_dir / STORE_FILE)
     had_config = (run_dir / CONFIG_FILE).exists()
@@ -221,7 +224,7 @@ def _failure_line(run_dir: Path, error: BaseException, reason: str) -> str:
         return f"out: cannot write {target} ({reason})"
     return (
         f"{target}: {reason} ({error}); the rows finished before it are kept in {run_dir}; "
-        f"once fixed, continue with: rotscope run --resume {run_dir}"
+        f"once fixed, continue with: {resume_command(run_dir)}"
     )
 
 
@@ -299,9 +302,7 @@ def check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
             stored = store.meta().get("config_digest")
         if stored != digest:
             raise BadInput(f"out: {run_dir} holds a different run; choose another --out")
-        raise BadInput(
-            f"out: {run_dir} holds this run already; continue it with rotscope run --resume {run_dir}"
-        )
+        raise BadInput(f"out: {run_dir} holds this run already; continue it with {resume_command(run_dir)}")
     ours = {LOCK_FILE, SESSION_DIR, f".{CONFIG_FILE}.writing", *_family(CREATING)}
     if creation_cut(run_dir):
         ours |= {CONFIG_FILE, *_family(STORE_FILE)}

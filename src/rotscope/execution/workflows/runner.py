@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from rotscope._util.resume_hint import out_option, resume_command
 from rotscope.config.experiment import ExperimentConfig, build_config, read_config_file
 from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.calls.execute import Reporter
@@ -54,7 +55,7 @@ class Interrupted(Exception):
         """What the command line says: what is kept, where, and the command that goes on."""
         return (
             f"interrupted: {self.done} of {self.total} items done and kept in {self.run_dir}; "
-            f"continue with: rotscope run --resume {self.run_dir}"
+            f"continue with: {resume_command(self.run_dir)}"
         )
 
 
@@ -211,7 +212,7 @@ def refuse_pair_subject(run_dir: Path) -> None:
     if session is not None:
         raise BadInput(
             f"{run_dir}: one subject of the paired session {session}, which resumes only as a whole: "
-            f"rotscope run --resume {session}"
+            f"{resume_command(session)}"
         )
 
 
@@ -232,12 +233,12 @@ def resumed_config(run_dir: Path, max_cost: float | None, use_cache: bool) -> Ex
         if (run_dir / SESSION_DIR).is_dir():
             raise BadInput(
                 f"{run_dir}: the run stopped while the model was writing its session (no run.db yet); "
-                f"run the same command again with --out {run_dir} to continue it"
+                f"run the same command again with {out_option(run_dir)} to continue it"
             )
         if creation_cut(run_dir):
             raise BadInput(
                 f"{run_dir}: the run stopped while its store was being created (no run.db yet); "
-                f"run the same command again with --out {run_dir} to start it again"
+                f"run the same command again with {out_option(run_dir)} to start it again"
             )
         raise BadInput(f"{run_dir}: not a run folder (no run.db)")
     path = run_dir / CONFIG_FILE

@@ -26,7 +26,9 @@ from pathlib import Path
 from typing import Any, Final, Literal, NotRequired, TypedDict, cast
 
 from rotscope._util.decode import decode
+from rotscope._util.inside import inside
 from rotscope._util.jsonl import complete_lines, jsonl_line, jsonl_lines
+from rotscope._util.resume_hint import out_option, resume_command
 from rotscope._util.safe_text import storable
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput, EngineCrashed, SessionNotWritten, SessionStopped
@@ -175,9 +177,11 @@ class SessionWriter:
         folder = self.run_dir / SESSION_DIR
         key = self.key(seed, guarded, target)
         finished = folder / f"{key}.jsonl"
+        partial = folder / f"{key}.partial.jsonl"
+        for path in (finished, partial):  # a link planted in the folder never leads a write out of it
+            inside(self.run_dir, path, what="the model's session")
         if not finished.is_file():
             folder.mkdir(parents=True, exist_ok=True)
-            partial = folder / f"{key}.partial.jsonl"
             try:
                 self._grow(seed, guarded, target, partial)
             except KeyboardInterrupt:  # loading the engine, rendering or calling it: all kept
@@ -269,8 +273,8 @@ class SessionWriter:
     def _again(self, options: str = "") -> str:
         """The command that continues the run: a resume once its store exists, else the same run."""
         if has_store(self.run_dir):
-            return f"rotscope run --resume {self.run_dir}{options}"
-        return f"the same command with --out {self.run_dir}{options}"
+            return f"{resume_command(self.run_dir, options)}"
+        return f"the same command with {out_option(self.run_dir)}{options}"
 
     def spent(self, partial: Path | None = None) -> float:
         """USD the notes stored so far cost: the finished sessions and ``partial``, the one being
