@@ -93,6 +93,8 @@ def base_urls(options: ServeOptions, remote: RemoteOptions) -> list[str]:
             "serve.base_url: serve/NAME needs --base-url URL[,URL...] (the servers to send ids to)"
         )
     roots = [server_root(part) for part in given.split(",") if part.strip()]
+    if not roots:
+        raise BadInput(f"serve.base_url: {given!r} names no server; give --base-url URL[,URL...]")
     for root in roots:
         if not root.startswith(("http://", "https://")):
             raise BadInput(f"serve.base_url: {root!r} is not an http(s) URL")
