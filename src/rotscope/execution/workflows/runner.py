@@ -253,16 +253,17 @@ def resumed_config(
     if not use_cache:
         changes["cache"] = {**config.cache.model_dump(), "enabled": False}
     if base_url is not None:
-        changes["serve"] = _moved_replicas(config, run_dir, base_url)
+        changes.update(_moved_replicas(config, run_dir, base_url))
     if changes:
         config = build_config({**config.model_dump(), **changes}, str(run_dir / CONFIG_FILE))
     return config
 
 
 def _moved_replicas(config: ExperimentConfig, run_dir: Path, base_url: str) -> dict[str, Any]:
-    """The ``serve:`` section of a resumed ``serve/NAME`` run with its replicas at ``base_url``
-    (where the replicas are never changes an answer, so the run's identity stays); bad input for
-    a run of any other model, whose server is part of its config."""
+    """The ``serve:`` section of a resumed ``serve/NAME`` run with its replicas at ``base_url``, by
+    its key (where the replicas are never changes an answer, so the run's identity stays); bad
+    input for a run of any other model, whose server is part of its config."""
+    from rotscope import registry
     from rotscope.backends.serve.backend import PROVIDER
     from rotscope.backends.serve.options import ServeOptions
 
@@ -271,4 +272,5 @@ def _moved_replicas(config: ExperimentConfig, run_dir: Path, base_url: str) -> d
             f"--resume --base-url: {run_dir} runs {config.model}, not a {PROVIDER}/NAME model; only "
             "the replicas of a serve/NAME run may move (its server is in its config.yaml)"
         )
-    return {**config.section(ServeOptions).model_dump(), "base_url": base_url}
+    key = next(name for name, item in registry.sections().items() if item.model is ServeOptions)
+    return {key: {**config.section(ServeOptions).model_dump(), "base_url": base_url}}
