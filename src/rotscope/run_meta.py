@@ -107,13 +107,48 @@ class ReplicaPass(TypedDict):
     shards: list[ReplicaShard]
 
 
-class ReplicasExecutor(TypedDict):
-    """The run's ``executor`` metadata when it ran on server replicas."""
+class ReplicaTakenOut(TypedDict):
+    """One time a replica was taken out of the pool (``backends.serve.health``)."""
+
+    call: int
+    """How many calls the replica had been sent by then (in this session of the run)."""
+    after_s: float
+    """Seconds from the pool's first connection to the moment it was taken out."""
+    reason: str
+    back: bool
+    """A later probe answered and the replica was put back."""
+
+
+class ReplicaHealth(TypedDict):
+    """A replica's calls and failed calls in one session of the run (a start or a ``--resume``):
+    ``calls`` counts each call sent to it, a call moved to it from a failing replica included."""
+
+    replica: str
+    calls: int
+    failures: int
+    taken_out: list[ReplicaTakenOut]
+
+
+class ReplicaSession(TypedDict):
+    """One session of a run on replicas (its start, then each ``--resume``): the replicas it was
+    given (``--resume --base-url`` may move them), the passes they served and their health."""
+
+    replicas: list[str]
+    servers: list[str | None]
+    passes: list[ReplicaPass]
+    health: list[ReplicaHealth]
+
+
+class ReplicasExecutor(TypedDict, total=False):
+    """The run's ``executor`` metadata when it ran on server replicas: the last session's replicas,
+    passes and health at the top, every session in ``sessions`` (absent in runs from before)."""
 
     kind: str
     replicas: list[str]
     servers: list[str | None]
     passes: list[ReplicaPass]
+    health: list[ReplicaHealth]
+    sessions: list[ReplicaSession]
 
 
 class RayShard(TypedDict):

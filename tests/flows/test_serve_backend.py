@@ -232,3 +232,36 @@ def test_a_lost_replica_doubles_nothing_and_resume_completes_what_every_replica_
     assert len(stored) == len(planned_ids) and all(row["status"] == "ok" for row in stored)
     answered = [tuple(p) for server in [*servers, *revived] for p in server.prompts()]
     assert sorted(answered) == sorted(planned_ids)  # every prompt answered exactly once
+
+
+def test_two_replicas_one_failing_every_call_after_its_fifth_answer_every_row_on_the_first_pass(
+    bundled: Path, tmp_path: Path
+) -> None:
+    """Issue 52's acceptance: >= 95% of rows ok on the first pass (every one, here: each call that
+    failed was sent again to the healthy replica), and the failing replica's calls, failures and
+    removal from the pool counted in the run's summary."""
+    from rotscope.analysis.summary import load_summary
+    from rotscope.report.terminal import replicas_line
+
+    healthy = CompletionsServer(kind="vllm").start()
+    failing = CompletionsServer(kind="vllm", fault="500", fault_after=5).start()
+    out = tmp_path / "run"
+    try:
+        urls = f"{healthy.base_url},{failing.base_url}"
+        grid = {"limit": 3, "depths": [0.0, 0.5, 1.0], "score": "accuracy"}  # 24 calls
+        run_experiment(build_config({**experiment(bundled, out, urls, max_attempts=1), **grid}))
+    finally:
+        healthy.stop()
+        failing.stop()
+    stored = rows(out)
+    assert len(stored) == 24
+    assert sum(row["status"] == "ok" for row in stored) >= 0.95 * len(stored)
+    assert all(row["status"] == "ok" for row in stored), [row["error"] for row in stored]
+    lines = {line.replica: line for line in load_summary(out).execution.replicas or []}
+    sick = lines[failing.base_url]
+    assert sick.calls == 5 + len(failing.faulted) and sick.failures == len(failing.faulted) == 3
+    assert sick.taken_out == 1 and sick.at_call == 8 and "HTTP 500" in (sick.reason or "")
+    assert lines[healthy.base_url].failures == 0
+    assert f"{failing.base_url} 8 calls, 3 failed, taken out of the pool once" in replicas_line(
+        list(lines.values())
+    )

@@ -8,6 +8,13 @@ Every request body is logged, and the most requests answered at once counted; ``
 requests it stops answering (the socket closed, the request in flight dropped without a reply), as
 a killed replica does.
 
+A server can be made to fail (``fault``) once it has answered ``fault_after`` calls (completions and
+readings together), on every ``fault_every``-th call from then on (1: every one; 2: intermittent):
+``500`` (HTTP 500 with a JSON error), ``counts`` (a reply that counts 3 prompt tokens too many),
+``garbage`` (HTTP 200 with a body that is not JSON), ``hang`` (no reply for ``hang_s`` seconds, past
+the client's timeout) or ``refuse`` (it stops listening, as ``die_after``). A faulted call is logged
+in ``faulted``, apart from the answered ``requests``.
+
 A likelihood reading (vLLM: ``prompt_logprobs`` on ``/v1/completions``; SGLang: ``POST /generate``)
 is logged in ``readings`` apart from the completions and answered in the kind's shape with each
 prompt position's log-probability from ``position_logprobs`` (by default ``stub_logprob`` of the
@@ -24,11 +31,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from rotscope._util.tokens import common_prefix
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "providers"
+Fault = Literal["500", "counts", "garbage", "hang", "refuse"]
+FAULTS: tuple[Fault, ...] = ("500", "counts", "garbage", "hang", "refuse")
 PATHS = {"vllm": "/v1/completions", "sglang": "/v1/completions", "llamacpp": "/completion"}
 
 
@@ -99,6 +108,14 @@ class CompletionsServer:
     readings: list[dict[str, Any]] = field(default_factory=list)
     position_logprobs: Callable[[list[int]], list[float | None]] = stub_position_logprobs
     models_calls: int = 0
+    fault: Fault | None = None
+    fault_after: int = 0
+    fault_every: int = 1
+    hang_s: float = 2.0
+    calls: int = 0
+    """Completions and readings asked of it, faulted or not."""
+    faulted: list[dict[str, Any]] = field(default_factory=list)
+    _release: threading.Event = field(default_factory=threading.Event)
     _previous: list[int] = field(default_factory=list)
     _lock: threading.Lock = field(default_factory=threading.Lock)
     _server: ThreadingHTTPServer | None = None
@@ -108,12 +125,39 @@ class CompletionsServer:
     def prompts(self) -> list[list[int]]:
         return [list(body["prompt"]) for body in self.requests]
 
+    def _fault_now(self, body: dict[str, Any]) -> Fault | None:
+        """The fault this call meets, if any (under ``_lock``): counts the call."""
+        self.calls += 1
+        beyond = self.calls - self.fault_after
+        if self.fault is None or beyond <= 0 or (beyond - 1) % max(1, self.fault_every):
+            return None
+        self.faulted.append(body)
+        return self.fault
+
     def start(self) -> CompletionsServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, format: str, *args: object) -> None:
                 return None
+
+            def _faulty(self, fault: Fault) -> None:
+                """Answer as the fault says (``counts`` is answered by the caller, skewed)."""
+                if fault == "500":
+                    self._send(500, {"object": "error", "message": "Internal Server Error"})
+                elif fault == "garbage":
+                    data = b"<html><body>502 upstream garbage\x00\xff</body>"
+                    self.send_response(200)
+                    self.send_header("content-type", "application/json")
+                    self.send_header("content-length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                elif fault == "hang":
+                    server._release.wait(server.hang_s)
+                    self.close_connection = True
+                elif fault == "refuse":
+                    server.stop_soon()
+                    self.close_connection = True
 
             def _send(self, status: int, body: object) -> None:
                 data = json.dumps(body).encode()
@@ -142,6 +186,12 @@ class CompletionsServer:
                     if server.dead:
                         self.close_connection = True
                         return
+                    fault = server._fault_now(body)
+                if fault is not None and fault != "counts":
+                    self._faulty(fault)
+                    return
+                skew = server.skew + (3 if fault == "counts" else 0)
+                with server._lock:
                     server.requests.append(body)
                     if server.die_after is not None and len(server.requests) > server.die_after:
                         server.requests.pop()
@@ -159,14 +209,20 @@ class CompletionsServer:
                 if self.path != PATHS[server.kind]:
                     self._send(404, {"error": f"no route {self.path}"})
                     return
-                self._send(200, reply_for(server.kind, prompt, cached, server.skew, server.text))
+                self._send(200, reply_for(server.kind, prompt, cached, skew, server.text))
 
             def _read(self, body: dict[str, Any]) -> None:
                 with server._lock:
                     if server.dead:
                         self.close_connection = True
                         return
-                    server.readings.append(body)
+                    fault = server._fault_now(body)
+                    if fault is None or fault == "counts":
+                        server.readings.append(body)
+                if fault is not None and fault != "counts":
+                    self._faulty(fault)
+                    return
+                skew = server.skew + (3 if fault == "counts" else 0)
                 wanted = "/generate" if server.kind == "sglang" else "/v1/completions"
                 if server.kind == "llamacpp" or self.path != wanted:
                     self._send(
@@ -175,9 +231,9 @@ class CompletionsServer:
                     return
                 ids = list(body.get("input_ids") or body["prompt"])
                 values = server.position_logprobs(ids)
-                self._send(200, reading_for(server.kind, body, values, server.skew))
+                self._send(200, reading_for(server.kind, body, values, skew))
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", self.port), Handler)
+        self._server = _QuietServer(("127.0.0.1", self.port), Handler)
         self._server.daemon_threads = True
         self.port = int(self._server.server_address[1])
         self.base_url = f"http://127.0.0.1:{self.port}"
@@ -196,7 +252,16 @@ class CompletionsServer:
             threading.Thread(target=lambda: (server.shutdown(), server.server_close()), daemon=True).start()
 
     def stop(self) -> None:
+        self._release.set()  # a hanging answer ends now
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that gave up on a hanging answer leaves a broken socket: nothing is printed (a
+    traceback on stderr would land in the output of the command under test)."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        return None

@@ -1,11 +1,13 @@
-"""Silence C libraries (llama.cpp) that write to file descriptor 2 behind Python's back."""
+"""Silence C libraries (llama.cpp) that write to file descriptor 2 behind Python's back, and their
+Python log callbacks that write to ``sys.stderr`` (which has no descriptor under a test's runner)."""
 
 from __future__ import annotations
 
+import io
 import os
 import sys
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr
 
 
 @contextmanager
@@ -13,7 +15,8 @@ def quiet_stderr() -> Iterator[None]:
     try:
         stderr_fd = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):
-        yield
+        with redirect_stderr(io.StringIO()):
+            yield
         return
     sys.stderr.flush()
     saved = os.dup(stderr_fd)

@@ -28,6 +28,7 @@ from rotscope.records.run import (
     Execution,
     Judge,
     Overhead,
+    ReplicaLine,
     Timing,
     TokenCounts,
     Tokens,
@@ -250,7 +251,33 @@ def _execution(meta: Mapping[str, Any]) -> Execution:
         state_cache_mb=options.get("state_cache_mb"),
         # A local engine's mode (llama.cpp extra buffers), why, and its worker's crashes.
         engine=meta.get("engine"),
+        replicas=replica_lines(meta.get("executor") or {}),
     )
+
+
+def replica_lines(executor: Mapping[str, Any]) -> list[ReplicaLine] | None:
+    """Each replica's calls, failures and times taken out, summed over the run's sessions (a run
+    from before health was kept has none)."""
+    if executor.get("kind") != "replicas":
+        return None
+    sessions = executor.get("sessions") or [{"health": executor.get("health") or []}]
+    lines: dict[str, ReplicaLine] = {}
+    for session in sessions:
+        for health in session.get("health") or []:
+            url = str(health["replica"])
+            outs = health.get("taken_out") or []
+            seen = lines.get(url) or ReplicaLine(replica=url, calls=0, failures=0, taken_out=0)
+            last = outs[-1] if outs else None
+            lines[url] = seen.model_copy(
+                update={
+                    "calls": seen.calls + int(health["calls"]),
+                    "failures": seen.failures + int(health["failures"]),
+                    "taken_out": seen.taken_out + len(outs),
+                    "reason": str(last["reason"]) if last else seen.reason,
+                    "at_call": int(last["call"]) if last else seen.at_call,
+                }
+            )
+    return list(lines.values()) or None
 
 
 def summary_score(rows: list[Row], asked: str | None, run: str) -> ScoreName:

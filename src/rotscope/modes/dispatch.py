@@ -212,11 +212,13 @@ def run_from_options(
     return _new(options, progress, warn)
 
 
-def _names_a_config(options: RunOptions) -> bool:
+def _names_a_config(options: RunOptions, *, moving_replicas: bool = False) -> bool:
+    """Options that name another experiment; ``moving_replicas``: ``--base-url`` is allowed (a
+    ``serve/NAME`` run's replicas may move, ``runner.resumed_config`` checks the model)."""
     return (
         options.config is not None
         or options.plan_file is not None
-        or options.base_url is not None
+        or (options.base_url is not None and not moving_replicas)
         or options.api_key_env is not None
     )
 
@@ -224,7 +226,7 @@ def _names_a_config(options: RunOptions) -> bool:
 def _resume(resume: Path, options: RunOptions, progress: Callable[[], Reporter | None]) -> Outcome:
     from rotscope.execution.workflows.runner import resume_experiment
 
-    if _names_a_config(options):
+    if _names_a_config(options, moving_replicas=True):
         raise BadInput("--resume takes the run folder alone; its config.yaml is used")
     if options.subjects_file is not None:
         raise BadInput("--resume takes the run folder alone; its subjects are in its config.yaml")
@@ -239,10 +241,21 @@ def _resume(resume: Path, options: RunOptions, progress: Callable[[], Reporter |
 
     kind = session_kind(resume)  # either form of a session, by its record (``session_record``)
     if kind is not None:
+        if options.base_url is not None:
+            raise BadInput(
+                "--resume --base-url moves the replicas of one serve/NAME run folder; a session's "
+                "subjects keep the servers in their config.yaml"
+            )
         resume_models(resume, reporter=progress(), max_cost=options.max_cost, use_cache=use_cache)
         return PairFinished(resume) if kind == "pair" else ModelsFinished(resume)
     return RunFinished(
-        resume_experiment(resume, reporter=progress(), max_cost=options.max_cost, use_cache=use_cache)
+        resume_experiment(
+            resume,
+            reporter=progress(),
+            max_cost=options.max_cost,
+            use_cache=use_cache,
+            base_url=options.base_url,
+        )
     )
 
 

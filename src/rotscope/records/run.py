@@ -67,6 +67,23 @@ class Timing(Record):
     """When the last row finished."""
 
 
+class ReplicaLine(Record):
+    """One server replica of a ``serve/NAME`` run, over every session of the run (start and resumes)."""
+
+    replica: str
+    """The replica's URL."""
+    calls: Count
+    """Calls sent to it, a call moved to it from a failing replica included."""
+    failures: Count
+    """Its calls that failed for a fault of the replica (each sent again to another replica)."""
+    taken_out: Count
+    """How many times it was taken out of the pool."""
+    reason: str | None = None
+    """Why it was last taken out; null when never."""
+    at_call: int | None = None
+    """Its calls sent by the time it was last taken out; null when never."""
+
+
 class Execution(Record):
     """How the calls ran."""
 
@@ -78,6 +95,9 @@ class Execution(Record):
     """The backend's state-cache size option, as set."""
     engine: dict[str, Any] | None = None
     """A local engine's mode, why, its settings and its worker's crashes; null for others."""
+    replicas: list[ReplicaLine] | None = None
+    """A run on server replicas: each replica's calls, failed calls and when it was taken out of
+    the pool; null for others."""
 
 
 class CellOver(Record):

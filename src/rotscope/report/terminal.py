@@ -8,7 +8,7 @@ from rich.table import Table
 from rich.text import Text
 
 from rotscope.records.cells import Cell
-from rotscope.records.run import Execution, Tokens
+from rotscope.records.run import Execution, ReplicaLine, Tokens
 from rotscope.records.scores import ScoreAgreement
 from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
@@ -274,6 +274,19 @@ def engine_note(execution: Execution) -> str:
     return f"; engine {engine['mode']}{why}{threads}{where}" + (f", {crashes} crash(es)" if crashes else "")
 
 
+def replicas_line(replicas: list[ReplicaLine]) -> str:
+    """``replicas: http://a 20 calls, 0 failed; http://b 8 calls, 3 failed, taken out once, after
+    its call 8 (3 failed calls in a row, ...)``."""
+    parts = []
+    for line in replicas:
+        words = f"{line.replica} {line.calls} calls, {line.failures} failed"
+        if line.taken_out:
+            times = "once" if line.taken_out == 1 else f"{line.taken_out} times"
+            words += f", taken out of the pool {times}, last after its call {line.at_call} ({line.reason})"
+        parts.append(words)
+    return "replicas: " + "; ".join(parts)
+
+
 def _print_run(summary: Summary, console: Console) -> None:
     """What ran: the model, the items, the tokens and their counting, the order and the cost."""
     _say(console, f"run {summary.run}: model {summary.model}")
@@ -301,6 +314,8 @@ def _print_run(summary: Summary, console: Console) -> None:
         f"order: {execution.order}{order_note(execution.order)}; KV prefix reuse: {reuse}"
         f"{engine_note(execution)}",
     )
+    if execution.replicas:
+        _say(console, replicas_line(execution.replicas))
     _say(console, spend_line(summary))
     kept = kept_line(summary)
     if kept is not None:

@@ -28,7 +28,7 @@ OLD_ENGINE_RUNTIME_FIELDS = {
     "vllm": {"batch_size", "gpu_memory_utilization", "tensor_parallel_size", "enforce_eager"},
     "cmd": {"timeout_s", "max_attempts", "backoff_initial_s", "backoff_max_s"},
     "remote": {"server_log"},
-    "serve": {"base_url", "concurrency", "timeout_s", "max_attempts"},
+    "serve": {"base_url", "concurrency", "timeout_s", "max_attempts", "unhealthy_after", "probe_after_s"},
 }
 OLD_PATHS = {
     "model",

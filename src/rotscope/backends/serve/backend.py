@@ -9,10 +9,16 @@ the row is an error naming both counts (never scored). Cached prompt tokens are 
 (vLLM/SGLang: ``usage.prompt_tokens_details.cached_tokens``; llama.cpp: ``timings.cache_n``).
 
 Several URLs are replicas of one model: the run's executor (``execution.executors.replicas``) deals
-whole prefix groups to them, so each replica's prefix cache warms once per group. A replica that
-stops answering is marked down here (its call an error row) and the executor moves its calls to
-the others. Readiness is ``GET /v1/models`` only: no request but a work item's reaches the
-completions endpoint.
+whole prefix groups to them, so each replica's prefix cache warms once per group. The pool keeps
+each replica's health (``health``): a call that fails for a fault of the replica (no answer, a
+timeout, HTTP 5xx or 429, a body that is not a reply, a wrong prompt-token count) is sent again to
+another replica in the pool at once, so it is an error row only where no replica answers it; a
+replica that fails ``serve.unhealthy_after`` calls in a row (or stops answering even ``GET
+/v1/models``) is taken out of the pool, and the executor moves the calls it had left to the others.
+A replica taken out is probed again by ``GET /v1/models`` after ``serve.probe_after_s`` (doubled
+each time). A refusal of the request itself (HTTP 400, 413, 422: an over-long prompt) is the row's
+error, neither moved nor counted against the replica. Readiness is ``GET /v1/models`` only: no
+request but a work item's reaches the completions endpoint.
 """
 
 from __future__ import annotations
@@ -20,9 +26,9 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, cast
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar, cast
 
 import httpx
 
@@ -30,6 +36,7 @@ from rotscope._util.checks import Check
 from rotscope.backends import register_backend
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Permanent, RetryPolicy, Transient, call_with_retries, is_retry_status
+from rotscope.backends.serve.health import Health
 from rotscope.backends.serve.likelihood import (
     NO_LIKELIHOOD,
     ReadingRefused,
@@ -41,6 +48,7 @@ from rotscope.backends.serve.options import ServeOptions, ServerKind
 from rotscope.backends.template import TemplatedTokenizer, read_template
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BackendRefused, BadInput
+from rotscope.run_meta import ReplicaHealth
 from rotscope.tokenizers.remote import HFTokenizer, load_tokenizer
 from rotscope.types import (
     Backend,
@@ -64,6 +72,10 @@ OWNERS: Mapping[str, ServerKind] = {"vllm": "vllm", "sglang": "sglang", "llamacp
 """``owned_by`` of a server's ``GET /v1/models`` entries, by the software that answers so."""
 ASSUMED_KIND: ServerKind = "vllm"
 """The request shape sent to a replica whose kind is not known (it never answered its check)."""
+REQUEST_REFUSED = frozenset({400, 413, 422})
+"""HTTP statuses that refuse the request itself (an over-long prompt): the row's error, sent to no
+other replica and not counted against this one."""
+T = TypeVar("T")
 
 
 def server_root(url: str) -> str:
@@ -81,6 +93,8 @@ def base_urls(options: ServeOptions, remote: RemoteOptions) -> list[str]:
             "serve.base_url: serve/NAME needs --base-url URL[,URL...] (the servers to send ids to)"
         )
     roots = [server_root(part) for part in given.split(",") if part.strip()]
+    if not roots:
+        raise BadInput(f"serve.base_url: {given!r} names no server; give --base-url URL[,URL...]")
     for root in roots:
         if not root.startswith(("http://", "https://")):
             raise BadInput(f"serve.base_url: {root!r} is not an http(s) URL")
@@ -176,14 +190,22 @@ class ReplicaLoading(ReplicaLost):
     """The replica answers 503 to ``GET /v1/models``: it is still loading its model."""
 
 
+class RequestRefused(Permanent):
+    """The replica refused the request itself (``REQUEST_REFUSED``): not the replica's fault."""
+
+
 @dataclass
 class Replica:
-    """One server of the pool, its software, and why it is down (``None``: up)."""
+    """One server of the pool, its software, why it is out of the pool (``None``: in it), and its
+    health."""
 
     url: str
     kind: ServerKind | None = None
     down: str | None = None
     checked: bool = False
+    health: Health = field(default_factory=lambda: Health(probe_after_s=30.0))
+    busy: int = 0
+    """Its calls in flight."""
 
 
 class ServeBackend:
@@ -222,7 +244,9 @@ class ServeBackend:
             )
             or UNKNOWN_WINDOW
         )
-        self.replicas = [Replica(url, options.kind) for url in urls]
+        self.replicas = [
+            Replica(url, options.kind, health=Health(probe_after_s=options.probe_after_s)) for url in urls
+        ]
         self.concurrency = options.concurrency
         self.capabilities = Capabilities(
             local=True,
@@ -238,14 +262,24 @@ class ServeBackend:
         self._transport = transport
         self._client: httpx.AsyncClient | None = None
         self._client_loop: asyncio.AbstractEventLoop | None = None
+        self._slots: list[asyncio.Semaphore] = []
+        self._since: float | None = None
 
     def _http(self) -> httpx.AsyncClient:
-        """One connection pool per event loop (a run is one loop; tests may start several)."""
+        """One connection pool per event loop (a run is one loop; tests may start several), and
+        each replica's ``serve.concurrency`` slots on it."""
         loop = asyncio.get_running_loop()
         if self._client is None or self._client_loop is not loop:
             self._client = httpx.AsyncClient(transport=self._transport, timeout=self.options.timeout_s)
             self._client_loop = loop
+            self._slots = [asyncio.Semaphore(self.concurrency) for _ in self.replicas]
         return self._client
+
+    def _now(self) -> float:
+        now = asyncio.get_running_loop().time()
+        if self._since is None:
+            self._since = now
+        return now
 
     def tokenizer(self) -> Tokenizer:
         return self._tokenizer
@@ -261,8 +295,26 @@ class ServeBackend:
         return [replica.kind for replica in self.replicas]
 
     def down_reason(self, number: int) -> str | None:
-        """Why replica ``number`` is down, ``None`` while it answers."""
+        """Why replica ``number`` is out of the pool, ``None`` while it is in it."""
         return self.replicas[number].down
+
+    def replica_health(self) -> list[ReplicaHealth]:
+        """Each replica's calls, failed calls and the times it was taken out, in this session."""
+        return [replica.health.record_of(replica.url) for replica in self.replicas]
+
+    def _take_out(self, replica: Replica, reason: str) -> None:
+        replica.down = reason
+        replica.health.take_out(reason, self._now(), self._since or 0.0)
+
+    def _recorded(self, replica: Replica, fault: str | None) -> None:
+        """One call's outcome on ``replica``; past ``serve.unhealthy_after`` failures in a row it is
+        taken out, unless it is the last replica in the pool (its calls then have nowhere to go)."""
+        health = replica.health
+        health.record(fault)
+        if fault is None or replica.down is not None or health.in_a_row < self.options.unhealthy_after:
+            return
+        if any(other.down is None for other in self.replicas if other is not replica):
+            self._take_out(replica, f"{health.in_a_row} failed calls in a row, the last: {fault}")
 
     async def _models(self, replica: Replica) -> object:
         """The replica's ``GET /v1/models`` body; ``ReplicaLost`` when it does not answer with one."""
@@ -292,16 +344,25 @@ class ServeBackend:
 
     async def connect(self) -> list[int]:
         """The replicas that are up, each checked once by ``GET /v1/models`` (its kind detected
-        there when ``serve.kind`` is unset); ``BackendRefused`` when none is."""
+        there when ``serve.kind`` is unset); ``BackendRefused`` when none is. A replica taken out of the
+        pool is probed again once its wait is over, every one of them at once when none is left."""
+        self._http()
+        now = self._now()
+        left = [replica for replica in self.replicas if replica.checked and replica.down is None]
+        for replica in self.replicas:
+            if replica.checked and replica.down is not None and (not left or replica.health.due(now)):
+                await self._probe(replica)
         for replica in self.replicas:
             if replica.checked or replica.down is not None:
                 continue
             try:
                 models = await self._ready(replica)
             except ReplicaLost as lost:
-                replica.down = str(lost)
+                replica.checked = True
+                self._take_out(replica, str(lost))
                 continue
             replica.checked = True
+            replica.health.probe_at = None
             if replica.kind is None:
                 replica.kind = detect_kind(models)
                 if replica.kind is None:
@@ -315,6 +376,22 @@ class ServeBackend:
             downs = "; ".join(f"{replica.url}: {replica.down}" for replica in self.replicas)
             raise BackendRefused(f"serve.base_url: no server answers ({downs}); is it running?")
         return live
+
+    async def _probe(self, replica: Replica) -> None:
+        """Put a replica taken out back into the pool when it answers ``GET /v1/models``; else its
+        wait doubles."""
+        try:
+            models = await self._models(replica)
+        except ReplicaLost as lost:
+            self._take_out(replica, f"probe: {lost}")
+            return
+        if replica.kind is None:
+            replica.kind = detect_kind(models)
+            if replica.kind is None:
+                self._take_out(replica, "probe: its /v1/models names no vllm, sglang or llamacpp owner")
+                return
+        replica.down = None
+        replica.health.put_back()
 
     def _decide_likelihood(self) -> None:
         """Once a replica's kind is known: no likelihood where any replica cannot read one."""
@@ -333,25 +410,80 @@ class ServeBackend:
         if response.status_code >= 400:
             detail = " ".join(response.text.split())[:_DETAIL_CHARS]
             failure = f"HTTP {response.status_code} from {replica.url}{path}: {detail}"
-            raise Transient(failure) if is_retry_status(response.status_code) else Permanent(failure)
+            if is_retry_status(response.status_code):
+                raise Transient(failure)
+            raise RequestRefused(failure) if response.status_code in REQUEST_REFUSED else Permanent(failure)
         return response.content
+
+    async def _failover(
+        self,
+        number: int,
+        once: Callable[[Replica], Awaitable[tuple[T, str | None]]],
+        refused: Callable[[Replica], T],
+    ) -> T:
+        """``once`` on replica ``number``, and again on another replica in the pool (the least busy)
+        for as long as it fails for a fault of the replica (``once``'s second value) and one is left
+        to try; each call counted in its replica's health. ``refused``: the result where the
+        replica is out of the pool and no other is in it."""
+        self._http()
+        tried: set[int] = set()
+        current: int | None = number
+        result: T | None = None
+        while current is not None:
+            replica = self.replicas[current]
+            tried.add(current)
+            if replica.down is None:
+                async with self._slots[current]:
+                    replica.busy += 1
+                    try:
+                        result, fault = await once(replica)
+                    finally:
+                        replica.busy -= 1
+                self._recorded(replica, fault)
+                if fault is None:
+                    return result
+            elif result is None:
+                result = refused(replica)
+            standby = [n for n, r in enumerate(self.replicas) if n not in tried and r.down is None]
+            current = min(standby, key=lambda n: self.replicas[n].busy) if standby else None
+        assert result is not None
+        return result
+
+    async def _lost(self, replica: Replica, lost: ReplicaLost) -> str:
+        """A call that got no answer: the replica asked ``GET /v1/models``, taken out when it does
+        not answer that either; the fault in words."""
+        try:
+            await self._models(replica)
+        except ReplicaLost as probe:
+            if replica.down is None:
+                self._take_out(replica, f"{lost}, then {probe}")
+        return f"no answer ({lost})"
 
     async def likelihood_on(self, number: int, request: LikelihoodRequest) -> Likelihood:
         """Each answer form's token log-probabilities after the prompt, read by replica ``number``
-        (one request per form, ``serve.likelihood``). Never raises for a fault of the server: an
-        error reading, with a replica that stops answering marked down, as ``generate_on`` does."""
-        replica = self.replicas[number]
+        (one request per form, ``serve.likelihood``), or by another in the pool where it fails as
+        ``generate_on`` says. Never raises for a fault of the server: an error reading."""
         started = asyncio.get_running_loop().time()
 
         def failed(message: str) -> Likelihood:
             return Likelihood(latency_s=asyncio.get_running_loop().time() - started, error=message)
 
-        if replica.down is not None:
-            return failed(f"replica {replica.url} is down ({replica.down})")
+        async def once(replica: Replica) -> tuple[Likelihood, str | None]:
+            return await self._read_once(replica, request, failed)
+
+        return await self._failover(
+            number, once, lambda replica: failed(f"replica {replica.url} is down ({replica.down})")
+        )
+
+    async def _read_once(
+        self, replica: Replica, request: LikelihoodRequest, failed: Callable[[str], Likelihood]
+    ) -> tuple[Likelihood, str | None]:
+        """The reading on one replica, and the replica's fault where it failed for one."""
         kind: ServerKind = replica.kind or ASSUMED_KIND
         if kind in NO_LIKELIHOOD:
-            return failed(NO_LIKELIHOOD[kind])
+            return failed(NO_LIKELIHOOD[kind]), None
         forms: list[tuple[float, ...]] = []
+        started = asyncio.get_running_loop().time()
         for form in request.continuations:
             path, body = likelihood_body(kind, self.name, request.token_ids, form)
 
@@ -364,20 +496,20 @@ class ServeBackend:
             try:
                 forms.append(await call_with_retries(attempt, self._policy))
             except ReplicaLost as lost:
-                try:
-                    await self._models(replica)
-                except ReplicaLost as probe:
-                    replica.down = f"{lost}, then {probe}"
-                return failed(f"replica {replica.url}: no answer ({lost})")
-            except (Transient, Permanent, ReadingRefused) as failure:
-                return failed(str(failure))
+                fault = await self._lost(replica, lost)
+                return failed(f"replica {replica.url}: {fault}"), fault
+            except (RequestRefused, ReadingRefused) as refused:
+                return failed(str(refused)), None
+            except (Transient, Permanent) as failure:
+                return failed(str(failure)), str(failure)
             except Exception as error:  # a bug in parsing must not stop the run: an error row
-                return failed(f"{type(error).__name__}: {error}")
-        return Likelihood(
+                return failed(f"{type(error).__name__}: {error}"), f"{type(error).__name__}"
+        read = Likelihood(
             token_logprobs=tuple(forms),
             prompt_tokens=len(request.token_ids),
             latency_s=asyncio.get_running_loop().time() - started,
         )
+        return read, None
 
     async def likelihood(self, request: LikelihoodRequest) -> Likelihood:
         live = await self.connect()
@@ -385,12 +517,23 @@ class ServeBackend:
 
     async def generate_on(self, number: int, request: GenerateRequest) -> Completion:
         """``request`` sent to replica ``number``. Never raises for a fault of the server: an HTTP
-        error or a malformed reply is an error row after ``serve.max_attempts`` attempts, and a
-        replica that stops answering is marked down (probed by ``GET /v1/models``) with its call an
-        error row, retried on another replica or on ``--resume``."""
-        replica = self.replicas[number]
-        if replica.down is not None:
+        error or a malformed reply is retried there up to ``serve.max_attempts`` attempts, and a
+        call that still fails for a fault of the replica is sent to another replica in the pool
+        (``_failover``); it is an error row where none answers it, retried on ``--resume``. A
+        replica that stops answering is marked down (probed by ``GET /v1/models``)."""
+
+        def refused(replica: Replica) -> Completion:
             return Completion(text="", error=f"replica {replica.url} is down ({replica.down})")
+
+        async def once(replica: Replica) -> tuple[Completion, str | None]:
+            return await self._generate_once(replica, request)
+
+        return await self._failover(number, once, refused)
+
+    async def _generate_once(
+        self, replica: Replica, request: GenerateRequest
+    ) -> tuple[Completion, str | None]:
+        """The call on one replica, and the replica's fault where it failed for one."""
         kind: ServerKind = replica.kind or ASSUMED_KIND
         path, body = request_body(kind, self.name, request, self.options.params)
         attempts = 0
@@ -408,18 +551,17 @@ class ServeBackend:
         try:
             completion = await call_with_retries(attempt, self._policy)
         except ReplicaLost as lost:
-            try:
-                await self._models(replica)
-            except ReplicaLost as probe:
-                replica.down = f"{lost}, then {probe}"
-            return failed(f"replica {replica.url}: no answer ({lost})")
+            fault = await self._lost(replica, lost)
+            return failed(f"replica {replica.url}: {fault}"), fault
+        except RequestRefused as refusal:
+            return failed(str(refusal)), None
         except (Transient, Permanent) as failure:
-            return failed(str(failure))
+            return failed(str(failure)), str(failure)
         except Exception as error:  # a bug in parsing must not stop the run: an error row
-            return failed(f"{type(error).__name__}: {error}")
+            return failed(f"{type(error).__name__}: {error}"), type(error).__name__
         elapsed = asyncio.get_running_loop().time() - started
         if completion.error is None:
-            return Completion(
+            answered = Completion(
                 text=completion.text,
                 prompt_tokens=completion.prompt_tokens,
                 completion_tokens=completion.completion_tokens,
@@ -427,7 +569,8 @@ class ServeBackend:
                 latency_s=elapsed,
                 attempts=attempts,
             )
-        return failed(str(completion.error))
+            return answered, None
+        return failed(str(completion.error)), str(completion.error)
 
     async def generate(self, request: GenerateRequest) -> Completion:
         live = await self.connect()

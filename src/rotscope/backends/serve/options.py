@@ -47,7 +47,17 @@ class ServeOptions(StrictOptions):
     timeout_s: Annotated[Float, RuntimeOption()] = Field(default=600.0, gt=0.0)
     """Seconds one request may take; past it the replica is asked whether it is still up."""
     max_attempts: Annotated[Int, RuntimeOption()] = Field(default=3, ge=1)
-    """Attempts per call for a reply another attempt may cure (HTTP 429, 503 while loading); a
-    replica that stops answering is marked down at once and its call is an error row."""
+    """Attempts per call on one replica for a reply another attempt may cure (HTTP 429, 5xx, a body
+    that is not a reply); a replica that stops answering is marked down at once."""
+    unhealthy_after: Annotated[Int, RuntimeOption()] = Field(default=3, ge=1)
+    """Consecutive failed calls (no answer, a timeout, HTTP 5xx or 429, a body that is not a reply,
+    a prompt-token count other than the ids sent) after which a replica is taken out of the pool
+    while another replica is in it; each failed call is sent again to a replica in the pool in the
+    same pass, and the calls the replica had left go to the others. The last replica in the pool is
+    never taken out for failing: its failed calls are error rows, retried by ``--resume``."""
+    probe_after_s: Annotated[Float, RuntimeOption()] = Field(default=30.0, gt=0.0)
+    """Seconds before a replica taken out of the pool is probed again (``GET /v1/models``) at the
+    start of the run's next pass, doubled each time it is taken out again; a probe it answers puts it
+    back. A pool with no replica left probes every one at once."""
     params: dict[str, Any] = Field(default_factory=dict)
     """Extra request fields passed through unchanged (e.g. ``repeat_penalty``, ``top_k``)."""

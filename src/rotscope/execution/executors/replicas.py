@@ -3,10 +3,14 @@ dealt to one replica each, heaviest first to the least-loaded by token weight (t
 ``shard``), each replica's groups in trie order, so every replica's prefix cache warms once per
 group; ``serve.concurrency`` calls in flight per replica.
 
-A replica that stops answering is marked down by the backend: its call in flight is an error row,
-its lane stops taking calls, and once the pass ends its unfinished calls (those error rows and the
-calls it never started) are dealt again over the replicas still up. A call the last replica could
-not answer stays an error or pending row, which ``--resume`` completes. The run's process records
+A replica that fails is taken out of the pool by the backend (``serve.unhealthy_after`` failed
+calls in a row, or no answer even to ``GET /v1/models``): each failed call was already sent again
+to a replica in the pool, its lane stops taking calls, and once the pass ends the calls it had left
+(whole prefix groups, dealt again by the same sharding) go to the replicas in the pool; a replica
+taken out is probed again at the start of a later pass (``serve.probe_after_s``). A call no replica
+could answer stays an error or pending row, which ``--resume`` completes (``--resume --base-url``
+may name other replicas: each session's replicas, passes and health are kept in the run's
+``executor`` metadata, ``sessions``). The run's process records
 every row (the replicas only answer), so the store keeps one writer and a row is never written by
 two replicas.
 
@@ -18,15 +22,16 @@ before any call, and a run that asked for nothing keeps the replies alone, as it
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, cast, runtime_checkable
 
+from rotscope.backends.serve.health import health_line
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.execution.calls.cost import Budget
 from rotscope.execution.calls.execute import Caller, Execution, Reporter, local_caller, make_judge
 from rotscope.execution.calls.likelihood import run_score
 from rotscope.execution.calls.limits import Limiters
 from rotscope.execution.executors.ray_executor import Shard, shard
-from rotscope.run_meta import ReplicaPass, ReplicasExecutor
+from rotscope.run_meta import ReplicaHealth, ReplicaPass, ReplicaSession, ReplicasExecutor
 from rotscope.store import RunStore
 from rotscope.types import (
     Backend,
@@ -57,6 +62,8 @@ class ReplicatedBackend(Protocol):
     async def likelihood_on(self, number: int, request: LikelihoodRequest) -> Likelihood: ...
 
     def down_reason(self, number: int) -> str | None: ...
+
+    def replica_health(self) -> list[ReplicaHealth]: ...
 
     def replica_urls(self) -> list[str]: ...
 
@@ -131,6 +138,10 @@ async def execute_on_replicas(
     urls = pool.replica_urls()
     todo = list(items)
     passes: list[ReplicaPass] = []
+    before = store.meta().get("executor") or {}
+    sessions: list[ReplicaSession] = []
+    if before.get("kind") == "replicas":  # a resumed run: its earlier sessions are kept
+        sessions = list(cast(ReplicasExecutor, before).get("sessions") or [])
     try:
         while todo:
             live = await pool.connect()
@@ -161,17 +172,28 @@ async def execute_on_replicas(
             for number in lost:
                 _notice(
                     reporter,
-                    f"replica {urls[number]} is down ({pool.down_reason(number)}); "
-                    f"{len(todo)} unfinished calls go to the replicas still up",
+                    f"replica {urls[number]} is out of the pool ({pool.down_reason(number)}); "
+                    f"{len(todo)} unfinished calls go to the replicas in it",
                 )
     finally:
+        health = pool.replica_health()
+        session: ReplicaSession = {
+            "replicas": urls,
+            "servers": pool.replica_kinds(),
+            "passes": passes,
+            "health": health,
+        }
         executor: ReplicasExecutor = {
             "kind": "replicas",
             "replicas": urls,
             "servers": pool.replica_kinds(),
             "passes": passes,
+            "health": health,
+            "sessions": [*sessions, session],
         }
         store.set_meta({"executor": executor})
+        for record in health:
+            _notice(reporter, f"replica {health_line(record)}")
         if judge is not None and judge.caller.cache is not None:
             judge.caller.cache.close()
     return False

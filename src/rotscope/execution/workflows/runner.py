@@ -175,16 +175,18 @@ def resume_experiment(
     reporter: Reporter | None = None,
     max_cost: float | None = None,
     use_cache: bool = True,
+    base_url: str | None = None,
 ) -> Path:
     """Continue a run folder: same config, finished items skipped, errors retried. ``max_cost``
-    replaces the stored budget and ``use_cache=False`` turns the response cache off; both are
-    written back to the folder's config.yaml (neither changes the experiment's identity)."""
-    resumed_config(run_dir, max_cost, use_cache)  # a run folder, checked before anything is written
+    replaces the stored budget, ``use_cache=False`` turns the response cache off and ``base_url``
+    moves a ``serve/NAME`` run's replicas; each is written back to the folder's config.yaml (none
+    changes the experiment's identity)."""
+    resumed_config(run_dir, max_cost, use_cache, base_url)  # a run folder, checked before any write
     refuse_pair_subject(run_dir)
     with writing(run_dir):  # the lock first: opening the store may migrate it
         if has_store(run_dir):  # else its creation was cut short: the run starts again
             RunStore.open_existing(run_dir).close()  # a readable run store, or bad input naming it
-        config = resumed_config(run_dir, max_cost, use_cache)
+        config = resumed_config(run_dir, max_cost, use_cache, base_url)
         return _run_locked(
             config,
             run_dir,
@@ -216,8 +218,11 @@ def refuse_pair_subject(run_dir: Path) -> None:
         )
 
 
-def resumed_config(run_dir: Path, max_cost: float | None, use_cache: bool) -> ExperimentConfig:
-    """The stored config of a run folder to resume, with a new budget or the cache turned off.
+def resumed_config(
+    run_dir: Path, max_cost: float | None, use_cache: bool, base_url: str | None = None
+) -> ExperimentConfig:
+    """The stored config of a run folder to resume, with a new budget, the cache turned off or a
+    ``serve/NAME`` run's replicas moved (``serve.base_url``; bad input for any other model).
 
     A run folder written before paths were stored resolved holds paths relative to where it ran:
     they are read from the current folder, and a different corpus is refused. A folder whose store
@@ -248,6 +253,25 @@ def resumed_config(run_dir: Path, max_cost: float | None, use_cache: bool) -> Ex
         changes["max_cost"] = max_cost
     if not use_cache:
         changes["cache"] = {**config.cache.model_dump(), "enabled": False}
+    if base_url is not None:
+        changes.update(_moved_replicas(config, run_dir, base_url))
     if changes:
         config = build_config({**config.model_dump(), **changes}, str(run_dir / CONFIG_FILE))
     return config
+
+
+def _moved_replicas(config: ExperimentConfig, run_dir: Path, base_url: str) -> dict[str, Any]:
+    """The ``serve:`` section of a resumed ``serve/NAME`` run with its replicas at ``base_url``, by
+    its key (where the replicas are never changes an answer, so the run's identity stays); bad
+    input for a run of any other model, whose server is part of its config."""
+    from rotscope import registry
+    from rotscope.backends.serve.backend import PROVIDER
+    from rotscope.backends.serve.options import ServeOptions
+
+    if config.model.split("/", 1)[0] != PROVIDER:
+        raise BadInput(
+            f"--resume --base-url: {run_dir} runs {config.model}, not a {PROVIDER}/NAME model; only "
+            "the replicas of a serve/NAME run may move (its server is in its config.yaml)"
+        )
+    key = next(name for name, item in registry.sections().items() if item.model is ServeOptions)
+    return {key: {**config.section(ServeOptions).model_dump(), "base_url": base_url}}
