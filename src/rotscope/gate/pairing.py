@@ -101,8 +101,14 @@ def _slice_fields(row: Row, wanted: list[str] | None) -> dict[str, str]:
 
 
 def check_pairable(baseline: RunData, candidate: RunData) -> None:
-    """Refuse (``BadInput``) runs that do not share cases, layouts and seeds, naming what differs."""
-    for name, path in (("seed", ("seed",)), ("generation seed", ("generation", "seed"))):
+    """Refuse (``BadInput``) runs that do not share cases, layouts and seeds, naming what differs.
+
+    Where one run is imported (``rotscope import``: no prompts, seeds, questions or evidence, its
+    rows keyed by the file's questions), the runs pair on what both hold: every (task, case, length,
+    position, trial, control) in both and each case in the same instance; the gate's views say which
+    run was imported (docs/gates.md)."""
+    imported = any(run.meta.get("imported") for run in (baseline, candidate))
+    for name, path in () if imported else (("seed", ("seed",)), ("generation seed", ("generation", "seed"))):
         values = []
         for run in (baseline, candidate):
             value: Any = run.meta.get("config") or {}
@@ -127,13 +133,13 @@ def check_pairable(baseline: RunData, candidate: RunData) -> None:
             )
     for key, left in base.items():
         right = cand[key]
-        for name in _SAME_PER_ROW:
+        for name in ("instance_id",) if imported else _SAME_PER_ROW:
             if column(left, name) != column(right, name):
                 raise BadInput(
                     f"gate: {_describe_key(key)} differs in {name} "
                     f"(baseline {column(left, name)!r}, candidate {column(right, name)!r})"
                 )
-        if _evidence_texts(left) != _evidence_texts(right):
+        if not imported and _evidence_texts(left) != _evidence_texts(right):
             raise BadInput(f"gate: {_describe_key(key)} has different evidence text in the two runs")
 
 
