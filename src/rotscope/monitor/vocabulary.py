@@ -69,10 +69,10 @@ class Vocabulary:
     def check_caps(self) -> None:
         further = [name for name in self.dimensions if name not in LABEL_FIELDS]
         if len(further) > MAX_LABELS:
-            raise BadInput(f"label vocabulary: more than {MAX_LABELS} further dimensions")
+            raise BadInput(f"--labels: the label vocabulary would hold more than {MAX_LABELS} further dimensions")
         for name, values in self.dimensions.items():
             if len(values) > MAX_VALUES:
-                raise BadInput(f"label vocabulary: dimension {name!r} declares more than {MAX_VALUES} values")
+                raise BadInput(f"--labels: dimension {name!r} would declare more than {MAX_VALUES} values")
 
     def to_json(self) -> str:
         return json.dumps({name: sorted(values) for name, values in sorted(self.dimensions.items())})
