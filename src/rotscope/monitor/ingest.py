@@ -229,6 +229,7 @@ class _Staging:
         MonitorStore.create(store_path, salt=None if state.exists else state.salt).close()
         db.execute("ATTACH DATABASE ? AS store", (str(store_path),))
         db.execute("PRAGMA store.cache_size=-65536")
+        db.execute("PRAGMA store.synchronous=NORMAL")  # WAL: durable at each checkpoint, as the store's own
         db.execute("BEGIN IMMEDIATE")
         try:
             meta = dict(db.execute("SELECT key, value FROM store.meta WHERE key IN ('salt', 'vocabulary')"))

@@ -7,7 +7,6 @@ again. Two records equal in every field are one record."""
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
@@ -137,7 +136,8 @@ def _make(path: Path, salt: bytes | None) -> None:
 
 def row(outcome: Outcome, ingest: int) -> tuple[Any, ...]:
     """``outcome`` as its stored row, its digest first, ``ingest`` (the ingest that stored it) last."""
-    labels = json.dumps(dict(outcome.labels), separators=(",", ":")) if outcome.labels else "{}"
+    # a label is a token of [A-Za-z0-9_.:-] under a name of [a-z0-9_]: its JSON needs no escaping
+    labels = "{" + ",".join(f'"{name}":"{value}"' for name, value in outcome.labels) + "}"
     quantiles = "[" + ",".join(map(repr, outcome.quantiles)) + "]"  # a finite float's repr is JSON
     values = (
         outcome.ts, outcome.length_tokens, quantiles, outcome.outcome, outcome.language, outcome.risk,

@@ -69,7 +69,7 @@ class Vocabulary:
     def check_caps(self) -> None:
         further = [name for name in self.dimensions if name not in LABEL_FIELDS]
         if len(further) > MAX_LABELS:
-            raise BadInput(f"--labels: the label vocabulary would hold more than {MAX_LABELS} further dimensions")
+            raise BadInput(f"--labels: the vocabulary would hold more than {MAX_LABELS} further dimensions")
         for name, values in self.dimensions.items():
             if len(values) > MAX_VALUES:
                 raise BadInput(f"--labels: dimension {name!r} would declare more than {MAX_VALUES} values")
