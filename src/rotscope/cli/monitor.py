@@ -27,13 +27,45 @@ def ingest(
         bool,
         typer.Option("--skip-bad", help="Skip and count refused records instead of refusing the whole file."),
     ] = False,
+    labels: Annotated[
+        Path | None,
+        typer.Option(
+            "--labels",
+            help="A monitor config file (YAML: dimensions: {NAME: [VALUE, ...]}) declaring label values; "
+            "added to the store's vocabulary.",
+        ),
+    ] = None,
+    hash_labels: Annotated[
+        bool,
+        typer.Option(
+            "--hash-labels", help="Store an undeclared label value as its hash under the store's salt."
+        ),
+    ] = False,
+    record_source_name: Annotated[
+        bool,
+        typer.Option(
+            "--record-source-name", help="Keep the file's name with the ingest (default: its sha256 only)."
+        ),
+    ] = False,
 ) -> None:
     """Ingest outcome records. The whole file or nothing: a refused record (a field not on the
-    allow-list, text in a label) stops the ingest before anything is stored, naming its line and
-    field; --skip-bad stores the others. Re-ingesting a file stores nothing twice."""
+    allow-list, a label value or dimension the store's vocabulary does not declare) stops the
+    ingest before anything is stored, naming its line and field; --skip-bad stores the others.
+    Re-ingesting a file stores nothing twice."""
     from rotscope.monitor.ingest import ingest as run_ingest
+    from rotscope.monitor.vocabulary import read_vocabulary
 
-    result = _guarded(lambda: run_ingest(store, file, skip_bad=skip_bad, warn=_warn))
+    result = _guarded(
+        lambda: run_ingest(
+            store,
+            file,
+            skip_bad=skip_bad,
+            warn=_warn,
+            labels=read_vocabulary(labels) if labels is not None else None,
+            hash_labels=hash_labels,
+            record_name=record_source_name,
+        )
+    )
     refused = f", {result.refused} refused and skipped" if skip_bad else ""
     console.print(
         f"{result.records} records read, {result.added} new, "

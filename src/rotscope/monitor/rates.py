@@ -20,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import stats as scipy_stats
 
+from rotscope.errors import BadInput
 from rotscope.monitor.record import Breakdown, Group, MonitorRates, Rate
 from rotscope.monitor.schema import OUTCOMES, RATED_OUTCOMES
 from rotscope.monitor.store import SCHEMA_VERSION, MonitorStore
@@ -163,6 +164,9 @@ def rates(
                 continue
             key = (value, str(value)) if isinstance(value, int) else ("", value)
             tallies[name][key].add(number, cluster)
+    missing = sorted(name for name in wanted if name not in tallies)
+    if missing:  # a typo is refused, not a breakdown silently left out
+        raise BadInput(f"--by {missing[0]!r}: no record of {store.path} has that dimension")
     order = ["length", "position"]
     order += [name for name in KNOWN_DIMENSIONS if name in tallies]
     order += sorted(name for name in tallies if name not in order)

@@ -12,7 +12,10 @@ import math
 import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from rotscope.monitor.vocabulary import LabelPolicy
 
 OUTCOMES = ("answered", "missing_citation", "abstained", "truncation_rejected", "forbidden_claim")
 """The outcomes a record may report; ``forbidden_claim`` is counted on its own, never in a rate."""
@@ -26,6 +29,12 @@ HASHED = re.compile(r"[0-9a-f]{16,64}")
 """A hashed ``cluster_id``: 16 to 64 lower-case hex digits."""
 MAX_LABELS = 16
 """Further dimensions a record may carry."""
+MAX_PIECES = 64
+"""Pieces of evidence a record's ``evidence_quantile`` list may hold."""
+HIGHEST = {"length_tokens": 100_000_000, "evidence_count": 1_000_000, "hops": 1_000}
+"""The largest value each whole-number field may take (a number is range-checked before use)."""
+YEARS = (1970, 9998)
+"""The years a record's ``ts`` may fall in."""
 
 LABEL_FIELDS = ("language", "risk", "model_digest", "template_digest")
 """The optional known fields whose values are labels."""
@@ -100,8 +109,8 @@ def _integer(record: dict[str, Any], field: str, lowest: int, required: bool) ->
         return None
     if type(value) is not int:
         raise Refused(field, f"must be a whole number (got {type(value).__name__})")
-    if value < lowest:
-        raise Refused(field, f"must be at least {lowest}")
+    if not lowest <= value <= HIGHEST[field]:
+        raise Refused(field, f"must be from {lowest} to {HIGHEST[field]:,}")
     return value
 
 
@@ -128,12 +137,17 @@ def _time(value: Any) -> tuple[str, float]:
         raise Refused("ts", "must be an ISO 8601 time") from None
     if when.tzinfo is None:
         raise Refused("ts", "needs a time zone (Z or +hh:mm)")
+    if not YEARS[0] <= when.year <= YEARS[1]:
+        raise Refused("ts", f"must fall in the years {YEARS[0]} to {YEARS[1]}")
     when = when.astimezone(UTC)
     return when.isoformat(), when.timestamp()
 
 
-def check(record: Any) -> Outcome:
-    """``record`` (a line's parsed JSON) checked against the allow-list; ``Refused`` otherwise."""
+def check(record: Any, policy: LabelPolicy | None = None) -> Outcome:
+    """``record`` (a line's parsed JSON) checked against the allow-list; ``Refused`` otherwise.
+    With ``policy`` (an ingest's: the store's vocabulary and salt) every label is a declared value
+    (or its keyed hash), every further dimension declared and ``cluster_id`` re-hashed; without
+    it, the record's shape alone is checked."""
     if type(record) is not dict:
         raise Refused(None, "not a JSON object")
     labels: list[tuple[str, str]] = []
@@ -145,7 +159,11 @@ def check(record: Any) -> Outcome:
             raise Refused(None, "a field whose name is not a short lower-case label (name not shown)")
         if field in TEXT_FIELDS:
             raise Refused(field, "text fields are never stored")
-        labels.append((field, _label(field, value)))
+        if policy is not None:
+            policy.dimension(field)
+            labels.append((field, policy.label(field, _label(field, value))))
+        else:
+            labels.append((field, _label(field, value)))
     if len(labels) > MAX_LABELS:
         raise Refused(None, f"more than {MAX_LABELS} further dimensions")
     if "ts" not in record:
@@ -159,21 +177,29 @@ def check(record: Any) -> Outcome:
     if type(given) is list:
         if not given:
             raise Refused("evidence_quantile", "an empty list")
+        if len(given) > MAX_PIECES:
+            raise Refused("evidence_quantile", f"more than {MAX_PIECES} pieces")
         quantiles = tuple(_quantile(value) for value in given)
     else:
         quantiles = (_quantile(given),)
     outcome = record.get("outcome")
     if outcome not in OUTCOMES or type(outcome) is not str:
         raise Refused("outcome", f"must be one of {', '.join(OUTCOMES)}")
-    known = {}
+    known: dict[str, str | None] = {}
     for field in LABEL_FIELDS:
         value = record.get(field)
-        known[field] = None if value is None and field not in record else _label(field, value)
+        if value is None and field not in record:
+            known[field] = None
+        else:
+            shaped = _label(field, value)
+            known[field] = shaped if policy is None else policy.label(field, shaped)
     cluster = record.get("cluster_id")
     if (cluster is not None or "cluster_id" in record) and (
         type(cluster) is not str or not HASHED.fullmatch(cluster)
     ):
         raise Refused("cluster_id", "must be hashed: 16 to 64 lower-case hex digits")
+    if cluster is not None and policy is not None:
+        cluster = policy.cluster(cluster)
     return Outcome(
         ts=ts,
         epoch=epoch,

@@ -7,7 +7,7 @@ again. Two records equal in every field are one record."""
 from __future__ import annotations
 
 import hashlib
-import json
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
@@ -60,6 +60,14 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ) WITHOUT ROWID;
         """,
     ),
+    (
+        # issue 52: the store's salt (``cluster_id`` and hashed labels are keyed by it), made on first
+        # use; the label vocabulary joins it in ``meta`` when first declared. Old rows stay as they are.
+        "privacy",
+        """
+        INSERT OR IGNORE INTO meta (key, value) VALUES ('salt', lower(hex(randomblob(32))));
+        """,
+    ),
 )
 """Each a named migration; later ones (the sequential test's state for ingests, the report's)
 append theirs."""
@@ -75,9 +83,61 @@ def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
+def _migrate(path: Path, db: sqlite3.Connection) -> None:
+    """``db`` in WAL and migrated to this schema."""
+    version = MonitorStore._check(path, db)
+    db.execute("PRAGMA journal_mode=WAL")
+    db.execute("PRAGMA synchronous=NORMAL")
+    # Digests land all over the key's B-tree: a 64 MiB page cache keeps a million-record
+    # ingest from re-reading its pages (the peak stays far below 300 MB).
+    db.execute("PRAGMA cache_size=-65536")
+    for number, (_name, script) in enumerate(MIGRATIONS[version:], start=version + 1):
+        try:
+            db.executescript(f"BEGIN IMMEDIATE;\n{script};\nPRAGMA user_version = {number};\nCOMMIT;")
+        except sqlite3.Error:
+            if db.in_transaction:
+                db.rollback()
+            raise
+    # two processes upgrading one old store at once both run ``privacy``: it is idempotent
+
+
+def _make(path: Path, salt: bytes | None) -> None:
+    """A new store at ``path``, made whole under a temporary name beside it and linked into place
+    (a no-op where another process linked one first). A kill leaves at most the temporary file,
+    which the next creation removes once its process is gone."""
+    for stale in path.parent.glob(f".{path.name}.creating-*"):
+        try:
+            os.kill(int(stale.name.rsplit("-", 1)[1]), 0)
+        except (ValueError, ProcessLookupError):
+            stale.unlink(missing_ok=True)
+        except PermissionError:
+            pass
+    temporary = path.with_name(f".{path.name}.creating-{os.getpid()}")
+    temporary.unlink(missing_ok=True)
+    db = sqlite3.connect(temporary)
+    try:
+        _migrate(temporary, db)
+        if salt is not None:
+            with db:
+                db.execute("UPDATE meta SET value = ? WHERE key = 'salt'", (salt.hex(),))
+    finally:
+        db.close()  # the last connection: WAL checkpointed into the file, -wal and -shm removed
+    try:
+        if path.exists():  # an empty file: the store takes its place
+            if path.stat().st_size == 0:
+                os.replace(temporary, path)
+        else:
+            os.link(temporary, path)
+    except FileExistsError:
+        pass  # another process made it first: this one opens theirs
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
 def row(outcome: Outcome, ingest: int) -> tuple[Any, ...]:
     """``outcome`` as its stored row, its digest first, ``ingest`` (the ingest that stored it) last."""
-    labels = json.dumps(dict(outcome.labels), separators=(",", ":")) if outcome.labels else "{}"
+    # a label is a token of [A-Za-z0-9_.:-] under a name of [a-z0-9_]: its JSON needs no escaping
+    labels = "{" + ",".join(f'"{name}":"{value}"' for name, value in outcome.labels) + "}"
     quantiles = "[" + ",".join(map(repr, outcome.quantiles)) + "]"  # a finite float's repr is JSON
     values = (
         outcome.ts, outcome.length_tokens, quantiles, outcome.outcome, outcome.language, outcome.risk,
@@ -137,33 +197,35 @@ class MonitorStore:
         return cls(path, db)
 
     @classmethod
-    def create(cls, path: Path) -> MonitorStore:
-        """``path`` for writing, made when missing and migrated to this schema."""
+    def create(cls, path: Path, *, salt: bytes | None = None) -> MonitorStore:
+        """``path`` for writing, made when missing and migrated to this schema. A missing store is
+        made whole under a temporary name and linked into place (``_make``): another process never
+        sees a half-made one, and of two making it at once one links it and the other opens it.
+        ``salt`` is a new store's (an ingest that keyed its rows before the store existed)."""
         if path.is_dir():
             raise BadInput(f"{path}: a folder, not a monitoring store file")
         if not path.parent.is_dir():
             raise BadInput(f"{path.parent}: no such folder")
+        if not path.exists() or (path.is_file() and path.stat().st_size == 0):
+            _make(path, salt)
         if path.is_file() and path.stat().st_size > 0:
             cls.read(path).close()  # refused untouched when it is no monitoring store
         db = sqlite3.connect(path, timeout=30)
         try:
-            version = cls._check(path, db)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            # Digests land all over the key's B-tree: a 64 MiB page cache keeps a million-record
-            # ingest from re-reading its pages (the peak stays far below 300 MB).
-            db.execute("PRAGMA cache_size=-65536")
-            for number, (_name, script) in enumerate(MIGRATIONS[version:], start=version + 1):
-                try:
-                    db.executescript(f"BEGIN;\n{script};\nPRAGMA user_version = {number};\nCOMMIT;")
-                except sqlite3.Error:
-                    if db.in_transaction:
-                        db.rollback()
-                    raise
+            _migrate(path, db)
         except BaseException:
             db.close()
             raise
         return cls(path, db)
+
+    def meta(self, key: str) -> str | None:
+        found = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return None if found is None else str(found[0])
+
+    @property
+    def salt(self) -> bytes:
+        """The store's salt (``vocabulary.LabelPolicy``): made by the ``privacy`` migration."""
+        return bytes.fromhex(self.meta("salt") or "")
 
     def close(self) -> None:
         self._db.close()

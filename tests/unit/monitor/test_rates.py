@@ -99,7 +99,7 @@ def test_clustered_records_widen_the_interval(tmp_path: Path) -> None:
         _record(i, "answered" if i // 4 < 3 else "abstained", cluster_id=f"{i // 4:016x}") for i in range(20)
     ]
     with _store(tmp_path, records) as store:
-        record = rates(store, by=["none"])
+        record = rates(store)  # no labels: length and position only
     (group,) = record.breakdowns[1].groups  # every record in one position bin
     assert group.clusters == 5
     answered = group.rates["answered"]
