@@ -292,3 +292,44 @@ def test_outputs_in_a_missing_folder_are_one_line_exit_2(runs: dict[str, Path], 
     _one_error_line(result, "gate: cannot write", "no-such-folder")
     result = _invoke("report", runs["baseline"], "-o", missing / "report.html")
     _one_error_line(result, "report: cannot write", "no-such-folder")
+
+
+def _as_import(run: Path, csv_path: Path) -> Path:
+    """The run's scored rows as another harness would give them: question, instance, length,
+    position, outcome, no prompt, seed or evidence."""
+    from rotscope.store import RunStore
+
+    with RunStore.read(run) as store:
+        rows = [row for row in store.rows() if row["status"] == "ok"]
+    lines = ["item_id,instance_id,length_tokens,position,correct,task,trial,control,model\n"]
+    for row in rows:
+        correct = int(row["outcome"] == "correct")
+        lines.append(
+            f"{row['case_id']},{row['instance_id']},{row['length_target']},{row['position']},{correct},"
+            f"{row['task']},{row['trial']},{row['control']},imported-{row['model']}\n"
+        )
+    csv_path.write_text("".join(lines), encoding="utf-8")
+    return csv_path
+
+
+def test_a_native_run_gates_against_an_imported_one_as_against_itself(
+    runs: dict[str, Path], folder: Path
+) -> None:
+    """Issue 51: a gate between a native run and an import of the same outcomes decides as the gate
+    between the native runs (it used to exit 2 on "different seeds (baseline 0, candidate None)"),
+    and a regression imported from elsewhere fails as the native one does."""
+    for name in ("same", "recent"):
+        imported = folder / f"imported-{name}"
+        made = _invoke("import", _as_import(runs[name], folder / f"{name}.csv"), "--out", imported)
+        assert made.exit_code == 0, made.output
+        native = _invoke("gate", "--baseline", runs["baseline"], "--candidate", runs[name], "--json")
+        mixed = _invoke("gate", "--baseline", runs["baseline"], "--candidate", imported, "--json")
+        assert mixed.exit_code == native.exit_code, mixed.output
+        native_record, mixed_record = json.loads(native.stdout), json.loads(mixed.stdout)
+        assert mixed_record["verdict"] == native_record["verdict"]
+        assert mixed_record["candidate"]["imported"] is not None
+        key = ("task", "length", "position", "pairs", "baseline_accuracy", "candidate_accuracy")
+        assert [[entry[field] for field in key] for entry in mixed_record["slices"]] == [
+            [entry[field] for field in key] for entry in native_record["slices"]
+        ]
+    assert json.loads(mixed.stdout)["verdict"] == "FAIL"  # the tail-only candidate, imported

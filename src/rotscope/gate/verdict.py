@@ -62,14 +62,15 @@ from rotscope.rows import ScoreName, error_rate, on_score
 
 
 def analysis_settings(baseline: RunData, candidate: RunData, plan: Mapping[str, Any] | None) -> GateConfig:
-    """The plan's analysis, else the runs' ``gate`` section (which must then agree)."""
+    """The plan's analysis, else the runs' ``gate`` section (which must then agree); an imported run
+    has none (``rotscope import`` keeps no experiment), so beside a native run the native run's is
+    the gate's."""
     if plan is not None:
         return GateConfig.model_validate(plan.get("analysis") or {})
+    native = [run for run in (baseline, candidate) if not run.meta.get("imported")] or [baseline, candidate]
     # Validated, so a setting one run left at its default equals the other's explicit default.
-    settings = [
-        GateConfig.model_validate((run.meta.get("config") or {}).get("gate") or {})
-        for run in (baseline, candidate)
-    ]
+    settings = [GateConfig.model_validate((run.meta.get("config") or {}).get("gate") or {}) for run in native]
+    settings = settings if len(settings) == 2 else settings * 2
     if _current(settings[0]) != _current(settings[1]):
         raise BadInput(
             "gate: the two runs' gate settings differ; freeze one with rotscope plan and pass --plan"

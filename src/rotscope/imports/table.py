@@ -5,8 +5,8 @@ column (docs/commands.md, ``rotscope import``, has the column table).
 Required: ``item_id``, ``instance_id``, ``length_tokens`` (the condition's nominal length),
 ``depth`` (0-1, kept exact) or ``position``, and ``correct`` (0/1, ``true``/``false`` in any case, or a
 score in [0, 1]); optional: ``model``, ``task``, ``tokenizer``, ``prompt_tokens`` (the item's own
-count), ``cost_usd``, ``trial``, ``unit``, ``context_window``, and the gold answer's likelihood as
-``rotscope export`` writes it (``LIKELIHOOD_COLUMNS``). Other columns are ignored (and listed
+count), ``cost_usd``, ``trial``, ``unit``, ``context_window``, ``control``, and the gold answer's
+likelihood as ``rotscope export`` writes it (``LIKELIHOOD_COLUMNS``). Other columns are ignored (and listed
 in the folder's metadata). ``bin_edges`` (``--bin-lengths``) bins lengths that vary per item;
 ``model_column`` (``--model-column``) reads several models' results from one file.
 """
@@ -34,9 +34,13 @@ LIKELIHOOD_COLUMNS = ("answer_logprob", "answer_tokens", "first_token_prob", "ab
 probability and the evidence-absent control's log-probability: ``rotscope export``'s columns,
 so an export's likelihoods import as they were."""
 OPTIONAL = (
-    "model", "task", "tokenizer", "prompt_tokens", "cost_usd", "trial", "unit", "context_window",
+    "model", "task", "tokenizer", "prompt_tokens", "cost_usd", "trial", "unit", "context_window", "control",
     *LIKELIHOOD_COLUMNS,
 )  # fmt: skip
+RUN_ONLY_POSITIONS = ("absent", "evidence-only")
+"""The positions a run stores for an evidence-absent control and an evidence-only prompt
+(``plan.workitems.CONTROL_POSITION``, ``types.EVIDENCE_ONLY_POSITION``): a run's own export
+imports with them."""
 UNITS = ("tokens", "characters", "words")
 """What a file's lengths count (``unit``; tokens unless it says)."""
 BOOLEANS = {"true": 1.0, "false": 0.0}
@@ -124,6 +128,8 @@ def _position(line: _Line) -> Position | None:
     named = line.values.get("position")
     if isinstance(named, str) and named.strip() and named.strip() != UNKNOWN_POSITION:
         text = named.strip()
+        if text in RUN_ONLY_POSITIONS:  # a rotscope run's own rows, exported: kept as it stored them
+            return Position.from_stored(text, line.number("depth") or 0.0)
         try:
             return Position.parse(float(text) if _is_number(text) else text)
         except ValueError as error:
@@ -182,9 +188,23 @@ def _item(line: _Line) -> ImportedItem:
         prompt_tokens=line.count("prompt_tokens", minimum=0),
         cost_usd=cost,
         trial=line.count("trial", minimum=0) or 0,
+        control=_flag(line, "control"),
         where=f"line {line.line_number}",
         likelihood=_likelihood(line),
     )
+
+
+def _flag(line: _Line, column: str) -> bool:
+    """A 0/1 column (JSON booleans and ``true``/``false`` text too); empty is 0."""
+    value = line.values.get(column)
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in BOOLEANS:
+        return bool(BOOLEANS[value.strip().lower()])
+    found = line.number(column)
+    if found not in (None, 0.0, 1.0):
+        raise line.fail(column, f"{_shown(value)} is not 0 or 1")
+    return bool(found)
 
 
 def _likelihood(line: _Line) -> dict[str, float | int] | None:
