@@ -112,6 +112,14 @@ def test_an_extra_length_is_left_out_of_the_leaderboard(imported: dict[str, Any]
     assert [line["length"] for line in entry["lengths"]] == [SHORT, LONG]
     assert entry["effective_length"]["value"] == LONG  # on the shared cells: 8K never counted
     assert entry["worst_position"]["accuracy"] > 0.8
+    # issue 51: the left-out length and C's effective length on its own grid are said, not lost
+    (run_c,) = [run for run in comparison["runs"] if run["model"] == "model-c"]
+    assert run_c["left_out_lengths"] == [EXTRA]
+    assert run_c["own_effective"]["imported"]["value"] == SHORT
+    assert [run["left_out_lengths"] for run in comparison["runs"] if run["model"] == "model-a"] == [[]]
+    terminal = invoke("compare", root / "A", root / "C")
+    flat = " ".join(terminal.stdout.split())
+    assert "model-c left out 8,192 (on its own grid: effective length 1,000 on imported)" in flat
 
 
 def test_a_run_folder_with_no_cell_in_common_is_refused(imported: dict[str, Any]) -> None:

@@ -61,6 +61,11 @@ class ComparedRun:
     meta: RunMeta
     summary: Summary
     rows: list[Row]
+    left_out: tuple[int, ...] = ()
+    """The lengths this run measured that another did not (an imported run among them): left out of
+    the comparison, which ranks on the cells all measured."""
+    own_summary: Summary | None = None
+    """Where lengths were left out, the summary on all of this run's rows (its own grid)."""
 
 
 def _cells(rows: Sequence[Row]) -> set[tuple[str, int, str]]:
@@ -116,9 +121,12 @@ def load_runs(paths: Sequence[Path], score: str | None = None) -> list[ComparedR
     for path, name, meta, found in zip(paths, names, metas, rows, strict=True):
         kept = found if cells is None else _narrowed(found, cells)
         summary_score(kept, chosen, name)  # each run has the score, or it is named
+        shared = {length for _, length, _ in cells or ()}
+        left_out = tuple(sorted({int(row["length_target"]) for row in found if not row["control"]} - shared))
         with RunStore.read(path) as store:
             summary = build_summary(store, path, kept, chosen)
-        runs.append(ComparedRun(path, name, meta, summary, on_score(kept, chosen)))
+            own = build_summary(store, path, found, chosen) if cells is not None and left_out else None
+        runs.append(ComparedRun(path, name, meta, summary, on_score(kept, chosen), left_out, own))
     return runs
 
 
@@ -367,7 +375,14 @@ def build_comparison(runs: Sequence[ComparedRun], *, alpha: float = ALPHA) -> Co
         comparison_version=COMPARISON_VERSION,
         runs=[
             ComparedRunEntry(
-                run=run.name, label=label, model=run.summary.model, imported=is_imported(run.meta)
+                run=run.name,
+                label=label,
+                model=run.summary.model,
+                imported=is_imported(run.meta),
+                left_out_lengths=list(run.left_out),
+                own_effective={analysis.task: _effective(analysis) for analysis in run.own_summary.tasks}
+                if run.own_summary is not None
+                else {},
             )
             for run, label in zip(runs, labels, strict=True)
         ],

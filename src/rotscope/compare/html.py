@@ -22,6 +22,7 @@ from rotscope.compare.table import (
     family_label,
     leaderboard_cells,
     leaderboard_headers,
+    left_out_words,
     pair_lines,
     shown,
     task_entries,
@@ -185,6 +186,7 @@ def render_comparison(comparison: Comparison, summaries: Mapping[str, Summary]) 
         headers=leaderboard_headers(comparison),
         tasks=tasks,
         imported=any(run.imported for run in comparison.runs),
+        left_out=[left_out_words(run) for run in comparison.runs if run.left_out_lengths],
         plotly_js=Markup(get_plotlyjs()),
     )
 

@@ -32,6 +32,12 @@ class ComparedRunEntry(Record):
     """The model it ran."""
     imported: bool
     """Its results were imported from another harness (``rotscope import``): no prompts, no spans."""
+    left_out_lengths: list[Length] = Field(default_factory=list)
+    """Lengths it measured that another compared run did not: left out, as every run is compared on
+    the cells all measured (an imported run among them); empty where none."""
+    own_effective: dict[str, EffectiveEntry] = Field(default_factory=dict)
+    """Per task, its effective length on its own whole grid, where lengths were left out (the
+    leaderboard's is on the shared cells only)."""
 
 
 class EffectiveEntry(Record):

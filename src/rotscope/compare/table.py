@@ -14,7 +14,14 @@ from rich.console import Console
 from rich.table import Table
 
 from rotscope.compare.pairwise import family_words
-from rotscope.compare.record import Comparison, ComparisonRow, EffectiveEntry, LeaderboardEntry, LengthEntry
+from rotscope.compare.record import (
+    ComparedRunEntry,
+    Comparison,
+    ComparisonRow,
+    EffectiveEntry,
+    LeaderboardEntry,
+    LengthEntry,
+)
 from rotscope.report.markdown import _text as markdown_text
 from rotscope.report.names import without_paths
 from rotscope.report.numbers import score
@@ -104,10 +111,26 @@ def imported_line(comparison: Comparison) -> str | None:
         return None
     lengths = ", ".join(f"{length:,}" for length in comparison.lengths)
     positions = ", ".join(comparison.positions or [])
-    return (
+    line = (
         f"imported from another harness (no prompts, spans or verification): {', '.join(imported)}; "
         f"every run compared on the cells all measured: lengths {lengths}; positions {positions}"
     )
+    return line + "".join(f"; {left_out_words(run)}" for run in comparison.runs if run.left_out_lengths)
+
+
+def left_out_words(run: ComparedRunEntry) -> str:
+    """ "A left out 2,000 and 4,000 (on its own grid: effective length 73,571 on niah)"."""
+    lengths = ", ".join(f"{length:,}" for length in run.left_out_lengths)
+    own = [f"{own_length_words(entry)} on {task}" for task, entry in run.own_effective.items()]
+    return f"{run.label} left out {lengths}" + (
+        f" (on its own grid: effective length {', '.join(own)})" if own else ""
+    )
+
+
+def own_length_words(entry: EffectiveEntry) -> str:
+    if entry.value is not None:
+        return f"{entry.value:,}"
+    return entry.state or "unknown"
 
 
 def task_entries(comparison: Comparison, task: str) -> list[LeaderboardEntry]:
