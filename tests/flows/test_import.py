@@ -226,3 +226,23 @@ def test_a_bad_jsonl_line_is_named_and_a_good_one_imports(tmp_path: Path) -> Non
     gap = invoke("import", tmp_path / "gap.jsonl", "--out", tmp_path / "g")
     assert_bad_input(gap, "gap.jsonl: line 2: missing column instance_id")
     assert not (tmp_path / "b").exists() and not (tmp_path / "g").exists()
+
+
+def test_a_pooled_gate_on_imports_counts_an_instance_two_tasks_share_once(tmp_path: Path) -> None:
+    """Issue 51: 20 documents, each asked in two tasks: the gate's clusters are the 20 documents
+    (an imported instance is one cluster across tasks), not 40."""
+    rng = np.random.default_rng(4)
+    for name in ("base", "cand"):
+        lines = ["item_id,instance_id,length_tokens,depth,correct,task\n"]
+        for task in ("qa", "summary"):
+            for document in range(20):
+                for length in (1_000, 8_000):
+                    lines.append(
+                        f"{task}-{document},doc{document},{length},0.5,{int(rng.random() < 0.8)},{task}\n"
+                    )
+        (tmp_path / f"{name}.csv").write_text("".join(lines), encoding="utf-8")
+        assert invoke("import", tmp_path / f"{name}.csv", "--out", tmp_path / name).exit_code == 0
+    gate = invoke("gate", "--baseline", tmp_path / "base", "--candidate", tmp_path / "cand", "--json")
+    assert gate.exit_code in (0, 1, 3), gate.output
+    record = json.loads(gate.stdout)
+    assert record["tests"]["clustered_on"].startswith("20 cases"), record["tests"]

@@ -234,22 +234,29 @@ def _paired_ok(baseline: RunData, candidate: RunData) -> list[Row]:
 def gate_clusters(baseline: RunData, candidate: RunData, *, by_case: bool = False) -> Clusters:
     """Each paired case's cluster by the one rule of ``rotscope.types.clusters`` over the rows the
     gate reads: its haystack variant where the cases read more than one and fewer variants than
-    there are cases, else the case (``by_case``: the case always, the rule before this version)."""
+    there are cases, else the case (``by_case``: the case always, the rule before this version). An
+    imported run's instance is one cluster across its tasks (``case_cluster(imported=True)``), so a
+    pooled verdict counts an instance two tasks share once."""
     variant_of_case: dict[str, int | None] = {}
+    cluster_of_case: dict[str, str] = {}
+    imported = any(run.meta.get("imported") for run in (baseline, candidate))
     for row in _paired_ok(baseline, candidate):
-        variant_of_case.setdefault(case_cluster(row["task"], row["instance_id"]), row.get("haystack_variant"))
+        case = case_cluster(row["task"], row["instance_id"])
+        variant_of_case.setdefault(case, row.get("haystack_variant"))
+        cluster_of_case.setdefault(case, case_cluster(row["task"], row["instance_id"], imported=imported))
     if not by_case and shares_variants(variant_of_case):
         of = {
             case: variant_cluster(variant) for case, variant in variant_of_case.items() if variant is not None
         }
         return Clusters(of, "variant", len(set(of.values())))
-    of = {case: case for case in variant_of_case}
+    of = cluster_of_case
+    count = len(set(of.values()))
     variants = set(variant_of_case.values())
     if None in variants and variant_of_case:
-        return Clusters(of, "instance", len(of), NO_VARIANT_NOTE)
+        return Clusters(of, "instance", count, NO_VARIANT_NOTE)
     if len(variants) == 1 and len(of) > 1:
-        return Clusters(of, "instance", len(of), ONE_HAYSTACK_NOTE)
-    return Clusters(of, "instance", len(of))
+        return Clusters(of, "instance", count, ONE_HAYSTACK_NOTE)
+    return Clusters(of, "instance", count)
 
 
 def build_slices(
