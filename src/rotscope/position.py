@@ -66,5 +66,16 @@ class Position:
 
     @property
     def label(self) -> str:
-        """How views name it: the name or offset, else the fraction to two places."""
-        return self.name if self.name is not None else f"{self.fraction:.2f}"
+        """How views name it: the name or offset, else the fraction (``fraction_label``)."""
+        return self.name if self.name is not None else fraction_label(self.fraction)
+
+
+def fraction_label(fraction: float | None) -> str:
+    """A depth as views and pairings name it: two places (``0.50``), more where two places would
+    round it (``0.011`` and ``0.014``, a sigmoid-spaced grid, stay two positions), at most four."""
+    if fraction is None:
+        return "unknown"
+    for places in (2, 3, 4):
+        if abs(round(fraction, places) - fraction) < 1e-9:
+            return f"{fraction:.{places}f}"
+    return f"{fraction:.4f}"

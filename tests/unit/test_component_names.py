@@ -49,6 +49,10 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         "the judge's remote section, passed on as a section key",
     ),
     ("session", "src/rotscope/config/sections.py"): (3, CONFIG),
+    ("session", "src/rotscope/execution/state/unfinished.py"): (
+        1,
+        HOMONYM + ": the run metadata's `session` key (a --models subject's session folder)",
+    ),
     ("text", "src/rotscope/config/sections.py"): (1, CONFIG),
     # The Inspect integration's published tasks.
     ("niah", "src/rotscope/integrations/inspect/registry.py"): (1, PUBLISHED),

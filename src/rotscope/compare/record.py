@@ -21,6 +21,23 @@ few pairs where fewer than 5 instances pair (nothing tested)."""
 Fraction = Annotated[float, Field(gt=0)]
 
 
+class EffectiveEntry(Record):
+    """A model's effective length on a task, from its summary (the task's primary definition)."""
+
+    definition: str | None
+    """Which definition (``nolima-0.85``: the longest length before the first below 0.85 x base)."""
+    value: Length | None
+    """The effective length in tokens; null where the state names none."""
+    state: EffectiveState | None
+    """How to read ``value`` (as in the summary)."""
+    bracket_low: Length | None
+    """The bracket's lower end: a length the effective length is shown to reach; null where none."""
+    bracket_high: Length | None
+    """Its upper end: a length the effective length is shown to be below; null where none."""
+    bracket_state: BracketState | None
+    """The bracket's state (as in the summary)."""
+
+
 class ComparedRunEntry(Record):
     """One compared run folder."""
 
@@ -38,23 +55,6 @@ class ComparedRunEntry(Record):
     own_effective: dict[str, EffectiveEntry] = Field(default_factory=dict)
     """Per task, its effective length on its own whole grid, where lengths were left out (the
     leaderboard's is on the shared cells only)."""
-
-
-class EffectiveEntry(Record):
-    """A model's effective length on a task, from its summary (the task's primary definition)."""
-
-    definition: str | None
-    """Which definition (``nolima-0.85``: the longest length before the first below 0.85 x base)."""
-    value: Length | None
-    """The effective length in tokens; null where the state names none."""
-    state: EffectiveState | None
-    """How to read ``value`` (as in the summary)."""
-    bracket_low: Length | None
-    """The bracket's lower end: a length the effective length is shown to reach; null where none."""
-    bracket_high: Length | None
-    """Its upper end: a length the effective length is shown to be below; null where none."""
-    bracket_state: BracketState | None
-    """The bracket's state (as in the summary)."""
 
 
 class WorstPosition(Record):
