@@ -333,3 +333,23 @@ def test_a_native_run_gates_against_an_imported_one_as_against_itself(
             [entry[field] for field in key] for entry in native_record["slices"]
         ]
     assert json.loads(mixed.stdout)["verdict"] == "FAIL"  # the tail-only candidate, imported
+
+
+def test_the_gate_writes_junit_that_a_parser_reads(runs: dict[str, Path], folder: Path) -> None:
+    """Issue 51: ``gate --junit``: one case for the verdict and one per slice; a FAIL is a failure
+    a JUnit reader counts, an identical candidate none; names and numbers only."""
+    from xml.etree import ElementTree
+
+    for name, failing in (("same", False), ("recent", True)):
+        target = folder / f"{name}-junit.xml"
+        result = _invoke("gate", "--baseline", runs["baseline"], "--candidate", runs[name], "--junit", target)
+        assert result.exit_code == (1 if failing else 0), result.output
+        suite = ElementTree.parse(target).getroot().find("testsuite")
+        assert suite is not None
+        record = json.loads((runs[name] / "gate-vs-baseline.json").read_text(encoding="utf-8"))
+        cases = suite.findall("testcase")
+        assert len(cases) == int(suite.get("tests", "0")) == len(record["slices"]) + 1
+        failures = [case for case in cases if case.find("failure") is not None]
+        assert len(failures) == int(suite.get("failures", "0"))
+        assert (cases[0].find("failure") is not None) == failing
+        assert len(failures) == sum(entry["verdict"] == "FAIL" for entry in record["slices"]) + failing

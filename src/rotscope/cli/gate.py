@@ -31,6 +31,10 @@ def gate(
         typer.Option("-o", "--output", help="Release record file; default CANDIDATE/gate-vs-BASELINE.json."),
     ] = None,
     score: Annotated[str | None, typer.Option("--score", help=SCORE_HELP)] = None,
+    junit: Annotated[
+        Path | None,
+        typer.Option("--junit", help="Also write the verdict as JUnit XML (a test case per slice) for CI."),
+    ] = None,
 ) -> None:
     """Release verdict of a candidate against a baseline: exit 0 PASS, 1 FAIL, 3 INCONCLUSIVE."""
     from rotscope.analysis.summary import load_summary
@@ -54,6 +58,11 @@ def gate(
     if output is None:  # the candidate folder's own file: never written through a link leading out
         _guarded(lambda: inside(candidate, target, what="gate"))
     _guarded(lambda: write_output(target, text, "gate"))
+    if junit is not None:
+        from rotscope.gate.junit import gate_junit
+
+        document = gate_junit(record)
+        _guarded(lambda: write_output(junit, document, "--junit"))
     if as_json:
         sys.stdout.write(text)
     elif markdown:
