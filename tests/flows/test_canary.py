@@ -238,3 +238,38 @@ def test_a_likelihood_canary_of_a_model_that_cannot_read_one_is_bad_input(root: 
     result = _canary(root, "remote.db", "--score", "likelihood", "--subject", "fake-remote/lexical")
     assert_bad_input(result, "--score likelihood: fake-remote/lexical cannot read an answer's likelihood")
     assert not (root / "remote.db").exists()
+
+
+def test_checks_become_otlp_evaluation_events_a_proto_parser_reads(root: Path) -> None:
+    """Issue 51: ``--otlp-file``: each check one OTLP/JSON ``ExportLogsServiceRequest`` line of
+    ``gen_ai.evaluation.result`` events, one per bin, that opentelemetry-proto's own JSON parser
+    reads; names, numbers, labels and digests only (no prompt, no reply)."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
+
+    events = root / "events.jsonl"
+    result = _canary(root, "otlp.db", "--subject", "fake/curve-600", "--calls", "120", "--otlp-file", events)
+    assert result.exit_code == 1, result.output
+    (line,) = events.read_text(encoding="utf-8").splitlines()
+    request = json_format.Parse(line, ExportLogsServiceRequest())
+    records = request.resource_logs[0].scope_logs[0].log_records
+    assert len(records) == 7  # 6 bins and the pooled one
+    attributes = [{item.key: item.value for item in record.attributes} for record in records]
+    assert {record.event_name for record in records} == {"gen_ai.evaluation.result"}
+    assert {found["gen_ai.evaluation.name"].string_value for found in attributes} == {
+        "rotscope.canary.accuracy"
+    }
+    labels = {found["rotscope.canary.bin"].string_value: found["gen_ai.evaluation.score.label"].string_value
+              for found in attributes}  # fmt: skip
+    assert labels["1600/0.00-0.33"] == "alert" and labels["200/0.00-0.33"] == "ok"
+    assert all(found["gen_ai.request.model"].string_value == "fake/curve-600" for found in attributes)
+    assert all(len(found["rotscope.template_digest"].string_value) >= 8 for found in attributes)
+    with sqlite3.connect(f"file:{root / 'base' / 'run.db'}?mode=ro", uri=True) as db:
+        question = db.execute("SELECT question FROM items LIMIT 1").fetchone()[0]
+    assert question not in line and question.split()[-1] not in line
+
+
+def test_a_bad_otlp_endpoint_is_one_line(root: Path) -> None:
+    result = _canary(root, "x.db", "--otlp-endpoint", "localhost:4318")
+    assert result.exit_code == 2 and "--otlp-endpoint" in result.stderr
+    assert not (root / "x.db").exists()

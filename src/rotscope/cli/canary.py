@@ -92,6 +92,17 @@ def canary(
         str | None, typer.Option("--api-key-env", help="Environment variable holding the API key.")
     ] = None,
     score: Annotated[str | None, typer.Option("--score", help=SCORE_HELP)] = None,
+    otlp_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--otlp-file",
+            help="Append each check as OpenTelemetry gen_ai.evaluation.result events (OTLP/JSON lines).",
+        ),
+    ] = None,
+    otlp_endpoint: Annotated[
+        str | None,
+        typer.Option("--otlp-endpoint", help="Also post them to this OTLP/HTTP collector (URL; /v1/logs)."),
+    ] = None,
 ) -> None:
     """Probe the endpoint with the baseline run's items; judge it by an anytime-valid sequential test.
 
@@ -131,15 +142,37 @@ def canary(
             raise
         return probe, opened, margins, interval
 
+    if otlp_endpoint is not None:
+        from rotscope.monitor.otlp import check_endpoint
+
+        _guarded(lambda: check_endpoint(otlp_endpoint))
     probe, store, margins, interval = _guarded(setup)
+    digests = _guarded(lambda: _subject_digests(probe)) if otlp_file or otlp_endpoint else {}
+
+    def emit(body: CanaryAlert) -> None:
+        if otlp_file is None and otlp_endpoint is None:
+            return
+        from rotscope.monitor.otlp import append_file, check_events, logs_request, post
+
+        request = logs_request(check_events(body, digests))
+        if otlp_file is not None:
+            _guarded(lambda: append_file(otlp_file, request))
+        failed = post(otlp_endpoint, request) if otlp_endpoint is not None else None
+        if failed is not None:
+            _notice(failed)
+
+    def shown(body: CanaryAlert, loop: bool) -> None:
+        _show(body, as_json, as_markdown, loop=loop)
+        emit(body)
+
     try:
         if interval is None:
             body = _guarded(lambda: run_check(probe, store, margins))
-            _show(body, as_json, as_markdown, loop=False)
+            shown(body, loop=False)
             raise typer.Exit(STATUS_EXIT[body.status])
         check_loop(
             lambda: _guarded_check(probe, store, margins),
-            lambda body: _show(body, as_json, as_markdown, loop=True),
+            lambda body: shown(body, loop=True),
             interval,
             max_checks,
             _notice,
@@ -147,6 +180,20 @@ def canary(
     finally:
         probe.close()
         store.close()
+
+
+def _subject_digests(probe: Canary) -> dict[str, str | None]:
+    """The probed model's name and its tokenizer and chat-template digests, as the plan's subject
+    group holds them: what an OTLP event names the model by."""
+    from rotscope.plan.digests import template_digest
+
+    description = probe.backend.describe()
+    tokenizer = description.get("tokenizer_digest") or probe.backend.tokenizer().digest()
+    return {
+        "model": probe.backend.model_id,
+        "tokenizer_digest": str(tokenizer),
+        "template_digest": template_digest(probe.backend, description),
+    }
 
 
 def _notice(message: str) -> None:
