@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import math
 import shlex
+from pathlib import Path
 
 from rotscope.records.effective import Bracket, BracketTest, TaskEffectiveLength
 from rotscope.records.summary import Summary
 from rotscope.report.effective import is_wide
+from rotscope.report.names import ELIDED, without_paths
 from rotscope.report.scores import score_label
 from rotscope.report.sentence import closing_task
 
@@ -118,6 +120,21 @@ def headline(summary: Summary) -> str | None:
     return text
 
 
+def shown_folder(folder: str) -> str:
+    """The folder as the screen names it: relative to the working directory where it lies inside
+    it; else as given, an absolute path shortened to ``…/<name>`` like every path a view shows (a
+    screen pasted into an issue names no path of the machine)."""
+    path = Path(folder)
+    if path.is_absolute():
+        try:
+            return str(path.resolve().relative_to(Path.cwd().resolve()))
+        except (ValueError, OSError):
+            return str(without_paths(folder))
+    return folder
+
+
 def next_step(folder: str) -> str:
-    """The one next step: the run's full page, the folder quoted for a shell."""
-    return f"Next: rotscope report {shlex.quote(folder)} (every table and plot)"
+    """The one next step: the run's full page, the folder (``shown_folder``) quoted for a shell."""
+    shown = shown_folder(folder)
+    quoted = shown if shown.startswith(ELIDED) else shlex.quote(shown)
+    return f"Next: rotscope report {quoted} (every table and plot)"
