@@ -37,7 +37,9 @@ def _length(length: int, verdict: str) -> LengthDifference:
 
 def test_a_pair_reads_as_one_sentence() -> None:
     lengths = [_length(4096, "no difference shown"), _length(16384, "better"), _length(32768, "better")]
-    assert pair_sentence("A", "B", lengths) == "B better than A at 16,384 and 32,768; no difference shown at 4,096"
+    assert pair_sentence("A", "B", lengths) == (
+        "B better than A at 16,384 and 32,768; no difference shown at 4,096"
+    )
     assert pair_sentence("A", "B", [_length(1600, "worse"), _length(200, "too few pairs")]) == (
         "A better than B at 1,600; too few pairs at 200"
     )
