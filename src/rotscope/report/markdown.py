@@ -60,7 +60,7 @@ def effective_table(per_task: EffectiveLengths) -> list[str]:
     ]
     for entry in per_task.tasks:
         base = _fmt(entry.base_score)
-        if entry.base_ci:
+        if entry.base_ci and len(entry.base_lengths or []) > 1:  # one length: its line's interval
             base += f" [{_fmt(entry.base_ci[0])}, {_fmt(entry.base_ci[1])}]"
         base += base_lengths_text(entry.base_lengths)
         lead = " (lead)" if entry.task == per_task.lead else ""

@@ -203,7 +203,8 @@ def _prefill_check(path: Path, key: str, in_worker: InWorker, make_engine: MakeE
         )
     except (RuntimeError, OSError) as error:
         return Check("prefill benchmark", "FAIL", f"the engine failed: {error}")
-    return Check("prefill benchmark", "ok", f"{prefill_text(speed)} ({time.perf_counter() - started:.1f} s)")
+    took = time.perf_counter() - started
+    return Check("prefill benchmark", "ok", f"{prefill_text(speed)} (the benchmark took {took:.1f} s)")
 
 
 BATCH_ADVICE_GAIN = 1.05
