@@ -33,6 +33,7 @@ HOSTILE = {
 }
 VIEWS = ("compare", "compare-markdown", "compare-html", "compare-junit", "show", "show-markdown", "report")
 
+HTML_VIEWS = ("compare-html", "report")
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
 UNESCAPED_PIPE = re.compile(r"(?<!\\)\|")
 
@@ -65,7 +66,9 @@ def _view(view: str, hostile: Path, plain: Path, out: Path) -> tuple[Result, str
     result = invoke(*args[view])
     shown = result.output
     if written.exists():
-        shown += written.read_text(encoding="utf-8")
+        text = written.read_text(encoding="utf-8")
+        # an HTML page inlines plotly.js first: the library's own code is not the run's text
+        shown += text.split("</script>", 1)[1] if view in HTML_VIEWS else text
     return result, shown
 
 
@@ -93,7 +96,8 @@ def test_a_hostile_name_is_escaped_in_every_view(
     result, shown = _view(view, hostile, plain, tmp_path)
     assert_no_traceback(result, allowed=(0,))
     assert not RAW_CONTROL.search(shown), (view, RAW_CONTROL.search(shown))
-    assert "<script>alert(1)" not in shown  # escaped (&lt;script&gt;) in HTML and Markdown alike
+    if view != "compare" and view != "show":  # a page or a document: no live script from a name
+        assert "<script>alert(1)" not in shown  # escaped (&lt;script&gt;) in HTML and Markdown alike
     if view.endswith("markdown"):
         _markdown_tables_keep_their_columns(result.stdout)
         assert "`rm -rf ~`" not in shown  # no code span opened by a name
