@@ -37,7 +37,7 @@ def _between(bracket: Bracket) -> str:
     if state == "at-least":
         return f"{confidence} between {low:,} and beyond {longest:,}"
     if state == "at-least-longest":
-        return f"{confidence} at least {low:,}, the longest tested"
+        return f"shown at {confidence}"
     if state == "below":
         return f"{confidence} under {high:,}"
     if state == "below-shortest":
