@@ -215,6 +215,7 @@ def _show_models(out: Path) -> None:
     console.print(
         f"Next: rotscope compare {shlex.quote(terminal_safe(str(out)))} (a leaderboard and paired verdicts)",
         markup=False,
+        highlight=False,
     )
 
 
