@@ -1,7 +1,7 @@
 """The escaping battery (issues 52 and 53): a model and a task named with what a terminal, Markdown or
 HTML would act on (an ESC sequence that clears the screen, a window title, CR, BEL, a C1 CSI,
-U+202E, U+2028, Markdown pipes and backticks, an HTML ``<script>``) go through every view of a run
-and of a comparison, each case one (name, view): no traceback, no raw control character in what is
+U+202E, U+2028, Markdown pipes and backticks, an HTML ``<script>``) go through every view of a run,
+a comparison and a gate, each case one (name, view): no traceback, no raw control character in what is
 printed or written, a Markdown table that keeps its column count, no live ``<script>`` and, for
 JUnit, an XML document that parses. Every view escapes through ``_util.safe_text`` (one function
 for the terminal, one on top of it for Markdown)."""
@@ -31,7 +31,18 @@ HOSTILE = {
     "markdown-backticks": "`rm -rf ~`",
     "html-script": "<script>alert(1)</script>",
 }
-VIEWS = ("compare", "compare-markdown", "compare-html", "compare-junit", "show", "show-markdown", "report")
+VIEWS = (
+    "compare",
+    "compare-markdown",
+    "compare-html",
+    "compare-junit",
+    "show",
+    "show-markdown",
+    "report",
+    "gate",
+    "gate-markdown",
+)
+GATE_EXITS = (0, 1, 3)  # PASS, FAIL, INCONCLUSIVE: a verdict, whichever
 
 HTML_VIEWS = ("compare-html", "report")
 RAW_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069\u2028\u2029]")
@@ -62,6 +73,8 @@ def _view(view: str, hostile: Path, plain: Path, out: Path) -> tuple[Result, str
         "show": ("show", hostile),
         "show-markdown": ("show", hostile, "--markdown"),
         "report": ("report", hostile, "-o", written),
+        "gate": ("gate", "--baseline", plain, "--candidate", hostile, "-o", written),
+        "gate-markdown": ("gate", "--baseline", plain, "--candidate", hostile, "--markdown"),
     }
     result = invoke(*args[view])
     shown = result.output
@@ -94,9 +107,9 @@ def test_a_hostile_name_is_escaped_in_every_view(
     outside = bystander(tmp_path / "bystander")
     before = tree_digest(outside)
     result, shown = _view(view, hostile, plain, tmp_path)
-    assert_no_traceback(result, allowed=(0,))
+    assert_no_traceback(result, allowed=GATE_EXITS if view.startswith("gate") else (0,))
     assert not RAW_CONTROL.search(shown), (view, RAW_CONTROL.search(shown))
-    if view != "compare" and view != "show":  # a page or a document: no live script from a name
+    if view not in ("compare", "show", "gate"):  # a page or a document: no live script from a name
         assert "<script>alert(1)" not in shown  # escaped (&lt;script&gt;) in HTML and Markdown alike
     if view.endswith("markdown"):
         _markdown_tables_keep_their_columns(result.stdout)
