@@ -71,7 +71,7 @@ def test_two_imported_models_get_the_verdict_of_the_known_truth(imported: dict[s
     by_length = {entry["length"]: entry for entry in pair["lengths"]}
     assert by_length[LONG]["verdict"] == "worse"
     assert by_length[SHORT]["verdict"] == "no difference shown"
-    assert pair["sentence"] == "model-a better than model-b at 32K; no difference shown at 1,000"
+    assert pair["sentence"] == "model-a better than model-b at 32,768; no difference shown at 1,000"
     for length in (SHORT, LONG):  # the paired difference of an independent computation
         first, second = _means(drawn["a"][length]), _means(drawn["b"][length])
         # no haystack variant in an imported run: each instance its own cluster (issue 48: the

@@ -216,6 +216,8 @@ def test_a_session_file_as_written_before_the_pair_was_a_session_resumes_shows_a
     resumed = invoke("run", "--resume", out)
     assert resumed.exit_code == 0, resumed.output
     assert "session run folders:" in resumed.stdout
+    tail = " ".join(resumed.stdout.split("session run folders:")[-1].split())
+    assert f"Next: rotscope compare {out} (a leaderboard and paired verdicts)" in tail  # issue 53
     for name in FOLDERS:
         assert _rows(out / name) == _rows(session / "session" / name)
         assert invoke("show", out / name, "--json").exit_code == 0

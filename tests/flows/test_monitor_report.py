@@ -193,7 +193,7 @@ def test_markdown_has_the_tables(store: Path) -> None:
         assert heading in text
     assert "| bin | hour | rated | answered | 95% interval |" in text
     assert f"| {LONG_EARLY} | ALERT |" in text
-    assert "| [128, 256)/0.00-0.33 | " in text
+    assert "| \\[128, 256)/0.00-0.33 | " in text  # Markdown's brackets escaped (_util.safe_text)
     later = invoke("monitor", "report", store, "--markdown", "--baseline-window", "2020-01-01..2099-01-01")
     assert later.exit_code == 0, later.output
     assert (
@@ -210,7 +210,7 @@ def test_a_store_of_outcomes_only_reports_them(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     text = (tmp_path / "r.md").read_text(encoding="utf-8")
     assert "No canary checks in this store." in text and "| bin | day |" in text  # 4 days: by day
-    assert text.count("| [256, 512)/0.33-0.67 | 2026-01-0") == 4
+    assert text.count("| \\[256, 512)/0.33-0.67 | 2026-01-0") == 4
 
 
 def test_a_file_that_is_no_store_is_one_line(tmp_path: Path) -> None:

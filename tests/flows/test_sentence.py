@@ -93,7 +93,8 @@ def test_a_model_that_never_falls_is_at_least_the_longest_length_and_says_the_ga
     assert "Effective length of fake/lexical on cases: at least 1,024 tokens, the longest tested" in tail
     worded = one_sentence(summary(tmp_path / "run"))  # the report's, with its numbers
     assert worded is not None and "a paired gap of +0.00" in worded
-    assert "an interval that does not rule out no loss" in worded
+    assert "an interval that holds 0, so the loss is not shown" in worded
+    assert "no loss" not in worded  # issue 53: no double negative
     assert "paired gap" not in tail  # the terminal's: the gap is in its length's line above
 
 

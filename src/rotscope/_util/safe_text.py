@@ -2,8 +2,9 @@
 store that must encode it as UTF-8, or a terminal that would obey its control sequences.
 
 ``storable`` is applied by every writer of stored text (the run store, the response cache);
-``terminal_safe`` by every view that prints to a terminal. Files written with ``-o`` keep the
-stored text exactly.
+``terminal_safe`` by every view that prints to a terminal, ``markdown_safe`` (the same escapes,
+then Markdown's) by every Markdown view, so a model, task or folder name reads the same in each.
+Files written with ``-o`` keep the stored text exactly.
 """
 
 from __future__ import annotations
@@ -48,6 +49,19 @@ def terminal_safe(text: str) -> str:
     ``\\x9b``, ``\\u202e``): no clear-screen, window title, hyperlink or reordered line can come
     from a reply. Tab and newline stay."""
     return _UNSAFE_ON_TERMINAL.sub(_escaped, text)
+
+
+_MARKDOWN_ACTIVE = re.compile(r"([\\`*_\[\]{}|~#!])")
+
+
+def markdown_safe(value: Any) -> str:
+    """``value`` as inline Markdown text: one line (every run of whitespace, CR and U+2028 among
+    them, one space), no HTML (``<``, ``>``, ``&`` as entities), Markdown's active characters
+    (``|`` and backticks among them) escaped, and what a terminal would act on ``terminal_safe``: a
+    table cell stays one cell and the text reads the same printed as rendered."""
+    text = " ".join(str(value).split())
+    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return _MARKDOWN_ACTIVE.sub(r"\\\1", terminal_safe(text))
 
 
 def terminal_safe_tree(value: Any) -> Any:

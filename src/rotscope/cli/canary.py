@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from rotscope._util.safe_text import terminal_safe
 from rotscope.cli.common import SCORE_HELP, _build, _guarded, _warn, app, console, errors
 from rotscope.errors import BadInput
 
@@ -30,7 +31,7 @@ def _show(body: CanaryAlert, as_json: bool, as_markdown: bool, loop: bool) -> No
     elif as_markdown:
         sys.stdout.write(markdown(body) + ("\n" if loop else ""))
     else:
-        console.print(status_line(body), markup=False, highlight=False, soft_wrap=True)
+        console.print(terminal_safe(status_line(body)), markup=False, highlight=False, soft_wrap=True)
     sys.stdout.flush()
 
 

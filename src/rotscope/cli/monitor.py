@@ -10,8 +10,10 @@ from typing import Annotated
 
 import typer
 
+from rotscope._util.safe_text import terminal_safe
 from rotscope.cli.common import _Commands, _guarded, _warn, app, console
 from rotscope.errors import BadInput
+from rotscope.report.lines import say
 
 monitor_app = typer.Typer(
     cls=_Commands, no_args_is_help=True, help="Watch production outcomes without keeping a prompt."
@@ -138,7 +140,10 @@ def show(
     if as_json:
         sys.stdout.write(text + "\n")
     else:
-        console.print(text, markup=False, highlight=False, soft_wrap=True)
+        # each line wrapped after its clauses (a rate and its interval stay whole) to the width,
+        # and nothing a terminal would act on printed raw
+        for line in text.splitlines():
+            say(console, terminal_safe(line))
 
 
 @monitor_app.command("report")

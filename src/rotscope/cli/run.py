@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -167,10 +168,22 @@ def run(
         elif isinstance(outcome, dispatch.Planned):
             print_dry_run(outcome.dry_run, console)
         else:
-            console.print(f"run folder: {terminal_safe(str(outcome.run_dir))}", markup=False)
-            print_summary(load_summary(outcome.run_dir), console)  # it ends with the run's one sentence
+            typed = _as_typed(outcome.run_dir, out or resume)
+            console.print(f"run folder: {terminal_safe(typed)}", markup=False)
+            print_summary(load_summary(outcome.run_dir), console, typed)  # the headline, the next step
 
     _guarded(body)
+
+
+def _as_typed(run_dir: Path, typed: Path | None) -> str:
+    """The run folder as the user typed it (``--out``, ``--resume``); a default folder relative to
+    the working directory where it lies inside it, so both ways print alike."""
+    if typed is not None:
+        return str(typed)
+    try:
+        return str(run_dir.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(run_dir)
 
 
 def _show_pair(out: Path) -> None:
@@ -199,6 +212,11 @@ def _show_models(out: Path) -> None:
     console.print(f"prompts: {session_prompts(out)}", markup=False)
     folders = ", ".join(terminal_safe(str(out / name)) for name in names)
     console.print(f"session run folders: {folders}", markup=False)
+    console.print(
+        f"Next: rotscope compare {shlex.quote(terminal_safe(str(out)))} (a leaderboard and paired verdicts)",
+        markup=False,
+        highlight=False,
+    )
 
 
 def _print_search(run_dir: Path) -> None:

@@ -56,4 +56,4 @@ def show(
     elif markdown:
         sys.stdout.write(run_markdown(summary))
     else:
-        print_summary(summary, console)
+        print_summary(summary, console, str(run_dir))

@@ -151,8 +151,8 @@ def rule_note(changed: Sequence[str]) -> str | None:
 
 
 def short_length(length: int) -> str:
-    """A length as a sentence says it: ``16K`` for a multiple of 1,024, else ``1,600``."""
-    return f"{length // 1024}K" if length >= 1024 and length % 1024 == 0 else f"{length:,}"
+    """A length as a sentence says it, in the one style of every view: ``16,384``, ``1,600``."""
+    return f"{length:,}"
 
 
 def _listed(lengths: Sequence[int]) -> str:

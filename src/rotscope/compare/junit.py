@@ -9,7 +9,7 @@ from __future__ import annotations
 from xml.etree import ElementTree
 
 from rotscope.compare.record import Comparison, Pair, PairLength
-from rotscope.compare.table import family_label
+from rotscope.compare.table import family_label, shown
 
 
 def _case_name(pair: Pair, length: PairLength) -> str:
@@ -27,7 +27,9 @@ def _message(pair: Pair, length: PairLength, family: str) -> str:
 
 
 def comparison_junit(comparison: Comparison) -> str:
-    """The JUnit XML document (``testsuites``) of ``comparison``."""
+    """The JUnit XML document (``testsuites``) of ``comparison``, its texts as every view shows them
+    (``table.shown``: no control character, which XML 1.0 cannot hold)."""
+    comparison = shown(comparison)
     root = ElementTree.Element("testsuites", name="rotscope compare")
     for task in comparison.tasks:
         pairs = [pair for pair in comparison.pairs if pair.task == task]

@@ -11,8 +11,11 @@ import io
 import json
 
 from rich.console import Console
+from rich.measure import Measurement
 from rich.table import Table
+from rich.text import Text
 
+from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.compare.pairwise import family_words
 from rotscope.compare.record import (
     ComparedRunEntry,
@@ -22,19 +25,25 @@ from rotscope.compare.record import (
     LeaderboardEntry,
     LengthEntry,
 )
+from rotscope.report.lines import say
 from rotscope.report.markdown import _text as markdown_text
 from rotscope.report.names import without_paths
 from rotscope.report.numbers import score
 from rotscope.report.scores import score_label
+
+UNBOUNDED = 10_000
+"""A width no table reaches: the table measured at it is its natural width, unshrunk."""
 
 ROW_FIELDS = tuple(ComparisonRow.model_fields)
 """The CSV's columns, in the row record's order (``schemas/comparison_row.schema.json``)."""
 
 
 def shown(comparison: Comparison) -> Comparison:
-    """A copy of a comparison for a view: every absolute path shortened to its last part (read back
-    through its JSON text, as a reader gets the record)."""
-    return Comparison.model_validate_json(json.dumps(without_paths(comparison.model_dump())))
+    """A copy of a comparison for a view: every absolute path shortened to its last part and every
+    text ``terminal_safe`` (a model named with an escape sequence shows the escape, in every view:
+    terminal, Markdown, HTML, JUnit), read back through its JSON text, as a reader gets the record."""
+    safe = terminal_safe_tree(without_paths(comparison.model_dump()))
+    return Comparison.model_validate_json(json.dumps(safe))
 
 
 def effective_cell(effective: EffectiveEntry) -> str:
@@ -157,27 +166,54 @@ def pair_lines(comparison: Comparison, task: str) -> list[str]:
     return [pair.sentence for pair in comparison.pairs if pair.task == task]
 
 
+def stacked_lines(comparison: Comparison, entry: LeaderboardEntry) -> list[str]:
+    """One leaderboard entry as lines of clauses, for a console too narrow for the table: its rank,
+    model and effective length; its base, worst position, window, tokens and cost; its score at
+    each length. ``report.lines.say`` wraps them between whole words."""
+    label = entry.label + (" (imported)" if entry.imported else "")
+    lengths = "; ".join(
+        f"{length:,} {accuracy_cell(line)}"
+        for length, line in zip(comparison.lengths, entry.lengths, strict=False)
+    )
+    return [
+        f"{entry.rank}. {label}: effective length {effective_cell(entry.effective_length)}",
+        f"   base {score(entry.base_score)}; worst position {_worst(entry)}; window {_window(entry)}; "
+        f"prompt tokens {entry.prompt_tokens:,}; cost {_cost(entry)}",
+        f"   by length: {lengths}",
+    ]
+
+
+def leaderboard_table(comparison: Comparison, task: str) -> Table:
+    """The task's leaderboard as a rich table (no markup read from a cell: names come from outside)."""
+    title = f"{task}: leaderboard ({score_label(comparison.score)} [95%] at each length)"
+    table = Table(title=Text(title), title_justify="left")
+    for header in leaderboard_headers(comparison):
+        table.add_column(header)
+    for entry in task_entries(comparison, task):
+        table.add_row(*(Text(cell) for cell in leaderboard_cells(entry)))
+    return table
+
+
 def print_comparison(comparison: Comparison, console: Console) -> None:
-    """Per task: the leaderboard as a table, then each pair's verdicts."""
+    """Per task: the leaderboard as a table where it fits the console's width, else stacked (a few
+    lines per model, wrapped between whole words: no cell's word is ever split), then each pair's
+    verdicts."""
     comparison = shown(comparison)
     for note in (imported_line(comparison), comparison.rule_note):
         if note is not None:
-            console.print(note, markup=False, highlight=False, soft_wrap=True)
+            say(console, note)
     for task in comparison.tasks:
-        title = f"{task}: leaderboard ({score_label(comparison.score)} [95%] at each length)"
-        table = Table(title=title, title_justify="left")
-        for header in leaderboard_headers(comparison):
-            table.add_column(header, overflow="fold")
-        for entry in task_entries(comparison, task):
-            table.add_row(*leaderboard_cells(entry))
-        console.print(table)
-        console.print(
-            f"paired differences on the same items ({family_label(comparison, task)}):",
-            markup=False,
-            highlight=False,
-        )
+        table = leaderboard_table(comparison, task)
+        if Measurement.get(console, console.options.update_width(UNBOUNDED), table).maximum <= console.width:
+            console.print(table)
+        else:
+            say(console, f"{task}: leaderboard ({score_label(comparison.score)} [95%] at each length)")
+            for entry in task_entries(comparison, task):
+                for line in stacked_lines(comparison, entry):
+                    say(console, line)
+        say(console, f"paired differences on the same items ({family_label(comparison, task)}):")
         for line in pair_lines(comparison, task):
-            console.print(f"  {line}", markup=False, highlight=False, soft_wrap=True)
+            say(console, f"  {line}")
 
 
 def comparison_markdown(comparison: Comparison) -> str:

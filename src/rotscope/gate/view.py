@@ -126,7 +126,11 @@ def roles(record: GateRecord) -> tuple[tuple[str, Binding], tuple[str, Binding]]
 
 
 def print_record(record: GateRecord, console: Console) -> None:
+    """The gate's screen: its verdict first (one line), then the slices, claims, errors, the tests'
+    lines and, last, the verdict again with its reasons and a FAIL's rollback."""
     record = terminal_safe_record(record)
+    on = score_label(record.score)
+    say(console, f"gate: {record.verdict} (exit {record.exit_code}) on {on}; details and reasons below")
     for role, bound in roles(record):
         if bound.imported:
             say(console, f"{role} {bound.run}: {bound.imported}")

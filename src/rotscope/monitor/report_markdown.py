@@ -4,6 +4,7 @@ report, ``report.monitor_html``, shows the same tables beside its figures). It l
 
 from __future__ import annotations
 
+from rotscope._util.safe_text import markdown_safe
 from rotscope.monitor.report_model import CanaryReport, Disagreement, IngestReport, MonitorReport
 
 Table = tuple[list[str], list[list[str]]]
@@ -74,8 +75,8 @@ def disagreement_table(disagreement: Disagreement) -> Table:
 
 def _markdown_table(table: Table) -> list[str]:
     headers, rows = table
-    lines = ["| " + " | ".join(headers) + " |", "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(cell.replace("|", "\\|") for cell in row) + " |" for row in rows]
+    lines = ["| " + " | ".join(map(markdown_safe, headers)) + " |", "|" + "---|" * len(headers)]
+    lines += ["| " + " | ".join(map(markdown_safe, row)) + " |" for row in rows]
     return [*lines, ""]
 
 
@@ -133,7 +134,7 @@ def markdown(data: MonitorReport) -> str:
     if not data.canaries:
         lines += ["No canary checks in this store.", ""]
     for canary in data.canaries:
-        lines += [f"## {canary_heading(canary)}", "", margins_sentence(canary), ""]
+        lines += [f"## {markdown_safe(canary_heading(canary))}", "", margins_sentence(canary), ""]
         lines += ["### Lower bound on the drop per check", "", *_markdown_table(check_table(canary))]
         lines += ["### Alerts", ""]
         lines += _markdown_table(alert_table(canary)) if canary.alerts else ["None.", ""]

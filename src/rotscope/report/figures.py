@@ -38,6 +38,12 @@ SCORES_WHAT = "accuracy and answer probability vs length"
 SCORES_AXIS = "accuracy / mean probability of the gold answer"
 
 
+DODGE_DEPTH = 0.012
+"""How far apart (in depth) the lines of a position plot are drawn at one depth."""
+DODGE_NAMED = 0.08
+"""The same for named positions, in category widths."""
+
+
 def score_axis(summary: Summary) -> str:
     """The axis of the summary's score (``Summary.score``): accuracy, or the answer probability."""
     return score_label(summary.score)
@@ -211,14 +217,30 @@ def length_figure(summary: Summary) -> go.Figure:
     return figure
 
 
+def _position(cell: Cell, layouts: list[str | None]) -> float:
+    """Where a cell sits on a position plot's axis: its layout's index among ``layouts`` (named
+    positions), else its depth."""
+    if layouts:
+        return float(layouts.index(cell.layout))
+    assert isinstance(cell.depth, int | float), cell.depth  # position_rows: numeric depths here
+    return float(cell.depth)
+
+
 def position_figure(summary: Summary, task: str) -> go.Figure:
     """Accuracy per position with its interval, a line per length (and filler)."""
     figure = go.Figure()
     named, rows = position_rows(summary, task)
-    for (name, row), style in zip(rows, _styles(), strict=False):
+    layouts = list(dict.fromkeys(cell.layout for _, row in rows for cell in row)) if named else []
+    # Each line a little apart from the others (a "dodge"), so no length's marker and interval
+    # hides behind another's at the same position; the axis still names the positions.
+    spread = DODGE_NAMED if named else DODGE_DEPTH
+    for index, ((name, row), style) in enumerate(zip(rows, _styles(), strict=False)):
+        shift = (index - (len(rows) - 1) / 2) * spread
         figure.add_trace(
             go.Scatter(
-                x=[cell.layout if named else cell.depth for cell in row],
+                x=[_position(cell, layouts) + shift for cell in row],
+                text=[str(cell.layout) if named else f"{cell.depth:g}" for cell in row],
+                hovertemplate="position %{text}: %{y:.2f}",
                 y=[cell.accuracy for cell in row],
                 error_y={
                     "type": "data",
@@ -232,9 +254,12 @@ def position_figure(summary: Summary, task: str) -> go.Figure:
             )
         )
     if named:
-        figure.update_xaxes(title=LAYOUT_AXIS, type="category")
+        positions = list(range(len(layouts)))
+        figure.update_xaxes(
+            title=LAYOUT_AXIS, tickvals=positions, ticktext=layouts, range=[-0.5, len(layouts) - 0.5]
+        )
     else:
-        figure.update_xaxes(title=DEPTH_AXIS, range=[-0.05, 1.05])
+        figure.update_xaxes(title=DEPTH_AXIS, range=[-0.08, 1.08])
     figure.update_yaxes(range=[0, 1.05], title=score_axis(summary))
     figure.update_layout(title=f"{task}: {POSITION_WHAT.replace(ACCURACY_AXIS, score_axis(summary), 1)}")
     return figure

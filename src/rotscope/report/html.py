@@ -24,7 +24,7 @@ from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.cells import depth_label
 from rotscope.report.effective import base_lengths_text, bracket_text, near_text, no_scores_text
 from rotscope.report.figures import cell_grid, length_figure, position_figure, scores_figure
-from rotscope.report.names import shareable, without_paths
+from rotscope.report.names import shareable, terminal_safe_summary, without_paths
 from rotscope.report.scores import agreement_line, kept_line, score_headline, score_label
 from rotscope.report.sentence import closing_task, one_sentence
 from rotscope.report.wording import headline_entries, headline_intro, order_note, token_count_line
@@ -138,7 +138,8 @@ def render_report(run_dir: Path, score: str | None = None) -> str:
     from plotly.offline import get_plotlyjs
 
     with RunStore.read(run_dir) as store:
-        summary = shareable(build_summary(store, run_dir, score=score))
+        # names from outside (model, task, case ids) as every view shows them (_util.safe_text)
+        summary = shareable(terminal_safe_summary(build_summary(store, run_dir, score=score)))
         # an imported folder holds no prompts to show a wrong answer in
         wrong = [] if summary.imported else wrong_answers(store)
         meta = store.meta()

@@ -24,15 +24,18 @@ def _clauses(text: str, deepest: int = 0) -> list[str]:
 
 
 def _words(piece: str, room: int) -> list[str]:
-    """A clause longer than a line, cut between words."""
+    """A clause longer than a line, cut between words (its leading spaces kept on its first line)."""
+    words = piece.lstrip(" ")
+    lead = piece[: len(piece) - len(words)]
     lines, line = [], ""
-    for word in piece.split(" "):
+    for word in words.split(" "):
         if line and len(line) + 1 + len(word) > room:
             lines.append(line)
             line = word
         else:
             line = f"{line} {word}" if line else word
-    return [*lines, line] if line else lines
+    lines = [*lines, line] if line else lines
+    return [lead + lines[0], *lines[1:]] if lines else lines
 
 
 def _pieces(text: str, room: int) -> list[str]:

@@ -7,9 +7,9 @@ what Markdown or HTML would act on, so a case id cannot open a link, a table cel
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
+from rotscope._util.safe_text import markdown_safe
 from rotscope.records.effective import EffectiveLengths, LeadCalibration
 from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
@@ -28,14 +28,12 @@ from rotscope.report.sentence import closing_task
 from rotscope.report.wording import headline_intro
 
 ROWS_SHOWN = 10
-_ACTIVE = re.compile(r"([\\`*_\[\]{}|~#!])")
 
 
 def _text(value: Any) -> str:
-    """``value`` as inline Markdown text: one line, Markdown's active characters escaped, no HTML."""
-    text = " ".join(str(value).split())
-    text = text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    return _ACTIVE.sub(r"\\\1", text)
+    """``value`` as inline Markdown text: the one escaping of every Markdown view
+    (``_util.safe_text.markdown_safe``)."""
+    return markdown_safe(value)
 
 
 def _more(total: int) -> list[str]:
@@ -62,7 +60,7 @@ def effective_table(per_task: EffectiveLengths) -> list[str]:
     ]
     for entry in per_task.tasks:
         base = _fmt(entry.base_score)
-        if entry.base_ci:
+        if entry.base_ci and len(entry.base_lengths or []) > 1:  # one length: its line's interval
             base += f" [{_fmt(entry.base_ci[0])}, {_fmt(entry.base_ci[1])}]"
         base += base_lengths_text(entry.base_lengths)
         lead = " (lead)" if entry.task == per_task.lead else ""

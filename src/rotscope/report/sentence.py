@@ -35,7 +35,9 @@ def _gap(gap: Degradation | None) -> str:
         return f", a paired gap of {gap.gap:+.2f} on {gap.pairs} instances (too few for an interval)"
     interval = f"[{gap.ci_low:+.2f}, {gap.ci_high:+.2f}]"
     beyond = (
-        "" if gap.ci_high is not None and gap.ci_high < 0 else ", an interval that does not rule out no loss"
+        ""
+        if gap.ci_high is not None and gap.ci_high < 0
+        else ", an interval that holds 0, so the loss is not shown"
     )
     return f", a paired gap of {gap.gap:+.2f} {interval} on {gap.pairs} instances{beyond}"
 

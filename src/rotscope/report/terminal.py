@@ -7,6 +7,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from rotscope._util.safe_text import terminal_safe
 from rotscope.records.cells import Cell
 from rotscope.records.run import Execution, ReplicaLine, Tokens
 from rotscope.records.scores import ScoreAgreement
@@ -14,6 +15,7 @@ from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
 from rotscope.report.cells import depth_label, row_key
 from rotscope.report.effective import no_scores_text
+from rotscope.report.first_lines import headline, next_step
 from rotscope.report.lines import say as _say
 from rotscope.report.names import shareable, terminal_safe_summary
 from rotscope.report.numbers import score as _fmt
@@ -323,10 +325,11 @@ def _print_run(summary: Summary, console: Console) -> None:
     print_plan_and_cache(summary, console)
 
 
-def print_summary(summary: Summary, console: Console) -> None:
+def print_summary(summary: Summary, console: Console, folder: str | None = None) -> None:
     """The first screen: what ran, then per task its heat map, a line per length (accuracy with its
     interval, the gap to the base), its failure categories and calibration, then the one closing
-    sentence; the effective length of the sentence's task is said there only."""
+    sentence; last, the headline (``first_lines``) and, given the run's ``folder`` as the user
+    typed it, the next step."""
     # Case ids, replies and errors come from outside: none of their control characters reaches
     # the terminal (a reply's clear-screen or window title is shown as its escape).
     summary = shareable(terminal_safe_summary(summary))
@@ -349,3 +352,8 @@ def print_summary(summary: Summary, console: Console) -> None:
         # the score the sentence stands on, and the other where the run has both, just before it
         _say(console, score_headline(summary, closing), style="bold", indent="")
         _say(console, sentence, style="bold", indent="")
+    first = headline(summary)
+    if first is not None:
+        _say(console, first, style="bold")
+    if folder is not None:
+        _say(console, next_step(terminal_safe(folder)))

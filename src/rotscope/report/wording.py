@@ -25,14 +25,16 @@ def _unbalanced(effective: EffectiveLength | TaskEffectiveLength) -> str:
 
 
 def effective_phrase(effective: TaskEffectiveLength) -> str:
-    """``512 tokens (nolima-0.85; 95% bracket: 256 to beyond 1,024 tokens); base score 0.81 [0.57, 0.93]
-    at 256``: the point, its bracket (the deprecated conservative value only for an older summary
-    without one) and the lengths that formed the base."""
+    """``512 tokens (nolima-0.85; 95% bracket: 256 to beyond 1,024 tokens); base score 0.81 at 256``
+    (a base pooled over lengths with its interval): the point, its bracket (the deprecated
+    conservative value only for an older summary without one) and the lengths that formed the base."""
     if effective.no_curve:
         return f"not measured ({effective.no_curve})"
     shown = effective_text(effective.value, effective.state, effective.data)
     interval = ""
-    if effective.base_ci:
+    # One interval per number (issue 53): a base of one length is that length's accuracy, shown
+    # with its own interval on the page; only a pooled base gets the base's interval here.
+    if effective.base_ci and len(effective.base_lengths or []) > 1:
         interval = f" [{_fmt(effective.base_ci[0])}, {_fmt(effective.base_ci[1])}]"
     base = _fmt(effective.base_score)
     hedge = ""

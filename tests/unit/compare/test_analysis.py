@@ -37,8 +37,10 @@ def _length(length: int, verdict: str) -> LengthDifference:
 
 def test_a_pair_reads_as_one_sentence() -> None:
     lengths = [_length(4096, "no difference shown"), _length(16384, "better"), _length(32768, "better")]
-    assert pair_sentence("A", "B", lengths) == "B better than A at 16K and 32K; no difference shown at 4K"
+    assert pair_sentence("A", "B", lengths) == (
+        "B better than A at 16,384 and 32,768; no difference shown at 4,096"
+    )
     assert pair_sentence("A", "B", [_length(1600, "worse"), _length(200, "too few pairs")]) == (
         "A better than B at 1,600; too few pairs at 200"
     )
-    assert short_length(1000) == "1,000" and short_length(131072) == "128K"
+    assert short_length(1000) == "1,000" and short_length(131072) == "131,072"

@@ -269,7 +269,7 @@ def _prefill_check(path: Path, key: str, in_worker: InWorker, make_engine: MakeE
         )
     except (RuntimeError, OSError) as error:
         return Check("prefill benchmark", "FAIL", f"the engine failed: {error}")
-    took = f"(benchmark took {time.perf_counter() - started:.1f} s)"
+    took = f"(the benchmark took {time.perf_counter() - started:.1f} s)"
     if not tuning.steady:
         return Check("prefill benchmark", "warn", f"{noisy_text(tuning)} {took}")
     return Check("prefill benchmark", "ok", f"{prefill_text(tuning.speed)}; {load_text(tuning)} {took}")

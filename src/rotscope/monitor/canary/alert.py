@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from rotscope._util.safe_text import markdown_safe
 from rotscope.monitor.canary.record import CanaryAlert, CanaryBin, CanaryMargins
 from rotscope.monitor.sequential import Margins, Verdict
 
@@ -69,7 +70,8 @@ def markdown(body: CanaryAlert) -> str:
     lines = [
         f"## Canary check {body.check}: {body.status}",
         "",
-        f"{body.subject} against the baseline run {body.baseline}, at {body.at}.",
+        f"{markdown_safe(body.subject)} against the baseline run {markdown_safe(body.baseline)}, "
+        f"at {markdown_safe(body.at)}.",
         "",
     ]
     if body.responsible:
@@ -85,5 +87,5 @@ def markdown(body: CanaryAlert) -> str:
         base = "-" if entry.baseline is None else f"{entry.baseline:.3f}"
         canary = "-" if entry.canary is None else f"{entry.canary:.3f}"
         cells = (entry.bin, entry.probes, base, canary, f"{entry.drop_lower:.3f}", entry.status)
-        lines.append("| " + " | ".join(map(str, cells)) + " |")
+        lines.append("| " + " | ".join(map(markdown_safe, cells)) + " |")
     return "\n".join(lines) + "\n"
