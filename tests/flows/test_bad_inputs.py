@@ -263,12 +263,19 @@ def test_resume_of_a_missing_folder(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(
-    "extra", [["CONFIG"], ["--plan", "plan.json"], ["--base-url", "http://x/v1"], ["--api-key-env", "K"]]
+    ("extra", "fragment"),
+    [
+        (["CONFIG"], "--resume"),
+        (["--plan", "plan.json"], "--resume"),
+        # --base-url may move a serve/ run's replicas on resume (issue 52): the folder is read first
+        (["--base-url", "http://x/v1"], "not a run folder"),
+        (["--api-key-env", "K"], "--resume"),
+    ],
 )
-def test_resume_with_other_flags(tmp_path: Path, experiment: Path, extra: list[str]) -> None:
+def test_resume_with_other_flags(tmp_path: Path, experiment: Path, extra: list[str], fragment: str) -> None:
     args = [str(experiment) if part == "CONFIG" else part for part in extra]
     (tmp_path / "run").mkdir()
-    assert_bad_input(invoke("run", *args, "--resume", tmp_path / "run"), "--resume")
+    assert_bad_input(invoke("run", *args, "--resume", tmp_path / "run"), fragment)
 
 
 def test_out_is_a_file(tmp_path: Path, experiment: Path) -> None:

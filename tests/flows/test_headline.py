@@ -129,12 +129,12 @@ def test_show_and_report_headline_name_each_tasks_own_effective_length(split_run
     # The terminal says each once in its detail (niah's in the closing sentence, nolima's in its own
     # block) and the closing task's once more in the headline, the screen's last lines (issue 53).
     shown = " ".join(_show(split_run).split())
-    # the sentence's (the headline names the score: "on niah (on accuracy): ...")
+    # the sentence's (the headline names the score: "on niah (accuracy): ...")
     assert shown.count("on niah: at least 800 tokens, the longest tested") == 1
     assert shown.count(f"effective length of {nolima}") == 1
     assert shown.count("at least 800 tokens") == 2
     last = shown.rsplit("Next:", 1)[0][-200:]
-    assert "Effective length on niah (on accuracy): at least 800 tokens, the longest" in last
+    assert "Effective length on niah (accuracy): at least 800 tokens, the longest" in last
     assert "pooled" not in shown and "base score 0.50" not in shown
     report = _report_text(split_run)
     headline = re.sub(r"<[^>]+>", "", report.split('id="headline">', 1)[1].split("</div>", 1)[0])

@@ -33,7 +33,7 @@ def test_readme_sample() -> None:
 def test_the_sample_ends_with_the_headline_and_the_next_step() -> None:
     lines = _sample().render().rstrip().splitlines()
     last = " ".join(line.strip() for line in lines[-3:])
-    assert "Effective length on niah (on accuracy): 512 tokens — 95% between 256 and beyond 1,024" in last
+    assert "Effective length on niah (accuracy): 512 tokens; 95% between 256 and beyond 1,024" in last
     assert "cases would place it" in last
     assert lines[-1] == "Next: rotscope report both (every table and plot)"
     assert max(len(line) for line in lines) <= 100

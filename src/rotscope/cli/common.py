@@ -86,7 +86,9 @@ class _Console(Console):
         width of whatever terminal stdin happens to be)."""
         size = super().size
         columns = self._environ.get("COLUMNS") or ""
-        if self._width is None and not columns.isdigit() and not self.is_terminal:
+        if columns.isdigit() and int(columns) > 0:  # asked for now, whatever width was set before
+            return ConsoleDimensions(int(columns), size.height)
+        if self._width is None and not self.is_terminal:
             return ConsoleDimensions(LOG_WIDTH, size.height)
         return size
 

@@ -50,10 +50,11 @@ def ingest(
         ),
     ] = False,
 ) -> None:
-    """Ingest outcome records. The whole file or nothing: a refused record (a field not on the
-    allow-list, a label value or dimension the store's vocabulary does not declare) stops the
-    ingest before anything is stored, naming its line and field; --skip-bad stores the others.
-    Re-ingesting a file stores nothing twice."""
+    """Ingest outcome records: the whole file or nothing.
+
+    A refused record (a field not on the allow-list, a label value or dimension the store's
+    vocabulary does not declare) stops the ingest before anything is stored, naming its line and
+    field; --skip-bad stores the others. Re-ingesting a file stores nothing twice."""
     from rotscope.monitor.ingest import ingest as run_ingest
     from rotscope.monitor.vocabulary import read_vocabulary
 

@@ -95,7 +95,7 @@ def _size_text(needed: int) -> str:
 
 
 def headline(summary: Summary) -> str | None:
-    """``Effective length on niah: 512 tokens — 95% between 256 and beyond 1,024; about 200 cases
+    """``Effective length on niah: 512 tokens; 95% between 256 and beyond 1,024; about 200 cases
     would place it``; the score it stands on named where the run kept both or is on the
     likelihood. ``None`` for a run with no task."""
     task = closing_task(summary.effective_lengths)
@@ -105,14 +105,14 @@ def headline(summary: Summary) -> str | None:
     analysis = next(analysis for analysis in summary.tasks if analysis.task == task)
     lengths = [line.length for line in analysis.lengths or [] if line.accuracy is not None]
     named = summary.kept == "both" or summary.score != "accuracy"
-    on = f" (on {score_label(summary.score)})" if named else ""
+    on = f" ({score_label(summary.score)})" if named else ""
     text = f"Effective length on {task}{on}: {_point(entry, min(lengths) if lengths else None)}"
     bracket = entry.bracket
     if bracket is None or entry.state in ("no-data", "no-signal"):
         return text
     between = _between(bracket)
     if between:
-        text += f" — {between}"
+        text += f"; {between}"
     if is_wide(bracket):
         cases = sum(case.task == task for case in summary.cases)
         needed = cases_to_place(bracket, cases)
