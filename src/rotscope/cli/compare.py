@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rotscope._util.json_out import json_text
+from rotscope._util.json_out import record_text
 from rotscope._util.safe_text import terminal_safe
 from rotscope.cli.common import SCORE_HELP, _guarded, app, console, errors
 from rotscope.errors import BadInput
@@ -76,7 +76,7 @@ def compare(
             raise BadInput("--json, --markdown and --csv: choose one")
         runs = load_runs(_run_folders(folders), score)
         comparison = build_comparison(runs)
-        text = json_text(comparison.model_dump(), indent=2)
+        text = record_text(comparison.model_dump(), "comparison", indent=2)
         RECORDS["comparison"].validate_json(text)  # the contract, checked before anything is shown
         return comparison, text, {run.name: run.summary for run in runs}
 

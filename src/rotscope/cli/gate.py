@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from rotscope._util.json_out import json_text
+from rotscope._util.json_out import record_text
 from rotscope.cli.common import SCORE_HELP, _guarded, app, console
 from rotscope.errors import BadInput, write_output
 
@@ -46,7 +46,7 @@ def gate(
         return evaluate(baseline, candidate, frozen, score)
 
     record = _guarded(body)
-    text = json_text(record.model_dump(mode="json"), indent=2) + "\n"
+    text = _guarded(lambda: record_text(record.model_dump(mode="json"), "gate", indent=2)) + "\n"
     # The record as written follows its model (schemas/gate.schema.json); a mismatch is a bug.
     RECORDS["gate"].validate_json(text)
     target = output or candidate / f"gate-vs-{baseline.resolve().name}.json"

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from rotscope._util.json_out import json_text
+from rotscope._util.json_out import record_text
 from rotscope.cli.common import _Commands, _guarded, _warn, app, console
 from rotscope.errors import BadInput
 
@@ -92,7 +92,7 @@ def show(
                     }
                 )
         # json.dumps of the dump, not pydantic's JSON: the text stays the one scripts read
-        text = json_text(record.model_dump(), indent=2)
+        text = record_text(record.model_dump(), "monitor", indent=2)
         RECORDS["monitor"].validate_json(text)
         if as_json:
             return text
