@@ -302,7 +302,7 @@ def test_a_bad_serve_base_url_in_an_experiment_file_is_one_line(tmp_path: Path) 
 
 # --- kills at several points: the same import then finishes, equal to an uninterrupted one ----
 
-QUESTIONS = 6000
+QUESTIONS = 2000
 
 
 def _big(path: Path, models: tuple[str, ...] = ("model-a",)) -> Path:
