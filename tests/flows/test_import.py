@@ -160,7 +160,17 @@ def test_the_gate_says_what_an_imported_run_lacks(imported: dict[str, object]) -
 def test_an_import_never_writes_into_a_folder_that_holds_something(imported: dict[str, object]) -> None:
     root = imported["root"]
     assert isinstance(root, Path)
-    assert_bad_input(invoke("import", root / "results.csv", "--out", root / "a"), "holds a run already")
+    assert_bad_input(invoke("import", root / "baseline.csv", "--out", root / "a"), "holds a run already")
+
+
+def test_the_same_import_again_finds_its_folder_whole_and_writes_nothing(imported: dict[str, object]) -> None:
+    root = imported["root"]
+    assert isinstance(root, Path)
+    before = (root / "a" / "run.db").stat().st_mtime_ns, (root / "a" / "run.db").read_bytes()
+    again = invoke("import", root / "results.csv", "--out", root / "a")
+    assert again.exit_code == 0, again.output
+    assert f"{2 * QUESTIONS} rows imported from results.csv" in again.output
+    assert ((root / "a" / "run.db").stat().st_mtime_ns, (root / "a" / "run.db").read_bytes()) == before
 
 
 def test_a_score_file_keeps_its_scores_as_partial_credit(tmp_path: Path) -> None:

@@ -5,10 +5,10 @@ reading a config never imports a provider SDK."""
 from __future__ import annotations
 
 from typing import Annotated, Any, ClassVar, Literal
-from urllib.parse import urlsplit
 
 from pydantic import Field, field_validator
 
+from rotscope._util.urls import urls_problem
 from rotscope.config.options import PathOption, RuntimeOption
 from rotscope.config.sections import Float, Int, SectionSpec, StrictOptions
 
@@ -66,12 +66,7 @@ class RemoteOptions(StrictOptions):
         retried until every row is an error."""
         if url is None:
             return None
-        for one in url.split(","):  # several: the replicas of a serve/NAME model
-            try:
-                parts = urlsplit(one.strip())
-                parts.port  # noqa: B018 (raises ValueError on a port that is not a number)
-            except ValueError:
-                parts = None
-            if parts is None or parts.scheme not in ("http", "https") or not parts.hostname:
-                raise ValueError("not an http(s) URL with a host, e.g. http://127.0.0.1:8000/v1")
+        problem = urls_problem(url)  # several: the replicas of a serve/NAME model
+        if problem is not None:
+            raise ValueError(problem)
         return url

@@ -3,13 +3,13 @@ status; or, with ``--every``, the loop of checks) and print each check's alert b
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from rotscope._util.json_out import json_text
 from rotscope._util.safe_text import terminal_safe
 from rotscope.cli.common import SCORE_HELP, _build, _guarded, _warn, app, console, errors
 from rotscope.errors import BadInput
@@ -26,7 +26,7 @@ def _show(body: CanaryAlert, as_json: bool, as_markdown: bool, loop: bool) -> No
 
     if as_json:  # json.dumps of the dump, not pydantic's JSON: the text stays the one scripts read
         record = body.model_dump()
-        sys.stdout.write(json.dumps(record, separators=(",", ":")) if loop else json.dumps(record, indent=2))
+        sys.stdout.write(json_text(record, separators=(",", ":")) if loop else json_text(record, indent=2))
         sys.stdout.write("\n")
     elif as_markdown:
         sys.stdout.write(markdown(body) + ("\n" if loop else ""))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from rotscope._util.json_out import record_text
 from rotscope._util.safe_text import terminal_safe
 from rotscope.cli.common import SCORE_HELP, _guarded, app, console, errors
 from rotscope.errors import BadInput
@@ -97,7 +97,7 @@ def compare(
         runs = load_runs(_run_folders(folders), score)
         _refuse_unfinished(runs)
         comparison = build_comparison(runs)
-        text = json.dumps(comparison.model_dump(), indent=2)
+        text = record_text(comparison.model_dump(), "comparison", indent=2)
         RECORDS["comparison"].validate_json(text)  # the contract, checked before anything is shown
         folders_of.update({run.name: run.path for run in runs})
         return comparison, text, {run.name: run.summary for run in runs}

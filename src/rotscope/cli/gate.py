@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
@@ -10,6 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from rotscope._util.inside import inside
+from rotscope._util.json_out import record_text
 from rotscope.cli.common import SCORE_HELP, _guarded, app, console
 from rotscope.errors import BadInput, write_output
 
@@ -51,7 +51,7 @@ def gate(
         return evaluate(baseline, candidate, frozen, score)
 
     record = _guarded(body)
-    text = json.dumps(record.model_dump(mode="json"), indent=2) + "\n"
+    text = _guarded(lambda: record_text(record.model_dump(mode="json"), "gate", indent=2)) + "\n"
     # The record as written follows its model (schemas/gate.schema.json); a mismatch is a bug.
     RECORDS["gate"].validate_json(text)
     target = output or candidate / f"gate-vs-{baseline.resolve().name}.json"

@@ -13,6 +13,7 @@ from rotscope.errors import BadInput
 
 if TYPE_CHECKING:
     from rotscope.imports.items import ImportedItem
+    from rotscope.modes.session_record import SessionRecord
     from rotscope.run_meta import ImportedMeta
 
 INSPECT_SUFFIXES = (".eval", ".json")
@@ -76,7 +77,7 @@ def import_results(
     def body() -> int:
         from rotscope.imports.folder import write_import
 
-        if not file.exists():
+        if not file.exists() and not file.is_symlink():
             raise BadInput(f"{file}: no such file")
         edges = _lengths("--bin-lengths", bin_lengths)
         bases = _lengths("--base-lengths", base_lengths)
@@ -94,6 +95,9 @@ def import_results(
             from rotscope.integrations.inspect import require_inspect
 
             require_inspect("rotscope import of an Inspect log")
+            from rotscope.imports.source import open_regular
+
+            open_regular(file, str(file)).close()  # a folder, FIFO or device is refused unread
             from rotscope.integrations.inspect.log_import import log_items
 
             items, tokenizer = log_items(file, str(file))
@@ -167,29 +171,53 @@ def _write_models(
 ) -> int:
     """One run folder per model inside ``out``, and ``out/session.json`` naming them (subjects
     [folder, model] in the file's order) as a ``--models`` session does: every view that reads a
-    session (compare, show, gate) reads it. Every model's rows are checked before any is written."""
-    from rotscope.imports.folder import check_base_lengths, write_import
+    session (compare, show, gate) reads it. Every model's folder is made and checked before any is
+    written; ``out`` may hold only what this same import stopped midway left, which it finishes."""
+    from rotscope.execution.state.run_folder import SESSION_FILE as RECORD_FILE
+    from rotscope.imports.folder import file_digest, prepare_import
     from rotscope.modes.models_session import folder_names
     from rotscope.modes.session_record import SessionRecord, write_record
 
-    if out.exists() and (not out.is_dir() or any(out.iterdir())):
-        raise BadInput(f"out: {out} is not a new or empty folder")
     names = list(models)
     folders = folder_names(names)
-    for items in models.values():
-        check_base_lengths(items, base_lengths)
-    written = 0
-    for folder, model in zip(folders, names, strict=True):
-        written += write_import(
+    record = SessionRecord(kind="models", subjects=[[f, m] for f, m in zip(folders, names, strict=True)])
+    if out.exists() and not out.is_dir():
+        raise BadInput(f"out: {out} is a file, not a folder")
+    ours = {*folders, RECORD_FILE, f".{RECORD_FILE}.partial"}
+    if out.exists() and any(path.name not in ours for path in out.iterdir()):
+        raise BadInput(f"out: {out} is not a new or empty folder")
+    _check_record(out / RECORD_FILE, record)
+    digest = file_digest(file)
+    prepared = [
+        prepare_import(
             out / folder,
             models[model],
             source=file,
             kind=kind,
+            digest=digest,
             tokenizer=tokenizer,
             extra=extra,
             context_window=windows.get(model),
+            base_lengths=base_lengths,
         )
-    write_record(
-        out, SessionRecord(kind="models", subjects=[[f, m] for f, m in zip(folders, names, strict=True)])
-    )
+        for folder, model in zip(folders, names, strict=True)
+    ]
+    written = sum(one.write() for one in prepared)
+    write_record(out, record)
     return written
+
+
+def _check_record(path: Path, record: SessionRecord) -> None:
+    """A ``session.json`` already there is this import's own (written last by a call stopped just
+    after): anything else is bad input."""
+    import json
+
+    if not path.exists():
+        return
+    wanted = {key: value for key, value in record.model_dump(mode="json").items() if value is not None}
+    try:
+        held = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        held = None
+    if held != wanted:
+        raise BadInput(f"out: {path.parent} holds another session; choose another --out")

@@ -3,13 +3,13 @@ monitoring store and ``show`` their rates."""
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
 
 import typer
 
+from rotscope._util.json_out import record_text
 from rotscope._util.safe_text import terminal_safe
 from rotscope.cli.common import _Commands, _guarded, _warn, app, console
 from rotscope.errors import BadInput
@@ -127,7 +127,7 @@ def show(
                     }
                 )
         # json.dumps of the dump, not pydantic's JSON: the text stays the one scripts read
-        text = json.dumps(record.model_dump(), indent=2)
+        text = record_text(record.model_dump(), "monitor", indent=2)
         RECORDS["monitor"].validate_json(text)
         if as_json:
             return text

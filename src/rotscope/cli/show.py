@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from rotscope._util.json_out import json_text
 from rotscope.cli.common import SCORE_HELP, _guarded, app, console
 from rotscope.errors import BadInput
 
@@ -39,7 +39,7 @@ def show(
     if (run_dir / "search.json").is_file():
         record = _guarded(lambda: read_search_record(run_dir))
         if as_json:
-            sys.stdout.write(json.dumps(record.model_dump(), indent=2) + "\n")
+            sys.stdout.write(json_text(record.model_dump(), indent=2) + "\n")
         else:
             for line in search_lines(record):
                 console.print(line, markup=False, highlight=False, soft_wrap=True)
@@ -52,7 +52,7 @@ def show(
 
     summary = _guarded(body)
     if as_json:
-        sys.stdout.write(json.dumps(summary.model_dump(), indent=2) + "\n")
+        sys.stdout.write(json_text(summary.model_dump(), indent=2) + "\n")
     elif markdown:
         sys.stdout.write(run_markdown(summary))
     else:

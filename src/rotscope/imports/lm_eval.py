@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.errors import BadInput
+from rotscope.imports.source import open_regular, text_lines
 from rotscope.imports.table import ImportedTable, _checked, _jsonl_lines, _Line
 
 SAMPLES_NAME = re.compile(r"^samples_(?P<task>.+?)_(?P<time>\d{4}-\d{2}-\d{2}T[\d\-.:]+)\.jsonl$")
@@ -139,15 +140,12 @@ def read_samples(path: Path, source: str, *, bin_edges: list[int] | None = None)
     def lines() -> Iterator[_Line]:
         for file in files:
             shown = source if file == path else f"{source}/{file.name}"
-            try:
-                text = file.read_bytes().decode("utf-8-sig")
-            except UnicodeDecodeError as error:
-                raise BadInput(f"{shown}: not UTF-8 text (byte {error.start})") from None
-            task, first_filter = task_of(file), None
-            for line in _jsonl_lines(shown, text):
-                kept, values = _row(line, task, model)
-                first_filter = first_filter or kept
-                if kept is None or kept == first_filter:
-                    yield _Line(shown, line.line_number, values)
+            with open_regular(file, shown) as handle:  # bounded as a table is (``imports.source``)
+                task, first_filter = task_of(file), None
+                for line in _jsonl_lines(shown, text_lines(handle, shown)):
+                    kept, values = _row(line, task, model)
+                    first_filter = first_filter or kept
+                    if kept is None or kept == first_filter:
+                        yield _Line(shown, line.line_number, values)
 
     return _checked(source, lines(), "jsonl", set(), bin_edges=bin_edges, model_column=None)

@@ -14,9 +14,9 @@ in the folder's metadata). ``bin_edges`` (``--bin-lengths``) bins lengths that v
 from __future__ import annotations
 
 import csv
-import io
 import json
 import math
+import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,6 +24,7 @@ from typing import Any
 
 from rotscope.errors import BadInput
 from rotscope.imports.items import DEFAULT_TASK, UNKNOWN_POSITION, ImportedItem
+from rotscope.imports.source import open_regular, text_lines
 from rotscope.position import Position
 
 REQUIRED = ("item_id", "instance_id", "length_tokens", "correct")
@@ -46,6 +47,21 @@ UNITS = ("tokens", "characters", "words")
 BOOLEANS = {"true": 1.0, "false": 0.0}
 """``correct`` as text, in any case (``True``, ``FALSE``): what CSV writers put for booleans."""
 COLUMNS = (*REQUIRED, *PLACES, *OPTIONAL)
+MAX_ROWS = 2_000_000
+"""The most rows one file may hold: every row is checked before the first is written, so they are
+held in memory until then."""
+MAX_COUNT = 10**9
+"""The largest count a file may give (``length_tokens``, ``prompt_tokens``, ``context_window``,
+``answer_tokens``, ``trial``): a billion tokens is far past any context window, and a larger number
+could only be a mistake (or overflow the store's 64-bit integers)."""
+MAX_COST_USD = 1_000_000.0
+"""The largest ``cost_usd`` of one item."""
+MIN_LOGPROB = -1_000_000.0
+"""The smallest log-probability (``answer_logprob``, ``absent_logprob``) a file may give."""
+MAX_TEXT_CHARS = 1024
+"""The longest text value (an id, a model, task, tokenizer or unit name)."""
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+"""What a text value may not hold: control characters (tab and newline too) and lone surrogates."""
 FORMATS = {".csv": "csv", ".jsonl": "jsonl"}
 """The table formats by file suffix (an Inspect log, ``.eval``, is read by the Inspect integration)."""
 
@@ -90,7 +106,15 @@ class _Line:
             return None
         if isinstance(value, bool) or not isinstance(value, str | int):
             raise self.fail(column, f"{_shown(value)} is not text")
-        return str(value).strip()
+        text = str(value).strip() if isinstance(value, str) else _int_text(self, column, value)
+        if len(text) > MAX_TEXT_CHARS:
+            raise self.fail(column, f"{len(text):,} characters, over the limit of {MAX_TEXT_CHARS:,}")
+        control = _CONTROL.search(text)
+        if control is not None:
+            raise self.fail(
+                column, f"{_shown(text)} holds the control character U+{ord(control.group()):04X}"
+            )
+        return text
 
     def number(self, column: str) -> float | None:
         """The column's number (``None`` when empty); refuses text, booleans and non-finite values."""
@@ -103,22 +127,42 @@ class _Line:
             found = float(value)
         except (TypeError, ValueError):
             raise self.fail(column, f"{_shown(value)} is not a number") from None
+        except OverflowError:  # an integer too large for a float
+            raise self.fail(column, f"{_shown(value)} is not a finite number") from None
         if not math.isfinite(found):
             raise self.fail(column, f"{_shown(value)} is not a finite number")
         return found
 
     def count(self, column: str, *, minimum: int) -> int | None:
+        """A whole number in [``minimum``, ``MAX_COUNT``] (``None`` when empty)."""
         found = self.number(column)
         if found is None:
             return None
         if not found.is_integer() or found < minimum:
             raise self.fail(column, f"{_shown(self.values[column])} is not a whole number >= {minimum}")
+        if found > MAX_COUNT:
+            raise self.fail(column, f"{_shown(self.values[column])} is above the limit of {MAX_COUNT:,}")
         return int(found)
+
+
+def _int_text(line: _Line, column: str, value: int) -> str:
+    """A JSON integer given where text is expected (an id), as text."""
+    if abs(value) >= 10**MAX_TEXT_CHARS:
+        raise line.fail(column, f"a number of over {MAX_TEXT_CHARS:,} digits")
+    return str(value)
 
 
 def _shown(value: Any) -> str:
     """A value as a message shows it: short, its type visible (text quoted)."""
-    text = repr(value) if isinstance(value, str) else json.dumps(value)
+    if isinstance(value, str):
+        text = repr(value[:40])
+    elif isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:
+        text = f"a number of {len(str(abs(value)))} digits"
+    else:
+        try:
+            text = json.dumps(value)
+        except (RecursionError, ValueError):  # cannot happen for a parsed line; kept short anyway
+            text = type(value).__name__
     return text if len(text) <= 40 else text[:37] + "..."
 
 
@@ -128,12 +172,17 @@ def _position(line: _Line) -> Position | None:
     named = line.values.get("position")
     if isinstance(named, str) and named.strip() and named.strip() != UNKNOWN_POSITION:
         text = named.strip()
+        if len(text) > 64:
+            raise line.fail("position", f"{_shown(text)} is not a position (too long)")
         if text in RUN_ONLY_POSITIONS:  # a rotscope run's own rows, exported: kept as it stored them
             return Position.from_stored(text, line.number("depth") or 0.0)
         try:
-            return Position.parse(float(text) if _is_number(text) else text)
+            found = Position.parse(float(text) if _is_number(text) else text)
         except ValueError as error:
             raise line.fail("position", str(error)) from None
+        if (found.offset_tokens or 0) > MAX_COUNT:
+            raise line.fail("position", f"{_shown(text)} is above the limit of {MAX_COUNT:,} tokens")
+        return found
     if isinstance(named, int | float) and not isinstance(named, bool):
         try:
             return Position.parse(named)
@@ -175,6 +224,10 @@ def _item(line: _Line) -> ImportedItem:
     cost = line.number("cost_usd")
     if cost is not None and cost < 0:
         raise line.fail("cost_usd", f"{_shown(line.values['cost_usd'])} is negative")
+    if cost is not None and cost > MAX_COST_USD:
+        raise line.fail(
+            "cost_usd", f"{_shown(line.values['cost_usd'])} is above the limit of ${MAX_COST_USD:,.0f}"
+        )
     assert item_id is not None and instance_id is not None  # required text is never None
     return ImportedItem(
         item_id=item_id,
@@ -215,6 +268,10 @@ def _likelihood(line: _Line) -> dict[str, float | int] | None:
         if logprob is not None:
             if logprob > 0:
                 raise line.fail(column, f"{_shown(line.values[column])} is above 0 (a log-probability)")
+            if logprob < MIN_LOGPROB:
+                raise line.fail(
+                    column, f"{_shown(line.values[column])} is below the limit of {MIN_LOGPROB:,.0f}"
+                )
             found[column] = logprob
     tokens = line.count("answer_tokens", minimum=1)
     if tokens is not None:
@@ -239,20 +296,40 @@ def _binned(line: _Line, item: ImportedItem, edges: list[int]) -> ImportedItem:
     raise line.fail("length_tokens", f"{item.length} is above the last --bin-lengths edge {edges[-1]:,}")
 
 
-def _csv_lines(source: str, text: str) -> tuple[list[str], Iterator[_Line]]:
-    reader = csv.reader(io.StringIO(text, newline=""))
-    header = next(reader, None)
+def _csv_lines(source: str, texts: Iterator[str]) -> tuple[list[str], Iterator[_Line]]:
+    """The header's names and the lines of a CSV file; a value over csv's field limit (128 KiB),
+    or text csv cannot read, is one line naming the line (and the column where it can)."""
+    pulled: list[str] = []  # the text of the record being read, to name the column of a long value
+
+    def fed() -> Iterator[str]:
+        for text in texts:
+            pulled.append(text)
+            yield text
+
+    reader = csv.reader(fed())
+    names: list[str] = []
+
+    def record() -> list[str] | None:
+        pulled.clear()
+        try:
+            return next(reader, None)
+        except csv.Error as error:
+            raise BadInput(_csv_problem(source, reader.line_num, names, "".join(pulled), error)) from None
+
+    header = record()
     if header is None:
         raise BadInput(f"{source}: empty (a CSV file needs a header line)")
     names = [name.strip() for name in header]
     for number, name in enumerate(names, start=1):
         if not name:
             raise BadInput(f"{source}: line 1, column {number}: an empty column name")
+        if len(name) > MAX_TEXT_CHARS or _CONTROL.search(name):
+            raise BadInput(f"{source}: line 1, column {number}: {_shown(name)} is not a column name")
         if names.index(name) != number - 1:
             raise BadInput(f"{source}: line 1, column {name}: named twice")
 
     def lines() -> Iterator[_Line]:
-        for values in reader:
+        while (values := record()) is not None:
             if not any(value.strip() for value in values):
                 continue  # a blank line
             line = _Line(source, reader.line_num, dict(zip(names, values, strict=False)))
@@ -265,14 +342,44 @@ def _csv_lines(source: str, text: str) -> tuple[list[str], Iterator[_Line]]:
     return names, lines()
 
 
-def _jsonl_lines(source: str, text: str) -> Iterator[_Line]:
-    for number, raw in enumerate(text.splitlines(), start=1):
-        if not raw.strip():
+def _csv_problem(source: str, line_number: int, names: list[str], text: str, error: csv.Error) -> str:
+    limit = csv.field_size_limit()
+    if "field limit" not in str(error):
+        return f"{source}: line {line_number}: not CSV ({error})"
+    index = _long_field(text, limit)
+    column = "" if index is None else f", column {names[index] if index < len(names) else index + 1}"
+    return (
+        f"{source}: line {line_number}{column}: a value over {limit:,} characters (the limit of a CSV field)"
+    )
+
+
+def _long_field(text: str, limit: int) -> int | None:
+    """The index of the first value of a CSV record's ``text`` longer than ``limit``."""
+    index, size, quoted = 0, 0, False
+    for char in text:
+        if char == '"':
+            quoted = not quoted  # a doubled quote inside a quoted value toggles twice
+        elif char == "," and not quoted:
+            index, size = index + 1, 0
+            continue
+        size += 1
+        if size > limit:
+            return index
+    return None
+
+
+def _jsonl_lines(source: str, texts: Iterator[tuple[int, str]]) -> Iterator[_Line]:
+    for number, raw in texts:
+        if not raw.strip(" \t\r\n"):
             continue
         try:
             values = json.loads(raw)
         except json.JSONDecodeError as error:
             raise BadInput(f"{source}: line {number}: not JSON ({error.msg}, column {error.colno})") from None
+        except RecursionError:
+            raise BadInput(f"{source}: line {number}: not a flat JSON object (nested too deep)") from None
+        except ValueError:  # an integer of more digits than Python converts
+            raise BadInput(f"{source}: line {number}: a number of too many digits") from None
         if not isinstance(values, dict):
             raise BadInput(f"{source}: line {number}: not a JSON object")
         yield _Line(source, number, values)
@@ -301,23 +408,16 @@ def read_table(
     kind = FORMATS.get(path.suffix.lower())
     if kind is None:
         raise BadInput(f"{shown}: not a .csv, .jsonl or Inspect .eval file")
-    try:
-        text = path.read_bytes().decode("utf-8-sig")
-    except FileNotFoundError:
-        raise BadInput(f"{shown}: no such file") from None
-    except IsADirectoryError:
-        raise BadInput(f"{shown}: a folder, not a file") from None
-    except UnicodeDecodeError as error:
-        raise BadInput(f"{shown}: not UTF-8 text (byte {error.start})") from None
-    if kind == "csv":
-        names, lines = _csv_lines(shown, text)
-        _check_columns(shown, "line 1", set(names))
-        if model_column is not None and model_column not in names:
-            raise BadInput(f"{shown}: line 1: no column {model_column!r} (--model-column)")
-        seen_columns = set(names)
-    else:
-        lines, seen_columns = _jsonl_lines(shown, text), set()
-    return _checked(shown, lines, kind, seen_columns, bin_edges=bin_edges, model_column=model_column)
+    with open_regular(path, shown) as handle:
+        if kind == "csv":
+            names, lines = _csv_lines(shown, (text for _, text in text_lines(handle, shown, lone_cr=True)))
+            _check_columns(shown, "line 1", set(names))
+            if model_column is not None and model_column not in names:
+                raise BadInput(f"{shown}: line 1: no column {model_column!r} (--model-column)")
+            seen_columns = set(names)
+        else:
+            lines, seen_columns = _jsonl_lines(shown, text_lines(handle, shown)), set()
+        return _checked(shown, lines, kind, seen_columns, bin_edges=bin_edges, model_column=model_column)
 
 
 def _checked(
@@ -337,6 +437,10 @@ def _checked(
     model: tuple[str, int] | None = None
     tokenizer: tuple[str, int] | None = None
     for line in lines:
+        if len(items) == MAX_ROWS:
+            raise BadInput(
+                f"{source}: line {line.line_number}: over {MAX_ROWS:,} rows, the limit of one import"
+            )
         if kind == "jsonl":
             _check_columns(source, f"line {line.line_number}", set(line.values))
             seen_columns |= set(line.values)

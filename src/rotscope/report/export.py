@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import csv
-import json
 from pathlib import Path
 from typing import TextIO
 
+from rotscope._util.json_out import json_text
 from rotscope._util.safe_text import terminal_safe_tree
 from rotscope.errors import BadInput
 from rotscope.rows import Row
@@ -42,7 +42,7 @@ def _write_text(rows: list[Row], format: str, handle: TextIO) -> None:
         writer.writerows(rows)
     else:
         for row in rows:
-            handle.write(json.dumps(row) + "\n")
+            handle.write(json_text(row) + "\n")
 
 
 def export_rows(run_dir: Path, format: str, output: Path | None, stdout: TextIO) -> int:

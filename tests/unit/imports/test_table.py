@@ -120,7 +120,7 @@ def test_a_file_that_is_no_table_is_refused_by_name(tmp_path: Path) -> None:
     (tmp_path / "results.txt").write_text("x", encoding="utf-8")
     assert _refused(tmp_path / "results.txt") == "results.txt: not a .csv, .jsonl or Inspect .eval file"
     (tmp_path / "latin.csv").write_bytes(HEADER.encode() + b"q\xe9,d1,1,0,,1,,,,,\n")
-    assert _refused(tmp_path / "latin.csv").startswith("latin.csv: not UTF-8 text")
+    assert _refused(tmp_path / "latin.csv").startswith("latin.csv: line 2: not UTF-8 text")
 
 
 def test_jsonl_values_keep_their_types_and_a_text_number_is_refused(tmp_path: Path) -> None:

@@ -33,6 +33,7 @@ from typing import Any, TypeVar, cast
 import httpx
 
 from rotscope._util.checks import Check
+from rotscope._util.urls import urls_problem
 from rotscope.backends import register_backend
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.backends.retry import Permanent, RetryPolicy, Transient, call_with_retries, is_retry_status
@@ -92,12 +93,12 @@ def base_urls(options: ServeOptions, remote: RemoteOptions) -> list[str]:
         raise BadInput(
             "serve.base_url: serve/NAME needs --base-url URL[,URL...] (the servers to send ids to)"
         )
+    problem = urls_problem(given)
+    if problem is not None:
+        raise BadInput(f"serve.base_url: {problem}")
     roots = [server_root(part) for part in given.split(",") if part.strip()]
     if not roots:
         raise BadInput(f"serve.base_url: {given!r} names no server; give --base-url URL[,URL...]")
-    for root in roots:
-        if not root.startswith(("http://", "https://")):
-            raise BadInput(f"serve.base_url: {root!r} is not an http(s) URL")
     if len(set(roots)) != len(roots):
         raise BadInput(f"serve.base_url: a server is named twice in {given!r}")
     return roots

@@ -48,6 +48,7 @@ __all__ = [
     "create_store",
     "creation_cut",
     "has_store",
+    "only_leftovers",
     "store_plan",
     "write_config",
     "writing",
@@ -303,11 +304,18 @@ def check_run_dir(run_dir: Path, digest: str, resume: bool) -> None:
         if stored != digest:
             raise BadInput(f"out: {run_dir} holds a different run; choose another --out")
         raise BadInput(f"out: {run_dir} holds this run already; continue it with {resume_command(run_dir)}")
-    ours = {LOCK_FILE, SESSION_DIR, f".{CONFIG_FILE}.writing", *_family(CREATING)}
+    if not only_leftovers(run_dir, also=(SESSION_DIR,)):
+        raise BadInput(f"out: {run_dir} is not empty and holds no rotscope run")
+
+
+def only_leftovers(run_dir: Path, *, also: tuple[str, ...] = ()) -> bool:
+    """Whether ``run_dir`` is absent or holds nothing but its lock, what a store creation cut short
+    left (which ``create_store`` replaces) and the names in ``also``: a folder a new store may go
+    into, as a kill at any moment of a creation leaves it."""
+    ours = {LOCK_FILE, f".{CONFIG_FILE}.writing", *_family(CREATING), *also}
     if creation_cut(run_dir):
         ours |= {CONFIG_FILE, *_family(STORE_FILE)}
-    if run_dir.exists() and any(path.name not in ours for path in run_dir.iterdir()):
-        raise BadInput(f"out: {run_dir} is not empty and holds no rotscope run")
+    return not run_dir.exists() or all(path.name in ours for path in run_dir.iterdir())
 
 
 def _family(name: str) -> tuple[str, ...]:
