@@ -121,7 +121,7 @@ def test_compare_definition_auc_reorders_a_pair(tmp_path: Path) -> None:
         result = invoke("compare", first, second, "--json", *extra)
         assert result.exit_code == 0, result.output
         comparison = json.loads(result.stdout)
-        return [entry["label"] for entry in comparison["leaderboard"]], comparison.get("ranked_by")
+        return [entry["label"] for entry in comparison["leaderboard"]], comparison["ranked_by"]
 
     assert order() == (["m-a", "m-b"], None)
     assert order("--definition", "auc-8000") == (["m-b", "m-a"], "auc-8000")

@@ -418,6 +418,5 @@ def build_comparison(
         leaderboard=board,
         pairs=pairs,
         rows=comparison_rows(board),
-        # absent, not null, where the primary definition ranks (docs/records.md)
-        **({"ranked_by": definition} if definition is not None else {}),
+        ranked_by=definition,
     )
