@@ -155,7 +155,7 @@ def test_degradation_calibration_and_effective_length(tmp_path: Path) -> None:
     bracket = effective["bracket"]
     assert (bracket["state"], bracket["low"]["length"], bracket["high"]["length"]) == ("value", 200, 400)
     definitions = _definitions(effective)
-    assert set(definitions) == {"nolima-0.85", "absolute-0.856"}
+    assert set(definitions) == {"nolima-0.85", "absolute-0.856", "longscore", "auc-400", "within-noise"}
     # One-sided 95% lower bounds: 200 -> 16 / (16 + 1.645^2) = 0.8553, 400 -> 0. NoLiMa on them:
     # 0.8553 >= 0.85 -> 200.
     assert (definitions["nolima-0.85"]["value"], definitions["nolima-0.85"]["conservative"]) == (200, 200)

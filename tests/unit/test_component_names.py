@@ -88,6 +88,10 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         "a search's threshold definition `nolima-0.85`, after NoLiMa's relative threshold, not the family",
     ),
     ("nolima", "src/rotscope/report/sentence.py"): (1, "the same threshold definition, worded"),
+    ("nolima", "src/rotscope/analysis/definitions.py"): (
+        2,
+        "the threshold definition `nolima-0.85`'s source line and short source, keyed by its id",
+    ),
     # Stored formats.
     ("session", "src/rotscope/execution/state/run_folder.py"): (
         1,

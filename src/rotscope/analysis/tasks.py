@@ -14,6 +14,7 @@ import numpy as np
 from rotscope.analysis.bracket import effective_bracket, empty_bracket
 from rotscope.analysis.cells import length_cell
 from rotscope.analysis.clusters import Clusters, clusters_of
+from rotscope.analysis.definitions import more_definitions, source_of
 from rotscope.analysis.rejections import matched_means, unbalanced_lengths
 from rotscope.records.cells import LengthCell
 from rotscope.records.effective import Definition, EffectiveLength, TaskData
@@ -107,7 +108,7 @@ def _no_data() -> EffectiveLength:
         base_ci_method=None,
         unbalanced_lengths=[],
         conservative_deprecated=CONSERVATIVE_DEPRECATED,
-        definitions=definitions,
+        definitions=[*map(_sourced, definitions), *more_definitions({}, [], [], 0.0, False)],
     )
 
 
@@ -169,19 +170,28 @@ def effective_lengths(
         # Each length's score is on the (case, position) pairs it holds; these lack some.
         unbalanced_lengths=unbalanced_lengths(rows),
         definitions=[
-            nolima,
-            Definition(
-                definition=f"absolute-{RULER_THRESHOLD}",
-                value=absolute,
-                state=absolute_state,
-                bracket=absolute_bracket,
-                point_near_threshold=absolute_bracket.point_near_threshold,
-                conservative=absolute_low,
-                conservative_state=absolute_low_state,
-                conservative_definition=f"{CONSERVATIVE} >= {RULER_THRESHOLD}",
+            _sourced(nolima),
+            _sourced(
+                Definition(
+                    definition=f"absolute-{RULER_THRESHOLD}",
+                    value=absolute,
+                    state=absolute_state,
+                    bracket=absolute_bracket,
+                    point_near_threshold=absolute_bracket.point_near_threshold,
+                    conservative=absolute_low,
+                    conservative_state=absolute_low_state,
+                    conservative_definition=f"{CONSERVATIVE} >= {RULER_THRESHOLD}",
+                )
             ),
+            # The published definitions beyond these two, on the same rows, base and clusters.
+            *more_definitions(points, rows, chosen, base, signal),
         ],
     )
+
+
+def _sourced(definition: Definition) -> Definition:
+    """``definition`` with its one-line source (the summary's top-level copy goes without)."""
+    return definition.model_copy(update={"source": source_of(definition.definition)})
 
 
 NO_CURVE = "each case at its own length (replayed recordings, pinned cases): no length curve"

@@ -80,6 +80,14 @@ def compare(
         ),
     ] = None,
     score: Annotated[str | None, typer.Option("--score", help=SCORE_HELP)] = None,
+    definition: Annotated[
+        str | None,
+        typer.Option(
+            "--definition",
+            help="Rank the leaderboards by this effective-length definition (nolima-0.85, absolute-0.856, "
+            "longscore, auc-L, within-noise; or its part before '-': auc). Default: nolima's.",
+        ),
+    ] = None,
 ) -> None:
     """Compare runs on the same items: leaderboards and paired verdicts (Holm over pairs x lengths).
 
@@ -96,7 +104,7 @@ def compare(
             raise BadInput("--json, --markdown and --csv: choose one")
         runs = load_runs(_run_folders(folders), score)
         _refuse_unfinished(runs)
-        comparison = build_comparison(runs)
+        comparison = build_comparison(runs, definition=definition)
         text = record_text(comparison.model_dump(), "comparison", indent=2)
         RECORDS["comparison"].validate_json(text)  # the contract, checked before anything is shown
         folders_of.update({run.name: run.path for run in runs})

@@ -24,6 +24,13 @@ def show(
         bool, typer.Option("--markdown", help="Print a short Markdown summary for a pull-request comment.")
     ] = False,
     score: Annotated[str | None, typer.Option("--score", help=SCORE_HELP)] = None,
+    definitions: Annotated[
+        bool,
+        typer.Option(
+            "--definitions",
+            help="Print each task's effective length under every published definition, with its source.",
+        ),
+    ] = False,
 ) -> None:
     """Show a run: heatmap and a line per length, the summary JSON, or a Markdown summary; a search
     folder: its result."""
@@ -46,8 +53,8 @@ def show(
         return
 
     def body() -> Summary:
-        if as_json and markdown:
-            raise BadInput("--json and --markdown: choose one")
+        if sum((as_json, markdown, definitions)) > 1:
+            raise BadInput("--json, --markdown and --definitions: choose one")
         return load_summary(run_dir, score)
 
     summary = _guarded(body)
@@ -55,5 +62,10 @@ def show(
         sys.stdout.write(json_text(summary.model_dump(), indent=2) + "\n")
     elif markdown:
         sys.stdout.write(run_markdown(summary))
+    elif definitions:
+        from rotscope.report.definitions_table import definitions_lines
+
+        for line in definitions_lines(summary):
+            console.print(line, markup=False, highlight=False, soft_wrap=True)
     else:
         print_summary(summary, console, str(run_dir))

@@ -26,6 +26,7 @@ from rotscope.compare.pairwise import (
     pair_tests,
     previous_verdicts,
 )
+from rotscope.compare.ranking import check_definition, definition_of, rank_value
 from rotscope.compare.record import (
     ComparedRunEntry,
     Comparison,
@@ -293,13 +294,26 @@ def leaderboard_entry(
 
 
 def leaderboard(
-    runs: Sequence[ComparedRun], labels: Sequence[str], task: str, lengths: Sequence[int]
+    runs: Sequence[ComparedRun],
+    labels: Sequence[str],
+    task: str,
+    lengths: Sequence[int],
+    definition: str | None = None,
 ) -> list[LeaderboardEntry]:
-    """A task's leaderboard: each run's entry, in ``rank_key`` order, ranked from 1."""
-    entries = sorted(
-        (leaderboard_entry(run, label, task, lengths) for run, label in zip(runs, labels, strict=True)),
-        key=rank_key,
-    )
+    """A task's leaderboard: each run's entry, in ``rank_key`` order, ranked from 1; by the named
+    ``definition`` first where one is given (``compare.ranking``), ``rank_key`` breaking ties."""
+    made = [leaderboard_entry(run, label, task, lengths) for run, label in zip(runs, labels, strict=True)]
+    if definition is None:
+        entries = sorted(made, key=rank_key)
+    else:
+        wanted = definition
+        by_run = {
+            run.name: rank_value(
+                definition_of(next((a for a in run.summary.tasks if a.task == task), None), wanted)
+            )
+            for run in runs
+        }
+        entries = sorted(made, key=lambda entry: (-by_run[entry.run], rank_key(entry)))
     return [entry.model_copy(update={"rank": rank}) for rank, entry in enumerate(entries, start=1)]
 
 
@@ -341,14 +355,19 @@ def _tasks(runs: Sequence[ComparedRun]) -> list[str]:
     return [task for task in first if all(task in names for names in others)]
 
 
-def build_comparison(runs: Sequence[ComparedRun], *, alpha: float = ALPHA) -> Comparison:
+def build_comparison(
+    runs: Sequence[ComparedRun], *, alpha: float = ALPHA, definition: str | None = None
+) -> Comparison:
     """The comparison record of ``runs`` (checked comparable first: ``BadInput`` naming the first
-    field that differs)."""
+    field that differs), its leaderboards ranked by ``definition`` where one is named
+    (``compare --definition``; ``BadInput`` where no run has it)."""
     check_comparable([run.name for run in runs], [run.meta for run in runs])
+    if definition is not None:
+        check_definition([run.summary for run in runs], definition)
     labels = labels_of(runs)
     lengths = common_lengths([[line.length for line in run.summary.lengths] for run in runs])
     tasks = _tasks(runs)
-    board = [entry for task in tasks for entry in leaderboard(runs, labels, task, lengths)]
+    board = [entry for task in tasks for entry in leaderboard(runs, labels, task, lengths, definition)]
     pairs, families, changed = [], [], []
     for task in tasks:
         named = list(combinations(zip(runs, labels, strict=True), 2))
@@ -399,4 +418,5 @@ def build_comparison(runs: Sequence[ComparedRun], *, alpha: float = ALPHA) -> Co
         leaderboard=board,
         pairs=pairs,
         rows=comparison_rows(board),
+        ranked_by=definition,
     )

@@ -234,6 +234,10 @@ class Comparison(Record):
     which, said once by every view; null where none does."""
     leaderboard: list[LeaderboardEntry]
     """Per task, the models in rank order."""
+    ranked_by: str | None = None
+    """The effective-length definition the leaderboards rank by (``compare --definition``: an id of
+    the summaries' ``definitions``, or its part before the first '-'); null where the primary
+    definition ranks (longest effective length first, then base score); absent before issue 51."""
     pairs: list[Pair]
     """Per task, every pair of models (in the order given)."""
     rows: list[ComparisonRow]

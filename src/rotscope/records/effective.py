@@ -91,9 +91,11 @@ class Definition(Record):
     """The effective length by one definition."""
 
     definition: str
-    """The definition: ``nolima-0.85`` (relative to the base) or ``absolute-0.856`` (RULER's)."""
+    """The definition: ``nolima-0.85`` (relative to the base), ``absolute-0.856`` (RULER's),
+    ``longscore``, ``auc-L`` or ``within-noise`` (docs/statistics.md, "Effective-length definitions")."""
     value: int | None
-    """The longest length whose score stays at or above the threshold (see state)."""
+    """The longest length whose score stays at or above the threshold, or (within-noise) is not
+    shown worse than the base (see state); null for longscore and auc-L (read measure)."""
     state: EffectiveState
     """What value means."""
     bracket: Bracket | None = None
@@ -106,6 +108,19 @@ class Definition(Record):
     """The state of the deprecated conservative scan."""
     conservative_definition: str | None = None
     """What the deprecated conservative scan compares."""
+    measure: float | None = None
+    """The number a definition gives where it is not a length: ``longscore``'s mean relative drop
+    from the base, ``auc-L``'s normalised area; absent for the length definitions (read value)."""
+    interval: Interval | None = None
+    """The measure's 95% interval, clustered as the cells are (see interval_method); absent for the
+    length definitions (read bracket) and where too few instances give none."""
+    interval_method: str | None = None
+    """How the interval was made, with its clusters."""
+    source: str | None = None
+    """Where the definition comes from, in one line (docs/statistics.md, "Effective-length
+    definitions"); absent in the summary's top-level copy of the primary definition."""
+    note: str | None = None
+    """What the value stands on: the base lengths, the lengths the area spans and how it is scaled."""
 
 
 class UnbalancedLength(Record):
@@ -141,7 +156,8 @@ class EffectiveLength(Definition):
     """Lengths lacking (case, position) pairs another length holds (rejected, failed or pending
     there): their scores average over other depths and cases."""
     definitions: list[Definition] | None = None
-    """Both definitions, the relative one first."""
+    """Every definition, the relative one (the primary, as at the top) first, then absolute-S,
+    longscore, auc-L and within-noise (in summaries before issue 51: the first two only)."""
     no_curve: str | None = None
     """Why there is no length curve (each case at its own length: replayed recordings, pinned
     cases); absent where there is one."""
