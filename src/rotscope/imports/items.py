@@ -58,6 +58,9 @@ class ImportedItem:
     cost_usd: float | None = None
     control: bool = False
     """An evidence-absent control (Inspect logs of rotscope tasks carry them)."""
+    haystack_variant: int | None = None
+    """The haystack variant the prompt read, where the file says (a rotscope export does): the
+    clusters then follow the run's own rule (``types.clusters``)."""
     trial: int = 0
     """The repeat of the question in this condition (an Inspect log's trial and epoch)."""
     error: str | None = None
@@ -124,7 +127,7 @@ def planned_row(item: ImportedItem, order: int, run_id: str, model: str) -> Plan
         "expected": "",
         "slices": "{}",
         "filler": None,
-        "haystack_variant": None,
+        "haystack_variant": item.haystack_variant,
     }
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from rotscope.errors import BadInput
+from rotscope.imports.export_rows import IMPORT_NAMES, converted, is_export
 from rotscope.imports.items import DEFAULT_TASK, UNKNOWN_POSITION, ImportedItem
 from rotscope.imports.source import open_regular, text_lines
 from rotscope.position import Position
@@ -36,6 +37,7 @@ probability and the evidence-absent control's log-probability: ``rotscope export
 so an export's likelihoods import as they were."""
 OPTIONAL = (
     "model", "task", "tokenizer", "prompt_tokens", "cost_usd", "trial", "unit", "context_window", "control",
+    "haystack_variant",
     *LIKELIHOOD_COLUMNS,
 )  # fmt: skip
 RUN_ONLY_POSITIONS = ("absent", "evidence-only")
@@ -242,6 +244,7 @@ def _item(line: _Line) -> ImportedItem:
         cost_usd=cost,
         trial=line.count("trial", minimum=0) or 0,
         control=_flag(line, "control"),
+        haystack_variant=line.count("haystack_variant", minimum=0),
         where=f"line {line.line_number}",
         likelihood=_likelihood(line),
     )
@@ -385,6 +388,10 @@ def _jsonl_lines(source: str, texts: Iterator[tuple[int, str]]) -> Iterator[_Lin
         yield _Line(source, number, values)
 
 
+def _as_import(line: _Line, values: dict[str, Any]) -> _Line:
+    return _Line(line.source, line.line_number, values)
+
+
 def _check_columns(source: str, where: str, names: set[str]) -> None:
     missing = [name for name in REQUIRED if name not in names]
     if not names & set(PLACES):
@@ -411,12 +418,15 @@ def read_table(
     with open_regular(path, shown) as handle:
         if kind == "csv":
             names, lines = _csv_lines(shown, (text for _, text in text_lines(handle, shown, lone_cr=True)))
+            if is_export(set(names)):  # rotscope's own export, read back (``export_rows``)
+                names = list(IMPORT_NAMES)
+                lines = converted(lines, _as_import)
             _check_columns(shown, "line 1", set(names))
             if model_column is not None and model_column not in names:
                 raise BadInput(f"{shown}: line 1: no column {model_column!r} (--model-column)")
             seen_columns = set(names)
         else:
-            lines, seen_columns = _jsonl_lines(shown, text_lines(handle, shown)), set()
+            lines, seen_columns = converted(_jsonl_lines(shown, text_lines(handle, shown)), _as_import), set()
         return _checked(shown, lines, kind, seen_columns, bin_edges=bin_edges, model_column=model_column)
 
 
