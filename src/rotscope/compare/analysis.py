@@ -162,7 +162,8 @@ def _listed(lengths: Sequence[int]) -> str:
 
 
 def pair_sentence(first: str, second: str, lengths: Sequence[LengthDifference]) -> str:
-    """The verdicts of a pair in words: "B better than A at 16K and 32K; no difference shown at 4K"."""
+    """The verdicts of a pair in words: "B better than A at 16K and 32K; no difference shown at 4K",
+    or "B vs A: no difference shown at 4K and 16K" where no length has a verdict."""
     by_verdict: dict[str, list[int]] = {}
     for entry in lengths:
         by_verdict.setdefault(entry.verdict, []).append(entry.length)
@@ -175,7 +176,11 @@ def pair_sentence(first: str, second: str, lengths: Sequence[LengthDifference]) 
         parts.append(f"no difference shown at {_listed(by_verdict['no difference shown'])}")
     if "too few pairs" in by_verdict:
         parts.append(f"too few pairs at {_listed(by_verdict['too few pairs'])}")
-    return "; ".join(parts) if parts else "no length in common"
+    if not parts:
+        return f"{second} vs {first}: no length in common"
+    named = "better" in by_verdict or "worse" in by_verdict
+    # a pair without a verdict names its two models too: with three models its lines tell apart
+    return "; ".join(parts) if named else f"{second} vs {first}: " + "; ".join(parts)
 
 
 def _window(summary: Summary) -> int | None:

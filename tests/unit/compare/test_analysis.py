@@ -43,4 +43,8 @@ def test_a_pair_reads_as_one_sentence() -> None:
     assert pair_sentence("A", "B", [_length(1600, "worse"), _length(200, "too few pairs")]) == (
         "A better than B at 1,600; too few pairs at 200"
     )
+    # no verdict: the pair still names its models (issue 51: three models' lines told apart)
+    assert pair_sentence(
+        "A", "B", [_length(500, "no difference shown"), _length(2000, "no difference shown")]
+    ) == ("B vs A: no difference shown at 500 and 2,000")
     assert short_length(1000) == "1,000" and short_length(131072) == "131,072"
