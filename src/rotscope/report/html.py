@@ -156,6 +156,10 @@ def render_report(run_dir: Path, score: str | None = None) -> str:
         point_accuracy=_point_accuracy,
     )
     tasks = [analysis.task for analysis in summary.tasks]
+    # the worst position by the name the cells give it (``unknown`` for an import without one), as
+    # the terminal and Markdown name it
+    places = {(cell.task, cell.length, cell.depth): depth_label(cell) for cell in summary.cells}
+    environment.globals["place_of"] = lambda task, length, depth: places.get((task, length, depth), depth)
     return environment.get_template("report.html.j2").render(
         summary=summary,
         heatmaps=[heatmap_rows(summary, task) for task in tasks],
