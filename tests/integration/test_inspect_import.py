@@ -109,6 +109,52 @@ def test_a_log_of_no_rotscope_task_is_one_line(tmp_path: Path) -> None:
     )
 
 
+def test_another_tasks_log_imports_with_a_map_of_where_its_samples_keep_the_fields(tmp_path: Path) -> None:
+    """Issue 51: an Inspect log of a task that is not rotscope's (its own metadata names), imported
+    with ``--map``: each sample in its cell, its instance from nested metadata, unknown depth where
+    the map names none; a map without a length, or on a table, is one line."""
+
+    def sample(number: int, length: int, correct: bool) -> EvalSample:
+        meta = {"ctx": {"tokens": length}, "doc": f"d{number // 2}", "needle_at": 0.25, "qid": f"q{number}"}
+        return EvalSample(id=f"q{number}-{length}", epoch=1, input="q", target="a", metadata=meta,
+                          scores={"match": Score(value="C" if correct else "I")})  # fmt: skip
+
+    spec = EvalSpec(
+        created="2026-01-01T00:00:00+00:00", task="longqa", dataset=EvalDataset(), model="m", config={}
+    )
+    samples = [
+        sample(number, length, (number + length // 1000) % 3 != 0)
+        for number in range(8)
+        for length in (1000, 4000)
+    ]
+    write_eval_log(EvalLog(eval=spec, samples=samples), str(tmp_path / "other.eval"))
+    fields = (
+        "length=metadata.ctx.tokens,case_id=metadata.qid,instance_id=metadata.doc,depth=metadata.needle_at"
+    )
+    mapped = invoke("import", tmp_path / "other.eval", "--out", tmp_path / "run", "--map", fields)
+    assert mapped.exit_code == 0, mapped.output
+    summary = json.loads(invoke("show", tmp_path / "run", "--json").stdout)
+    cells = {(cell["task"], cell["length"], cell["depth"]): (cell["n"], cell["instances"], cell["correct"])
+             for cell in summary["cells"]}  # fmt: skip
+    expected = {
+        ("longqa", length, 0.25): (8, 4, sum((number + length // 1000) % 3 != 0 for number in range(8)))
+        for length in (1000, 4000)
+    }
+    assert cells == expected
+    bare = invoke(
+        "import", tmp_path / "other.eval", "--out", tmp_path / "run2", "--map", "length=metadata.ctx.tokens"
+    )
+    assert bare.exit_code == 0, bare.output
+    (one, _) = json.loads(invoke("show", tmp_path / "run2", "--json").stdout)["cells"]
+    assert one["position"] == "unknown" and one["instances"] == 8  # each sample its own case
+    refused = invoke("import", tmp_path / "other.eval", "--out", tmp_path / "x", "--map", "depth=metadata.d")
+    assert_bad_input(refused, "length=... is required")
+    assert_bad_input(
+        invoke("import", tmp_path / "other.eval", "--out", tmp_path / "x", "--map", "size=id"), "--map"
+    )
+    assert not (tmp_path / "x").exists()
+
+
 def test_numeric_scores_are_partial_credit_over_every_sample(tmp_path: Path) -> None:
     """A log scored with numbers (another scorer's, 0.5 and 1): the cell's mean_score is over both
     samples, a score of 1 is correct."""

@@ -60,6 +60,14 @@ def import_results(
             "default 250,500,1000 where tested, else the shortest).",
         ),
     ] = None,
+    map_fields: Annotated[
+        str | None,
+        typer.Option(
+            "--map",
+            help="An Inspect log of another task: where its samples keep rotscope's fields "
+            "(length=metadata.KEY[,depth=metadata.KEY,position=...,case_id=id,instance_id=...,task=...]).",
+        ),
+    ] = None,
     model_column: Annotated[
         str | None,
         typer.Option(
@@ -84,6 +92,8 @@ def import_results(
         from rotscope.imports.lm_eval import is_samples
 
         if is_samples(file):
+            if map_fields is not None:
+                raise BadInput("--map reads Inspect logs; lm-eval's samples are read as documented")
             return _write_lm_eval(out, file, edges, bases, model_column)
         if file.is_dir():
             raise BadInput(f"{file}: a folder without lm-eval samples_*.jsonl files (import reads a file)")
@@ -95,13 +105,18 @@ def import_results(
             from rotscope.integrations.inspect import require_inspect
 
             require_inspect("rotscope import of an Inspect log")
+            from rotscope.integrations.inspect.log_import import parse_map
+
+            mapping = parse_map(map_fields) if map_fields is not None else None
             from rotscope.imports.source import open_regular
 
             open_regular(file, str(file)).close()  # a folder, FIFO or device is refused unread
             from rotscope.integrations.inspect.log_import import log_items
 
-            items, tokenizer = log_items(file, str(file))
+            items, tokenizer = log_items(file, str(file), mapping)
             return write_import(out, items, source=file, kind="inspect", tokenizer=tokenizer)
+        if map_fields is not None:
+            raise BadInput("--map reads Inspect logs (.eval, .json); a table names its columns itself")
         from rotscope.imports.table import FORMATS, read_table
 
         table = read_table(file, str(file), bin_edges=edges, model_column=model_column)
