@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -14,6 +14,9 @@ from rotscope._util.safe_text import terminal_safe
 from rotscope.cli.common import _Commands, _guarded, _warn, app, console
 from rotscope.errors import BadInput
 from rotscope.report.lines import say
+
+if TYPE_CHECKING:
+    from rotscope.monitor.record import MonitorRates
 
 monitor_app = typer.Typer(
     cls=_Commands, no_args_is_help=True, help="Watch production outcomes without keeping a prompt."
@@ -100,6 +103,16 @@ def show(
             help="FROM..TO (ISO times): test the later records against this window's, per bin.",
         ),
     ] = None,
+    otlp_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--otlp-file", help="Append the rates as OpenTelemetry gen_ai.evaluation.result events."
+        ),
+    ] = None,
+    otlp_endpoint: Annotated[
+        str | None,
+        typer.Option("--otlp-endpoint", help="Also post them to this OTLP/HTTP collector (URL; /v1/logs)."),
+    ] = None,
 ) -> None:
     """Outcome rates by length bin, evidence-position bin and each further dimension, with
     intervals; forbidden claims on their own line.
@@ -129,6 +142,8 @@ def show(
         # json.dumps of the dump, not pydantic's JSON: the text stays the one scripts read
         text = record_text(record.model_dump(), "monitor", indent=2)
         RECORDS["monitor"].validate_json(text)
+        if otlp_file is not None or otlp_endpoint is not None:
+            _emit(record, otlp_file, otlp_endpoint)
         if as_json:
             return text
         if record.baseline_window is None:
@@ -145,6 +160,20 @@ def show(
         # and nothing a terminal would act on printed raw
         for line in text.splitlines():
             say(console, terminal_safe(line))
+
+
+def _emit(record: MonitorRates, otlp_file: Path | None, otlp_endpoint: str | None) -> None:
+    """The rates as OTLP/JSON events (``monitor.otlp``): to the file, then the collector."""
+    from rotscope.monitor.otlp import append_file, check_endpoint, logs_request, post, rate_events
+
+    if otlp_endpoint is not None:
+        check_endpoint(otlp_endpoint)
+    request = logs_request(rate_events(record), scope="rotscope.monitor")
+    if otlp_file is not None:
+        append_file(otlp_file, request)
+    failed = post(otlp_endpoint, request) if otlp_endpoint is not None else None
+    if failed is not None:
+        _warn(failed)
 
 
 @monitor_app.command("report")

@@ -1,7 +1,8 @@
-"""The canary's checks as OpenTelemetry GenAI evaluation events (``gen_ai.evaluation.result``), in
-OTLP/JSON (the ``ExportLogsServiceRequest`` of opentelemetry-proto's ``logs_service.proto`` in its
-JSON form): appended as one line per check to a file (``canary --otlp-file``, the layout of the
-collector's file exporter), or posted to an OTLP/HTTP endpoint's ``/v1/logs`` (``--otlp-endpoint``).
+"""The canary's checks and the monitor's rates as OpenTelemetry GenAI evaluation events
+(``gen_ai.evaluation.result``), in OTLP/JSON (the ``ExportLogsServiceRequest`` of
+opentelemetry-proto's ``logs_service.proto`` in its JSON form): appended as one line per check (or
+per ``monitor show``) to a file (``--otlp-file``, the layout of the collector's file exporter), or
+posted to an OTLP/HTTP endpoint's ``/v1/logs`` (``--otlp-endpoint``).
 
 Content-free by construction: an event carries the evaluation's name, its score (a probability or
 an accuracy), its label (``ok``, ``warn``, ``alert``), the bin, the check's number and the subject's
@@ -19,6 +20,7 @@ from typing import Any
 from rotscope._version import __version__
 from rotscope.errors import BadInput
 from rotscope.monitor.canary.record import CanaryAlert
+from rotscope.monitor.record import MonitorRates
 
 EVENT_NAME = "gen_ai.evaluation.result"
 SEVERITY = {"OK": (9, "INFO"), "WARN": (13, "WARN"), "ALERT": (17, "ERROR")}
@@ -77,17 +79,60 @@ def check_events(
     return records
 
 
-def logs_request(records: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The ``ExportLogsServiceRequest`` holding ``records`` under rotscope's resource and scope."""
+def rate_events(record: MonitorRates, time_ns: int | None = None) -> list[dict[str, Any]]:
+    """One ``gen_ai.evaluation.result`` per dimension value and outcome of ``monitor show`` (its
+    rate the score, its interval and counts as attributes), and, with a baseline window, one per
+    bin of the window's test (the answered rate the score, the bin's status the label)."""
+    at = str(time_ns if time_ns is not None else time.time_ns())
+    found = []
+    for breakdown in record.breakdowns:
+        for group in breakdown.groups:
+            for outcome, rate in group.rates.items():
+                attributes: dict[str, Attribute | None] = {
+                    "gen_ai.evaluation.name": f"rotscope.monitor.{outcome}_rate",
+                    "gen_ai.evaluation.score.value": rate.rate,
+                    "rotscope.monitor.dimension": breakdown.dimension,
+                    "rotscope.monitor.value": group.value,
+                    "rotscope.monitor.records": group.rated,
+                    "rotscope.monitor.low": rate.low,
+                    "rotscope.monitor.high": rate.high,
+                }
+                found.append(_record(at, "OK", attributes))
+    window = record.baseline_window
+    for entry in window.bins if window is not None else ():
+        attributes = {
+            "gen_ai.evaluation.name": "rotscope.monitor.answered_vs_window",
+            "gen_ai.evaluation.score.value": entry.answered,
+            "gen_ai.evaluation.score.label": entry.status.lower(),
+            "rotscope.monitor.bin": entry.bin,
+            "rotscope.monitor.records": entry.records,
+            "rotscope.monitor.reference": entry.reference,
+            "rotscope.monitor.drop_lower": entry.drop_lower,
+        }
+        found.append(_record(at, entry.status, attributes))
+    return found
+
+
+def _record(at: str, status: str, attributes: Mapping[str, Attribute | None]) -> dict[str, Any]:
+    number, text = SEVERITY[status]
+    return {
+        "timeUnixNano": at,
+        "observedTimeUnixNano": at,
+        "severityNumber": number,
+        "severityText": text,
+        "eventName": EVENT_NAME,
+        "attributes": _attributes(attributes),
+    }
+
+
+def logs_request(records: Sequence[Mapping[str, Any]], scope: str = "rotscope.canary") -> dict[str, Any]:
+    """The ``ExportLogsServiceRequest`` holding ``records`` under rotscope's resource and ``scope``."""
     return {
         "resourceLogs": [
             {
                 "resource": {"attributes": _attributes({"service.name": "rotscope"})},
                 "scopeLogs": [
-                    {
-                        "scope": {"name": "rotscope.canary", "version": __version__},
-                        "logRecords": list(records),
-                    }
+                    {"scope": {"name": scope, "version": __version__}, "logRecords": list(records)}
                 ],
             }
         ]
