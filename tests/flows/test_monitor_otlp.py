@@ -9,17 +9,7 @@ import pytest
 from typer.testing import CliRunner
 
 from rotscope.cli import app
-
-
-def _record(number: int) -> dict[str, object]:
-    outcomes = ("answered", "missing_citation", "abstained", "truncation_rejected")
-    return {
-        "ts": f"2026-03-01T{number % 24:02d}:00:00.{number:06d}+00:00",
-        "length_tokens": 2000 * (1 + number % 8),
-        "evidence_quantile": (number % 10) / 10,
-        "outcome": outcomes[number % 4],
-        "language": "en" if number % 2 else "de",
-    }
+from tests.support.monitor_records import day_record
 
 
 def test_monitor_show_writes_its_rates_as_otlp_events_a_proto_parser_reads(tmp_path: Path) -> None:
@@ -30,7 +20,9 @@ def test_monitor_show_writes_its_rates_as_otlp_events_a_proto_parser_reads(tmp_p
     from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import ExportLogsServiceRequest
 
     source = tmp_path / "day.jsonl"
-    source.write_text("".join(json.dumps(_record(number)) + "\n" for number in range(80)), encoding="utf-8")
+    source.write_text(
+        "".join(json.dumps(day_record(number)) + "\n" for number in range(80)), encoding="utf-8"
+    )
     store = tmp_path / "monitor.db"
     assert CliRunner().invoke(app, ["monitor", "ingest", str(store), str(source)]).exit_code == 0
     events = tmp_path / "events.jsonl"

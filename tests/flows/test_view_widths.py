@@ -15,6 +15,7 @@ from rotscope.cli import app
 from rotscope.compare.analysis import build_comparison, load_runs
 from rotscope.compare.table import leaderboard_cells, leaderboard_headers, shown
 from tests.support.imported_runs import imported_run
+from tests.support.monitor_records import day_record
 
 WIDTHS = (80, 100)
 
@@ -60,21 +61,12 @@ def test_compare_fits_the_width_and_splits_no_word(runs: list[Path], width: int)
     _fits(text, width, words)
 
 
-def _record(number: int) -> dict[str, object]:
-    outcomes = ("answered", "missing_citation", "abstained", "truncation_rejected")
-    return {
-        "ts": f"2026-03-01T{number % 24:02d}:00:00.{number:06d}+00:00",
-        "length_tokens": 2000 * (1 + number % 8),
-        "evidence_quantile": (number % 10) / 10,
-        "outcome": outcomes[number % 4],
-        "language": "en" if number % 2 else "de",
-    }
-
-
 @pytest.mark.parametrize("width", WIDTHS)
 def test_monitor_show_fits_the_width_and_splits_no_word(tmp_path: Path, width: int) -> None:
     source = tmp_path / "day.jsonl"
-    source.write_text("".join(json.dumps(_record(number)) + "\n" for number in range(80)), encoding="utf-8")
+    source.write_text(
+        "".join(json.dumps(day_record(number)) + "\n" for number in range(80)), encoding="utf-8"
+    )
     store = tmp_path / "monitor.db"
     ingested = CliRunner().invoke(app, ["monitor", "ingest", str(store), str(source)])
     assert ingested.exit_code == 0, ingested.output
