@@ -187,10 +187,10 @@ def cut_short(tmp_path: Path, bundled: Path, started: list[CompletionsServer]) -
 @pytest.mark.parametrize(
     ("given", "says"),
     [
-        pytest.param("ftp://127.0.0.1:9", "is not an http(s) URL", id="not-http"),
-        pytest.param("127.0.0.1:8000", "is not an http(s) URL", id="no-scheme"),
+        pytest.param("ftp://127.0.0.1:9", "not an http(s) URL", id="not-http"),
+        pytest.param("127.0.0.1:8000", "not an http(s) URL", id="no-scheme"),
         pytest.param("http://127.0.0.1:9,http://127.0.0.1:9/v1", "named twice", id="named-twice"),
-        pytest.param(" , ", "--base-url", id="empty"),
+        pytest.param(" , ", "serve.base_url", id="empty"),
     ],
 )
 def test_resume_with_a_bad_base_url_is_refused_in_one_line_and_changes_nothing(

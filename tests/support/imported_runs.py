@@ -1,12 +1,15 @@
 """Two small run folders made by ``rotscope import`` (no model call): the same 16 questions at three
 lengths, each model right at its own rate, so ``compare``, ``show`` and ``report`` have something to
 read in a second. The model and task names are the caller's (the escaping battery plants hostile
-ones)."""
+ones): ``import`` refuses a control character in a name (issue 52), so they are planted in the
+folder's store after the import, as a run of another tool or an older rotscope could hold them."""
 
 from __future__ import annotations
 
 import json
 import random
+import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 from tests.support.cli_helpers import invoke
@@ -29,10 +32,24 @@ def imported_run(folder: Path, model: str, task: str, right: float, seed: int = 
                     "length_tokens": length,
                     "depth": 0.5,
                     "correct": int(correct),
-                    "model": model,
-                    "task": task,
+                    "model": PLANTED_MODEL,
+                    "task": PLANTED_TASK,
                 }
                 handle.write(json.dumps(row) + "\n")
     result = invoke("import", source, "--out", folder)
     assert result.exit_code == 0, result.output
+    _plant(folder / "run.db", {PLANTED_MODEL: model, PLANTED_TASK: task})
     return folder
+
+
+PLANTED_MODEL, PLANTED_TASK = "planted-model", "planted-task"
+
+
+def _plant(database: Path, names: dict[str, str]) -> None:
+    """Every stored mention of the placeholders (rows and metadata) replaced by the given names."""
+    with closing(sqlite3.connect(database)) as db, db:
+        for placeholder, name in names.items():
+            db.execute("UPDATE items SET model = ? WHERE model = ?", (name, placeholder))
+            db.execute("UPDATE items SET task = ? WHERE task = ?", (name, placeholder))
+            encoded = json.dumps(name)[1:-1]  # as it stands inside a JSON string
+            db.execute("UPDATE meta SET value = replace(value, ?, ?)", (placeholder, encoded))

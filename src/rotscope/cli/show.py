@@ -53,8 +53,10 @@ def show(
         return
 
     def body() -> Summary:
-        if sum((as_json, markdown, definitions)) > 1:
-            raise BadInput("--json, --markdown and --definitions: choose one")
+        chosen = [name for name, on in (("--json", as_json), ("--markdown", markdown),
+                                         ("--definitions", definitions)) if on]  # fmt: skip
+        if len(chosen) > 1:
+            raise BadInput(f"{' and '.join(chosen)}: choose one")
         return load_summary(run_dir, score)
 
     summary = _guarded(body)

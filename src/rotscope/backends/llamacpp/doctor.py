@@ -123,7 +123,7 @@ def server_check(extra_buffers_safe: bool) -> Check:
     )
 
 
-PREFILL_REPEATS = 3
+PREFILL_REPEATS = 2
 """How many times doctor prefills the same prompt from an empty cache at each setting: the median is
 kept, and the spread between the repeats says whether the machine was steady enough to tune from."""
 NOISE_LIMIT = 0.25
