@@ -121,6 +121,7 @@ def test_every_view_says_the_folder_was_imported(imported: dict[str, object]) ->
     assert note in html and 'id="filter"' not in html  # no wrong answers to filter: no prompts
     assert "0.5 (range" not in html  # issue 51: no worst position where the file gives none
     assert "model time 0.0 s" not in html and "(the file gives no model time)" in html
+    assert "Failure mix" not in html  # an import has no failure categories: no empty plot
     gate = invoke("gate", "--baseline", root / "b", "--candidate", root / "a", "--json")
     assert gate.exit_code == 1, gate.output  # the candidate lost 0.2 at 32K: FAIL
     record = json.loads(gate.stdout)

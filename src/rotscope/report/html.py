@@ -165,7 +165,8 @@ def render_report(run_dir: Path, score: str | None = None) -> str:
         heatmaps=[heatmap_rows(summary, task) for task in tasks],
         by_length=accuracy_by_length(summary) if tasks else "",
         by_position=[accuracy_by_position(summary, task) for task in tasks],
-        mix=failure_mix(summary) if summary.cells else "",
+        # no failure category (an import: another harness's outcomes have none): no empty plot
+        mix=failure_mix(summary) if any(cell.categories for cell in summary.cells) else "",
         wrong=wrong,
         meta=meta,
         config_json=json.dumps(without_paths(meta.get("config")), indent=2),
