@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from rotscope._util.urls import url_problem
 from rotscope._version import __version__
 from rotscope.errors import BadInput
 from rotscope.monitor.canary.record import CanaryAlert
@@ -149,14 +150,10 @@ def append_file(path: Path, request: Mapping[str, Any]) -> None:
 
 
 def check_endpoint(endpoint: str) -> None:
-    """An http(s) URL with a host and no control or white-space characters, else bad input."""
-    from urllib.parse import urlsplit
-
-    if any(ord(char) < 33 or ord(char) == 127 for char in endpoint):
-        raise BadInput("--otlp-endpoint: the URL holds a control or white-space character")
-    parts = urlsplit(endpoint)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise BadInput("--otlp-endpoint: not an http(s) URL with a host (e.g. http://localhost:4318)")
+    """The collector's address by the one URL rule of every server address (``_util.urls``)."""
+    problem = url_problem(endpoint)
+    if problem is not None:
+        raise BadInput(f"--otlp-endpoint: {problem}")
 
 
 def post(endpoint: str, request: Mapping[str, Any], timeout_s: float = 5.0) -> str | None:
