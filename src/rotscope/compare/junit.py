@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from xml.etree import ElementTree
 
+from rotscope._util.junit import Outcome, add_case
 from rotscope.compare.record import Comparison, Pair, PairLength
 from rotscope.compare.table import family_label, shown
 
@@ -24,6 +25,10 @@ def _message(pair: Pair, length: PairLength, family: str) -> str:
         f"{pair.second} against {pair.first}: {length.verdict}, difference {length.difference:+.3f} "
         f"[{length.ci_low:+.3f}, {length.ci_high:+.3f}] on {length.pairs} pairs{held}"
     )
+
+
+OUTCOMES: dict[str, Outcome] = {"worse": "failure", "too few pairs": "skipped"}
+"""A length's verdict as its test case's outcome; ``better`` and ``no difference shown`` pass."""
 
 
 def comparison_junit(comparison: Comparison) -> str:
@@ -46,15 +51,14 @@ def comparison_junit(comparison: Comparison) -> str:
             skipped=str(skipped),
         )
         for pair, length in cases:
-            case = ElementTree.SubElement(
-                suite, "testcase", classname=f"rotscope.compare.{task}", name=_case_name(pair, length)
+            outcome: Outcome = (
+                "failure"
+                if length.verdict == "worse"
+                else "skipped"
+                if length.verdict == "too few pairs"
+                else "passed"
             )
             message = _message(pair, length, family_label(comparison, task))
-            if length.verdict == "worse":
-                ElementTree.SubElement(case, "failure", message=message, type="worse")
-            elif length.verdict == "too few pairs":
-                ElementTree.SubElement(case, "skipped", message=message)
-            else:
-                ElementTree.SubElement(case, "system-out").text = message
+            add_case(suite, f"rotscope.compare.{task}", _case_name(pair, length), outcome, message, "worse")
     ElementTree.indent(root)
     return ElementTree.tostring(root, encoding="unicode", xml_declaration=True) + "\n"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from xml.etree import ElementTree
 
+from rotscope._util.junit import Outcome, add_case
 from rotscope.gate.record import GateRecord, SliceRecord
 
 
@@ -26,6 +27,10 @@ def _slice_message(entry: SliceRecord) -> str:
     )
 
 
+def _outcome(verdict: str) -> Outcome:
+    return "failure" if verdict == "FAIL" else "skipped" if verdict == "INCONCLUSIVE" else "passed"
+
+
 def gate_junit(record: GateRecord) -> str:
     """The JUnit XML document (``testsuites``) of ``record``."""
     failed = [entry for entry in record.slices if entry.verdict == "FAIL"]
@@ -40,24 +45,11 @@ def gate_junit(record: GateRecord) -> str:
         errors="0",
         skipped=str(len(skipped) + (record.verdict == "INCONCLUSIVE")),
     )
-    verdict = ElementTree.SubElement(suite, "testcase", classname="rotscope.gate", name="release verdict")
     why = "; ".join([*record.decided_by, *record.reasons]) or record.verdict
-    message = f"{record.verdict} on {record.score}: {why}"
-    if record.verdict == "FAIL":
-        ElementTree.SubElement(verdict, "failure", message=message, type="FAIL")
-    elif record.verdict == "INCONCLUSIVE":
-        ElementTree.SubElement(verdict, "skipped", message=message)
-    else:
-        ElementTree.SubElement(verdict, "system-out").text = message
+    add_case(suite, "rotscope.gate", "release verdict", _outcome(record.verdict),
+             f"{record.verdict} on {record.score}: {why}", "FAIL")  # fmt: skip
     for entry in record.slices:
-        case = ElementTree.SubElement(
-            suite, "testcase", classname=f"rotscope.gate.{entry.task}", name=_slice_name(entry)
-        )
-        if entry.verdict == "FAIL":
-            ElementTree.SubElement(case, "failure", message=_slice_message(entry), type="FAIL")
-        elif entry.verdict == "INCONCLUSIVE":
-            ElementTree.SubElement(case, "skipped", message=_slice_message(entry))
-        else:
-            ElementTree.SubElement(case, "system-out").text = _slice_message(entry)
+        add_case(suite, f"rotscope.gate.{entry.task}", _slice_name(entry), _outcome(entry.verdict),
+                 _slice_message(entry), "FAIL")  # fmt: skip
     ElementTree.indent(root)
     return ElementTree.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
