@@ -24,11 +24,15 @@ from typing import Any
 
 import numpy as np
 
-from rotscope.analysis.definitions import area, auc, longscore
+from rotscope.analysis.definitions import area, auc, longscore, within_noise
 
 LENGTHS = (1000, 2000, 4000, 8000)
 BASE = (1000,)
-CURVES = {"mid": (0.85, 0.75, 0.6, 0.45), "ceiling": (0.98, 0.96, 0.93, 0.90)}
+CURVES = {
+    "mid": (0.85, 0.75, 0.6, 0.45),
+    "ceiling": (0.98, 0.96, 0.93, 0.90),
+    "flat": (0.85, 0.85, 0.85, 0.85),
+}
 ITEMS = 2
 INSTANCE_SD, VARIANT_SD = 1.0, 0.5
 
@@ -86,9 +90,10 @@ def main() -> None:
     rng = np.random.default_rng(20261206)
     print(f"load average {os.getloadavg()[0]:.2f}; {args.datasets} datasets per setting")
     print(
-        "| curve | instances | clusters | longscore coverage | auc coverage | longscore truth | auc truth |"
+        "| curve | instances | clusters | longscore coverage | auc coverage | longscore truth | auc truth "
+        "| longscore < 0 shown | within-noise below the longest |"
     )
-    print("|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     for curve_name, curve in CURVES.items():
         for variants in (0, 3):
             true = truth(curve, variants, rng)
@@ -96,6 +101,7 @@ def main() -> None:
             true_auc = area(true)
             for instances in (16, 60):
                 hits = {"longscore": 0, "auc": 0}
+                shown_drop = cut_short = 0
                 tried = {"longscore": 0, "auc": 0}
                 for _ in range(args.datasets):
                     rows = dataset(curve, instances, variants, rng)
@@ -105,6 +111,9 @@ def main() -> None:
                     if found.interval is not None:
                         tried["longscore"] += 1
                         hits["longscore"] += found.interval[0] <= true_longscore <= found.interval[1]
+                        shown_drop += found.interval[1] < 0
+                    noise = within_noise(points, rows, list(BASE), signal=True)
+                    cut_short += noise.value is not None and noise.value < LENGTHS[-1]
                     found = auc(points, rows)
                     if found.interval is not None:
                         tried["auc"] += 1
@@ -115,8 +124,9 @@ def main() -> None:
                     se = math.sqrt(share * (1 - share) / max(tried[name], 1))
                     cells.append(f"{share:.3f} ± {se:.3f} (of {tried[name]})")
                 clusters = "3 variants" if variants else f"{instances} instances"
+                rates = f"{shown_drop / args.datasets:.3f} | {cut_short / args.datasets:.3f}"
                 print(f"| {curve_name} | {instances} | {clusters} | {cells[0]} | {cells[1]} | "
-                      f"{true_longscore:+.3f} | {true_auc:.3f} |", flush=True)  # fmt: skip
+                      f"{true_longscore:+.3f} | {true_auc:.3f} | {rates} |", flush=True)  # fmt: skip
 
 
 if __name__ == "__main__":
