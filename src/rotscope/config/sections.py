@@ -78,6 +78,14 @@ class FillerConfig(StrictOptions):
     """How the filler's files are decoded (``path``, ``glob``, ``jsonl``): any Python codec name
     (``utf-8``, ``latin-1``, ``cp1252``...). Decoding is strict: a byte that is not valid in this
     encoding stops the run naming the file and the byte's offset, never a silent replacement."""
+    order: Literal["seeded", "tree"] = "seeded"
+    """``code`` filler: the order its files are read in. ``seeded`` (the default): shuffled by the
+    run's seed (each haystack variant by its own). ``tree``: the tree's own order, the files' paths
+    relative to the root sorted as text (``core.py`` before ``djangocache.py`` before
+    ``fanout.py``), the same for every seed, so there is one haystack variant; a file that holds
+    evidence of a ``codebase`` case is taken out and set between the files before it (at least the
+    longest length's tokens of them, from the first file on) and those after, so its neighbours in
+    every prompt are known (examples/perturbed-django.yaml plants fake needles there)."""
     allow_repeat: bool = False
     """Read the source again from its first document when it runs out before the longest
     haystack is filled (by default that is an error naming the shortfall)."""
@@ -130,6 +138,8 @@ class FillerConfig(StrictOptions):
 
     @model_validator(mode="after")
     def _session_keys(self) -> FillerConfig:
+        if self.order != "seeded" and self.kind != "code":
+            raise ValueError(f"order: {self.order} is a setting of code filler (kind: code)")
         if self.kind != "session" and (self.source is not None or self.static is not None):
             raise ValueError("source and static are settings of session filler (kind: session)")
         if self.assistant == "model" and (self.kind != "session" or self.source not in (None, "generated")):

@@ -1,4 +1,5 @@
-"""Source code as filler: an installed package, a directory, or by default the standard library."""
+"""Source code as filler: an installed package, a directory, or by default the standard library,
+its files in the run's seeded order or, with ``filler.order: tree``, in the tree's sorted order."""
 
 from __future__ import annotations
 
@@ -75,7 +76,10 @@ def code_documents(
     files = source_files(root) if config.path else list(_installed_files(root))  # a folder may change
     if not files:
         raise BadInput(f"filler: no Python source files under {root}")
-    random.Random(seed).shuffle(files)
+    if config.order == "seeded":
+        random.Random(seed).shuffle(files)
+    else:  # "tree": paths relative to the root, sorted as text (``source_files`` sorts full paths alike)
+        files.sort(key=lambda path: path.relative_to(root).as_posix() if root.is_dir() else path.name)
     for path in files:
         text = read_text(path, config.encoding, ENCODING_HINT)
         if text.strip():

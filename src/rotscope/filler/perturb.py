@@ -16,9 +16,12 @@ a list of rules tried in order, ``{value: 417, line_contains: max_entries}``, fo
 change differently on different lines; a rule without ``line_contains`` takes every other
 occurrence. ``after_class`` appends the code to the end of that class's body (a class attribute or
 method); ``after_function`` inserts it right after the function, at the function's own level;
-with neither it goes at the end of the module. An anchor may name the class or function before or
-after its rename. Every rename, literal rule and injection must
-apply at least once, or nothing is written.
+``after_line`` inserts it right after the one simple statement (an assignment, a call, a return...)
+whose text, as rewritten by the renames and literals, contains the given text, in the same block
+and at its indentation (a value planted beside a given line, as ``examples/perturbed-django.map.yaml``
+plants the study's fake needles); with none of them it goes at the end of the module. An anchor may
+name the class or function before or after its rename. Every rename, literal rule and injection must
+apply at least once, and an ``after_line`` exactly once, or nothing is written.
 """
 
 from __future__ import annotations
@@ -54,12 +57,13 @@ class Injection(_Strict):
     file: str
     after_class: str | None = None
     after_function: str | None = None
+    after_line: str | None = Field(default=None, min_length=1)
     code: str
 
     @model_validator(mode="after")
     def _one_anchor(self) -> Injection:
-        if self.after_class and self.after_function:
-            raise ValueError("give after_class or after_function, not both")
+        if sum(anchor is not None for anchor in (self.after_class, self.after_function, self.after_line)) > 1:
+            raise ValueError("give one of after_class, after_function, after_line")
         try:
             cst.parse_module(self.code)
         except cst.ParserSyntaxError:
@@ -72,6 +76,8 @@ class Injection(_Strict):
             if self.after_class
             else f"after_function {self.after_function}"
             if self.after_function
+            else f"after_line {self.after_line!r}"
+            if self.after_line
             else "at the end"
         )
         return f"{self.file} {anchor}"
@@ -228,6 +234,10 @@ class _Rewriter(cst.CSTTransformer):
         return updated_node if new is None else updated_node.with_changes(value=new)
 
 
+_EMPTY = cst.Module(body=[])
+"""Renders one statement's code (``code_for_node``) for ``after_line``."""
+
+
 class _Injector(cst.CSTTransformer):
     """Adds the statements of each injection of one file at its anchor."""
 
@@ -254,27 +264,33 @@ class _Injector(cst.CSTTransformer):
             body=updated_node.body.with_changes(body=[*updated_node.body.body, *added])
         )
 
-    def _after_functions(self, body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    def _after_statements(self, body: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """``body`` with the code of each ``after_function`` and ``after_line`` injection after its
+        anchor."""
         statements: list[cst.BaseStatement] = []
         for statement in body:
             statements.append(statement)
-            if not isinstance(statement, cst.FunctionDef):
+            if isinstance(statement, cst.FunctionDef):
+                anchored = [i for i in self.injections if self._named(i.after_function, statement.name.value)]
+            elif isinstance(statement, cst.SimpleStatementLine):
+                text = _EMPTY.code_for_node(statement)
+                anchored = [i for i in self.injections if i.after_line is not None and i.after_line in text]
+            else:
                 continue
-            for injection in self.injections:
-                if self._named(injection.after_function, statement.name.value):
-                    statements.extend(cst.parse_module(injection.code).body)
-                    self.report.inject[injection.label()] += 1
+            for injection in anchored:
+                statements.extend(cst.parse_module(injection.code).body)
+                self.report.inject[injection.label()] += 1
         return statements
 
     def leave_IndentedBlock(
         self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
     ) -> cst.IndentedBlock:
-        return updated_node.with_changes(body=self._after_functions(updated_node.body))
+        return updated_node.with_changes(body=self._after_statements(updated_node.body))
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        body = self._after_functions(updated_node.body)
+        body = self._after_statements(updated_node.body)
         for injection in self.injections:
-            if injection.after_class is None and injection.after_function is None:
+            if injection.after_class is None and injection.after_function is None and injection.after_line is None:
                 body.extend(cst.parse_module(injection.code).body)
                 self.report.inject[injection.label()] += 1
         return updated_node.with_changes(body=body)
@@ -362,6 +378,13 @@ def perturb_tree(source: Path, spec: PerturbMap, out: Path, *, map_name: str = "
     missing = report.unmatched()
     if missing:
         raise BadInput(f"{map_name}: matched nothing under {source}: {', '.join(missing)}")
+    several = [
+        f"{label} ({report.inject[label]} lines)"
+        for label in (injection.label() for injection in spec.inject if injection.after_line is not None)
+        if report.inject[label] > 1
+    ]
+    if several:
+        raise BadInput(f"{map_name}: inject: after_line must match one line, not several: {', '.join(several)}")
     for path in files:
         target = out / relative[path]
         target.parent.mkdir(parents=True, exist_ok=True)

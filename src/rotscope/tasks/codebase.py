@@ -8,6 +8,7 @@ experiment file under ``codebase.cases``, so a run folder's ``config.yaml`` hold
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from rotscope._util.decode import read_text
@@ -15,7 +16,7 @@ from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import ENCODING_HINT
 from rotscope.filler.code import KIND as CODE_FILLER
-from rotscope.filler.code import code_root
+from rotscope.filler.code import code_root, source_files
 from rotscope.tasks import BuiltCases, register_task
 from rotscope.tasks.codebase_options import CodebaseCase, CodebaseConfig
 from rotscope.types import Case, Evidence, Oracle, TaskFamily
@@ -36,6 +37,32 @@ def _evidence_line(root: Path, record: CodebaseCase, where: str, encoding: str) 
     return lines[0]
 
 
+def _standing_alone(value: str) -> re.Pattern[str]:
+    """``value`` as a number or word of its own: ``10`` is not found in ``100`` nor in ``0.010``."""
+    return re.compile(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)")
+
+
+def _check_decoys(root: Path, cases: list[CodebaseCase], encoding: str) -> None:
+    """Each decoy stands in some file of the code base: a fake needle that is not there competes
+    with nothing."""
+    wanted = {decoy for record in cases for decoy in record.decoys}
+    if not wanted:
+        return
+    found: set[str] = set()
+    for path in source_files(root):
+        text = read_text(path, encoding, ENCODING_HINT)
+        found.update(decoy for decoy in wanted - found if _standing_alone(decoy).search(text))
+        if found == wanted:
+            return
+    for number, record in enumerate(cases):
+        for decoy in record.decoys:
+            if decoy not in found:
+                raise BadInput(
+                    f"codebase.cases.{number}.decoys: {decoy!r} is in no file under {root}; a decoy is a "
+                    "value planted in the code base (rotscope perturb's inject)"
+                )
+
+
 def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
     given = config.optional_section(CodebaseConfig)
     if given is None:
@@ -43,6 +70,7 @@ def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
     if config.filler.kind != CODE_FILLER:
         raise BadInput(f"filler.kind: the codebase family reads a code filler, got {config.filler.kind!r}")
     root = code_root(config.filler)
+    _check_decoys(root, given.cases, config.filler.encoding)
     cases = []
     for number, record in enumerate(given.cases):
         where = f"codebase.cases.{number}"
@@ -61,6 +89,7 @@ def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
                     traps=tuple(("decoy", decoy) for decoy in record.decoys),
                 ),
                 guarded=(line,),
+                slices=(("kind", record.kind),),
             )
         )
     return cases

@@ -3,7 +3,7 @@ question answered by a line of the code filler. A config without it has ``None``
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar
+from typing import Annotated, ClassVar, Literal
 
 from pydantic import BeforeValidator, Field
 
@@ -38,7 +38,14 @@ class CodebaseCase(StrictOptions):
     aliases: list[AnswerText] = Field(default_factory=list)
     """Other spellings accepted as the answer."""
     decoys: list[AnswerText] = Field(default_factory=list)
-    """Values present in the corpus that a wrong answer may name; scored as ``decoy``."""
+    """Values present in the code base that a wrong answer may name (the fake needles planted
+    beside the answer); scored as ``decoy``. Each must stand in some file of the code filler as a
+    number or word of its own, or the run stops before planning."""
+    kind: Literal["question", "control"] = "question"
+    """``question``: a question of the study. ``control``: a question whose answer is a unique fact
+    (one value of its kind in the whole code base, no fake needles), asked beside the others to
+    show that the code is read at all; ``show`` and the report list it apart (the case's slice
+    ``kind``)."""
     evidence: CodeLine
     """The line of the code filler that answers the question."""
 
