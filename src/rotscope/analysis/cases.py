@@ -8,7 +8,7 @@ import json
 from collections import Counter
 from collections.abc import Iterable
 
-from rotscope.records.summary import CaseLayout, CaseResult, WorstLayout
+from rotscope.records.summary import CaseLayout, CaseResult, QuestionLength, WorstLayout
 from rotscope.rows import Row, value
 from rotscope.scoring.deterministic import HIGH_RISK_CATEGORIES
 from rotscope.types import EVIDENCE_ONLY_SUFFIX
@@ -42,6 +42,23 @@ def _layouts(rows: list[Row]) -> list[CaseLayout]:
         CaseLayout(length=length, position=label, depth=depth, n=len(group), accuracy=_accuracy(group))
         for (length, depth, label), group in sorted(groups.items())
     ]
+
+
+def _counts(rows: Iterable[Row]) -> tuple[int, int]:
+    """(correct, scored): a row's value counts where the run's score is continuous."""
+    scored = [row for row in rows if row["status"] == "ok"]
+    return round(sum(value(row) for row in scored)), len(scored)
+
+
+def _lengths(rows: list[Row]) -> list[QuestionLength]:
+    by_length: dict[int, list[Row]] = {}
+    for row in rows:
+        by_length.setdefault(row["length_target"], []).append(row)
+    found = []
+    for length, group in sorted(by_length.items()):
+        correct, scored = _counts(group)
+        found.append(QuestionLength(length=length, correct=correct, scored=scored, accuracy=_accuracy(group)))
+    return found
 
 
 def case_results(probes: list[Row], evidence_only: list[Row]) -> list[CaseResult]:
@@ -78,6 +95,11 @@ def case_results(probes: list[Row], evidence_only: list[Row]) -> list[CaseResult
                 missing_claims=_claim_ids([*rows, *control], "missing"),
                 wrong_citations=_claim_ids([*rows, *control], "wrong_citations"),
                 missing_citations=_claim_ids([*rows, *control], "missing_citations"),
+                question=rows[0].get("question"),
+                correct=_counts(rows)[0],
+                scored=_counts(rows)[1],
+                accuracy=_accuracy(rows),
+                lengths=_lengths(rows),
                 categories=dict(sorted((c, n) for c, n in categories.items() if c)),
             )
         )

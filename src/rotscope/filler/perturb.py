@@ -290,7 +290,11 @@ class _Injector(cst.CSTTransformer):
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         body = self._after_statements(updated_node.body)
         for injection in self.injections:
-            if injection.after_class is None and injection.after_function is None and injection.after_line is None:
+            if (
+                injection.after_class is None
+                and injection.after_function is None
+                and injection.after_line is None
+            ):
                 body.extend(cst.parse_module(injection.code).body)
                 self.report.inject[injection.label()] += 1
         return updated_node.with_changes(body=body)
@@ -384,7 +388,9 @@ def perturb_tree(source: Path, spec: PerturbMap, out: Path, *, map_name: str = "
         if report.inject[label] > 1
     ]
     if several:
-        raise BadInput(f"{map_name}: inject: after_line must match one line, not several: {', '.join(several)}")
+        raise BadInput(
+            f"{map_name}: inject: after_line must match one line, not several: {', '.join(several)}"
+        )
     for path in files:
         target = out / relative[path]
         target.parent.mkdir(parents=True, exist_ok=True)

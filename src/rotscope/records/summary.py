@@ -54,6 +54,19 @@ class WorstLayout(Record):
     """The case's accuracy there."""
 
 
+class QuestionLength(Record):
+    """A case's scored rows at one length, over its depths and trials."""
+
+    length: Length
+    """The prompt length."""
+    correct: Count
+    """Correct scored rows."""
+    scored: Count
+    """Scored rows."""
+    accuracy: Share | None
+    """``correct / scored``; null when none is scored."""
+
+
 class CaseResult(Record):
     """One case: each layout's accuracy, the worst, the evidence-only result, claims and citations
     got wrong."""
@@ -86,6 +99,17 @@ class CaseResult(Record):
     """Citations some reply left out."""
     categories: dict[str, int]
     """Scored rows per category."""
+    question: str | None = None
+    """The question asked (a multi-question prompt's case: the first part's)."""
+    correct: Count | None = None
+    """Correct scored rows over all its layouts and trials (the evidence-only control apart)."""
+    scored: Count | None = None
+    """Scored rows over all its layouts and trials."""
+    accuracy: Share | None = None
+    """The question's accuracy: ``correct / scored`` (a share of rows, which share the case: no
+    interval); null when none is scored. ``show`` and the report list it per question."""
+    lengths: list[QuestionLength] | None = None
+    """Its accuracy at each length."""
 
 
 class Items(Record):

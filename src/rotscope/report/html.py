@@ -21,6 +21,7 @@ from rotscope.records.cells import Cell
 from rotscope.records.run import CellOver
 from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
+from rotscope.report.questions import by_length, decoy_answers, kind_of, shown_questions
 from rotscope.report.cells import depth_label
 from rotscope.report.effective import base_lengths_text, bracket_text, near_text, no_scores_text
 from rotscope.report.figures import cell_grid, length_figure, position_figure, scores_figure
@@ -154,6 +155,9 @@ def render_report(run_dir: Path, score: str | None = None) -> str:
         base_lengths_text=base_lengths_text,
         no_scores_text=no_scores_text,
         point_accuracy=_point_accuracy,
+        question_kind=kind_of,
+        question_lengths=by_length,
+        decoy_answers=decoy_answers,
     )
     tasks = [analysis.task for analysis in summary.tasks]
     # the worst position by the name the cells give it (``unknown`` for an import without one), as
@@ -168,6 +172,7 @@ def render_report(run_dir: Path, score: str | None = None) -> str:
         # no failure category (an import: another harness's outcomes have none): no empty plot
         mix=failure_mix(summary) if any(cell.categories for cell in summary.cells) else "",
         wrong=wrong,
+        questions=shown_questions(summary),
         meta=meta,
         config_json=json.dumps(without_paths(meta.get("config")), indent=2),
         headline_intro=headline_intro(summary.effective_lengths),

@@ -23,6 +23,7 @@ from rotscope.report.effective import (
 )
 from rotscope.report.names import shareable, terminal_safe_summary
 from rotscope.report.numbers import score as _fmt
+from rotscope.report.questions import by_length, decoy_answers, kind_of, shown_questions
 from rotscope.report.scores import score_headline, score_label
 from rotscope.report.sentence import closing_task
 from rotscope.report.wording import headline_intro
@@ -105,6 +106,7 @@ def run_markdown(summary: Summary) -> str:
     for analysis in summary.tasks:
         if analysis.data == "all-error" and analysis.top_error:
             lines += ["", f"**{_text(analysis.task)}**: {_text(no_scores_text(analysis))}"]
+    lines += _question_rows(summary)
     cap = summary.error_cap
     if cap.exceeded:
         lines += [
@@ -113,6 +115,25 @@ def run_markdown(summary: Summary) -> str:
             "accuracy rests on fewer items than planned.",
         ]
     return "\n".join(lines) + "\n"
+
+
+def _question_rows(summary: Summary) -> list[str]:
+    """Accuracy per question, a table row each, where the run asks few (``report.questions``)."""
+    cases = shown_questions(summary)
+    if not cases:
+        return []
+    lines = [
+        "",
+        "| question | kind | accuracy | correct/scored | by length | decoy answers |",
+        "|---|---|---|---|---|---|",
+    ]
+    for case in cases:
+        lines.append(
+            f"| {_text(case.case_id)}: {_text(case.question or '')} | {_text(kind_of(case))} | "
+            f"{_fmt(case.accuracy)} | {case.correct}/{case.scored} | {_text(by_length(case))} | "
+            f"{decoy_answers(case)} |"
+        )
+    return lines
 
 
 def _length_rows(analysis: TaskAnalysis, labels: dict[tuple[str, int, float | str | None], str]) -> list[str]:

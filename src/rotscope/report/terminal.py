@@ -28,6 +28,7 @@ from rotscope.report.scores import (
     score_label,
 )
 from rotscope.report.sentence import closing_task, one_sentence
+from rotscope.report.questions import question_lines
 from rotscope.report.terminal_sections import (
     filler_gap_lines,
     gap_text,
@@ -342,6 +343,8 @@ def print_summary(summary: Summary, console: Console, folder: str | None = None)
     for line in filler_gap_lines(summary.filler_gap):
         _say(console, line)
     print_cases(summary, console)
+    for line in question_lines(summary):
+        console.print(line, markup=False, highlight=False)
     warning = error_cap_warning(summary)
     if warning is not None:
         _say(console, warning, style="bold white on red")
