@@ -21,11 +21,11 @@ from rotscope.records.cells import Cell
 from rotscope.records.run import CellOver
 from rotscope.records.summary import Summary
 from rotscope.records.tasks import TaskAnalysis
-from rotscope.report.questions import by_length, decoy_answers, kind_of, shown_questions
 from rotscope.report.cells import depth_label
 from rotscope.report.effective import base_lengths_text, bracket_text, near_text, no_scores_text
 from rotscope.report.figures import cell_grid, length_figure, position_figure, scores_figure
 from rotscope.report.names import shareable, terminal_safe_summary, without_paths
+from rotscope.report.questions import by_length, decoy_answers, kind_of, shown_questions
 from rotscope.report.scores import agreement_line, kept_line, score_headline, score_label
 from rotscope.report.sentence import closing_task, one_sentence
 from rotscope.report.wording import headline_entries, headline_intro, order_note, token_count_line

@@ -19,6 +19,7 @@ from rotscope.report.first_lines import headline, next_step
 from rotscope.report.lines import say as _say
 from rotscope.report.names import shareable, terminal_safe_summary
 from rotscope.report.numbers import score as _fmt
+from rotscope.report.questions import question_lines
 from rotscope.report.scores import (
     agreement_line,
     agreement_of,
@@ -28,7 +29,6 @@ from rotscope.report.scores import (
     score_label,
 )
 from rotscope.report.sentence import closing_task, one_sentence
-from rotscope.report.questions import question_lines
 from rotscope.report.terminal_sections import (
     filler_gap_lines,
     gap_text,
