@@ -66,6 +66,8 @@ def _code_base(folder: Path, files: int = 8) -> Path:
     for number in range(files):
         (folder / f"mod{number}.py").write_text(_module(number), encoding="utf-8")
     (folder / "backends" / "base.py").write_text(_evidence_module(), encoding="utf-8")
+    # the fake needles of the broad question, planted in other backends
+    (folder / "backends" / "memcached.py").write_text("RETRY_TTL = 60\nIDLE_TTL = 3600\n", encoding="utf-8")
     return folder
 
 

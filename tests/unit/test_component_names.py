@@ -31,7 +31,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("niah", "src/rotscope/config/experiment.py"): (2, CONFIG),
     ("readinglog", "src/rotscope/config/experiment.py"): (1, CONFIG),
     ("replay", "src/rotscope/config/experiment.py"): (2, CONFIG),
-    ("code", "src/rotscope/config/sections.py"): (1, CONFIG),
+    ("code", "src/rotscope/config/sections.py"): (2, CONFIG),  # the default kind; filler.order is code's
     ("remote", "src/rotscope/config/sections.py"): (
         1,
         "the judge's own remote section, validated as the remote section (SectionOf)",

@@ -70,7 +70,6 @@ def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
     if config.filler.kind != CODE_FILLER:
         raise BadInput(f"filler.kind: the codebase family reads a code filler, got {config.filler.kind!r}")
     root = code_root(config.filler)
-    _check_decoys(root, given.cases, config.filler.encoding)
     cases = []
     for number, record in enumerate(given.cases):
         where = f"codebase.cases.{number}"
@@ -92,6 +91,7 @@ def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
                 slices=(("kind", record.kind),),
             )
         )
+    _check_decoys(root, given.cases, config.filler.encoding)
     return cases
 
 

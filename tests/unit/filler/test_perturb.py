@@ -205,3 +205,26 @@ def test_unparseable_source_under_paths_is_named(tmp_path: Path, source: Path) -
     (source / "shop" / "cache" / "broken.py").write_text("def f(:\n", encoding="utf-8")
     renames = _write_map(tmp_path / "map.yaml", {"renames": {"timeout": "t"}})
     _assert_bad_input(_perturb(source, renames, tmp_path / "out"), "broken.py")
+
+
+def test_after_line_plants_code_beside_one_rewritten_line(tmp_path: Path) -> None:
+    from rotscope.errors import BadInput
+    from rotscope.filler.perturb import Injection, PerturbMap, PerturbReport, perturb_tree, rewrite_source
+
+    source = "class A:\n    def f(self, params):\n        ttl = params.get('T', 300)\n        return ttl\n"
+    spec = PerturbMap(renames={"params": "fry_opts"}, literals={"300": 719})
+    planted = Injection(file="m.py", after_line="fry_opts.get('T', 719)", code="cap = 417\nrate = 13")
+    report = PerturbReport()
+    code = rewrite_source(source, spec, report, [planted])
+    assert (
+        "        ttl = fry_opts.get('T', 719)\n        cap = 417\n        rate = 13\n        return ttl\n"
+        in code
+    )
+    assert report.inject[planted.label()] == 1
+    twice = PerturbMap(inject=[Injection(file="m.py", after_line="= 1", code="z = 3")])
+    folder = tmp_path
+    (folder / "src").mkdir()
+    (folder / "src" / "m.py").write_text("x = 1\ny = 1\n", encoding="utf-8")
+    with pytest.raises(BadInput, match=r"after_line must match one line, not several: .*\(2 lines\)"):
+        perturb_tree(folder / "src", twice, folder / "out")
+    assert not (folder / "out").exists()
