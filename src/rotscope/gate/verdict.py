@@ -264,7 +264,7 @@ def compare(
         worst_positions=worst_positions(baseline, candidate),
         claims=Claims(baseline=claim_counts(baseline), candidate=claim_counts(candidate)),
         layouts=layout_changes(baseline, candidate),
-        unplaced=unplaced,
+        **({"unplaced": unplaced} if unplaced is not None else {}),  # a key left out when none
         rollback=None,
     )
     # The rollback reads the record as written (its verdict, bindings, slices and window).

@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Callable, Sequence
 
 from rotscope.config.experiment import ExperimentConfig
-from rotscope.prompt.faults import FaultRefused, Faulted, inject, labels, parse_faults, window_for
+from rotscope.prompt.faults import Faulted, FaultRefused, inject, labels, parse_faults, window_for
 from rotscope.types import Rejection, Tokenizer, WorkItem
 
 

@@ -19,6 +19,7 @@ seed and the prompt's case and layout, so a faulted plan is the same plan every 
 from __future__ import annotations
 
 import hashlib
+import itertools
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -191,9 +192,11 @@ def _cut(
     start, end = prompt.context_start, _context_end(prompt)
     spans = sorted(prompt.spans, key=lambda span: span.token_start)
     inside = all(start <= s.token_start <= s.token_end <= end for s in spans)
-    apart = all(a.token_end <= b.token_start for a, b in zip(spans, spans[1:], strict=False))
+    apart = all(a.token_end <= b.token_start for a, b in itertools.pairwise(spans))
     if start <= 0 or end > prompt.prompt_tokens or not inside or not apart:
-        raise FaultRefused(f"case {case.case_id}: the prompt has no haystack of filler lines a fault can change")
+        raise FaultRefused(
+            f"case {case.case_id}: the prompt has no haystack of filler lines a fault can change"
+        )
     ids = prompt.token_ids
     lines: list[_Line] = []
     at = start
@@ -278,7 +281,9 @@ def _tokens(lines: Iterable[_Line]) -> int:
     return sum(len(line.ids) for line in lines)
 
 
-def _trim(lines: list[_Line], rng: random.Random, fault: Fault, tokenizer: Tokenizer, case: Case) -> list[_Line]:
+def _trim(
+    lines: list[_Line], rng: random.Random, fault: Fault, tokenizer: Tokenizer, case: Case
+) -> list[_Line]:
     """Whole lines from the haystack's head (``trim-head``) or tail (``trim-tail``) until at least
     the fraction's tokens are gone; evidence among them is lost."""
     fraction = fault.value if fault.value is not None else TRIM_FRACTION
@@ -293,7 +298,9 @@ def _trim(lines: list[_Line], rng: random.Random, fault: Fault, tokenizer: Token
     return kept if fault.name == TRIM_HEAD else kept[::-1]
 
 
-def _shift(lines: list[_Line], rng: random.Random, fault: Fault, tokenizer: Tokenizer, case: Case) -> list[_Line]:
+def _shift(
+    lines: list[_Line], rng: random.Random, fault: Fault, tokenizer: Tokenizer, case: Case
+) -> list[_Line]:
     """Filler lines of at least ``SHIFT_FRACTION`` of the haystack's tokens moved from one end of
     the haystack to the other (the direction seeded, the other where that end has too little
     filler before its first evidence): every span moves by as many tokens, nothing else changes,

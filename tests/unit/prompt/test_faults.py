@@ -33,7 +33,9 @@ def _item(items: list[WorkItem], case: str, position: str, length: int = 600) ->
 
 
 def _apply(item: WorkItem, spec: str, **kwargs: int) -> faults.Faulted:
-    return inject(parse_faults([spec]), item.prompt, item.case, item.layout, BACKEND.tokenizer(), seed=0, **kwargs)
+    return inject(
+        parse_faults([spec]), item.prompt, item.case, item.layout, BACKEND.tokenizer(), seed=0, **kwargs
+    )
 
 
 def _span_text(prompt: RenderedPrompt, evidence_id: str, tokenizer: Tokenizer) -> str:
@@ -51,12 +53,16 @@ def _frame_kept(before: RenderedPrompt, after: RenderedPrompt) -> None:
 
 
 def _end(prompt: RenderedPrompt) -> int:
-    return prompt.context_start + prompt.haystack_tokens + sum(s.token_end - s.token_start for s in prompt.spans)
+    return (
+        prompt.context_start + prompt.haystack_tokens + sum(s.token_end - s.token_start for s in prompt.spans)
+    )
 
 
 def _spans_exact(before: RenderedPrompt, after: RenderedPrompt, tokenizer: Tokenizer) -> None:
     for span in after.spans:
-        assert _span_text(after, span.evidence_id, tokenizer) == _span_text(before, span.evidence_id, tokenizer)
+        assert _span_text(after, span.evidence_id, tokenizer) == _span_text(
+            before, span.evidence_id, tokenizer
+        )
 
 
 def test_trim_head_drops_the_haystack_start_and_the_evidence_in_it(items: list[WorkItem]) -> None:
