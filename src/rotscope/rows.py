@@ -47,6 +47,11 @@ class Row(TypedDict):
     slices: str
     filler: str | None
     haystack_variant: int | None
+    fault: str | None
+    """The assembly faults injected into the prompt (``run --inject``), comma-separated; ``None``:
+    the prompt as rendered."""
+    evidence_lost: str | None
+    """A JSON list of the evidence ids those faults removed from the prompt (``[]``: all kept)."""
     status: str
     response: str | None
     outcome: str | None
@@ -111,6 +116,8 @@ class PlannedRow(TypedDict):
     question: str
     expected: str
     slices: str
+    fault: str | None
+    evidence_lost: str | None
 
 
 class ResultValues(TypedDict, total=False):

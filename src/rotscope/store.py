@@ -26,7 +26,8 @@ from rotscope.types.case import ABSENT_SUFFIX
 PLANNED_COLUMNS = (
     "item_id", "call_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model",
     "backend", "length_target", "prompt_tokens", "haystack_tokens", "depth", "position", "spans", "trial",
-    "seed", "prompt_digest", "question", "expected", "slices", "filler", "haystack_variant",
+    "seed", "prompt_digest", "question", "expected", "slices", "filler", "haystack_variant", "fault",
+    "evidence_lost",
 )  # fmt: skip
 RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
@@ -111,6 +112,15 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         ALTER TABLE items ADD COLUMN first_token_prob REAL;
         ALTER TABLE items ADD COLUMN absent_logprob REAL;
         CREATE INDEX items_case_length ON items (task, case_id, length_target);
+        """,
+    ),
+    # The assembly faults injected into the row's prompt (``run --inject``) and the evidence they
+    # removed (a JSON list of ids): NULL in a row of a clean prompt, and in every row stored before.
+    (
+        "injected_faults",
+        """
+        ALTER TABLE items ADD COLUMN fault TEXT;
+        ALTER TABLE items ADD COLUMN evidence_lost TEXT;
         """,
     ),
 )

@@ -95,6 +95,15 @@ def run(
             "default both where the backend reads likelihoods.",
         ),
     ] = None,
+    inject: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--inject",
+            help="An assembly fault on every verified prompt (repeatable or comma-separated): trim-head, "
+            "trim-tail, tokenizer-shift, reorder, add-passage, duplicate-distractor, smaller-window "
+            "(docs/gates.md, 'Injected assembly faults').",
+        ),
+    ] = None,
 ) -> None:
     """Run an experiment (or continue one with --resume) and show its heatmap."""
     from rotscope.analysis.summary import load_summary
@@ -116,6 +125,7 @@ def run(
             "out": str(out) if out else None,
             "max_cost": max_cost,
             "score": score,
+            "inject": inject or None,
             "cache": {"enabled": False} if no_cache else None,
         }
 

@@ -116,6 +116,13 @@ class ExperimentConfig(SectionHolder):
     was right; ``likelihood``, the gold answer's log-probability read in a prefill, no generation;
     ``both``. Unset: ``both`` where the backend reads likelihoods (``rotscope models`` says which),
     else ``accuracy``. A likelihood asked of a backend that cannot is refused before any call."""
+    inject: list[str] = Field(default_factory=list)
+    """Assembly faults applied to every verified prompt before any call, in order (``run --inject``):
+    ``trim-head``, ``trim-tail`` (each ``=FRACTION`` of the haystack, default 0.25),
+    ``tokenizer-shift``, ``reorder``, ``add-passage``, ``duplicate-distractor``, ``smaller-window``
+    (``=TOKENS``, default three quarters of the longest length). Part of the run's identity and
+    of every item's; each row records its faults and the evidence they removed (docs/gates.md,
+    "Injected assembly faults"). Empty: the prompts as rendered."""
     evidence_only: bool = False
     """Also run each case with its evidence alone, no padding: a case failing there is a capability
     failure, reported apart from positional ones."""

@@ -88,8 +88,19 @@ def _describe_key(key: tuple[Any, ...]) -> str:
     )
 
 
-def _evidence_texts(row: Row) -> list[str]:
-    return sorted(span.get("text", "") for span in json.loads(row["spans"] or "[]"))
+def _lost(row: Row) -> set[str]:
+    """The evidence ids an injected fault removed from the row's prompt (``run --inject``)."""
+    return set(json.loads(row.get("evidence_lost") or "[]"))
+
+
+def _evidence_texts(row: Row, lost: set[str] | None = None) -> list[str]:
+    """The texts of the row's evidence spans, less the pieces in ``lost`` (a fault removed them
+    from one run's prompt: the case's evidence is the same, the prompt's is not)."""
+    return sorted(
+        span.get("text", "")
+        for span in json.loads(row["spans"] or "[]")
+        if span.get("evidence_id") not in (lost or set())
+    )
 
 
 def _slice_fields(row: Row, wanted: list[str] | None) -> dict[str, str]:
@@ -139,7 +150,8 @@ def check_pairable(baseline: RunData, candidate: RunData) -> None:
                     f"gate: {_describe_key(key)} differs in {name} "
                     f"(baseline {column(left, name)!r}, candidate {column(right, name)!r})"
                 )
-        if not imported and _evidence_texts(left) != _evidence_texts(right):
+        lost = _lost(left) | _lost(right)
+        if not imported and _evidence_texts(left, lost) != _evidence_texts(right, lost):
             raise BadInput(f"gate: {_describe_key(key)} has different evidence text in the two runs")
 
 

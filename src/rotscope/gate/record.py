@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from rotscope.config.experiment import GateConfig
-from rotscope.gate.record_checks import Claims, Layouts, Rollback, WorstPosition
+from rotscope.gate.record_checks import Claims, Layouts, Rollback, Unplaced, WorstPosition
 from rotscope.records import RecordKind
 from rotscope.records._base import Count, Length, Record, Share
 from rotscope.records.scores import ScoreName
@@ -331,6 +331,10 @@ class GateRecord(Record):
     """Claim counts of each run."""
     layouts: Layouts
     """Which paired layouts moved under the candidate's tokenizer or template."""
+    unplaced: Unplaced | None = None
+    """Layouts one run placed and the other could not (a template, tokenizer or injected fault that
+    leaves no room), counted and named; such a gate is never a PASS. Null where every layout was
+    placed in both."""
     rollback: Rollback | None
     """The rollback guidance of a FAIL; null for any other verdict."""
 

@@ -3,7 +3,7 @@ paired layouts moved under the candidate's tokenizer or template, and a FAIL's r
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from rotscope.records._base import Count, Record, Share
 
@@ -129,3 +129,30 @@ class Rollback(Record):
     was imported (it holds no prompts or layouts to pin)."""
     steps: list[str]
     """The steps, in words."""
+
+
+class UnplacedLayout(Record):
+    """A layout one run placed and measured and the other could not place (its verifier, or an
+    injected fault, rejected it): never sent there, so it has no pair."""
+
+    task: str
+    """The task family."""
+    case_id: str
+    """The case."""
+    length: int
+    """The prompt length asked."""
+    position: str
+    """The position asked (its name, offset or depth)."""
+    unplaced_in: Literal["baseline", "candidate"]
+    """The run that could not place it."""
+    reason: str
+    """Why, as that run's ``rejections.jsonl`` says."""
+
+
+class Unplaced(Record):
+    """Layouts placed in one run and not in the other, counted and named (``gate/unplaced``)."""
+
+    count: Count
+    """How many (each once, whatever its trials)."""
+    layouts: list[UnplacedLayout]
+    """Each, in the order of the baseline's rows."""

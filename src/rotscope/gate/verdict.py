@@ -57,6 +57,7 @@ from rotscope.gate.rollback import settings as rollback_settings
 from rotscope.gate.run_record import binding, claim_counts, worst_positions
 from rotscope.gate.sizing import Design, Truth, gate_power
 from rotscope.gate.supported_lengths import supported_up_to
+from rotscope.gate.unplaced import set_aside, unplaced_reason
 from rotscope.plan.manifest import UNREAD_GATE_SETTINGS, SliceKey, manifest_digest
 from rotscope.rows import ScoreName, error_rate, on_score
 
@@ -211,6 +212,7 @@ def compare(
     if plan is not None:
         check_against_plan(plan, baseline, "baseline")
         check_against_plan(plan, candidate, "candidate")
+    baseline, candidate, unplaced = set_aside(baseline, candidate)
     check_pairable(baseline, candidate)
     settings = analysis_settings(baseline, candidate, plan)
     clusters = gate_clusters(baseline, candidate)
@@ -223,6 +225,10 @@ def compare(
     verdict, tests, reasons = decided(
         slices, error_rates, settings, pending, pooled, unit_of(clusters), progress
     )
+    if unplaced is not None:  # a layout that could not be placed has not passed
+        reasons = [*reasons, unplaced_reason(unplaced)]
+        if verdict == "PASS":
+            verdict, tests = "INCONCLUSIVE", [*tests, "unplaced layouts"]
     cluster_note = _by_case_note(baseline, candidate, settings, verdict, error_rates, pending, clusters)
     support = supported_up_to(slices, settings)
     record = GateRecord(
@@ -258,6 +264,7 @@ def compare(
         worst_positions=worst_positions(baseline, candidate),
         claims=Claims(baseline=claim_counts(baseline), candidate=claim_counts(candidate)),
         layouts=layout_changes(baseline, candidate),
+        **({"unplaced": unplaced} if unplaced is not None else {}),  # a key left out when none
         rollback=None,
     )
     # The rollback reads the record as written (its verdict, bindings, slices and window).

@@ -128,6 +128,8 @@ def planned_row(item: ImportedItem, order: int, run_id: str, model: str) -> Plan
         "slices": "{}",
         "filler": None,
         "haystack_variant": item.haystack_variant,
+        "fault": None,
+        "evidence_lost": None,
     }
 
 

@@ -46,7 +46,7 @@ PACING_FIELDS = {"out", "max_cost", "limits", "prices", "executor", "analysis"}
 """Config fields that decide where results go and how a run is paced and paid, not what it
 measures: left out of the manifest, so a budget or rate limit can change without a deviation
 (``analysis`` only decides how ``show`` summarises; the gate has its own frozen section)."""
-UNSET_LEFT_OUT = ("subjects", "subject", "chat_template")
+UNSET_LEFT_OUT = ("subjects", "subject", "chat_template", "inject")
 """Config keys added after manifest version 2 that the manifest leaves out while unset, so a plan
 frozen before them reads as the same plan."""
 

@@ -17,6 +17,7 @@ from rotscope.filler import Document, describe_filler, documents
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import TokenizedCorpus
 from rotscope.filler.variants import variant_corpora, variants_for
+from rotscope.plan.injected import inject_faults
 from rotscope.plan.rejections import name_competing_files
 from rotscope.plan.schedule import prefill_bounds
 from rotscope.plan.session_prompts import SessionWriter, session_prompts
@@ -187,17 +188,21 @@ def item_id(
     case: Case,
     layout: Layout,
     trial: int,
+    *,
+    fault: str | None = None,
 ) -> str:
     """Hash of what determines a result (model identity, exact prompt ids, decoding, trial) and of
-    the cell it counts in (case, layout): two cells whose prompts coincide are still two items."""
+    the cell it counts in (case, layout): two cells whose prompts coincide are still two items.
+    An injected fault (``fault``, its labels) is hashed too, so a faulted item never takes a clean
+    one's stored result; without one the ids are as before faults."""
     prompt_digest = hashlib.sha256(np.asarray(token_ids, dtype=np.int64).tobytes()).hexdigest()
     cell = dict(layout.__dict__)
     if cell["filler"] is None:
         del cell["filler"]  # keeps the ids of items planned before layouts named a filler
-    material = json.dumps(
-        [model_key, prompt_digest, params.__dict__, trial, case.task, case.case_id, cell],
-        sort_keys=True,
-    )
+    parts: list[Any] = [model_key, prompt_digest, params.__dict__, trial, case.task, case.case_id, cell]
+    if fault:
+        parts.append({"fault": fault})
+    material = json.dumps(parts, sort_keys=True)
     return hashlib.sha256(material.encode()).hexdigest()[:24]
 
 
@@ -390,6 +395,16 @@ def _build_plan(
             )
     items, disagreeing = keep_consistent(items, tokenizer)
     rejected.extend(disagreeing)
+    if config.inject:  # after verification and before any call: the assembly faults asked for
+        items, unplaceable = inject_faults(
+            items,
+            config,
+            tokenizer,
+            lambda item, fault: item_id(
+                model_key, item.prompt.token_ids, item.params, item.case, item.layout, item.trial, fault=fault
+            ),
+        )
+        rejected.extend(unplaceable)
     if rejected and all(item.case.control for item in items):
         items = []  # evidence-absent controls of cases none of whose prompts was placed measure nothing
     naive, lower = prefill_bounds([item.prompt.token_ids for item in items])

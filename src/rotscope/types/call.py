@@ -131,6 +131,11 @@ class WorkItem:
     ``i mod variants``); ``None`` for a family that plans its own prompts. Not part of ``item_id``."""
     prefix_group: PrefixGroup | None = None
     """Set by the execution order of a remote run; not part of ``item_id``."""
+    fault: str | None = None
+    """The assembly faults injected into the prompt (``run --inject``), as labels joined by commas;
+    ``None``: the prompt as rendered. Part of ``item_id``."""
+    evidence_lost: tuple[str, ...] = ()
+    """The evidence pieces a fault removed from the prompt (they have no span)."""
 
     def request(self) -> GenerateRequest:
         """What the backend receives for this item: the verified messages and ids, its decoding."""

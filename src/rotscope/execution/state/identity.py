@@ -59,6 +59,8 @@ def config_fields(config: ExperimentConfig) -> dict[str, Any]:
             fields[section] = {key: value for key, value in fields[section].items() if key not in names}
     if fields.get("score") is None:
         fields.pop("score", None)  # unset keeps the digest and plans of runs from before scores
+    if not fields.get("inject"):
+        fields.pop("inject", None)  # no fault keeps the digest of runs from before faults
     return fields
 
 

@@ -276,6 +276,10 @@ def planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list[
                 "question": part.question,
                 "expected": "not in the context" if part.oracle.abstain else part.oracle.answer,
                 "slices": json.dumps(dict(part.slices), sort_keys=True),
+                "fault": item.fault,
+                "evidence_lost": None
+                if item.fault is None
+                else json.dumps([e for e in item.evidence_lost if e.startswith(prefix)]),
             }
         )
     return rows
