@@ -127,7 +127,7 @@ def layouts_for(
         return [Layout(length, 0.0, OWN_DEPTHS_POSITION) for length in config.lengths], []
     layouts: list[Layout] = []
     skipped: list[Rejection] = []
-    separations = config.placement.separations or [None]
+    separations: list[int | float | None] = [*config.placement.separations] or [None]
     for length in config.lengths:
         layouts.extend(
             Layout(length, depth, name, separation=separation)
@@ -147,7 +147,9 @@ def layouts_for(
                 )
             else:
                 layouts.extend(
-                    Layout(length, offset / filler if filler else 0.0, f"{OFFSET_PREFIX}{offset}", separation=sep)
+                    Layout(
+                        length, offset / filler if filler else 0.0, f"{OFFSET_PREFIX}{offset}", separation=sep
+                    )
                     for sep in separations
                 )
     return layouts, skipped

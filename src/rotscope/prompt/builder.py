@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cached_property
+from itertools import pairwise
 
 import numpy as np
 
@@ -146,7 +147,7 @@ class PromptBuilder:
                 e.evidence_id: candidates[e.evidence_id][min(attempt, len(candidates[e.evidence_id]) - 1)]
                 for e in case.evidence
             }
-            for earlier, later in zip(facts, facts[1:], strict=False):
+            for earlier, later in pairwise(facts):
                 # each fact where a filler line ends nearest the separation after the one before
                 chosen[later] = self.corpus.nearest_line_ends(chosen[earlier] + gap, end)[0]
             cuts = [chosen[e.evidence_id] for e in case.evidence]

@@ -13,6 +13,7 @@ precedes it, so every depth holds a separation the length can hold.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from itertools import pairwise
 
 from rotscope.evidence_roles import placement_of
 from rotscope.types import Case, Span
@@ -60,7 +61,7 @@ def measured_gaps(spans: Sequence[Span], facts: Sequence[str]) -> list[int]:
     them (negative where the next fact comes first)."""
     by_id = {span.evidence_id: span for span in spans}
     gaps: list[int] = []
-    for earlier, later in zip(facts, facts[1:], strict=False):
+    for earlier, later in pairwise(facts):
         first, second = by_id[earlier], by_id[later]
         low, high = sorted((first.token_end, second.token_start))
         inside = sum(
