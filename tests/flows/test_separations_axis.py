@@ -1,6 +1,6 @@
 """``placement.separations`` from the command line on a fake backend: a bad value is one line and
 exit 2, ``run --dry-run`` counts the axis, and ``show --json`` / ``--markdown`` give accuracy by
-separation with the rows' measured distance."""
+separation with the rows' measured distance, and the HTML report its plot and table."""
 
 from __future__ import annotations
 
@@ -58,6 +58,10 @@ def test_the_axis_multiplies_the_items_and_show_gives_accuracy_by_separation(tmp
     assert all(abs(tokens - asked) <= max(1, asked // 10) for _, asked, tokens in stored)
     markdown = invoke("show", out, "--markdown").output
     assert "Accuracy by separation" in markdown and "| join | 64 tokens | all |" in markdown
+    report = invoke("report", out)
+    assert report.exit_code == 0, report.output
+    html = (out / "report.html").read_text(encoding="utf-8")
+    assert "Accuracy by separation" in html and "0.25 filler" in html
 
 
 def test_a_run_without_the_axis_has_no_separations_key(tmp_path: Path) -> None:
