@@ -97,8 +97,9 @@ def own_length_tasks(config: ExperimentConfig) -> list[str]:
 
 
 def grid_line(config: ExperimentConfig) -> str:
-    """What the run will do: its tasks, lengths, depths (and separations, where given) and trials. Replayed recordings run each at
-    its own length, so the grid's lengths are named only for the tasks that use them."""
+    """What the run will do: its tasks, lengths, depths (and separations, where given) and trials.
+    Replayed recordings run each at its own length, so the grid's lengths are named only for the
+    tasks that use them."""
     depths = ", ".join(str(depth) for depth in config.depths)
     own = own_length_tasks(config)
     lengths = f"lengths {', '.join(f'{n:,}' for n in config.lengths)} tokens"
