@@ -85,6 +85,13 @@ class Row(TypedDict):
     absent_logprob: float | None
     """The same answer's log-probability in the case's evidence-absent control at the same length
     (``None``: no control, or not read)."""
+    separation: int | float | None
+    """The distance asked between the facts a case combines (``placement.separations``): filler
+    tokens (an int) or a share of the filler (a float); ``None`` where the run has no such axis."""
+    separation_asked: int | None
+    """The filler tokens that separation asked for between consecutive facts."""
+    separation_tokens: int | None
+    """The filler tokens measured between them on the rendered prompt (the mean gap, several facts)."""
     score_value: NotRequired[float]
     """Set by ``on_score`` only: the row's value under the chosen score (``value``)."""
 
@@ -118,6 +125,12 @@ class PlannedRow(TypedDict):
     slices: str
     fault: str | None
     evidence_lost: str | None
+    separation: NotRequired[int | float | None]
+    """The layout's separation (``placement.separations``); left out by rows without the axis."""
+    separation_asked: NotRequired[int | None]
+    """The filler tokens the separation asked for between consecutive facts."""
+    separation_tokens: NotRequired[int | None]
+    """The filler tokens measured between them on the rendered prompt (their mean, several facts)."""
 
 
 class ResultValues(TypedDict, total=False):

@@ -27,7 +27,7 @@ PLANNED_COLUMNS = (
     "item_id", "call_id", "run_id", "plan_order", "task", "case_id", "instance_id", "control", "model",
     "backend", "length_target", "prompt_tokens", "haystack_tokens", "depth", "position", "spans", "trial",
     "seed", "prompt_digest", "question", "expected", "slices", "filler", "haystack_variant", "fault",
-    "evidence_lost",
+    "evidence_lost", "separation", "separation_asked", "separation_tokens",
 )  # fmt: skip
 RESULT_COLUMNS = (
     "status", "response", "outcome", "category", "usage_prompt_tokens", "usage_completion_tokens",
@@ -121,6 +121,17 @@ MIGRATIONS: tuple[tuple[str, str], ...] = (
         """
         ALTER TABLE items ADD COLUMN fault TEXT;
         ALTER TABLE items ADD COLUMN evidence_lost TEXT;
+        """,
+    ),
+    # The distance between the facts a case combines (``placement.separations``, issue 50): the
+    # axis value as given (tokens or a share), the filler tokens it asked for and those measured on
+    # the rendered prompt; NULL in a run without the axis and in every row of a run stored before.
+    (
+        "separation",
+        """
+        ALTER TABLE items ADD COLUMN separation NUMERIC;
+        ALTER TABLE items ADD COLUMN separation_asked INTEGER;
+        ALTER TABLE items ADD COLUMN separation_tokens INTEGER;
         """,
     ),
 )
@@ -343,7 +354,7 @@ class RunStore:
                 f"INSERT OR IGNORE INTO items ({', '.join(PLANNED_COLUMNS)}, created_at) "
                 f"VALUES ({', '.join('?' for _ in PLANNED_COLUMNS)}, ?)",
                 [
-                    (*(safe[key] for key in PLANNED_COLUMNS), created)
+                    (*(safe.get(key) for key in PLANNED_COLUMNS), created)
                     for safe in (storable_values(row) for row in rows)
                 ],
             )

@@ -17,6 +17,7 @@ from rotscope.analysis.cells import cell, cell_key, cell_stats, counts, length_c
 from rotscope.analysis.fillers import SESSION, filler_gaps
 from rotscope.analysis.headline import effective_lengths_by_task
 from rotscope.analysis.rejections import with_rejections
+from rotscope.analysis.separations import separation_cells
 from rotscope.analysis.tasks import curve_effective_lengths, empty_task_analysis, task_analysis
 from rotscope.errors import BadInput
 from rotscope.position import Position
@@ -350,6 +351,7 @@ def build_summary(
     # A run stored before the analysis section existed takes the default base lengths.
     base_lengths = tuple((config.get("analysis") or {}).get("base_lengths") or BASE_LENGTHS)
     task_order: list[str] = config.get("tasks") or []
+    by_separation = separation_cells(probes, task_order)
     by_task = sorted(
         group_by(probes, "task").items(),
         key=lambda item: task_order.index(item[0][0]) if item[0][0] in task_order else len(task_order),
@@ -367,6 +369,8 @@ def build_summary(
         agreement=agreements(all_probes),
         cells=cells,
         lengths=list(per_length.values()),
+        # accuracy by the distance between the facts to combine, where the run has that axis
+        **({} if by_separation is None else {"separations": by_separation}),
         effective_length=curve_effective_lengths(per_length, probes, base_lengths),
         # Each task's own effective length, led by the hardest probe in band (analysis/headline.py).
         effective_lengths=effective_lengths_by_task(analyses),

@@ -15,7 +15,9 @@ from pydantic import (
     AfterValidator,
     BeforeValidator,
     Field,
+    SerializerFunctionWrapHandler,
     field_validator,
+    model_serializer,
     model_validator,
 )
 
@@ -149,6 +151,32 @@ class FillerConfig(StrictOptions):
         return self
 
 
+def _separation(value: object) -> int | float:
+    """One entry of ``placement.separations``: a token count (an int >= 1) or a share of the
+    haystack (a float strictly between 0 and 1), nothing else (no boolean, no string)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise ValueError(f"{value!r} is neither a token count (an int >= 1) nor a share in (0, 1)")
+    if isinstance(value, int):
+        if value < 1:
+            raise ValueError(f"{value} tokens: a token count is an int >= 1")
+        return value
+    if not 0.0 < value < 1.0:
+        raise ValueError(f"{value}: a share of the haystack is a float in (0, 1); a token count is an int")
+    return value
+
+
+def _separations(values: object) -> list[int | float]:
+    if not isinstance(values, list | tuple):
+        raise ValueError("separations is a list: token counts (ints >= 1) or shares in (0, 1)")
+    checked = [_separation(value) for value in values]
+    seen: set[tuple[type, float]] = set()
+    for value in checked:
+        if (type(value), value) in seen:
+            raise ValueError(f"separation {value} is listed twice")
+        seen.add((type(value), value))
+    return checked
+
+
 class PlacementConfig(StrictOptions):
     """Where evidence other than the answer piece goes, relative to the grid's depth ``d``.
 
@@ -167,6 +195,16 @@ class PlacementConfig(StrictOptions):
     """``depths``: the fractional depths of the support pieces, in order."""
     decoy_min_gap: Float = Field(default=0.1, ge=0.0, le=0.5)
     """The least distance between two decoys' depths, as a fraction of the haystack."""
+    separations: Annotated[list[int | float], BeforeValidator(_separations)] = Field(default_factory=list)
+    """A grid axis, like depths and lengths: the distance between the facts a case must combine
+    (its ``support`` pieces and its ``answer``; the ``latent``, ``join`` and ``multihop`` families,
+    or a case file's cases with support pieces), each entry a count of filler tokens (an int >= 1,
+    ``512``) or a share of the haystack's filler (a float in (0, 1), ``0.25``). Every (length,
+    depth, separation) is a condition. The facts go in listed order, each the separation's filler
+    tokens after the one before, and the grid's depth places the group as a whole: the share of
+    the filler outside the group that precedes it (0: the group opens the haystack, 1: it closes
+    it); a superseded piece goes before the group. A separation a length cannot hold is an
+    unplaceable layout, counted and named. Empty (the default): one per-run ``distance``."""
 
     @field_validator("support_depths")
     @classmethod
@@ -175,6 +213,24 @@ class PlacementConfig(StrictOptions):
             if not 0.0 <= depth <= 1.0:
                 raise ValueError(f"depth {depth} is outside [0, 1]")
         return depths
+
+    @model_validator(mode="after")
+    def _separations_place_support(self) -> PlacementConfig:
+        if self.separations and self.support != "before":
+            raise ValueError(
+                f"separations place the support pieces themselves; support: {self.support} cannot be "
+                "combined with them (leave support at before)"
+            )
+        return self
+
+    @model_serializer(mode="wrap")
+    def _without_empty_separations(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Left out when empty, so an experiment without the axis keeps the identity, plan and
+        config of runs from before it existed."""
+        dumped: dict[str, Any] = handler(self)
+        if not dumped.get("separations"):
+            dumped.pop("separations", None)
+        return dumped
 
 
 class GenerationConfig(StrictOptions):

@@ -20,6 +20,7 @@ from rotscope.filler.variants import variant_corpora, variants_for
 from rotscope.plan.injected import inject_faults
 from rotscope.plan.rejections import name_competing_files
 from rotscope.plan.schedule import prefill_bounds
+from rotscope.plan.separations import check_separations
 from rotscope.plan.session_prompts import SessionWriter, session_prompts
 from rotscope.position import OFFSET_PREFIX, Position
 from rotscope.prompt.builder import PlacementError, PromptBuilder
@@ -127,8 +128,13 @@ def layouts_for(
         return [Layout(length, 0.0, OWN_DEPTHS_POSITION) for length in config.lengths], []
     layouts: list[Layout] = []
     skipped: list[Rejection] = []
+    separations: list[int | float | None] = [*config.placement.separations] or [None]
     for length in config.lengths:
-        layouts.extend(Layout(length, depth, name) for depth, name in config.positions())
+        layouts.extend(
+            Layout(length, depth, name, separation=separation)
+            for depth, name in config.positions()
+            for separation in separations
+        )
         offsets = config.offsets()
         filler = builder.filler_tokens(case, length) if offsets else 0
         for offset in offsets:
@@ -141,7 +147,12 @@ def layouts_for(
                     Rejection.of(case, None, reason, length=length, position=f"{OFFSET_PREFIX}{offset}")
                 )
             else:
-                layouts.append(Layout(length, offset / filler if filler else 0.0, f"{OFFSET_PREFIX}{offset}"))
+                layouts.extend(
+                    Layout(
+                        length, offset / filler if filler else 0.0, f"{OFFSET_PREFIX}{offset}", separation=sep
+                    )
+                    for sep in separations
+                )
     return layouts, skipped
 
 
@@ -197,8 +208,9 @@ def item_id(
     one's stored result; without one the ids are as before faults."""
     prompt_digest = hashlib.sha256(np.asarray(token_ids, dtype=np.int64).tobytes()).hexdigest()
     cell = dict(layout.__dict__)
-    if cell["filler"] is None:
-        del cell["filler"]  # keeps the ids of items planned before layouts named a filler
+    for key in ("filler", "separation"):
+        if cell[key] is None:
+            del cell[key]  # keeps the ids of items planned before layouts named a filler, a separation
     parts: list[Any] = [model_key, prompt_digest, params.__dict__, trial, case.task, case.case_id, cell]
     if fault:
         parts.append({"fault": fault})
@@ -269,6 +281,7 @@ def _build_plan(
 ) -> Plan:
     """``build_plan`` with the static filler's experiment ``static`` (``None``: session only)."""
     numbered = numbered_cases(config)
+    check_separations(config, [case for case, _ in numbered])
     if evidence_less_once:  # an abstain case without evidence is its own control: drop the copy
         own_controls = {
             (case.task, f"{case.case_id}{ABSENT_SUFFIX}")

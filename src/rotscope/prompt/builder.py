@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from functools import cached_property
+from itertools import pairwise
 
 import numpy as np
 
@@ -31,12 +32,15 @@ from rotscope.prompt.frame import (
     unit_for,
 )
 from rotscope.prompt.placement import target_depths
+from rotscope.prompt.separation import asked_tokens, fact_ids, separation_tolerance
 from rotscope.prompt.verify import joint_is_clean, verify_prompt
 from rotscope.types import AnswerKind, Case, Evidence, Layout, RenderedPrompt, Span, Tokenizer
 
 _SENTINEL = "\u2063ROTSCOPE-USER-CONTENT\u2063"
 _CANDIDATE_TRIES = 8
 _END_SEARCH = 16
+_GROUP_SEARCH = 256
+"""Line ends tried for the first of a group of separated facts."""
 
 
 class PlacementError(Exception):
@@ -122,17 +126,31 @@ class PromptBuilder:
         if any(evidence.source is not None for evidence in case.evidence):
             return self._render_in_corpus(case, layout, frame, budget)
         end = self.corpus.size if self.whole_corpus else self.filler_tokens(case, layout.length_tokens)
-        targets = target_depths(case, layout, self.placement, self.seed)
+        targets = target_depths(case, layout, self.placement, self.seed, end)
+        facts = fact_ids(case) if layout.separation is not None else []
+        gap = asked_tokens(layout.separation, end) if layout.separation is not None else 0
+        if len(facts) > 1 and gap * (len(facts) - 1) > end:
+            raise PlacementError(
+                f"case {case.case_id} at length {layout.length_tokens}: separation {layout.separation} "
+                f"({gap} filler tokens between each of its {len(facts)} facts) needs "
+                f"{gap * (len(facts) - 1)} filler tokens, the haystack holds {end}"
+            )
         candidates = {
             evidence.evidence_id: self.corpus.nearest_line_ends(targets[evidence.evidence_id] * end, end)
             for evidence in case.evidence
         }
+        if len(facts) > 1:
+            candidates[facts[0]] = self._group_starts(candidates[facts[0]], len(facts), gap, end)
         reasons: list[str] = []
         for attempt in range(_CANDIDATE_TRIES):
-            cuts = [
-                candidates[e.evidence_id][min(attempt, len(candidates[e.evidence_id]) - 1)]
+            chosen = {
+                e.evidence_id: candidates[e.evidence_id][min(attempt, len(candidates[e.evidence_id]) - 1)]
                 for e in case.evidence
-            ]
+            }
+            for earlier, later in pairwise(facts):
+                # each fact where a filler line ends nearest the separation after the one before
+                chosen[later] = self.corpus.nearest_line_ends(chosen[earlier] + gap, end)[0]
+            cuts = [chosen[e.evidence_id] for e in case.evidence]
             order = sorted(range(len(cuts)), key=lambda i: (cuts[i], i))
             prompt = self._assemble(frame, [(case.evidence[i], cuts[i]) for i in order], end)
             problems = self._verify(prompt, case, layout, frame, targets)
@@ -142,6 +160,21 @@ class PromptBuilder:
             if not case.evidence:
                 break
         raise PlacementError(f"case {case.case_id} at {layout}: " + "; ".join(dict.fromkeys(reasons)))
+
+    def _group_starts(self, starts: list[int], count: int, gap: int, end: int) -> list[int]:
+        """The first fact's line ends (best first) from which each next fact, at the line end
+        nearest ``gap`` filler tokens on, lands within the separation's tolerance; ``starts`` as
+        they are where none does (the verifier then names the miss)."""
+        allowed = separation_tolerance(gap, self.depth_tolerance)
+        fitting = []
+        for start in starts[:_GROUP_SEARCH]:
+            cut, fits = start, True
+            for _ in range(count - 1):
+                following = self.corpus.nearest_line_ends(cut + gap, end)[0]
+                fits, cut = fits and abs(following - cut - gap) <= allowed, following
+            if fits:
+                fitting.append(start)
+        return fitting or starts
 
     def _verify(
         self,

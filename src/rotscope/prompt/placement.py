@@ -8,6 +8,7 @@ import random
 from rotscope.config.experiment import PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.evidence_roles import check_role
+from rotscope.prompt.separation import asked_tokens, fact_ids, group_depths
 from rotscope.types import Case, Layout
 
 _DECOY_DRAWS = 200
@@ -67,16 +68,23 @@ def _decoy_depths(count: int, taken: list[float], rule: PlacementConfig, rng: ra
     return chosen
 
 
-def target_depths(case: Case, layout: Layout, rule: PlacementConfig, seed: int) -> dict[str, float]:
+def target_depths(
+    case: Case, layout: Layout, rule: PlacementConfig, seed: int, filler_tokens: int | None = None
+) -> dict[str, float]:
     """Evidence id -> the depth asked for it. A piece with its own ``depth`` keeps it; without a
     piece placed at the grid's depth (an ``answer``) every piece goes there (a single needle is its
-    own answer piece). A role nobody registered is bad input naming the known ones."""
+    own answer piece). A role nobody registered is bad input naming the known ones. A layout with a
+    separation (``prompt.separation``) places the case's facts as a group in ``filler_tokens``."""
     pinned = {e.evidence_id: e.depth for e in case.evidence if e.depth is not None}
-    return {**_rule_depths(case, layout, rule, seed), **pinned}
+    return {**_rule_depths(case, layout, rule, seed, filler_tokens), **pinned}
 
 
-def _rule_depths(case: Case, layout: Layout, rule: PlacementConfig, seed: int) -> dict[str, float]:
+def _rule_depths(
+    case: Case, layout: Layout, rule: PlacementConfig, seed: int, filler_tokens: int | None = None
+) -> dict[str, float]:
     depth = layout.depth
+    if layout.separation is not None and filler_tokens is not None and len(fact_ids(case)) > 1:
+        return _separated_depths(case, layout, layout.separation, rule, seed, filler_tokens)
     # Each piece is placed by its role's registered placement (``rotscope.evidence_roles``).
     placed = {
         e.evidence_id: check_role(e.role, f"case {case.case_id}: evidence {e.evidence_id}")
@@ -102,5 +110,26 @@ def _rule_depths(case: Case, layout: Layout, rule: PlacementConfig, seed: int) -
             targets[evidence.evidence_id] = round(rng.uniform(0.0, depth), 4)
     decoys = [e for e in case.evidence if placed[e.evidence_id] == "seeded"]
     for evidence, target in zip(decoys, _decoy_depths(len(decoys), [depth], rule, rng), strict=True):
+        targets[evidence.evidence_id] = target
+    return targets
+
+
+def _separated_depths(
+    case: Case, layout: Layout, separation: int | float, rule: PlacementConfig, seed: int, filler: int
+) -> dict[str, float]:
+    """The facts as a group, ``separation`` apart (``separation.group_depths``; none where the
+    filler cannot hold it: the builder names that layout unplaceable); a superseded piece before
+    the group, decoys away from every fact."""
+    facts = fact_ids(case)
+    placed = group_depths(len(facts), layout.depth, asked_tokens(separation, filler), filler)
+    if not placed:
+        return {}
+    targets = dict(zip(facts, placed, strict=True))
+    rng = random.Random(f"{seed}:{case.case_id}:{layout.length_tokens}:{layout.depth}:{separation}")
+    for evidence in case.evidence:
+        if evidence.evidence_id not in targets and check_role(evidence.role) == "before":
+            targets[evidence.evidence_id] = round(rng.uniform(0.0, placed[0]), 4)
+    decoys = [e for e in case.evidence if e.evidence_id not in targets]
+    for evidence, target in zip(decoys, _decoy_depths(len(decoys), placed, rule, rng), strict=True):
         targets[evidence.evidence_id] = target
     return targets

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from rotscope._util.text import mentions
 from rotscope.evidence_roles import placement_of
 from rotscope.prompt.frame import Frame, evidence_unit
+from rotscope.prompt.separation import asked_tokens, fact_ids, measured_gaps, separation_tolerance
 from rotscope.types import Case, Layout, RenderedPrompt, Tokenizer
 
 FULL_CHECK_TOKENS = 8192
@@ -163,6 +164,7 @@ def verify_prompt(
                 f"evidence {span.evidence_id} sits at depth {reached:.2f}, asked {asked:.2f} "
                 f"(tolerance {depth_tolerance}; the haystack has {prompt.haystack_tokens} tokens)"
             )
+    problems.extend(_separation_problems(prompt, case, layout, depth_tolerance))
     placed = {evidence.evidence_id: placement_of(evidence.role) for evidence in case.evidence}
     answer_starts = [s.token_start for s in prompt.spans if placed.get(s.evidence_id) == "grid"]
     for span in prompt.spans:
@@ -188,6 +190,25 @@ def verify_prompt(
     if not problems:
         problems.extend(_round_trip_problems(prompt, frame, tokenizer))
     return problems
+
+
+def _separation_problems(
+    prompt: RenderedPrompt, case: Case, layout: Layout, depth_tolerance: float
+) -> list[str]:
+    """Each pair of consecutive facts whose measured filler gap is not the layout's separation
+    within ``separation_tolerance`` (``prompt.separation``)."""
+    facts = fact_ids(case)
+    spans = {span.evidence_id for span in prompt.spans}
+    if layout.separation is None or len(facts) < 2 or not set(facts) <= spans:
+        return []
+    asked = asked_tokens(layout.separation, prompt.haystack_tokens)
+    allowed = separation_tolerance(asked, depth_tolerance)
+    return [
+        f"facts {earlier} and {later} are {gap} filler tokens apart, asked {asked} (separation "
+        f"{layout.separation}, tolerance {allowed})"
+        for earlier, later, gap in zip(facts, facts[1:], measured_gaps(prompt.spans, facts), strict=False)
+        if abs(gap - asked) > allowed
+    ]
 
 
 def _spans_line(piece: Sequence[int], line: str, tokenizer: Tokenizer) -> bool:

@@ -160,6 +160,28 @@ class LengthCell(CellStats, LengthKey):
     model_config = _MEASURED
 
 
+class SeparationKey(Record):
+    """A task at one separation of its facts (``placement.separations``), at one length or all."""
+
+    task: str
+    """The task family."""
+    separation: Annotated[int, Field(ge=1)] | Annotated[float, Field(gt=0, lt=1)]
+    """The separation as the experiment gave it: filler tokens (an int) or a share of the filler."""
+    length: Length | None
+    """The prompt length; null: every length pooled."""
+    asked_tokens: float | None
+    """The mean filler tokens the separation asked for between consecutive facts."""
+    measured_tokens: float | None
+    """The mean filler tokens measured between them on the rendered prompts."""
+
+
+class SeparationCell(CellStats, SeparationKey):
+    """Accuracy by separation: every probe of a task at one separation (one length, or all), its
+    depths pooled, with the cells' interval (adjusted t on instance means, clustered as a cell's)."""
+
+    model_config = _MEASURED
+
+
 class Control(Counts):
     """A task's evidence-absent controls at one length (in one filler)."""
 

@@ -9,7 +9,7 @@ from pydantic import Field
 
 from rotscope.records import RecordKind
 from rotscope.records._base import Count, Length, Record, Share
-from rotscope.records.cells import Cell, Control, EvidenceOnly, FillerGap, LengthCell
+from rotscope.records.cells import Cell, Control, EvidenceOnly, FillerGap, LengthCell, SeparationCell
 from rotscope.records.effective import EffectiveLength, EffectiveLengths
 from rotscope.records.run import (
     CacheControl,
@@ -202,6 +202,10 @@ class Summary(Record):
     measures, ``mean_<measure>`` (a number in [0, 1])."""
     lengths: list[LengthCell]
     """Every probe of one length, pooled."""
+    separations: list[SeparationCell] | None = None
+    """Where the run has the axis (``placement.separations``): accuracy by separation per task, every
+    length pooled (length null), then per length; absent in a run without it. A cell of ``cells``
+    pools its separations, as it pools its cases."""
     effective_length: EffectiveLength
     """The effective length pooled over the run's tasks."""
     effective_lengths: EffectiveLengths

@@ -28,6 +28,7 @@ from rotscope.report.names import shareable, terminal_safe_summary, without_path
 from rotscope.report.questions import by_length, decoy_answers, kind_of, shown_questions
 from rotscope.report.scores import agreement_line, kept_line, score_headline, score_label
 from rotscope.report.sentence import closing_task, one_sentence
+from rotscope.report.separations import separation_figure, separation_text
 from rotscope.report.wording import headline_entries, headline_intro, order_note, token_count_line
 from rotscope.rows import Row
 from rotscope.store import RunStore
@@ -148,6 +149,7 @@ def render_report(run_dir: Path, score: str | None = None) -> str:
         loader=PackageLoader("rotscope.report", "templates"), autoescape=select_autoescape(default=True)
     )
     environment.filters["depth_label"] = _depth_label
+    environment.filters["separation_text"] = separation_text
     # The shared wording helpers (report/effective.py), as every view words them.
     environment.globals.update(
         bracket_text=bracket_text,
@@ -169,6 +171,7 @@ def render_report(run_dir: Path, score: str | None = None) -> str:
         heatmaps=[heatmap_rows(summary, task) for task in tasks],
         by_length=accuracy_by_length(summary) if tasks else "",
         by_position=[accuracy_by_position(summary, task) for task in tasks],
+        by_separation=_figure_html(separation_figure(summary)) if summary.separations else "",
         # no failure category (an import: another harness's outcomes have none): no empty plot
         mix=failure_mix(summary) if any(cell.categories for cell in summary.cells) else "",
         wrong=wrong,

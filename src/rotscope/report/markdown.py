@@ -26,6 +26,7 @@ from rotscope.report.numbers import score as _fmt
 from rotscope.report.questions import by_length, decoy_answers, kind_of, shown_questions
 from rotscope.report.scores import score_headline, score_label
 from rotscope.report.sentence import closing_task
+from rotscope.report.separations import separation_markdown
 from rotscope.report.wording import headline_intro
 
 ROWS_SHOWN = 10
@@ -103,6 +104,7 @@ def run_markdown(summary: Summary) -> str:
     labels = {(cell.task, cell.length, cell.depth): depth_label(cell) for cell in summary.cells}
     for analysis in summary.tasks:
         lines += _length_rows(analysis, labels)
+    lines += separation_markdown(summary.separations)
     for analysis in summary.tasks:
         if analysis.data == "all-error" and analysis.top_error:
             lines += ["", f"**{_text(analysis.task)}**: {_text(no_scores_text(analysis))}"]

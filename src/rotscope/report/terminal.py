@@ -29,6 +29,7 @@ from rotscope.report.scores import (
     score_label,
 )
 from rotscope.report.sentence import closing_task, one_sentence
+from rotscope.report.separations import separation_lines
 from rotscope.report.terminal_sections import (
     filler_gap_lines,
     gap_text,
@@ -341,6 +342,8 @@ def print_summary(summary: Summary, console: Console, folder: str | None = None)
         _print_task(summary, analysis, console, closing, per_task.lead is None)
     print_controls(summary, console)
     for line in filler_gap_lines(summary.filler_gap):
+        _say(console, line)
+    for line in separation_lines(summary.separations):
         _say(console, line)
     print_cases(summary, console)
     for line in question_lines(summary):

@@ -24,6 +24,9 @@ class Layout:
     filler: str | None = None
     """The case's own filler stream (a reasoning family's ``with_solutions``, ``questions_only`` or
     ``neutral``); ``None`` for the experiment's corpus."""
+    separation: int | float | None = None
+    """The distance between the facts the case combines (``placement.separations``): filler tokens
+    (an int) or a share of the filler (a float in (0, 1)); ``None`` where the run has no such axis."""
 
 
 @dataclass(frozen=True)

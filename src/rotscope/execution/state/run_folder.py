@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterator
 from contextlib import closing, contextmanager, suppress
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import TypedDict
 
 from rotscope._util.inside import open_own
 from rotscope._util.resume_hint import resume_command
@@ -31,6 +32,7 @@ from rotscope.execution.state.identity import RUNTIME_FIELDS, config_digest
 from rotscope.execution.state.lock import LOCK_FILE, STORE_FILE, RunLock, held
 from rotscope.plan.rejections import REJECTIONS_FILE, detail_records
 from rotscope.plan.workitems import Plan
+from rotscope.prompt.separation import asked_tokens, fact_ids, measured_separation
 from rotscope.rows import PlannedRow
 from rotscope.store import RunStore
 from rotscope.types import Rejection, WorkItem
@@ -243,6 +245,7 @@ def planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list[
     """One row per question of the call (a single question is a call of its own)."""
     prompt = item.prompt
     spans = [{**span.__dict__, **_evidence_fields(item, span.evidence_id)} for span in prompt.spans]
+    separated = _separation_fields(item)
     rows: list[PlannedRow] = []
     for label, part in item.case.scored_parts():
         prefix = f"{part.case_id}/" if item.case.parts else ""
@@ -280,9 +283,29 @@ def planned_rows(item: WorkItem, order: int, run_id: str, backend: str) -> list[
                 "evidence_lost": None
                 if item.fault is None
                 else json.dumps([e for e in item.evidence_lost if e.startswith(prefix)]),
+                **separated,
             }
         )
     return rows
+
+
+class _Separated(TypedDict, total=False):
+    separation: int | float | None
+    separation_asked: int | None
+    separation_tokens: int | None
+
+
+def _separation_fields(item: WorkItem) -> _Separated:
+    """The row's separation columns (``placement.separations``): none without the axis."""
+    separation = item.layout.separation
+    if separation is None:
+        return {}
+    prompt = item.prompt
+    return {
+        "separation": separation,
+        "separation_asked": asked_tokens(separation, prompt.haystack_tokens),
+        "separation_tokens": measured_separation(prompt.spans, fact_ids(item.case)),
+    }
 
 
 def _evidence_fields(item: WorkItem, evidence_id: str) -> dict[str, str]:

@@ -97,15 +97,21 @@ def own_length_tasks(config: ExperimentConfig) -> list[str]:
 
 
 def grid_line(config: ExperimentConfig) -> str:
-    """What the run will do: its tasks, lengths, depths and trials. Replayed recordings run each at
-    its own length, so the grid's lengths are named only for the tasks that use them."""
+    """What the run will do: its tasks, lengths, depths (and separations, where given) and trials.
+    Replayed recordings run each at its own length, so the grid's lengths are named only for the
+    tasks that use them."""
     depths = ", ".join(str(depth) for depth in config.depths)
     own = own_length_tasks(config)
     lengths = f"lengths {', '.join(f'{n:,}' for n in config.lengths)} tokens"
     if own:
         recorded = f"{', '.join(own)}: each recording at its own length"
         lengths = recorded if len(own) == len(config.tasks) else f"{lengths} ({recorded})"
-    return f"tasks {', '.join(config.tasks)}; {lengths}; depths {depths}; {config.trials} trial(s)"
+    separations = config.placement.separations
+    apart = f"; separations {', '.join(f'{s:,}' if isinstance(s, int) else f'{s:g}' for s in separations)}"
+    return (
+        f"tasks {', '.join(config.tasks)}; {lengths}; depths {depths}"
+        f"{apart if separations else ''}; {config.trials} trial(s)"
+    )
 
 
 def refuse_nothing_to_measure(plan: Plan, config: ExperimentConfig) -> None:
