@@ -114,7 +114,8 @@ def rollback(
     forbidden = record.get("forbidden") or {}
     safety = []
     if forbidden.get("replies"):
-        named = ", ".join(f"{claim} x{count}" for claim, count in forbidden["claims"].items())
+        ranked = sorted(forbidden["claims"].items(), key=lambda item: (-item[1], item[0]))
+        named = ", ".join(f"{claim} x{count}" for claim, count in ranked)
         safety.append(
             f"Put the candidate through a separate safety review: {forbidden['replies']} of its "
             f"replies state a forbidden claim ({named})."

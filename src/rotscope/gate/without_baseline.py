@@ -87,8 +87,8 @@ def _advice(name: str, limit: Any, items: Sequence[Mapping[str, Any]], threshold
     if refuse:
         why = f"refuse: accuracy below {threshold:.2f} at every tested length ({shown})"
     else:
-        window = "no tested length" if limit is None else f"up to {limit:,} tokens"
-        why = f"supported {window} (accuracy {shown})"
+        window = "no tested length supported" if limit is None else f"supported up to {limit:,} tokens"
+        why = f"{window} (accuracy {shown})"
         if retrieval:
             why += (
                 f"; retrieve to a short context: {short_name} scores {_fmt(short)}, "
