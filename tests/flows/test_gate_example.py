@@ -67,15 +67,22 @@ def _shown(example: dict[str, Path], name: str) -> float:
     return float(found.group(1))
 
 
-def test_an_identical_candidate_passes_with_exit_0(example: dict[str, Path]) -> None:
+def test_an_identical_candidate_passes_the_tests_and_fails_on_its_forbidden_claims(
+    example: dict[str, Path],
+) -> None:
+    """fake/lexical answers some cases with their distractor's line, which states a forbidden claim:
+    the tests pass an identical candidate, and the forbidden claims FAIL it on their own line."""
     record_path = example["root"] / "pass.json"
     result = _invoke(
         "gate", "--baseline", example["baseline"], "--candidate", example["same"], "--plan", example["plan"],
         "-o", record_path,
     )  # fmt: skip
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output
     record = json.loads(record_path.read_text(encoding="utf-8"))
-    assert record["verdict"] == "PASS" and record["decided_by"] == ["pooled non-inferiority"]
+    assert record["verdict"] == "FAIL" and record["decided_by"] == ["forbidden claims"]
+    assert record["reasons"][1] == "the tests alone: PASS"
+    assert record["forbidden"]["claims"] == record["claims"]["baseline"]["forbidden"]
+    assert record["forbidden"]["replies"] > 0
     assert record["supported_up_to"] == {"cases": 500}
     assert "cases: supported up to 500 tokens (the longest tested)" in " ".join(result.output.split())
 

@@ -9,7 +9,7 @@ from typing import Annotated, Any, Literal
 from pydantic import ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 from rotscope.config.experiment import GateConfig
-from rotscope.gate.record_checks import Claims, Layouts, Rollback, Unplaced, WorstPosition
+from rotscope.gate.record_checks import Claims, ForbiddenClaims, Layouts, Rollback, Unplaced, WorstPosition
 from rotscope.records import RecordKind
 from rotscope.records._base import Count, Length, Record, Share
 from rotscope.records.scores import ScoreName
@@ -114,6 +114,19 @@ class Tests(Record):
     what that verdict was."""
 
 
+class Blocked(Record):
+    """A position that keeps a length from being claimed: it did not pass (INCONCLUSIVE, or FAIL)."""
+
+    position: str
+    """The position (depth) of the slice."""
+    fields: dict[str, str]
+    """The case-file slice fields of the slice."""
+    verdict: SliceVerdict
+    """Its verdict."""
+    reason: str
+    """Why it did not pass."""
+
+
 class SupportStep(Record):
     """One length of a task's fixed-sequence support scan."""
 
@@ -122,9 +135,12 @@ class SupportStep(Record):
     pooled: PooledTest
     """The pooled tests over that length's slices."""
     holds: bool
-    """Every slice there has its minimum counts, none FAILs, and non-inferiority is shown."""
+    """Every position there passes (none FAILs, none is INCONCLUSIVE) and non-inferiority is shown."""
     why: str
     """Why it does not hold (empty when it does)."""
+    blocked_by: list[Blocked] = Field(default_factory=list)
+    """The positions there that did not pass (a FAIL, or an INCONCLUSIVE: too few instances, below
+    the floor's point estimate): any one blocks the claim at this length; absent in records before."""
 
 
 class Support(Record):
@@ -298,7 +314,7 @@ class GateRecord(Record):
     exit_code: Literal[0, 1, 3]
     """``rotscope gate``'s exit status: 0 PASS, 1 FAIL, 3 INCONCLUSIVE."""
     decided_by: list[str]
-    """The tests (or reasons: error rate, unfinished run, no data) that decided it."""
+    """The tests (or reasons: forbidden claims, error rate, unfinished run, no data) that decided it."""
     reasons: list[str]
     """Why, in words."""
     tests: Tests
@@ -329,6 +345,10 @@ class GateRecord(Record):
     """Per case, the candidate's worst position; largest range first."""
     claims: Claims
     """Claim counts of each run."""
+    forbidden: ForbiddenClaims | None = None
+    """The candidate's replies that state a forbidden claim, a verdict line of its own: any makes the
+    gate FAIL (exit 1, ``decided_by`` "forbidden claims"); null where no row carries a claim report
+    (not a case-file run); absent in records before."""
     layouts: Layouts
     """Which paired layouts moved under the candidate's tokenizer or template."""
     unplaced: Unplaced | None = None

@@ -32,6 +32,21 @@ class Claims(Record):
     """The candidate's."""
 
 
+class ForbiddenClaims(Record):
+    """The candidate's replies that state a forbidden claim (case-file runs): a verdict line of its
+    own, FAIL and exit 1 whenever there is one, whatever the tests say (docs/gates.md). Claim ids
+    and counts only, never a reply's text."""
+
+    claims: dict[str, Count]
+    """Per forbidden claim id, the candidate's replies that state it."""
+    replies: Count
+    """The candidate's replies that state at least one forbidden claim."""
+    checked: Count
+    """The candidate's replies checked for claims (rows with a claim report)."""
+    line: str
+    """The verdict line, in words."""
+
+
 class Where(Record):
     """A paired layout."""
 
@@ -107,6 +122,47 @@ class Caches(Record):
     """The candidate's runtime specification they were built with."""
 
 
+class TaskAdvice(Record):
+    """Without the baseline, what one task (and its slice fields) may still be used for."""
+
+    task: str
+    """The task family, with its case-file slice fields where the slices are split by them
+    (``cases risk=high``)."""
+    supported_up_to: int | None
+    """The longest length the candidate still supports for the task (the record's
+    ``supported_up_to``: every position passes there and at every shorter length); null: none."""
+    accuracy: dict[str, Share | None]
+    """The candidate's accuracy per tested length (instance mean over the positions there, the
+    evidence-only control under ``evidence-only``)."""
+    refuse: bool
+    """Its accuracy is below the threshold at every tested length: refuse the task."""
+    retrieval: bool
+    """Retrieval to a shorter context is advised: some tested length is not supported, and the
+    candidate answers the short input (the evidence-only control, else the shortest length) at or
+    above the threshold."""
+    why: str
+    """The advice in words, from these numbers."""
+
+
+class WithoutBaseline(Record):
+    """What to do when the baseline can no longer be restored, computed from the candidate's
+    measured data (the gate study: reduce the permitted window, retrieve to a short context, refuse
+    the tasks it cannot do)."""
+
+    threshold: Share
+    """The accuracy below which a task is refused, and at or above which a short input counts as
+    answered: the plan's floor (``gate.floor``)."""
+    largest_supported: int | None
+    """The largest length every task that is not refused still supports (the window to permit);
+    null: some such task has no supported length, or every task is refused."""
+    retrieval_advised: bool
+    """Retrieval to a shorter context is advised for at least one task."""
+    refuse: list[str]
+    """The tasks to refuse (accuracy below the threshold at every length)."""
+    tasks: list[TaskAdvice]
+    """Each task's advice."""
+
+
 class Rollback(Record):
     """What a release must do when its gate FAILs."""
 
@@ -129,6 +185,9 @@ class Rollback(Record):
     was imported (it holds no prompts or layouts to pin)."""
     steps: list[str]
     """The steps, in words."""
+    without_baseline: WithoutBaseline | None = None
+    """What to do when the baseline is no longer available, from the candidate's measured data;
+    absent in records before."""
 
 
 class UnplacedLayout(Record):

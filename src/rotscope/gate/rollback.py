@@ -6,7 +6,9 @@ The lengths no longer supported come from the record's ``supported_up_to`` (per 
 length at which it and every shorter length pass) when the record has one; otherwise, per task,
 from the failing slices: every tested length from the shortest failing one up (a length is claimed
 only when it and every shorter one pass). ``unsupported_lengths`` is the one seam to change when
-the gate's window computation changes.
+the gate's window computation changes. When the baseline can no longer be restored, the advice is
+``without_baseline`` (the window still supported, retrieval, the tasks to refuse), from the
+candidate's measured data; a FAIL on forbidden claims first asks for a safety review.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from rotscope.gate.record_checks import Caches, Rollback
+from rotscope.gate.without_baseline import steps as advice_steps
+from rotscope.gate.without_baseline import without_baseline
 
 RUNTIME_KEYS = (
     "model",
@@ -106,6 +110,16 @@ def rollback(
     window = record.get("supported_up_to")
     prefixes = {key: candidate.get(key) for key in RUNTIME_KEYS if key != "model"}
     imported = candidate.get("imported")  # its note: no prompts or layouts to pin as cases
+    advice = without_baseline(record)
+    forbidden = record.get("forbidden") or {}
+    safety = []
+    if forbidden.get("replies"):
+        ranked = sorted(forbidden["claims"].items(), key=lambda item: (-item[1], item[0]))
+        named = ", ".join(f"{claim} x{count}" for claim, count in ranked)
+        safety.append(
+            f"Put the candidate through a separate safety review: {forbidden['replies']} of its "
+            f"replies state a forbidden claim ({named})."
+        )
     return Rollback(
         restore={"run": baseline.get("run"), "subject": baseline.get("subject"), **restore},
         restore_settings=dict(baseline_settings or {}),
@@ -119,7 +133,8 @@ def rollback(
             built_with=prefixes,
         ),
         cases_command=None if imported else cases_command(str(candidate["path"]), str(baseline["path"])),
-        steps=_steps(restore, changed, lengths, candidate, baseline),
+        steps=[*safety, *_steps(restore, changed, lengths, candidate, baseline), *advice_steps(advice)],
+        without_baseline=advice,
     )
 
 

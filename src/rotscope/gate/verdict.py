@@ -3,7 +3,8 @@
 ``rotscope plan``) with the tests of ``rotscope.gate.decision``: a pooled non-inferiority test, a
 pooled FAIL test, per-slice FAIL tests and an absolute floor (both Holm-adjusted across slices).
 
-The gate FAILs when a FAIL test rejects; it is INCONCLUSIVE when either run has more errors than
+The gate FAILs when a FAIL test rejects or a candidate reply states a forbidden claim
+(``forbidden``, a verdict line of its own); it is INCONCLUSIVE when either run has more errors than
 ``max_error_rate`` or is unfinished, when a slice holds fewer than ``min_instances`` instances, or
 when non-inferiority is not shown; else it PASSes. The record says which test decided, and per
 task the longest length it may still claim (``supported_up_to``).
@@ -28,6 +29,8 @@ from rotscope.config.experiment import GateConfig
 from rotscope.errors import BadInput
 from rotscope.execution.state.unfinished import Progress
 from rotscope.gate.decision import TESTS_VERSION
+from rotscope.gate.forbidden import apply as forbidden_verdict
+from rotscope.gate.forbidden import forbidden_claims
 from rotscope.gate.judgement import EXIT_CODES, decided, judge_slices, rule_of, unit_of
 from rotscope.gate.layouts import layout_changes
 from rotscope.gate.margin_test import FAIL_METHOD, METHOD
@@ -56,7 +59,7 @@ from rotscope.gate.rollback import rollback
 from rotscope.gate.rollback import settings as rollback_settings
 from rotscope.gate.run_record import binding, claim_counts, worst_positions
 from rotscope.gate.sizing import Design, Truth, gate_power
-from rotscope.gate.supported_lengths import supported_up_to
+from rotscope.gate.supported_lengths import supported_up_to, window_reasons
 from rotscope.gate.unplaced import set_aside, unplaced_reason
 from rotscope.plan.manifest import UNREAD_GATE_SETTINGS, SliceKey, manifest_digest
 from rotscope.rows import ScoreName, error_rate, on_score
@@ -230,7 +233,10 @@ def compare(
         if verdict == "PASS":
             verdict, tests = "INCONCLUSIVE", [*tests, "unplaced layouts"]
     cluster_note = _by_case_note(baseline, candidate, settings, verdict, error_rates, pending, clusters)
-    support = supported_up_to(slices, settings)
+    support = supported_up_to(slices, settings, unplaced)
+    reasons += window_reasons(support)
+    found = forbidden_claims(candidate)
+    verdict, tests, reasons = forbidden_verdict(found, verdict, tests, reasons)
     record = GateRecord(
         score=score,
         verdict=verdict,
@@ -263,6 +269,7 @@ def compare(
         ),
         worst_positions=worst_positions(baseline, candidate),
         claims=Claims(baseline=claim_counts(baseline), candidate=claim_counts(candidate)),
+        forbidden=found,
         layouts=layout_changes(baseline, candidate),
         **({"unplaced": unplaced} if unplaced is not None else {}),  # a key left out when none
         rollback=None,

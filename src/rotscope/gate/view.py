@@ -131,6 +131,8 @@ def print_record(record: GateRecord, console: Console) -> None:
     record = terminal_safe_record(record)
     on = score_label(record.score)
     say(console, f"gate: {record.verdict} (exit {record.exit_code}) on {on}; details and reasons below")
+    if record.forbidden is not None and record.forbidden.replies:
+        console.print(f"[bold red]{escape(record.forbidden.line)}[/]")
     for role, bound in roles(record):
         if bound.imported:
             say(console, f"{role} {bound.run}: {bound.imported}")

@@ -110,13 +110,41 @@ def _wrong_answer_category(oracle: Oracle, response: str, filler: str | None) ->
 
 
 _CITATION = re.compile(r"\[([A-Za-z0-9][A-Za-z0-9._-]*)\]")
+_QUOTED_CITATION = re.compile(
+    r"\[([A-Za-z0-9][A-Za-z0-9._-]*)\][ \t]*[:\-\u2013\u2014]?[ \t]*[\"\u201c]([^\"\u201d]*)[\"\u201d]"
+)
+"""``[doc-id] "quoted words"`` (straight or curly double quotes, an optional colon or dash between)."""
 HIGH_RISK_CATEGORIES = ("forbidden_claim",)
+
+
+def _spaced(text: str) -> str:
+    """``text`` with every run of whitespace one space, trimmed: the only normalisation a quote gets."""
+    return " ".join(text.split())
+
+
+def quoted_citations(response: str, quotes: tuple[tuple[str, str], ...]) -> tuple[set[str], list[str]]:
+    """The evidence ids a reply cites with a quote found in that piece's span (an exact substring
+    once whitespace is normalised: case, punctuation and words as written), and the ids it cites
+    with a quote that is not (in cited order, once each). A citation without a quote is neither."""
+    spans = {identifier: _spaced(span) for identifier, span in quotes}
+    good: set[str] = set()
+    bad: list[str] = []
+    for identifier, quote in _QUOTED_CITATION.findall(response):
+        wanted = _spaced(quote)
+        if identifier in spans and wanted and wanted in spans[identifier]:
+            good.add(identifier)
+        elif identifier not in bad:
+            bad.append(identifier)
+    return good, bad
 
 
 def claim_report(claims: Claims, response: str) -> ClaimReport:
     """Which required claims the reply misses, which forbidden ones it makes, and, when the case
     asks for citations, which ids it cites that are no document of the case (a distractor, an
-    invented id) and which present claims it cites no supporting document for."""
+    invented id) and which present claims it cites no supporting document for. Where citations
+    must quote (``Claims.quotes``), a claim is cited only by a supporting document cited with a
+    quote from its span, and a document cited with a quote that is not in its span is a wrong
+    citation."""
 
     def present(surfaces: tuple[str, ...]) -> bool:
         return any(contains_answer(response, surface) for surface in surfaces)
@@ -127,8 +155,12 @@ def claim_report(claims: Claims, response: str) -> ClaimReport:
     uncited: tuple[str, ...] = ()
     if claims.cite is not None:
         wrong = tuple(identifier for identifier in cited if identifier not in claims.evidence_ids)
+        supported = set(cited)
+        if claims.quotes is not None:
+            supported, misquoted = quoted_citations(response, claims.quotes)
+            wrong = tuple(dict.fromkeys([*wrong, *misquoted]))
         uncited = tuple(
-            claim for claim, ids in claims.cite if claim not in missing and not set(ids) & set(cited)
+            claim for claim, ids in claims.cite if claim not in missing and not set(ids) & supported
         )
     return ClaimReport(
         missing=missing,

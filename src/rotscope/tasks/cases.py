@@ -34,6 +34,10 @@ from rotscope.types import Case, Claims, Evidence, Oracle, Role, TaskFamily
 
 SCHEMA_FILE = "cases.schema.json"
 CITE_INSTRUCTION = "Cite the id of each document you use in square brackets, like [doc-id]."
+QUOTE_INSTRUCTION = (
+    "Cite each document you use by its id in square brackets followed by an exact quote from it in "
+    'double quotes, like [doc-id] "the words you rely on".'
+)
 Identifier = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=80)]
 Text = Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
 
@@ -48,6 +52,13 @@ class DocumentRecord(_Record):
     id: Identifier
     text: Text
     claims: list[Identifier] = Field(default_factory=list)
+    span: Text | None = Field(
+        default=None,
+        description=(
+            "With quote: true, the part of text that establishes its claims (an exact substring of "
+            "text); a quote citing this document must lie inside it. Default: the whole text."
+        ),
+    )
 
 
 class DistractorRecord(_Record):
@@ -116,6 +127,14 @@ class CaseRecord(_Record):
     cite: bool = Field(
         default=False, description="Documents are shown as '[id] text' and the answer must cite them."
     )
+    quote: bool = Field(
+        default=False,
+        description=(
+            'With cite: each citation must quote its document, [doc-id] "exact words": a claim is '
+            "cited only by a supporting document quoted from its span (whitespace-normalised exact "
+            "substring), and a quote outside the span is a wrong citation."
+        ),
+    )
     slices: dict[Identifier, str] = Field(
         default_factory=dict, description="Free fields carried into every row (risk, language, hops...)."
     )
@@ -180,6 +199,11 @@ def _semantic_problem(record: CaseRecord) -> str | None:
         return "required_claims: an abstain case requires no claim (the right answer is to abstain)"
     if record.abstain and record.cite:
         return "cite: an abstain case has nothing to cite"
+    if record.quote and not record.cite:
+        return "quote: a quoted citation needs cite: true"
+    for index, document in enumerate(record.documents):
+        if document.span is not None and document.span not in document.text:
+            return f"documents[{index}].span: not an exact substring of the document's text"
     if not record.abstain and not record.required_claims:
         return "required_claims: a case that is not abstain needs at least one required claim"
     for claim in record.required_claims:
@@ -270,6 +294,7 @@ def case_from_record(record: CaseRecord) -> Case:
         cite=cite,
         evidence_ids=tuple(d.id for d in record.documents),
         distractors=tuple((d.id, d.text) for d in record.distractors),
+        quotes=tuple((d.id, d.span or d.text) for d in record.documents) if record.quote else None,
     )
     answer = "; ".join(record.claims[claim][0] for claim in record.required_claims)
     # The canonical (first) string of each checked claim must not be in the filler: a competing
@@ -279,13 +304,20 @@ def case_from_record(record: CaseRecord) -> Case:
         case_id=record.case_id,
         task="cases",
         evidence=tuple(evidence),
-        question=f"{record.question} {CITE_INSTRUCTION}" if record.cite else record.question,
+        question=_question(record),
         oracle=Oracle(answer="" if record.abstain else answer, abstain=record.abstain, claims=claims),
         guarded=tuple(dict.fromkeys(guarded)),
         grouped=True,
         slices=tuple(sorted(record.slices.items())),
         pins=record.pins(),
     )
+
+
+def _question(record: CaseRecord) -> str:
+    """The question as asked: with the citation instruction where the case asks for citations."""
+    if not record.cite:
+        return record.question
+    return f"{record.question} {QUOTE_INSTRUCTION if record.quote else CITE_INSTRUCTION}"
 
 
 def load_case_file(path: Path) -> list[Case]:

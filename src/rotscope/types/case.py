@@ -60,6 +60,10 @@ class Claims:
     evidence_ids: tuple[str, ...] = ()
     distractors: tuple[tuple[str, str], ...] = ()
     """(evidence id, text) of the pieces that cannot establish the answer."""
+    quotes: tuple[tuple[str, str], ...] | None = None
+    """When a citation must quote its evidence (a case file's ``quote: true``): (evidence id, the
+    span a quote citing it must come from), where a quote counts only as an exact,
+    whitespace-normalised substring of its document's span; ``None``: ids alone are checked."""
 
 
 @dataclass(frozen=True)

@@ -86,3 +86,40 @@ def test_abstain_case_wants_an_explicit_abstention(reply: str, expected: tuple[s
 def test_errors_are_never_scored() -> None:
     result = score(ORACLE, Completion("", error="timeout"))
     assert (result.outcome, result.category, result.claims) == ("error", "error", None)
+
+
+QUOTED = Claims(
+    required=CITED.required,
+    forbidden=CITED.forbidden,
+    cite=CITED.cite,
+    evidence_ids=CITED.evidence_ids,
+    distractors=CITED.distractors,
+    quotes=(
+        ("policy-7", "Refunds are accepted within 23 days of purchase."),
+        ("policy-8", "Bring the item to the returns desk."),
+    ),
+)
+
+
+def test_quoted_citations_must_quote_the_declared_span_exactly_up_to_whitespace() -> None:
+    oracle = Oracle(answer="23 days; returns desk", claims=QUOTED)
+    right = (
+        '23 days [policy-7] "accepted within\n  23 days", at the returns desk [policy-8]: '
+        "\u201cthe returns desk\u201d."
+    )
+    outcome, category, report = _score(right, oracle)
+    assert (outcome, category) == ("correct", None)
+    assert report is not None and report.wrong_citations == () and report.missing_citations == ()
+    # an id without a quote no longer cites the claim
+    outcome, category, report = _score(
+        '23 days [policy-7] "within 23 days", at the returns desk [policy-8].', oracle
+    )
+    assert (outcome, category) == ("incorrect", "missing_citation")
+    assert report is not None and report.missing_citations == ("desk",)
+    # a quote that is not in the cited document's span: paraphrased, another case, another document
+    for quote in ("within twenty-three days", "Accepted within 23 days", "Bring the item"):
+        reply = f'23 days [policy-7] "{quote}", at the returns desk [policy-8] "the returns desk".'
+        outcome, category, report = _score(reply, oracle)
+        assert (outcome, category) == ("incorrect", "wrong_citation"), quote
+        assert report is not None and report.wrong_citations == ("policy-7",)
+        assert report.missing_citations == ("window-23",)

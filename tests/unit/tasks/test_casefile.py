@@ -16,7 +16,13 @@ from rotscope.cli import app
 from rotscope.config.experiment import load_config
 from rotscope.errors import BadInput
 from rotscope.tasks import get_task
-from rotscope.tasks.cases import CITE_INSTRUCTION, case_schema, load_case_file, shipped_schema
+from rotscope.tasks.cases import (
+    CITE_INSTRUCTION,
+    QUOTE_INSTRUCTION,
+    case_schema,
+    load_case_file,
+    shipped_schema,
+)
 
 EXAMPLE = Path(__file__).parents[3] / "examples" / "gate" / "cases.jsonl"
 VALID: dict[str, Any] = {
@@ -107,6 +113,27 @@ def test_cite_shows_ids_and_asks_for_them(tmp_path: Path) -> None:
     assert case.oracle.claims.cite == (("window-23", ("policy-7",)),)
 
 
+def test_quote_asks_for_quotes_and_checks_them_against_the_declared_span(tmp_path: Path) -> None:
+    document = {
+        "id": "policy-7",
+        "text": "Refunds are accepted within 23 days. Staff may not waive this.",
+        "claims": ["window-23"],
+        "span": "Refunds are accepted within 23 days.",
+    }
+    (case,) = load_case_file(
+        _write(tmp_path / "cases.jsonl", _with(cite=True, quote=True, documents=[document]))
+    )
+    assert case.question.endswith(QUOTE_INSTRUCTION)
+    assert case.oracle.claims is not None
+    assert case.oracle.claims.quotes == (("policy-7", "Refunds are accepted within 23 days."),)
+    (plain,) = load_case_file(_write(tmp_path / "plain.jsonl", _with(cite=True)))
+    assert plain.oracle.claims is not None and plain.oracle.claims.quotes is None
+    # without a span, the whole text is the span
+    (whole,) = load_case_file(_write(tmp_path / "whole.jsonl", _with(cite=True, quote=True)))
+    assert whole.oracle.claims is not None
+    assert whole.oracle.claims.quotes == (("policy-7", "Refunds are accepted within 23 days."),)
+
+
 def test_abstain_case_has_an_abstaining_oracle(tmp_path: Path) -> None:
     record = _with(documents=[], required_claims=[], abstain=True)
     (case,) = load_case_file(_write(tmp_path / "cases.jsonl", record))
@@ -129,6 +156,11 @@ def test_abstain_case_has_an_abstaining_oracle(tmp_path: Path) -> None:
         (_with(abstain=True), ["required_claims", "abstain"]),
         (_with(required_claims=[], abstain=True, cite=True), ["field cite"]),
         (_with(required_claims=[]), ["required_claims", "at least one"]),
+        (_with(quote=True), ["field quote", "needs cite: true"]),
+        (
+            _with(cite=True, quote=True, documents=[{**VALID["documents"][0], "span": "within 24 days"}]),
+            ["documents[0].span", "not an exact substring"],
+        ),
         (
             _with(documents=[{"id": "policy-7", "text": "Refunds.", "claims": []}]),
             ["required_claims", "no document supports"],
