@@ -84,10 +84,15 @@ class FillerConfig(StrictOptions):
     """``code`` filler: the order its files are read in. ``seeded`` (the default): shuffled by the
     run's seed (each haystack variant by its own). ``tree``: the tree's own order, the files' paths
     relative to the root sorted as text (``core.py`` before ``djangocache.py`` before
-    ``fanout.py``), the same for every seed, so there is one haystack variant; a file that holds
-    evidence of a ``codebase`` case is taken out and set between the files before it (at least the
-    longest length's tokens of them, from the first file on) and those after, so its neighbours in
-    every prompt are known (examples/perturbed-django.yaml plants fake needles there)."""
+    ``fanout.py``), the same for every seed; a file that holds evidence of a ``codebase`` case is
+    taken out and set between the files before it (at least the longest length's tokens of them,
+    from the first file on) and those after, so its neighbours in every prompt are known
+    (examples/perturbed-django.yaml plants fake needles there). With ``variants: N`` the tree is
+    read in N rotations (at most its number of files besides the evidence's): rotation ``k`` starts
+    at the ``k``-th file, wrapping round, and sets each evidence file ``k`` files further along
+    than its own place, and every ``codebase`` question is asked once in each rotation (case
+    ``ID@k``, variant ``k``), so the questions are N times as many instances clustered on the N
+    rotations; unset or 1, one haystack as before."""
     allow_repeat: bool = False
     """Read the source again from its first document when it runs out before the longest
     haystack is filled (by default that is an error naming the shortfall)."""

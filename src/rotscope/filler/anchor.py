@@ -89,6 +89,20 @@ def anchor_document(
     stream = iter(cycle(others) if allow_repeat and others else others)
     before = _take(stream, min_tokens, tokenizer)
     after = _take(stream, min_tokens, tokenizer)
+    return anchor_between(document, before, after, tokenizer, min_tokens, origin=origin)
+
+
+def anchor_between(
+    document: Document,
+    before: Sequence[str],
+    after: Sequence[str],
+    tokenizer: Tokenizer,
+    min_tokens: int,
+    *,
+    origin: str,
+) -> AnchoredCorpus:
+    """``document`` between the normalised texts ``before`` and ``after``, each of which must hold
+    at least ``min_tokens`` tokens (the error says to add files or allow repeats)."""
     sides = (sum(tokenizer.count(text) for text in side) for side in (before, after))
     if min(sides) < min_tokens:
         raise BadInput(

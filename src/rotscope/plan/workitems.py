@@ -16,6 +16,7 @@ from rotscope.errors import BadInput
 from rotscope.filler import Document, describe_filler, documents
 from rotscope.filler.anchor import AnchoredCorpus, anchor_document
 from rotscope.filler.corpus import TokenizedCorpus
+from rotscope.filler.tree_variants import tree_anchors, tree_corpora, tree_variant_count
 from rotscope.filler.variants import variant_corpora, variants_for
 from rotscope.plan.injected import inject_faults
 from rotscope.plan.rejections import name_competing_files
@@ -220,9 +221,10 @@ def item_id(
 
 def anchor_documents(
     config: ExperimentConfig, sources: set[str], tokenizer: Tokenizer, guarded: frozenset[str], longest: int
-) -> dict[str, AnchoredCorpus]:
+) -> dict[str, AnchoredCorpus] | list[dict[str, AnchoredCorpus]]:
     """For each document that holds evidence already in the corpus, a corpus arranged around it
-    from the other documents (none of which holds evidence of any case)."""
+    from the other documents (none of which holds evidence of any case); where a tree is read in
+    rotations (``rotscope.filler.tree_variants``), a list of those, one per rotation."""
     if not sources:
         return {}
     found = {d.name: d for d in documents(config.filler, config.seed, guarded)}
@@ -230,6 +232,16 @@ def anchor_documents(
     if missing:
         raise BadInput(f"filler: {describe_filler(config.filler)} has no document {missing[0]!r}")
     others = [document for name, document in found.items() if name not in sources]
+    if (rotations := tree_variant_count(config.filler)) > 1:
+        return tree_anchors(
+            found,
+            sources,
+            tokenizer,
+            longest,
+            variants=rotations,
+            allow_repeat=config.filler.allow_repeat,
+            origin=describe_filler(config.filler),
+        )
     return {
         name: anchor_document(
             found[name],
@@ -312,6 +324,17 @@ def _build_plan(
     def haystacks(variants: int) -> list[TokenizedCorpus]:
         """The haystack variants, read on the first call (cases ask for theirs first; a family that
         plans its own prompts takes the first)."""
+        if not corpora and (rotations := tree_variant_count(config.filler)) > 1:
+            corpora.extend(
+                tree_corpora(
+                    list(filler_documents(config.seed)),
+                    tokenizer,
+                    longest,
+                    variants=rotations,
+                    allow_repeat=config.filler.allow_repeat,
+                    origin=origin,
+                )
+            )
         if not corpora:
             corpora.extend(
                 variant_corpora(
@@ -350,10 +373,10 @@ def _build_plan(
                 depth_tolerance=config.depth_tolerance,
                 placement=config.placement,
                 seed=config.seed,
-                anchors=anchors,
+                anchors=anchors[variant] if isinstance(anchors, list) else anchors,
             )
-            for corpus in haystacks(
-                variants_for(config.filler.variants, 1 + max(index for _, index in numbered))
+            for variant, corpus in enumerate(
+                haystacks(variants_for(config.filler.variants, 1 + max(index for _, index in numbered)))
             )
         ]
         for case, index in numbered:

@@ -2,7 +2,9 @@
 
 Nothing is inserted: each case names the file and a fragment of the one line that holds the
 answer (in a perturbed code base, see ``rotscope perturb``, so memory cannot supply it); the
-layout moves that file so the line lands at the asked depth. Cases are written in the
+layout moves that file so the line lands at the asked depth. A tree read in its own order in
+several rotations (``filler.order: tree``, ``filler.variants: N``) asks each question once in
+each rotation, so the questions' results do not rest on one arrangement of the code. Cases are written in the
 experiment file under ``codebase.cases``, so a run folder's ``config.yaml`` holds them too.
 """
 
@@ -17,9 +19,16 @@ from rotscope.errors import BadInput
 from rotscope.filler import ENCODING_HINT
 from rotscope.filler.code import KIND as CODE_FILLER
 from rotscope.filler.code import code_root, source_files
+from rotscope.filler.tree_variants import tree_variant_count
 from rotscope.tasks import BuiltCases, register_task
 from rotscope.tasks.codebase_options import CodebaseCase, CodebaseConfig
 from rotscope.types import Case, Evidence, Oracle, TaskFamily
+
+ROTATION_MARK = "@"
+"""Between a case's id and its rotation of the tree where the tree is read in several
+(``filler.order: tree`` with ``filler.variants: N``): ``bender-fallback@2`` is the question asked
+in rotation 2. The copies of a case come one after the other, so copy ``k`` (case index
+``case * N + k``) reads variant ``k`` by the planner's ``index mod variants``."""
 
 
 def _evidence_line(root: Path, record: CodebaseCase, where: str, encoding: str) -> str:
@@ -70,15 +79,16 @@ def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
     if config.filler.kind != CODE_FILLER:
         raise BadInput(f"filler.kind: the codebase family reads a code filler, got {config.filler.kind!r}")
     root = code_root(config.filler)
-    cases = []
+    rotations = tree_variant_count(config.filler)
+    cases: list[Case] = []
     for number, record in enumerate(given.cases):
         where = f"codebase.cases.{number}"
         line = _evidence_line(root, record, where, config.filler.encoding)
         if not any(answer in line for answer in (record.answer, *record.aliases)):
             raise BadInput(f"{where}.answer: {record.answer!r} is not on the evidence line {line!r}")
-        cases.append(
+        cases.extend(
             Case(
-                case_id=record.id,
+                case_id=record.id if rotations == 1 else f"{record.id}{ROTATION_MARK}{rotation}",
                 task="codebase",
                 evidence=(Evidence("line", line, "answer", source=Path(record.evidence.file).as_posix()),),
                 question=record.question,
@@ -90,6 +100,7 @@ def build_codebase_cases(config: ExperimentConfig) -> list[Case]:
                 guarded=(line,),
                 slices=(("kind", record.kind),),
             )
+            for rotation in range(rotations)
         )
     _check_decoys(root, given.cases, config.filler.encoding)
     return cases
