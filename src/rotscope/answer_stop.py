@@ -18,7 +18,7 @@ ANSWER_MARKER = re.compile(r"\banswer(?:\W{0,3}:|\s+is\b)", re.IGNORECASE)
 """``Answer:`` as requested, also ``**Answer:**`` and ``the (final) answer is``."""
 NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
 CHOICE = re.compile(r"\b([A-Z]|[1-9])\b")
-_VALUES = {"number": NUMBER, "choice": CHOICE}
+_VALUES = {"digits": NUMBER, "label": CHOICE}
 
 SENTENCE_END = ".\n"
 """A sentence that ends its line: after it a one-sentence answer (a name, a phrase, a list) is
@@ -27,7 +27,8 @@ complete. A line break alone is not enough: ``The code is:`` then the value on t
 
 def answer_line_end(text: str, value: str) -> int | None:
     """The end (after its line break) of the first line of ``text`` that holds an answer marker
-    followed by a ``value`` (``number`` or ``choice``) on the same line; ``None`` before one."""
+    followed by a ``value`` (``digits``: a number; ``label``: an option's letter or digit) on the
+    same line; ``None`` before one."""
     pattern = _VALUES[value]
     for marker in ANSWER_MARKER.finditer(text):
         line_end = text.find("\n", marker.end())

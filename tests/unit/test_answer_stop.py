@@ -62,20 +62,20 @@ def test_a_number_reply_ends_after_its_first_answer_line_that_holds_a_number(rep
 
 def test_a_choice_reply_ends_after_its_answer_line_with_a_label_and_not_before() -> None:
     assert _cut("choice", "Option B fits.\nAnswer: B\nAnswer: C") == "Option B fits.\nAnswer: B\n"
-    assert answer_line_end("Answer: the second\n", "choice") is None
-    assert answer_line_end("Answer: 8\n", "choice") == len("Answer: 8\n")
+    assert answer_line_end("Answer: the second\n", "label") is None
+    assert answer_line_end("Answer: 8\n", "label") == len("Answer: 8\n")
 
 
 def test_the_stop_sequences_are_only_where_a_served_model_can_apply_them() -> None:
     assert kind_info("phrase").stop == AnswerStop(strings=(".\n",))
-    assert kind_info("number").stop == AnswerStop(answer_line="number")
+    assert kind_info("number").stop == AnswerStop(answer_line="digits")
     assert kind_info("number").stop.strings == ()  # type: ignore[union-attr]
     # a copied turn and a rule to follow are read whole: no completion rule
     assert kind_info("reply").stop is None and kind_info("instruction").stop is None
 
 
 def test_the_earliest_end_wins_when_a_rule_has_both() -> None:
-    stop = AnswerStop(strings=("\n\n",), answer_line="number")
+    stop = AnswerStop(strings=("\n\n",), answer_line="digits")
     assert answer_end("Answer: 3\nmore\n\nrest", stop) == len("Answer: 3\n")
     assert answer_end("So\n\nAnswer: 3\n", stop) == len("So")
     assert answer_end("nothing yet", stop) is None

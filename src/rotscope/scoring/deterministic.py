@@ -290,14 +290,14 @@ def score_phrase(case: Case, completion: Completion, filler: str | None) -> Scor
     "number",
     instruction="End your reply with the final answer on a line of its own in the form Answer: <number>",
     stated=lambda oracle: tuple(f"Answer: {form}" for form in oracle.accepted()),
-    stop=AnswerStop(answer_line="number"),
+    stop=AnswerStop(answer_line="digits"),
     max_tokens=WORKED_MAX_TOKENS,
 )
 @register_scorer(
     "choice",
     instruction="End your reply with the chosen option on a line of its own in the form Answer: <letter>",
     stated=lambda oracle: tuple(f"Answer: {form}" for form in oracle.accepted()),
-    stop=AnswerStop(answer_line="choice"),
+    stop=AnswerStop(answer_line="label"),
     max_tokens=WORKED_MAX_TOKENS,
 )
 def score_final(case: Case, completion: Completion, filler: str | None) -> Score:

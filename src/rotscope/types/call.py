@@ -26,9 +26,10 @@ class AnswerStop:
     strings: tuple[str, ...] = ()
     """Stop sequences: the reply ends just before the first of them (what an API's ``stop`` does)."""
     answer_line: str | None = None
-    """``number`` or ``choice``: the reply ends with the line break after the first ``Answer:`` line
-    that holds such a value. No stop sequence says this, so only engines that read the text as they
-    decode apply it (llama.cpp in process, transformers); a served model decodes on."""
+    """``digits`` (a number) or ``label`` (an option's letter or digit): the reply ends with the line
+    break after the first ``Answer:`` line that holds such a value. No stop sequence says this, so
+    only engines that read the text as they decode apply it (llama.cpp in process, transformers); a
+    served model decodes on."""
 
 
 @dataclass(frozen=True)

@@ -59,6 +59,11 @@ def config_fields(config: ExperimentConfig) -> dict[str, Any]:
             fields[section] = {key: value for key, value in fields[section].items() if key not in names}
     if fields.get("score") is None:
         fields.pop("score", None)  # unset keeps the digest and plans of runs from before scores
+    generation = fields.get("generation")
+    if isinstance(generation, dict) and generation.get("stop") == "answer":
+        # today's default keeps the digests of configs from before the key; a folder from before
+        # reads as ``stop: end`` (``before_stop``), so its identity still differs
+        fields["generation"] = {key: value for key, value in generation.items() if key != "stop"}
     return fields
 
 
