@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from rotscope.errors import BadInput
 from rotscope.registry import Registry
-from rotscope.types import Case, Completion, Oracle, Score
+from rotscope.types import AnswerStop, Case, Completion, Oracle, Score
 
 Scorer = Callable[[Case, Completion, "str | None"], Score]
 """Scores one question's reply; the third argument is the prompt's filler text alone
@@ -37,7 +37,16 @@ class AnswerKindInfo:
     stated: Callable[[Oracle], tuple[str, ...]] | None = None
     """The answer as a right reply states it, each accepted form (``None``: the kind has no one
     right text, so no likelihood is read: a rule to follow)."""
+    stop: AnswerStop | None = None
+    """Where a reply's answer is complete, so decoding stops there (``generation.stop: answer``);
+    ``None``: the reply runs to its end or ``max_tokens``."""
+    max_tokens: int | None = None
+    """The reply budget sized for the kind, used where ``generation.max_tokens`` is unset
+    (``None``: ``DEFAULT_MAX_TOKENS``)."""
 
+
+DEFAULT_MAX_TOKENS = 32
+"""The reply budget of a kind that sizes none, where ``generation.max_tokens`` is unset."""
 
 _KINDS: dict[str, AnswerKindInfo] = {}
 
@@ -48,14 +57,17 @@ def register_scorer(
     instruction: str | None = None,
     measures: tuple[str, ...] = (),
     stated: Callable[[Oracle], tuple[str, ...]] | None = None,
+    stop: AnswerStop | None = None,
+    max_tokens: int | None = None,
 ) -> Callable[[Scorer], Scorer]:
     """Register a scorer for the answer kind ``kind``, with the prompt's ``instruction`` for it,
-    the names of the partial-credit ``measures`` it reports and how a right reply ``stated`` the
-    answer (docs/statistics.md, "Scores")."""
+    the names of the partial-credit ``measures`` it reports, how a right reply ``stated`` the
+    answer (docs/statistics.md, "Scores"), where its answer is complete (``stop``) and the reply
+    budget sized for it (``max_tokens``)."""
 
     def add(scorer: Scorer) -> Scorer:
         SCORERS.register(kind)(scorer)
-        _KINDS[kind] = AnswerKindInfo(instruction, measures, stated)
+        _KINDS[kind] = AnswerKindInfo(instruction, measures, stated, stop, max_tokens)
         return scorer
 
     return add
@@ -109,3 +121,19 @@ def check_kind(kind: object) -> str:
     if not isinstance(kind, str) or kind not in SCORERS:
         raise BadInput(f"oracle.kind: unknown answer kind {kind!r} (known: {', '.join(SCORERS.names())})")
     return kind
+
+
+def reply_budget(case: Case, given: int | None) -> int:
+    """The ``max_tokens`` of a call asking ``case``: ``given`` (``generation.max_tokens``) where the
+    user set it, else its kind's size (``AnswerKindInfo.max_tokens``), times its questions for a
+    prompt that asks several (each answered on a line of its own)."""
+    if given is not None:
+        return given
+    sizes = (kind_info(part.oracle.kind).max_tokens for _, part in case.scored_parts())
+    return sum(size or DEFAULT_MAX_TOKENS for size in sizes)
+
+
+def answer_stop(case: Case) -> AnswerStop | None:
+    """Where decoding of a reply to ``case`` stops: its kind's rule; ``None`` for a prompt that
+    asks several questions (its reply is a line per question, ``Q<k>: ...``, read whole)."""
+    return None if case.parts else kind_info(case.oracle.kind).stop

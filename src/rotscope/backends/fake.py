@@ -33,6 +33,7 @@ import re
 from collections.abc import Callable
 
 from rotscope._util.text import content_stems
+from rotscope.answer_stop import answer_end
 from rotscope.backends import CHAT_API_LIKELIHOOD, register_backend
 from rotscope.backends.curve import LogisticCurve, uniform
 from rotscope.config.experiment import ExperimentConfig
@@ -231,6 +232,8 @@ class FakeBackend:
             return Completion(text="", latency_s=self.latency_s, error=f"{type(error).__name__}: {error}")
         finally:
             self.in_flight -= 1
+        end = None if request.stop is None else answer_end(text, request.stop)
+        text = text if end is None else text[:end]  # as an engine stops at the answer
         return Completion(
             text=text,
             prompt_tokens=len(request.token_ids),

@@ -61,6 +61,8 @@ class OpenAICompatBackend(RemoteBackend):
             "temperature": params.temperature,
             "seed": params.seed,
             self.options.max_tokens_field: params.max_tokens,
+            # The answer kind's stop sequences (``generation.stop: answer``), as the API's own ``stop``.
+            "stop": list(request.stop.strings) if request.stop and request.stop.strings else None,
         }
         if self.options.reasoning_effort is not None:
             body["reasoning_effort"] = self.options.reasoning_effort

@@ -247,6 +247,15 @@ class GenerationConfig(StrictOptions):
     """The most tokens a reply may have."""
     seed: Int = 0
     """The decoding seed of trial 0 (trial ``t`` uses ``seed + t``), for engines that take one."""
+    stop: Literal["answer", "end"] = "answer"
+    """``answer``: decoding stops as soon as the reply's answer is complete, as its answer kind
+    says: a ``phrase`` or ``set`` reply at its first sentence that ends a line (``.`` then a line
+    break, left out of the reply as a server's ``stop`` leaves it out), a ``number`` or ``choice``
+    reply after its first ``Answer:`` line that holds a value (engines that read the text as they
+    decode: llama.cpp in process, transformers; a served model decodes on); ``reply`` and
+    ``instruction`` replies, and a prompt of several questions, run to their end. ``end``: every
+    reply runs to its end or ``max_tokens``. Not part of the item ids; a run records it in its
+    config, and ``--resume`` keeps it."""
 
 
 class ExecutorConfig(StrictOptions):

@@ -10,7 +10,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
-from rotscope.answer_kinds import answer_readings
+from rotscope.answer_kinds import answer_readings, answer_stop
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import Document, describe_filler, documents
@@ -427,6 +427,7 @@ def _build_plan(
                     params=params,
                     instance_id=case.case_id,
                     haystack_variant=variants.get((case.task, case.case_id)),
+                    stop=answer_stop(case) if config.generation.stop == "answer" else None,
                 )
             )
     items, disagreeing = keep_consistent(items, tokenizer)

@@ -9,7 +9,8 @@ from dataclasses import replace
 from decimal import Decimal, InvalidOperation
 
 from rotscope.answer_kinds import SCORERS, register_scorer
-from rotscope.types import Case, ClaimReport, Claims, Completion, Oracle, Score
+from rotscope.answer_stop import ANSWER_MARKER, CHOICE, NUMBER, SENTENCE_END
+from rotscope.types import AnswerStop, Case, ClaimReport, Claims, Completion, Oracle, Score
 
 _NUMBER_WORDS = {
     "zero": "0",
@@ -218,15 +219,9 @@ def parse_labelled_answers(reply: str, labels: Sequence[str]) -> dict[str, str] 
     return answers if len(answers) == len(labels) else None
 
 
-_ANSWER_MARKER = re.compile(r"\banswer(?:\W{0,3}:|\s+is\b)", re.IGNORECASE)
-"""``Answer:`` as requested, also ``**Answer:**`` and ``the (final) answer is``."""
-_NUMBER = re.compile(r"-?\d[\d,]*(?:\.\d+)?")
-_CHOICE = re.compile(r"\b([A-Z]|[1-9])\b")
-
-
 def _marked_line(reply: str) -> str | None:
     """The rest of the line after the reply's last answer marker."""
-    markers = list(_ANSWER_MARKER.finditer(reply))
+    markers = list(ANSWER_MARKER.finditer(reply))
     if not markers:
         return None
     return reply[markers[-1].end() :].split("\n", 1)[0]
@@ -250,7 +245,7 @@ def final_number(reply: str) -> Decimal | None:
     if line is None:
         bare = _BARE_NUMBER.fullmatch(reply)
         return _as_number(bare.group(1)) if bare else None
-    numbers = _NUMBER.findall(line)
+    numbers = NUMBER.findall(line)
     return _as_number(numbers[-1]) if numbers else None
 
 
@@ -261,12 +256,12 @@ def final_choice(reply: str) -> str | None:
     """The first option label (a capital letter or a digit) after the reply's last ``Answer:``, or
     the whole reply when it is one label and nothing else."""
     line = _marked_line(reply)
-    found = _CHOICE.search(line) if line is not None else _BARE_CHOICE.fullmatch(reply)
+    found = CHOICE.search(line) if line is not None else _BARE_CHOICE.fullmatch(reply)
     return found.group(1) if found else None
 
 
 def numbers_in(text: str) -> set[Decimal]:
-    return {number for token in _NUMBER.findall(text) if (number := _as_number(token)) is not None}
+    return {number for token in NUMBER.findall(text) if (number := _as_number(token)) is not None}
 
 
 def score_final_answer(
@@ -303,6 +298,11 @@ def score_final_answer(
     return Score("incorrect", "wrong_answer")
 
 
+WORKED_MAX_TOKENS = 256
+"""The reply budget of a number or choice question: room for a worked solution before its
+``Answer:`` line, where decoding stops."""
+
+
 @register_scorer(
     "phrase",
     instruction=(
@@ -310,6 +310,8 @@ def score_final_answer(
         "If the context does not say, reply: not in the context."
     ),
     stated=lambda oracle: oracle.accepted(),
+    stop=AnswerStop(strings=(SENTENCE_END,)),
+    max_tokens=32,
 )
 def score_phrase(case: Case, completion: Completion, filler: str | None) -> Score:
     """The answer (or an alias) anywhere in the reply; see ``score``."""
@@ -320,11 +322,15 @@ def score_phrase(case: Case, completion: Completion, filler: str | None) -> Scor
     "number",
     instruction="End your reply with the final answer on a line of its own in the form Answer: <number>",
     stated=lambda oracle: tuple(f"Answer: {form}" for form in oracle.accepted()),
+    stop=AnswerStop(answer_line="digits"),
+    max_tokens=WORKED_MAX_TOKENS,
 )
 @register_scorer(
     "choice",
     instruction="End your reply with the chosen option on a line of its own in the form Answer: <letter>",
     stated=lambda oracle: tuple(f"Answer: {form}" for form in oracle.accepted()),
+    stop=AnswerStop(answer_line="label"),
+    max_tokens=WORKED_MAX_TOKENS,
 )
 def score_final(case: Case, completion: Completion, filler: str | None) -> Score:
     """The reply's final ``Answer:``, with wrong numbers traced to the filler but not to the

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from rotscope.answer_kinds import register_scorer
+from rotscope.answer_stop import SENTENCE_END
 from rotscope.scoring.deterministic import (
     HEDGED,
     _wrong_answer_category,
@@ -21,7 +22,7 @@ from rotscope.scoring.deterministic import (
     is_abstention,
     score,
 )
-from rotscope.types import Case, ClaimReport, Completion, Score
+from rotscope.types import AnswerStop, Case, ClaimReport, Completion, Score
 
 MISSED_ONE = "missed_one"
 PARTIAL = "partial"
@@ -45,6 +46,8 @@ def recall(reply: str, items: Sequence[str]) -> float:
     ),
     measures=("recall",),
     stated=lambda oracle: (oracle.answer,),
+    stop=AnswerStop(strings=(SENTENCE_END,)),
+    max_tokens=96,
 )
 def score_set(case: Case, completion: Completion, filler: str | None) -> Score:
     """Full recall is ``correct`` (a reply that also abstains is ``hedged``). A wrong reply is, in

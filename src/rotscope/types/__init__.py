@@ -16,6 +16,7 @@ outside) needs: ``from rotscope.types import Case, Evidence, Oracle``.
 from __future__ import annotations
 
 from rotscope.types.call import (
+    AnswerStop,
     Completion,
     GenerateRequest,
     GenerationParams,
@@ -56,6 +57,7 @@ __all__ = [
     "EVIDENCE_ONLY_POSITION",
     "EVIDENCE_ONLY_SUFFIX",
     "AnswerKind",
+    "AnswerStop",
     "Backend",
     "BackendDescription",
     "BatchingBackend",

@@ -18,6 +18,21 @@ class GenerationParams:
 
 
 @dataclass(frozen=True)
+class AnswerStop:
+    """Where a reply's answer is complete, as its answer kind declares it: decoding stops there
+    (``generation.stop: answer``; the rules are ``rotscope.answer_stop``). Not part of a call's
+    identity (``item_id``): it ends a reply after its answer, and the answer is what is scored."""
+
+    strings: tuple[str, ...] = ()
+    """Stop sequences: the reply ends just before the first of them (what an API's ``stop`` does)."""
+    answer_line: str | None = None
+    """``digits`` (a number) or ``label`` (an option's letter or digit): the reply ends with the line
+    break after the first ``Answer:`` line that holds such a value. No stop sequence says this, so
+    only engines that read the text as they decode apply it (llama.cpp in process, transformers); a
+    served model decodes on."""
+
+
+@dataclass(frozen=True)
 class PrefixGroup:
     """The prefix group of a remote call (see ``rotscope.plan.schedule``) and the prefixes it shares
     with its neighbours: what a provider's prompt cache can be told. It never changes an answer, so
@@ -54,6 +69,8 @@ class GenerateRequest:
     token_ids: tuple[int, ...]
     params: GenerationParams
     prefix_group: PrefixGroup | None = None
+    stop: AnswerStop | None = None
+    """Where the answer is complete (``None``: decode to ``max_tokens`` or the end of the reply)."""
 
 
 @dataclass(frozen=True)
@@ -136,7 +153,12 @@ class WorkItem:
     ``None``: the prompt as rendered. Part of ``item_id``."""
     evidence_lost: tuple[str, ...] = ()
     """The evidence pieces a fault removed from the prompt (they have no span)."""
+    stop: AnswerStop | None = None
+    """Where decoding stops: the case's answer kind's rule under ``generation.stop: answer``; not part
+    of ``item_id``."""
 
     def request(self) -> GenerateRequest:
         """What the backend receives for this item: the verified messages and ids, its decoding."""
-        return GenerateRequest(self.prompt.messages, self.prompt.token_ids, self.params, self.prefix_group)
+        return GenerateRequest(
+            self.prompt.messages, self.prompt.token_ids, self.params, self.prefix_group, self.stop
+        )

@@ -24,7 +24,7 @@ import inspect
 import json
 import os
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from typing import Any
 from rotscope._util.cpus import usable_cpus
 from rotscope._util.quiet import quiet_stderr
 from rotscope._util.tokens import common_prefix
+from rotscope.answer_stop import answer_end
 from rotscope.backends import register_backend
 from rotscope.backends.hf.options import HfOptions
 from rotscope.backends.llamacpp.backend import bundled_model_path
@@ -147,10 +148,11 @@ class KvCachedModel:
 
     def generate(
         self, prompt: Sequence[int], max_tokens: int, stop: frozenset[int], temperature: float, seed: int,
-        reuse: bool,
+        reuse: bool, done: Callable[[list[int]], bool] | None = None,
     ) -> tuple[list[int], int]:  # fmt: skip
-        """Answer ids (up to ``max_tokens``, ending before a stop token) and the cached prompt tokens.
-        Greedy at temperature 0, else sampled from a generator seeded by ``seed``."""
+        """Answer ids (up to ``max_tokens``, ending before a stop token, or with the token after
+        which ``done`` says the answer is complete) and the cached prompt tokens. Greedy at
+        temperature 0, else sampled from a generator seeded by ``seed``."""
         import torch
 
         generator = None
@@ -168,6 +170,8 @@ class KvCachedModel:
                 if token in stop:
                     break
                 answer.append(token)
+                if done is not None and done(answer):
+                    break
                 if len(answer) < max_tokens:
                     logits = self.feed([token])
         return answer, cached
@@ -316,13 +320,16 @@ class HfBackend:
         started = time.perf_counter()
         try:
             kv = self._load()
-            params = request.params
+            params, stop, decode = request.params, request.stop, self.tokenizer().decode
             answer, cached = kv.generate(
                 request.token_ids, params.max_tokens, self._stop, params.temperature, params.seed,
                 reuse=self.options.prefix_cache,
+                done=None if stop is None else lambda ids: answer_end(decode(ids), stop) is not None,
             )  # fmt: skip
+            text = decode(answer)
+            end = None if stop is None else answer_end(text, stop)
             return Completion(
-                text=self.tokenizer().decode(answer),
+                text=text if end is None else text[:end],
                 prompt_tokens=len(request.token_ids),
                 completion_tokens=len(answer),
                 cached_tokens=cached,

@@ -17,6 +17,7 @@ from rotscope._util.checks import Check
 from rotscope._util.cpus import usable_cpus
 from rotscope._util.quiet import quiet_stderr
 from rotscope._util.tokens import common_prefix
+from rotscope.answer_stop import answer_end, answer_line_end
 from rotscope.backends import register_backend
 from rotscope.backends.llamacpp.engine_speed import Speed, remembered_speed
 from rotscope.backends.llamacpp.extra_buffers import (
@@ -32,6 +33,7 @@ from rotscope.errors import BadInput
 from rotscope.tokenizers.gguf import check_gguf, file_digest
 from rotscope.tokenizers.local import LlamaCppTokenizer
 from rotscope.types import (
+    AnswerStop,
     Backend,
     BackendDescription,
     Capabilities,
@@ -259,16 +261,21 @@ class LlamaCppBackend:
                 # The engine loads a saved state when it shares more of the prompt than the live cache.
                 saved = llama.cache._find_longest_prefix_key(tuple(ids))
                 cached = max(cached, common_prefix(list(saved or ()), ids[:-1]))
+            stop = request.stop
             with quiet_stderr():
                 result = llama.create_completion(
                     prompt=ids,
                     max_tokens=request.params.max_tokens,
                     temperature=request.params.temperature,
                     seed=request.params.seed,
+                    stop=list(stop.strings) if stop else None,
+                    stopping_criteria=_answer_line_criteria(llama, ids, stop),
                 )
             usage = result["usage"]
+            text = result["choices"][0]["text"]
+            end = answer_end(text, stop) if stop else None
             return Completion(
-                text=result["choices"][0]["text"],
+                text=text if end is None else text[:end],
                 prompt_tokens=int(usage["prompt_tokens"]),
                 completion_tokens=int(usage["completion_tokens"]),
                 cached_tokens=cached,
@@ -351,6 +358,27 @@ class LlamaCppBackend:
         if self._llama is not None:
             self._llama.close()
             self._llama = None
+
+
+def _answer_line_criteria(llama: Any, prompt: list[int], stop: AnswerStop | None) -> Any:
+    """llama-cpp-python's stopping criteria for an ``Answer:`` line rule (``AnswerStop.answer_line``):
+    true once the reply decoded so far has its answer line; ``None`` for no such rule (its stop
+    sequences are the engine's own ``stop``). The engine asks it after each sampled token with the
+    ids evaluated so far, so decoding ends one token after the line break, that token unkept."""
+    if stop is None or stop.answer_line is None:
+        return None
+    from llama_cpp import StoppingCriteriaList
+
+    value = stop.answer_line
+
+    def answered(input_ids: Any, _logits: Any) -> bool:
+        reply = [int(token) for token in input_ids[len(prompt) :]]
+        if not reply:
+            return False
+        text = llama.detokenize(reply, prev_tokens=prompt).decode("utf-8", errors="ignore")
+        return answer_line_end(text, value) is not None
+
+    return StoppingCriteriaList([answered])
 
 
 def _last_logits(llama: Any) -> Any:

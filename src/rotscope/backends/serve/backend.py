@@ -140,6 +140,8 @@ def request_body(
             "seed": decoding.seed,
         }
         path = "/v1/completions"
+    if request.stop is not None and request.stop.strings:
+        body["stop"] = list(request.stop.strings)  # the answer kind's, as the server's own ``stop``
     body.update(params)
     return path, body
 

@@ -149,6 +149,7 @@ class VllmBackend:
                 temperature=request.params.temperature,
                 max_tokens=request.params.max_tokens,
                 seed=request.params.seed,
+                stop=list(request.stop.strings) if request.stop and request.stop.strings else None,
             )
             for request in requests
         ]

@@ -47,6 +47,8 @@ def cache_key(model: BackendDescription, request: GenerateRequest, trial: int) -
             "messages": list(request.messages),
             "params": asdict(request.params),
             "trial": trial,
+            # Only where decoding stops at the answer: the keys of replies that ran to their end stay.
+            **({"stop": asdict(request.stop)} if request.stop is not None else {}),
         },
         sort_keys=True,
         default=str,

@@ -61,6 +61,11 @@ def config_fields(config: ExperimentConfig) -> dict[str, Any]:
         fields.pop("score", None)  # unset keeps the digest and plans of runs from before scores
     if not fields.get("inject"):
         fields.pop("inject", None)  # no fault keeps the digest of runs from before faults
+    generation = fields.get("generation")
+    if isinstance(generation, dict) and generation.get("stop") == "answer":
+        # today's default keeps the digests of configs from before the key; a folder from before
+        # reads as ``stop: end`` (``before_stop``), so its identity still differs
+        fields["generation"] = {key: value for key, value in generation.items() if key != "stop"}
     return fields
 
 
@@ -89,7 +94,7 @@ def stored_identity(meta: Mapping[str, Any]) -> tuple[dict[str, Any], bool] | No
         if not isinstance(stored, dict):
             return None
         stored = {key: value for key, value in stored.items() if key not in RUNTIME_FIELDS}
-    fields = before_variants({key: value for key, value in stored.items() if key != "digests"})
+    fields = before_stop(before_variants({key: value for key, value in stored.items() if key != "digests"}))
     digests = {"digests": stored["digests"]} if "digests" in stored else {}
     try:
         return {**config_fields(build_config(fields)), **digests}, True
@@ -104,6 +109,16 @@ def before_variants(data: Mapping[str, Any]) -> dict[str, Any]:
     filler = data.get("filler", {})
     if isinstance(filler, dict) and "variants" not in filler:
         return {**data, "filler": {**filler, "variants": 1}}
+    return dict(data)
+
+
+def before_stop(data: Mapping[str, Any]) -> dict[str, Any]:
+    """A run folder's config (or identity) written before ``generation.stop``: its replies ran to
+    their end, so it reads as ``stop: end``, not today's default (``answer``), and ``--resume`` goes
+    on as it began."""
+    generation = data.get("generation", {})
+    if isinstance(generation, dict) and "stop" not in generation:
+        return {**data, "generation": {**generation, "stop": "end"}}
     return dict(data)
 
 

@@ -14,7 +14,7 @@ from rotscope.config.experiment import ExperimentConfig, build_config, read_conf
 from rotscope.errors import BadInput, EngineCrashed
 from rotscope.execution.calls.execute import Reporter
 from rotscope.execution.calls.order import execution_order
-from rotscope.execution.state.identity import before_variants
+from rotscope.execution.state.identity import before_stop, before_variants
 from rotscope.execution.state.run_folder import (
     CONFIG_FILE,
     PAIR_FILE,
@@ -247,7 +247,7 @@ def resumed_config(
             )
         raise BadInput(f"{run_dir}: not a run folder (no run.db)")
     path = run_dir / CONFIG_FILE
-    config = build_config(before_variants(read_config_file(path, Path.cwd())), str(path))
+    config = build_config(before_stop(before_variants(read_config_file(path, Path.cwd()))), str(path))
     changes: dict[str, Any] = {}
     if max_cost is not None:
         changes["max_cost"] = max_cost
