@@ -56,7 +56,7 @@ def overlap_notice(path: Path) -> str | None:
     named = ", ".join(f"{overlap.case_id} ({', '.join(overlap.shared)})" for overlap in flagged[:5])
     more = f" and {len(flagged) - 5} more" if len(flagged) > 5 else ""
     return (
-        f"cases: {len(flagged)} of {len(records)} cases in {path} share content words with their evidence, "
-        f"so string matching can answer them (the nolima family allows none): {named}{more}; "
+        f"case file {path}: {len(flagged)} of {len(records)} questions share content words with their "
+        f"evidence, so string matching can answer them (the nolima family allows none): {named}{more}; "
         f"rotscope cases check {path} lists them"
     )
