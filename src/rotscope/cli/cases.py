@@ -56,6 +56,8 @@ def cases_command(
         text = "".join(jsonl_line(line) for line in export.lines)
         for reason in export.skipped:
             errors.print(f"left out: {reason}", markup=False, highlight=False, soft_wrap=True)
+        for note in export.notes:
+            errors.print(f"not exact: {note}", markup=False, highlight=False, soft_wrap=True)
         if output is None:
             sys.stdout.write(text)
             return

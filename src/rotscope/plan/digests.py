@@ -86,14 +86,20 @@ def assembler_digest(sources: Iterable[str] | None = None) -> str:
 def cases_digest(cases: list[Case]) -> str:
     """Every case's id, question, oracle and evidence bytes, in order. A control's ``Oracle.gold``
     (its case's answer readings) is left out: it is derived from the case's own oracle and evidence,
-    already digested, and leaving it out keeps the digests of plans frozen before it existed."""
+    already digested, and leaving it out keeps the digests of plans frozen before it existed; so are
+    a saved failure's layout fields (``pin_depths``, ``haystack``) where a case has none."""
     return short_digest(canonical_json([_without_gold(asdict(case)) for case in cases]).encode())
+
+
+_LATER_FIELDS = ("pin_depths", "haystack")
+"""Case fields digested only where set, so the digests of cases without them stay as they were."""
 
 
 def _without_gold(case: dict[str, Any]) -> dict[str, Any]:
     oracle = {key: value for key, value in case["oracle"].items() if key != "gold"}
     parts = [[label, _without_gold(part)] for label, part in case.get("parts", ())]
-    return {**case, "oracle": oracle, "parts": parts}
+    kept = {key: value for key, value in case.items() if key not in _LATER_FIELDS or value}
+    return {**kept, "oracle": oracle, "parts": parts}
 
 
 def template_digest(backend: Backend, description: Mapping[str, Any]) -> str:

@@ -6,6 +6,7 @@ import hashlib
 import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
@@ -19,6 +20,7 @@ from rotscope.filler.corpus import TokenizedCorpus
 from rotscope.filler.tree_variants import tree_anchors, tree_corpora, tree_variant_count
 from rotscope.filler.variants import variant_corpora, variants_for
 from rotscope.plan.injected import inject_faults
+from rotscope.plan.pinned_haystacks import PinnedHaystacks
 from rotscope.plan.rejections import name_competing_files
 from rotscope.plan.schedule import prefill_bounds
 from rotscope.plan.separations import check_separations
@@ -29,6 +31,8 @@ from rotscope.prompt.session_render import SESSION_FILLER
 from rotscope.prompt.variants import keep_consistent
 from rotscope.tasks import get_task
 from rotscope.tasks.bundles import bundle_all
+from rotscope.tasks.cases import TASK as CASES_TASK
+from rotscope.tasks.overlap import overlap_notice
 from rotscope.types import (
     ABSENT_SUFFIX,
     EVIDENCE_ONLY_POSITION,
@@ -61,6 +65,9 @@ class Plan:
     naive_prefill: int
     lower_bound: int
     backend: BackendDescription = field(default_factory=BackendDescription)
+    notices: list[str] = field(default_factory=list)
+    """Lines a run prints after its plan: what it runs but should be told (a saved case's haystack
+    that is not the one it failed in)."""
 
     @property
     def rejected(self) -> list[str]:
@@ -362,10 +369,17 @@ def _build_plan(
         session_variants = {
             (case.task, case.case_id): index % session_info["variants"] for case, index in numbered
         }
+    pinned = PinnedHaystacks(
+        lambda seed, avoid: (d for d in documents(config.filler, seed, avoid) if d.name not in sources),
+        tokenizer,
+        allow_repeat=config.filler.allow_repeat,
+        origin=origin,
+    )
     if cases and static is not None:
         anchors = anchor_documents(config, sources, tokenizer, guarded, longest)
-        builders = [
-            PromptBuilder(
+
+        def builder_of(corpus: TokenizedCorpus, variant: int) -> PromptBuilder:
+            return PromptBuilder(
                 tokenizer,
                 corpus,
                 system_prompt=config.system_prompt,
@@ -373,8 +387,12 @@ def _build_plan(
                 depth_tolerance=config.depth_tolerance,
                 placement=config.placement,
                 seed=config.seed,
-                anchors=anchors[variant] if isinstance(anchors, list) else anchors,
+                anchors=anchors[variant % len(anchors)] if isinstance(anchors, list) else anchors,
             )
+
+        own_builders: dict[str, PromptBuilder] = {}
+        builders = [
+            builder_of(corpus, variant)
             for variant, corpus in enumerate(
                 haystacks(variants_for(config.filler.variants, 1 + max(index for _, index in numbered)))
             )
@@ -382,6 +400,12 @@ def _build_plan(
         for case, index in numbered:
             builder = builders[index % len(builders)]
             static_variants[(case.task, case.case_id)] = index % len(builders)
+            own_haystack = pinned.corpus(case)
+            if own_haystack is not None and case.haystack is not None:  # a case saved from a failure
+                builder = own_builders.setdefault(
+                    own_haystack.digest, builder_of(own_haystack, case.haystack.variant)
+                )
+                static_variants[(case.task, case.case_id)] = case.haystack.variant
             layouts, skipped = layouts_for(case, config, builder, evidence_less_once=evidence_less_once)
             rejected.extend(skipped)
             for layout in layouts:
@@ -463,7 +487,16 @@ def _build_plan(
         naive_prefill=naive,
         lower_bound=lower,
         backend=description,
+        notices=[*_case_file_notices(config), *pinned.notices],
     )
+
+
+def _case_file_notices(config: ExperimentConfig) -> list[str]:
+    """The overlap check of the experiment's own case file (``tasks.overlap``), as a warning line."""
+    if CASES_TASK not in config.tasks or not config.cases:
+        return []
+    notice = overlap_notice(Path(config.cases).expanduser())
+    return [] if notice is None else [notice]
 
 
 def _corpus_info(origin: str, corpora: list[TokenizedCorpus], asked: int) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from rotscope.config.experiment import PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.evidence_roles import check_role
 from rotscope.prompt.separation import asked_tokens, fact_ids, group_depths
+from rotscope.position import Position
 from rotscope.types import Case, Layout
 
 _DECOY_DRAWS = 200
@@ -71,12 +72,31 @@ def _decoy_depths(count: int, taken: list[float], rule: PlacementConfig, rng: ra
 def target_depths(
     case: Case, layout: Layout, rule: PlacementConfig, seed: int, filler_tokens: int | None = None
 ) -> dict[str, float]:
-    """Evidence id -> the depth asked for it. A piece with its own ``depth`` keeps it; without a
-    piece placed at the grid's depth (an ``answer``) every piece goes there (a single needle is its
-    own answer piece). A role nobody registered is bad input naming the known ones. A layout with a
-    separation (``prompt.separation``) places the case's facts as a group in ``filler_tokens``."""
+    """Evidence id -> the depth asked for it. A piece with its own ``depth`` keeps it, and at a
+    pinned layout that gives each piece's depth (``Case.pin_depths``) every piece takes it; without
+    a piece placed at the grid's depth (an ``answer``) every piece goes there (a single needle is
+    its own answer piece). A role nobody registered is bad input naming the known ones. A layout
+    with a separation (``prompt.separation``) places the case's facts as a group in ``filler_tokens``."""
     pinned = {e.evidence_id: e.depth for e in case.evidence if e.depth is not None}
-    return {**_rule_depths(case, layout, rule, seed, filler_tokens), **pinned}
+    return {**_rule_depths(case, layout, rule, seed, filler_tokens), **pinned, **depths_at(case, layout)}
+
+
+def depths_at(case: Case, layout: Layout) -> dict[str, float]:
+    """The pieces' own depths at ``layout`` where the case pins them there (``Case.pin_depths``,
+    a failure's layout saved with where each piece sat), else none: a pin matches the layout's
+    length and its position (a name or ``@N`` by name, a fraction by value)."""
+    for length, spec, depths in case.pin_depths:
+        if length != layout.length_tokens:
+            continue
+        position = Position.parse(spec)
+        same = (
+            position.name == layout.position
+            if position.name is not None
+            else (layout.position is None and position.fraction == layout.depth)
+        )
+        if same:
+            return dict(depths)
+    return {}
 
 
 def _rule_depths(

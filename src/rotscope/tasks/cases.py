@@ -4,7 +4,9 @@ Each line is one case, validated against ``schemas/cases.schema.json`` (generate
 ``CaseRecord``; a test keeps the two equal) and then for what a schema cannot say: claim ids that
 exist, unique ids, texts that occur once. All of a case's documents and distractors form one block
 at the grid's depth, documents first, each in file order, so only padding moves between layouts.
-A line with ``pin`` runs at its pinned layouts only; ``origin`` records where it failed before.
+A line with ``pin`` runs at its pinned layouts only; ``origin`` records where it failed before. A
+pin with ``depths`` places each piece at its own depth there instead of as one block, and
+``haystack`` names the haystack to render in: together they re-render a saved failure's prompt.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.position import Position
 from rotscope.tasks import BuiltCases, register_task
-from rotscope.types import Case, Claims, Evidence, Oracle, Role, TaskFamily
+from rotscope.types import Case, Claims, Evidence, Haystack, Oracle, Role, TaskFamily
 
 SCHEMA_FILE = "cases.schema.json"
 CITE_INSTRUCTION = "Cite the id of each document you use in square brackets, like [doc-id]."
@@ -40,6 +42,7 @@ QUOTE_INSTRUCTION = (
 )
 Identifier = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$", max_length=80)]
 Text = Annotated[str, StringConstraints(min_length=1, pattern=r"\S")]
+Depth = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
 class _Record(BaseModel):
@@ -73,6 +76,14 @@ class PinRecord(_Record):
 
     length: PositiveInt
     position: float | str = Field(description="A fraction in [0, 1], a position name or @N.")
+    depths: dict[Identifier, Depth] = Field(
+        default_factory=dict,
+        description=(
+            "Each document's and distractor's own depth at this layout (filler before it over all "
+            "filler, as a row's spans record it), instead of one block at the position; every piece "
+            "or none. Written by rotscope cases RUN --failing where the case failed."
+        ),
+    )
 
     @field_validator("position")
     @classmethod
@@ -91,6 +102,27 @@ class OriginRecord(_Record):
     position: float | str
     task: Identifier | None = None
     case_id: Text | None = None
+
+
+class HaystackRecord(_Record):
+    """The haystack a case was rendered in (``rotscope cases RUN --failing`` writes it), so its pins
+    render in the same filler: the experiment's filler source in the order of ``seed``, the
+    ``variant``-th of ``variants`` orders, at least ``tokens`` tokens, avoiding ``avoid``."""
+
+    seed: int = Field(description="The seed the filler's documents were ordered by (the run's seed).")
+    variant: Annotated[int, Field(ge=0)] = Field(description="The haystack variant the case was in.")
+    variants: PositiveInt = Field(description="How many variants the run read (filler.variants).")
+    tokens: PositiveInt = Field(description="The fewest tokens the run read into each haystack.")
+    avoid: list[Text] = Field(
+        default_factory=list,
+        description=(
+            "Strings the run's filler kept out (its cases' guarded values); a generating source reads them."
+        ),
+    )
+    digest: str | None = Field(
+        default=None, description="That haystack's digest: a run whose haystack differs says so."
+    )
+    filler: str | None = Field(default=None, description="The filler source it was read from, for people.")
 
 
 class CaseRecord(_Record):
@@ -152,6 +184,13 @@ class CaseRecord(_Record):
             "depths; empty: the grid."
         ),
     )
+    haystack: HaystackRecord | None = Field(
+        default=None,
+        description=(
+            "The haystack the case failed in (with pin): its pins render there, not in the "
+            "experiment's variant for the case; absent: the experiment's."
+        ),
+    )
 
     def pins(self) -> tuple[tuple[int, float | str], ...]:
         """The pinned (length, position) layouts, in the order given, without repeats."""
@@ -209,6 +248,11 @@ def _semantic_problem(record: CaseRecord) -> str | None:
     for claim in record.required_claims:
         if not any(claim in document.claims for document in record.documents):
             return f"required_claims: no document supports claim {claim!r}"
+    for number, pin in enumerate(record.pin):
+        if pin.depths and set(pin.depths) != set(ids):
+            return f"pin[{number}].depths: give a depth for every document and distractor ({ids}), or none"
+        if bool(pin.depths) != bool(record.pin[0].depths):
+            return f"pin[{number}].depths: give depths at every pin or at none, as pin[0] does"
     texts = [d.text for d in record.documents] + [d.text for d in record.distractors]
     for index, text in enumerate(texts):
         if any(text in other for other_index, other in enumerate(texts) if other_index != index):
@@ -297,6 +341,9 @@ def case_from_record(record: CaseRecord) -> Case:
         quotes=tuple((d.id, d.span or d.text) for d in record.documents) if record.quote else None,
     )
     answer = "; ".join(record.claims[claim][0] for claim in record.required_claims)
+    pin_depths = tuple(
+        (pin.length, pin.position, tuple(pin.depths.items())) for pin in record.pin if pin.depths
+    )
     # The canonical (first) string of each checked claim must not be in the filler: a competing
     # statement outside the declared evidence would make the case ambiguous.
     guarded = [record.claims[claim][0] for claim in [*record.required_claims, *record.forbidden_claims]]
@@ -307,9 +354,25 @@ def case_from_record(record: CaseRecord) -> Case:
         question=_question(record),
         oracle=Oracle(answer="" if record.abstain else answer, abstain=record.abstain, claims=claims),
         guarded=tuple(dict.fromkeys(guarded)),
-        grouped=True,
+        grouped=not pin_depths,
         slices=tuple(sorted(record.slices.items())),
         pins=record.pins(),
+        pin_depths=pin_depths,
+        haystack=_haystack(record.haystack),
+    )
+
+
+def _haystack(record: HaystackRecord | None) -> Haystack | None:
+    if record is None:
+        return None
+    return Haystack(
+        seed=record.seed,
+        variant=record.variant,
+        variants=record.variants,
+        tokens=record.tokens,
+        avoid=tuple(record.avoid),
+        digest=record.digest,
+        filler=record.filler,
     )
 
 

@@ -8,9 +8,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from rotscope._util.text import STOP_WORDS, shared_content_words, stem
-from rotscope.tasks.cases import CaseRecord
+from rotscope.tasks.cases import CaseRecord, read_case_file
 
 NOLIMA_THRESHOLD = 0
 """Shared content words a question may have with its evidence (the nolima family's rule: none)."""
@@ -42,3 +43,20 @@ def case_overlaps(records: Iterable[CaseRecord]) -> list[CaseOverlap]:
         named = sorted({word for word in words if word not in STOP_WORDS and stem(word) in shared})
         found.append(CaseOverlap(record.case_id, tuple(named)))
     return found
+
+
+def overlap_notice(path: Path) -> str | None:
+    """The line a run prints before running a case file some of whose cases string matching can
+    answer (the check of ``rotscope cases check FILE``, as a warning: the run goes on); ``None``
+    when none can."""
+    records = read_case_file(path)
+    flagged = [overlap for overlap in case_overlaps(records) if overlap.string_matchable]
+    if not flagged:
+        return None
+    named = ", ".join(f"{overlap.case_id} ({', '.join(overlap.shared)})" for overlap in flagged[:5])
+    more = f" and {len(flagged) - 5} more" if len(flagged) > 5 else ""
+    return (
+        f"case file {path}: {len(flagged)} of {len(records)} questions share content words with their "
+        f"evidence, so string matching can answer them (the nolima family allows none): {named}{more}; "
+        f"rotscope cases check {path} lists them"
+    )

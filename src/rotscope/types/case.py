@@ -101,6 +101,28 @@ class Oracle:
 
 
 @dataclass(frozen=True)
+class Haystack:
+    """The haystack a case was rendered in, so a case saved from a failure renders in it again: the
+    experiment's filler source read in the order of ``seed``, the ``variant``-th of the ``variants``
+    orders a plan reads (``filler.variants``), at least ``tokens`` tokens long, its documents chosen
+    avoiding the strings of ``avoid`` (the failing run's guarded strings, which a generating source
+    keeps out). ``digest`` is that haystack's digest when the case failed; ``filler`` names its source.
+    """
+
+    seed: int
+    variant: int
+    variants: int
+    tokens: int
+    avoid: tuple[str, ...] = ()
+    digest: str | None = None
+    filler: str | None = None
+
+
+PinnedDepths = tuple[tuple[int, float | str, tuple[tuple[str, float], ...]], ...]
+"""(length, position, ((evidence id, depth), ...)) per pinned layout whose pieces sit at their own depths."""
+
+
+@dataclass(frozen=True)
 class Case:
     """One task instance: evidence to plant, a question about it, and its oracle.
 
@@ -142,6 +164,12 @@ class Case:
     """(length in tokens, position) layouts the case is pinned to: it runs there and only there,
     not on the experiment's grid (a failure re-run where it happened). A position is written as in
     ``depths``: a fraction, a name or ``@N``. ``()``: the grid's layouts."""
+    pin_depths: PinnedDepths = ()
+    """Each evidence piece's own depth at a pinned layout (where a generated case's decoys and facts
+    sat when it failed), which replaces the depths its roles would give; ``()``: placed by role."""
+    haystack: Haystack | None = None
+    """The haystack the case renders in (a case saved from a failure); ``None``: the experiment's
+    haystack variant for the case's index."""
 
     def absent_control(self, gold: tuple[tuple[str, str], ...] = ()) -> Case:
         """The case without its evidence. A reply is checked as the case's own when the oracle
@@ -159,6 +187,7 @@ class Case:
             parts=tuple((label, part.absent_control()) for label, part in self.parts),
             slices=self.slices,
             pins=self.pins,
+            haystack=self.haystack,
         )
 
     def evidence_only_control(self) -> Case:

@@ -15,7 +15,7 @@ from rotscope.errors import BadInput
 from rotscope.filler import documents
 from rotscope.filler.corpus import TokenizedCorpus, tokenize_corpus
 from rotscope.prompt.builder import PlacementError, PromptBuilder
-from rotscope.prompt.placement import target_depths
+from rotscope.prompt.placement import depths_at, target_depths
 from rotscope.prompt.verify import verify_prompt
 from rotscope.tasks import get_task
 from rotscope.types import Case, Evidence, Layout, Oracle, RenderedPrompt, Role, Tokenizer
@@ -308,3 +308,22 @@ def test_a_guarded_decoy_name_in_filler_is_rejected(
     builder = PromptBuilder(real_tokenizer, tainted, placement=RULES["competitive"], seed=SEED)
     with pytest.raises(PlacementError, match="competing value"):
         builder.render(COMPETITIVE, Layout(600, 0.5))
+
+
+def test_a_pinned_layout_with_its_pieces_depths_replaces_the_roles_placement() -> None:
+    case = dataclasses.replace(
+        _case("answer", "decoy", "superseded"),
+        pins=((300, 0.5), (600, "midpoint")),
+        pin_depths=(
+            (300, 0.5, (("answer-0", 0.2), ("decoy-1", 0.9), ("superseded-2", 0.6))),
+            (600, "midpoint", (("answer-0", 0.7), ("decoy-1", 0.1), ("superseded-2", 0.3))),
+        ),
+    )
+    rule = PlacementConfig()
+    at_300 = target_depths(case, Layout(300, 0.5), rule, seed=0)
+    assert at_300 == {"answer-0": 0.2, "decoy-1": 0.9, "superseded-2": 0.6}
+    assert target_depths(case, Layout(600, 0.5, "midpoint"), rule, seed=0)["decoy-1"] == 0.1
+    # another length, a named position where a fraction was pinned, or another fraction: by role
+    assert depths_at(case, Layout(600, 0.5)) == {}
+    assert depths_at(case, Layout(300, 0.5, "midpoint")) == {}
+    assert target_depths(case, Layout(300, 0.25), rule, seed=0)["answer-0"] == 0.25

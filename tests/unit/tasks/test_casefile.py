@@ -167,6 +167,24 @@ def test_abstain_case_has_an_abstaining_oracle(tmp_path: Path) -> None:
         ),
         (_with(distractors=[{"id": "policy-7", "text": "Other."}]), ["ids", "not unique"]),
         (_with(distractors=[{"id": "d", "text": "within 23 days"}]), ["occurs inside another piece"]),
+        (
+            _with(pin=[{"length": 300, "position": 0.5, "depths": {"policy-7": 0.4}}]),
+            ["pin[0].depths", "every document and distractor"],
+        ),
+        (
+            _with(
+                pin=[
+                    {"length": 300, "position": 0.5, "depths": {"policy-7": 0.4, "faq-2": 0.1}},
+                    {"length": 600, "position": 0.5},
+                ]
+            ),
+            ["pin[1].depths", "every pin or at none"],
+        ),
+        (
+            _with(pin=[{"length": 300, "position": 0.5, "depths": {"policy-7": 1.5, "faq-2": 0.1}}]),
+            ["pin[0].depths.policy-7"],
+        ),
+        (_with(haystack={"seed": 1, "variant": 0, "variants": 1}), ["haystack.tokens", "required"]),
         ('{"case_id": "x",', ["not valid JSON"]),
         ("[1, 2]", ["must be a JSON object"]),
     ],
@@ -226,3 +244,33 @@ def test_cli_exits_2_with_one_line_naming_line_and_field(tmp_path: Path) -> None
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "Traceback" not in result.output
     assert lines[0].startswith("rotscope: ") and "cases.jsonl:2: unknown field 'risk'" in lines[0]
+
+
+def test_pin_depths_place_each_piece_and_a_haystack_is_read_while_old_lines_stay_blocks(
+    tmp_path: Path,
+) -> None:
+    pinned = _with(
+        case_id="saved",
+        pin=[
+            {"length": 300, "position": 0.5, "depths": {"policy-7": 0.75, "faq-2": 0.125}},
+            {"length": 600, "position": "midpoint", "depths": {"policy-7": 0.5, "faq-2": 0.0}},
+        ],
+        haystack={
+            "seed": 7,
+            "variant": 1,
+            "variants": 2,
+            "tokens": 600,
+            "avoid": ["23 days"],
+            "digest": "ab",
+        },
+    )
+    saved, old = load_case_file(_write(tmp_path / "cases.jsonl", pinned, VALID))
+    assert not saved.grouped and old.grouped  # pieces at their own depths; an old line one block
+    assert saved.pin_depths == (
+        (300, 0.5, (("policy-7", 0.75), ("faq-2", 0.125))),
+        (600, "midpoint", (("policy-7", 0.5), ("faq-2", 0.0))),
+    )
+    assert saved.haystack is not None and saved.haystack.variant == 1 and saved.haystack.avoid == ("23 days",)
+    assert saved.absent_control().haystack == saved.haystack
+    assert old.pin_depths == () and old.haystack is None
+    jsonschema.Draft202012Validator(shipped_schema()).validate(pinned)

@@ -10,7 +10,9 @@ the case-file line of its case: its marked evidence as documents and its oracle 
 pinned where it failed (the recorded padding stays in the replay file; the line runs in the case
 file's filler). Cases are rebuilt from the run's own config (its families and case
 file) and must still ask the question the run asked; a case-file case is written as its own line,
-a generated one as ``tasks.case_lines`` writes it.
+a generated one as ``tasks.case_lines`` writes it. A pinned line also carries where its pieces sat
+at each pin and the haystack it was rendered in (``failure_layout``), so run again on the same model
+and tokenizer it renders the failing prompt itself.
 """
 
 from __future__ import annotations
@@ -23,6 +25,13 @@ from typing import Any
 
 from rotscope.config.experiment import ExperimentConfig, load_config
 from rotscope.errors import BadInput
+from rotscope.execution.state.failure_layout import (
+    RunFiller,
+    in_run_haystack,
+    listed_order_kept,
+    piece_depths,
+    run_filler,
+)
 from rotscope.execution.state.run_folder import CONFIG_FILE, STORE_FILE
 from rotscope.plan.workitems import CONTROL_POSITION, select_cases
 from rotscope.rows import Row
@@ -47,6 +56,8 @@ class CaseExport:
     lines: list[dict[str, Any]] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)
     failing_rows: int = 0
+    notes: list[str] = field(default_factory=list)
+    """Lines written that will not re-render their failing prompt exactly, each with why."""
 
 
 def _failed(row: Row) -> bool:
@@ -86,6 +97,7 @@ def export_cases(run_dir: Path, *, failing: bool, pin: bool = True, since: Path 
     for row in rows:
         by_case[(row["task"], row["case_id"])].append(row)
     records = _case_file_records(config)
+    filler = run_filler(config, meta.get("corpus")) if failing and pin else None
     export = CaseExport()
     seen_ids: set[str] = set()
     for case in _scored_cases(config):
@@ -107,6 +119,8 @@ def export_cases(run_dir: Path, *, failing: bool, pin: bool = True, since: Path 
             line["case_id"] = line_id(f"{line['case_id']}.{case.task}")
         if failing:
             _add_origin(line, failed, run_id, pin)
+            if filler is not None:
+                _add_layout(line, case, failed, filler, export.notes)
         try:
             parse_case_line(json.dumps(line), f"{run_id}: {where}")
         except BadInput as problem:
@@ -185,6 +199,47 @@ def _add_origin(line: dict[str, Any], failed: list[Row], run_id: str, pin: bool)
             for length, position in layouts
         ]
         line["pin"] = list({json.dumps(p, sort_keys=True): p for p in pins}.values())
+
+
+def _add_layout(
+    line: dict[str, Any], case: Case, failed: list[Row], filler: RunFiller, notes: list[str]
+) -> None:
+    """Each pin's piece ``depths`` (from a failing row at that layout) and the line's ``haystack``
+    (the run's, at the case's variant; a line that names its own keeps it), so the line re-renders
+    the failing prompts; a failure it cannot re-render is said in ``notes``."""
+    where = f"case {line['case_id']}"
+    rows = [row for row in failed if in_run_haystack(row)]
+    if len(rows) < len(failed):
+        notes.append(f"{where}: rendered in a session or a filler stream of its own; it reruns in a haystack")
+    if not rows:
+        return
+    if "haystack" not in line:
+        line["haystack"] = filler.haystack(rows[0]["haystack_variant"] or 0)
+    line_ids = {evidence.evidence_id: line_id(evidence.evidence_id) for evidence in case.evidence}
+    if any(evidence.source is not None for evidence in case.evidence):
+        notes.append(f"{where}: its evidence was a line of a filler document; the line inserts it instead")
+        return
+    if not case.evidence:
+        return
+    at = {(row["length_target"], _pin_position(row)): row for row in rows}
+    for pin in line.get("pin", []):
+        row = at.get((pin["length"], pin["position"]))
+        if row is None:
+            continue
+        pin["depths"] = piece_depths(row, line_ids)
+        if not listed_order_kept(row, line, line_ids):
+            notes.append(
+                f"{where} at length {pin['length']} {pin['position']}: a distractor shared a line end with "
+                "a document it preceded; the line lists documents first"
+            )
+    if any("depths" not in pin for pin in line.get("pin", [])):
+        for pin in line.get("pin", []):
+            pin.pop("depths", None)  # every pin or none: the others are placed as one block
+
+
+def _pin_position(row: Row) -> float | str:
+    position = _position(row)
+    return ABSENT_PIN_DEPTH if position == CONTROL_POSITION else position
 
 
 def _position(row: Row) -> float | str:

@@ -128,6 +128,8 @@ class RunSteps:
             self._generation = writer.cost()
             _notice(self.reporter, written_notice(self._generation, writer.calls_made))
         _notice(self.reporter, planned_line(self.plan))
+        for line in self.plan.notices:
+            _notice(self.reporter, line)
         for line in rejection_lines(self.plan, str(run_dir / REJECTIONS_FILE)):
             _notice(self.reporter, line)
         self._manifest = build_manifest(config, self.plan, self.backend)
