@@ -8,8 +8,8 @@ import random
 from rotscope.config.experiment import PlacementConfig
 from rotscope.errors import BadInput
 from rotscope.evidence_roles import check_role
-from rotscope.prompt.separation import asked_tokens, fact_ids, group_depths
 from rotscope.position import Position
+from rotscope.prompt.separation import asked_tokens, fact_ids, group_depths
 from rotscope.types import Case, Layout
 
 _DECOY_DRAWS = 200
