@@ -96,16 +96,28 @@ def own_length_tasks(config: ExperimentConfig) -> list[str]:
     return [task for task, family in found if family is not None and family.hooks.own_lengths]
 
 
+def own_layout_tasks(config: ExperimentConfig) -> list[str]:
+    """The tasks that place their evidence at named layouts of their own (``FamilyHooks.layout_order``,
+    reasoning's ``end``, ``middle``, ...): the grid's ``depths`` do not apply to them."""
+    found = [(task, TASKS.find(task)) for task in config.tasks]
+    return [task for task, family in found if family is not None and family.hooks.layout_order]
+
+
 def grid_line(config: ExperimentConfig) -> str:
     """What the run will do: its tasks, lengths, depths and trials. Replayed recordings run each at
-    its own length, so the grid's lengths are named only for the tasks that use them."""
-    depths = ", ".join(str(depth) for depth in config.depths)
+    its own length, and a family with layouts of its own ignores the grid's depths, so lengths and
+    depths are named only for the tasks that use them."""
+    depths = f"depths {', '.join(str(depth) for depth in config.depths)}"
+    layouts = own_layout_tasks(config)
+    if layouts:
+        placed = f"{', '.join(layouts)}: at layouts of its own"
+        depths = placed if len(layouts) == len(config.tasks) else f"{depths} ({placed})"
     own = own_length_tasks(config)
     lengths = f"lengths {', '.join(f'{n:,}' for n in config.lengths)} tokens"
     if own:
         recorded = f"{', '.join(own)}: each recording at its own length"
         lengths = recorded if len(own) == len(config.tasks) else f"{lengths} ({recorded})"
-    return f"tasks {', '.join(config.tasks)}; {lengths}; depths {depths}; {config.trials} trial(s)"
+    return f"tasks {', '.join(config.tasks)}; {lengths}; {depths}; {config.trials} trial(s)"
 
 
 def refuse_nothing_to_measure(plan: Plan, config: ExperimentConfig) -> None:
@@ -161,6 +173,7 @@ def rejection_lines(plan: Plan, detail: str | None = None) -> list[str]:
 __all__ = [
     "check_plan",
     "grid_line",
+    "own_layout_tasks",
     "own_length_tasks",
     "planned_line",
     "refuse_no_case",
