@@ -22,7 +22,7 @@ EXPECTED: dict[str, tuple[int, int, dict[str, int]]] = {
     "heatmap.yaml": (108, 0, {"nolima": 6, "multihop": 6}),
     "latent-join.yaml": (20, 0, {"latent": 5, "join": 5}),
     "cre.yaml": (144, 0, {"reasoning": 6}),
-    "session.yaml": (44, 4, {"instruction": 6}),
+    "session.yaml": (48, 0, {"instruction": 6}),
 }
 
 
