@@ -17,6 +17,19 @@ if TYPE_CHECKING:
     from rotscope.types import Manifest
 
 
+def _positions(experiment: ExperimentConfig, grid: dict[str, Any]) -> str:
+    """The plan's positions, as the run's planning line names them: a family that places its items
+    at layouts of its own (reasoning) uses none of the grid's depths."""
+    from rotscope.execution.workflows.planned import own_layout_tasks
+
+    own = own_layout_tasks(experiment)
+    placed = f"{', '.join(own)} at layouts of its own"
+    if own and len(own) == len(experiment.tasks):
+        return placed
+    positions = f"{len(grid['positions'])} positions"
+    return f"{positions} ({placed})" if own else positions
+
+
 @app.command("plan")
 def plan_command(
     config: Annotated[Path, typer.Argument(help="Experiment YAML.")],
@@ -56,7 +69,7 @@ def plan_command(
         grid = manifest["grid"]
         console.print(
             f"plan {digest} -> {output}: {manifest['planned']['work_items']} work items, tasks "
-            f"{','.join(grid['tasks'])}, lengths {grid['lengths']}, {len(grid['positions'])} positions, "
+            f"{','.join(grid['tasks'])}, lengths {grid['lengths']}, {_positions(experiment, grid)}, "
             f"{grid['repetitions']} repetition(s); cases {manifest['cases']['digest']}, filler "
             f"{manifest['filler']['digest']}, template {manifest['subject']['template_digest']}",
             markup=False,
