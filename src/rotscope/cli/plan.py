@@ -15,9 +15,10 @@ if TYPE_CHECKING:
     from rotscope.gate.record import Power
     from rotscope.gate.sizing import Design, Truth
     from rotscope.types import Manifest
+    from rotscope.types.manifest import ManifestGrid
 
 
-def _positions(experiment: ExperimentConfig, grid: dict[str, Any]) -> str:
+def _positions(experiment: ExperimentConfig, grid: ManifestGrid) -> str:
     """The plan's positions, as the run's planning line names them: a family that places its items
     at layouts of its own (reasoning) uses none of the grid's depths."""
     from rotscope.execution.workflows.planned import own_layout_tasks
