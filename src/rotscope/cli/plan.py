@@ -15,6 +15,20 @@ if TYPE_CHECKING:
     from rotscope.gate.record import Power
     from rotscope.gate.sizing import Design, Truth
     from rotscope.types import Manifest
+    from rotscope.types.manifest import ManifestGrid
+
+
+def _positions(experiment: ExperimentConfig, grid: ManifestGrid) -> str:
+    """The plan's positions, as the run's planning line names them: a family that places its items
+    at layouts of its own (reasoning) uses none of the grid's depths."""
+    from rotscope.execution.workflows.planned import own_layout_tasks
+
+    own = own_layout_tasks(experiment)
+    placed = f"{', '.join(own)} at layouts of its own"
+    if own and len(own) == len(experiment.tasks):
+        return placed
+    positions = f"{len(grid['positions'])} positions"
+    return f"{positions} ({placed})" if own else positions
 
 
 @app.command("plan")
@@ -56,7 +70,7 @@ def plan_command(
         grid = manifest["grid"]
         console.print(
             f"plan {digest} -> {output}: {manifest['planned']['work_items']} work items, tasks "
-            f"{','.join(grid['tasks'])}, lengths {grid['lengths']}, {len(grid['positions'])} positions, "
+            f"{','.join(grid['tasks'])}, lengths {grid['lengths']}, {_positions(experiment, grid)}, "
             f"{grid['repetitions']} repetition(s); cases {manifest['cases']['digest']}, filler "
             f"{manifest['filler']['digest']}, template {manifest['subject']['template_digest']}",
             markup=False,

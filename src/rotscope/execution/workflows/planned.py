@@ -96,11 +96,22 @@ def own_length_tasks(config: ExperimentConfig) -> list[str]:
     return [task for task, family in found if family is not None and family.hooks.own_lengths]
 
 
+def own_layout_tasks(config: ExperimentConfig) -> list[str]:
+    """The tasks that place their evidence at named layouts of their own (``FamilyHooks.layout_order``,
+    reasoning's ``end``, ``middle``, ...): the grid's ``depths`` do not apply to them."""
+    found = [(task, TASKS.find(task)) for task in config.tasks]
+    return [task for task, family in found if family is not None and family.hooks.layout_order]
+
+
 def grid_line(config: ExperimentConfig) -> str:
     """What the run will do: its tasks, lengths, depths (and separations, where given) and trials.
-    Replayed recordings run each at its own length, so the grid's lengths are named only for the
-    tasks that use them."""
-    depths = ", ".join(str(depth) for depth in config.depths)
+    Replayed recordings run each at its own length, and a family with layouts of its own ignores the
+    grid's depths, so lengths and depths are named only for the tasks that use them."""
+    depths = f"depths {', '.join(str(depth) for depth in config.depths)}"
+    layouts = own_layout_tasks(config)
+    if layouts:
+        placed = f"{', '.join(layouts)}: at layouts of its own"
+        depths = placed if len(layouts) == len(config.tasks) else f"{depths} ({placed})"
     own = own_length_tasks(config)
     lengths = f"lengths {', '.join(f'{n:,}' for n in config.lengths)} tokens"
     if own:
@@ -109,7 +120,7 @@ def grid_line(config: ExperimentConfig) -> str:
     separations = config.placement.separations
     apart = f"; separations {', '.join(f'{s:,}' if isinstance(s, int) else f'{s:g}' for s in separations)}"
     return (
-        f"tasks {', '.join(config.tasks)}; {lengths}; depths {depths}"
+        f"tasks {', '.join(config.tasks)}; {lengths}; {depths}"
         f"{apart if separations else ''}; {config.trials} trial(s)"
     )
 
@@ -167,6 +178,7 @@ def rejection_lines(plan: Plan, detail: str | None = None) -> list[str]:
 __all__ = [
     "check_plan",
     "grid_line",
+    "own_layout_tasks",
     "own_length_tasks",
     "planned_line",
     "refuse_no_case",
