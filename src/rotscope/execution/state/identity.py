@@ -63,8 +63,8 @@ def config_fields(config: ExperimentConfig) -> dict[str, Any]:
         fields.pop("inject", None)  # no fault keeps the digest of runs from before faults
     generation = fields.get("generation")
     if isinstance(generation, dict) and generation.get("stop") == "answer":
-        # today's default keeps the digests of configs from before the key; a folder from before
-        # reads as ``stop: end`` (``before_stop``), so its identity still differs
+        # today's default keeps the digests of configs from before the key; a run folder's identity
+        # names it always (``identity_fields``), one from before reading as ``stop: end``
         fields["generation"] = {key: value for key, value in generation.items() if key != "stop"}
     return fields
 
@@ -74,10 +74,21 @@ def config_digest(config: ExperimentConfig) -> str:
     return hashlib.sha256(json.dumps(config_fields(config), sort_keys=True).encode()).hexdigest()[:16]
 
 
+def identity_fields(config: ExperimentConfig) -> dict[str, Any]:
+    """The config part of a run folder's identity: ``config_fields`` with ``generation.stop``
+    always named (the digest leaves today's default out, but a folder begun with replies decoded
+    to their end must not be resumed with early stops, nor the reverse)."""
+    fields = config_fields(config)
+    generation = fields.get("generation")
+    if isinstance(generation, dict):
+        fields["generation"] = {**generation, "stop": config.generation.stop}
+    return fields
+
+
 def experiment_identity(config: ExperimentConfig, description: Mapping[str, Any]) -> dict[str, Any]:
     """The identity of ``config`` run on the backend that ``description`` (``describe()``) names."""
     digests = {name: description.get(key) for name, key in DIGESTS.items()}
-    return {**config_fields(config), "digests": digests}
+    return {**identity_fields(config), "digests": digests}
 
 
 def stored_identity(meta: Mapping[str, Any]) -> tuple[dict[str, Any], bool] | None:
@@ -97,7 +108,7 @@ def stored_identity(meta: Mapping[str, Any]) -> tuple[dict[str, Any], bool] | No
     fields = before_stop(before_variants({key: value for key, value in stored.items() if key != "digests"}))
     digests = {"digests": stored["digests"]} if "digests" in stored else {}
     try:
-        return {**config_fields(build_config(fields)), **digests}, True
+        return {**identity_fields(build_config(fields)), **digests}, True
     except BadInput:
         return dict(stored), False
 
