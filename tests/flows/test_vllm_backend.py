@@ -57,6 +57,7 @@ def standin(engine: Engine) -> tuple[types.ModuleType, types.ModuleType]:
         max_tokens: int = 16
         seed: int | None = None
         prompt_logprobs: int | None = None
+        stop: list[str] | None = None
 
     @dataclass
     class Logprob:

@@ -66,7 +66,7 @@ def test_perturbed_code_question_on_the_bundled_model(bundled_path: Path, tmp_pa
                         "id": "ttl",
                         "question": "What default value does the Bender cache use for nibbler_ttl?",
                         "answer": 719,
-                        "decoys": [300],
+                        "decoys": [12],  # a value that stands in the tree (helpers: limit=12)
                         "evidence": {"file": "cache/base.py", "line_contains": "NIBBLER"},
                     }
                 ]

@@ -101,6 +101,14 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
         1,
         "the corpus record's key for the session filler's description: stored in run folders",
     ),
+    # Named in words only.
+    **{
+        (family, "src/rotscope/plan/separations.py"): (
+            1,
+            "the refusal of placement.separations names the built-in families that combine facts",
+        )
+        for family in ("latent", "join", "multihop")
+    },
     ("cases", "src/rotscope/plan/manifest.py"): (
         2,
         "the manifest's `cases` group (the case set's digest): a stored key",

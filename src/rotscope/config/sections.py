@@ -155,6 +155,15 @@ class FillerConfig(StrictOptions):
             raise ValueError("static: the filler compared with a session must be a static one")
         return self
 
+    @model_serializer(mode="wrap")
+    def _without_seeded_order(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``order`` left out at its default (``seeded``), so an experiment that does not ask for the
+        tree's order keeps the identity, plan and config digest of runs from before the key."""
+        dumped: dict[str, Any] = handler(self)
+        if dumped.get("order") == "seeded":
+            dumped.pop("order", None)
+        return dumped
+
 
 def _separation(value: object) -> int | float:
     """One entry of ``placement.separations``: a token count (an int >= 1) or a share of the

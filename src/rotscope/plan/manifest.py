@@ -96,6 +96,12 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> Ma
     for key in UNSET_LEFT_OUT:  # unset, as absent as in a plan frozen before the key existed
         if not fields.get(key):
             fields.pop(key, None)
+    generation = fields.get("generation")
+    if isinstance(generation, dict) and generation.get("stop") == "answer":
+        # today's default, as absent as in a plan frozen before the key (the config digest's rule,
+        # ``execution.state.identity.config_fields``): an early stop ends a reply only after its
+        # answer, so it changes no outcome
+        fields["generation"] = {key: value for key, value in generation.items() if key != "stop"}
     return {
         "manifest_version": MANIFEST_VERSION,
         "grid": {

@@ -3,9 +3,9 @@ question answered by a line of the code filler. A config without it has ``None``
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BeforeValidator, Field
+from pydantic import BeforeValidator, Field, SerializerFunctionWrapHandler, model_serializer
 
 from rotscope.config.sections import SectionSpec, StrictOptions
 
@@ -48,6 +48,15 @@ class CodebaseCase(StrictOptions):
     ``kind``)."""
     evidence: CodeLine
     """The line of the code filler that answers the question."""
+
+    @model_serializer(mode="wrap")
+    def _without_question_kind(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """``kind`` left out at its default (``question``), so a codebase experiment that asks no
+        control keeps the identity and config digest of runs from before the key."""
+        dumped: dict[str, Any] = handler(self)
+        if dumped.get("kind") == "question":
+            dumped.pop("kind", None)
+        return dumped
 
 
 class CodebaseConfig(StrictOptions):
