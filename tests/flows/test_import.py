@@ -151,7 +151,8 @@ def test_the_gate_says_what_an_imported_run_lacks(imported: dict[str, object]) -
     assert not any(entry["layout_moved"] for entry in layouts["changed"])
     guidance = record["rollback"]
     assert guidance["cases_command"] is None
-    assert any("cannot be kept as cases from a: imported from results.csv" in step for step in guidance["steps"])
+    lacking = "cannot be kept as cases from a: imported from results.csv"
+    assert any(lacking in step for step in guidance["steps"])
     printed = invoke("gate", "--baseline", root / "b", "--candidate", root / "a")
     assert "layouts: not compared (an imported run has no prompts or token spans)" in printed.stdout
     assert "token spans moved" not in printed.stdout
