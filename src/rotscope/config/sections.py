@@ -247,6 +247,17 @@ class PlacementConfig(StrictOptions):
         return dumped
 
 
+def without_default_stop(fields: dict[str, Any]) -> dict[str, Any]:
+    """A config dump's fields with ``generation.stop`` left out at today's default (``answer``):
+    the config digest and a frozen plan read as before the key (an early stop ends a reply only
+    after its answer, so it changes no outcome). A run folder's identity names it always
+    (``execution.state.identity.identity_fields``)."""
+    generation = fields.get("generation")
+    if isinstance(generation, dict) and generation.get("stop") == "answer":
+        return {**fields, "generation": {key: value for key, value in generation.items() if key != "stop"}}
+    return fields
+
+
 class GenerationConfig(StrictOptions):
     """How replies are decoded: the same settings for every call of the run."""
 

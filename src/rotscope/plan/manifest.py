@@ -24,6 +24,7 @@ from pydantic import ValidationError
 from rotscope._version import __version__
 from rotscope.config.experiment import ExperimentConfig, GateConfig
 from rotscope.config.options import content_keys, without_unset_later_sections
+from rotscope.config.sections import without_default_stop
 from rotscope.errors import BadInput, write_output
 from rotscope.plan.digests import (
     assembler_digest,
@@ -96,12 +97,7 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> Ma
     for key in UNSET_LEFT_OUT:  # unset, as absent as in a plan frozen before the key existed
         if not fields.get(key):
             fields.pop(key, None)
-    generation = fields.get("generation")
-    if isinstance(generation, dict) and generation.get("stop") == "answer":
-        # today's default, as absent as in a plan frozen before the key (the config digest's rule,
-        # ``execution.state.identity.config_fields``): an early stop ends a reply only after its
-        # answer, so it changes no outcome
-        fields["generation"] = {key: value for key, value in generation.items() if key != "stop"}
+    fields = without_default_stop(fields)
     return {
         "manifest_version": MANIFEST_VERSION,
         "grid": {

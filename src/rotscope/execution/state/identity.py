@@ -34,6 +34,7 @@ from typing import Any
 
 from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.config.options import runtime_keys, without_unset_later_sections
+from rotscope.config.sections import without_default_stop
 from rotscope.errors import BadInput
 
 _TOP_RUNTIME, SECTION_RUNTIME_FIELDS = runtime_keys(ExperimentConfig)
@@ -61,12 +62,7 @@ def config_fields(config: ExperimentConfig) -> dict[str, Any]:
         fields.pop("score", None)  # unset keeps the digest and plans of runs from before scores
     if not fields.get("inject"):
         fields.pop("inject", None)  # no fault keeps the digest of runs from before faults
-    generation = fields.get("generation")
-    if isinstance(generation, dict) and generation.get("stop") == "answer":
-        # today's default keeps the digests of configs from before the key; a run folder's identity
-        # names it always (``identity_fields``), one from before reading as ``stop: end``
-        fields["generation"] = {key: value for key, value in generation.items() if key != "stop"}
-    return fields
+    return without_default_stop(fields)
 
 
 def config_digest(config: ExperimentConfig) -> str:
