@@ -169,3 +169,19 @@ def test_compare_and_gate_stand_on_the_score_asked_and_refuse_a_run_without_it(
     )
     refused = runner.invoke(app, ["compare", str(both), str(replies_only), "--score", "likelihood"])
     assert_bad_input(refused, "has no answer likelihoods")
+
+
+def test_a_run_of_prompts_with_several_questions_says_it_kept_accuracy_only(tmp_path: Path) -> None:
+    # questions_per_prompt > 1: a prompt's answers are not read one by one, so the run that asked for
+    # both scores has replies only; the screen must not claim the likelihood was kept
+    run = _run(tmp_path / "run", "fake/curve-700", questions_per_prompt=2, lengths=[256, 512])
+    summary = load_summary(run)
+    assert summary.kept == "both" and summary.likelihood_unread
+    shown = CliRunner().invoke(app, ["show", str(run)], env={"COLUMNS": "200"})
+    flat = " ".join(shown.output.split())
+    assert "score kept: accuracy only (a likelihood is read for a prompt of one question with a gold" in flat
+    assert "scores kept: accuracy and the answer's likelihood" not in flat
+    with pytest.raises(BadInput, match="its prompts have no one gold answer to read"):
+        load_summary(run, "likelihood")
+    # a run of one question a prompt keeps both and says so
+    assert not load_summary(_run(tmp_path / "one", "fake/curve-700", lengths=[256, 512])).likelihood_unread

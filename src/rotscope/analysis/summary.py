@@ -291,7 +291,8 @@ def summary_score(rows: list[Row], asked: str | None, run: str) -> ScoreName:
         if not has_likelihood(rows):
             raise BadInput(
                 f"--score likelihood: {run} has no answer likelihoods (it ran with --score accuracy, "
-                "its backend cannot read them, or nothing is scored yet)"
+                "its backend cannot read them, its prompts have no one gold answer to read, or "
+                "nothing is scored yet)"
             )
         return "likelihood"
     if asked == "accuracy":
@@ -366,6 +367,7 @@ def build_summary(
         imported=_imported(meta),
         score=chosen,
         kept=meta.get("score"),
+        likelihood_unread=meta.get("score") == "both" and has_replies(rows) and not has_likelihood(rows),
         agreement=agreements(all_probes),
         cells=cells,
         lengths=list(per_length.values()),

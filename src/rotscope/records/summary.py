@@ -193,6 +193,10 @@ class Summary(Record):
     kept: KeptScore | None = None
     """What the run kept per row: ``accuracy``, ``likelihood`` or ``both``; null for a run from
     before likelihoods were read, or an imported one."""
+    likelihood_unread: bool = False
+    """The run kept both scores but no scored row has the answer's likelihood: a likelihood is read
+    for a prompt of one question with a gold answer, and these prompts hold several questions
+    (``questions_per_prompt`` > 1) or their answers are checked by rules (``instruction``)."""
     agreement: list[ScoreAgreement] | None = None
     """Per task, accuracy and the answer's likelihood side by side: both per length, their rank
     correlation over the cells, and the rows on which they disagree; empty where the run keeps

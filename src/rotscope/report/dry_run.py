@@ -173,10 +173,13 @@ def local_estimate_line(planned: DryRun) -> str:
     memory = f"engine worker peak memory about {local.peak_memory_bytes / 2**20:,.0f} MiB"
     if local.seconds is None or local.prefill_tps is None:
         return f"{memory}; run time unknown: rotscope doctor measures this machine's speed"
+    # doctor times short prompts; attention makes each token of a long prompt dearer, so this is an
+    # estimate, not a bound (benchmarks/results/studies.md compares it with measured runs)
     return (
-        f"{memory}; model time about {local.seconds:,.0f} s at most "
+        f"{memory}; model time about {local.seconds:,.0f} s "
         f"({planned.plan.lower_bound:,} prompt tokens at {local.prefill_tps:,.0f} tokens/s measured by "
-        f"rotscope doctor with {local.threads} threads, plus at most max_tokens per call)"
+        f"rotscope doctor with {local.threads} threads on short prompts, plus at most max_tokens per call; "
+        "prompts of thousands of tokens evaluate slower)"
     )
 
 

@@ -62,11 +62,21 @@ class SlowMachine:
         if completion.error is None:
             self.evaluated_tokens += max(completion.prompt_tokens - (completion.cached_tokens or 0), 0)
 
-    def check(self, elapsed_s: float, tokens_done: int, tokens_total: int) -> str | None:
-        """The notice, the first time the run is slow (``tokens_*``: prompt tokens, for its time)."""
+    def check(
+        self, elapsed_s: float, tokens_done: int, tokens_total: int, items_total: int = 1
+    ) -> str | None:
+        """The notice, the first time the run is slow (``tokens_*``: prompt tokens, for its time;
+        ``items_total``: the calls they come in). Before any call has finished, the first one is
+        judged by its own size: a prompt of thousands of tokens takes the reference engine more than
+        ``FIRST_LOOK_S`` alone, so silence that long is slow only past ``SLOW_FACTOR`` times the
+        reference's time for a mean prompt, after the model's load."""
         reference = self.reference
         if reference is None or self.said or elapsed_s < FIRST_LOOK_S:
             return None
+        if self.evaluated_tokens == 0:
+            first_call_s = tokens_total / max(items_total, 1) / reference.prefill_tps
+            if elapsed_s < FIRST_LOOK_S + SLOW_FACTOR * first_call_s:
+                return None
         rate = self.evaluated_tokens / elapsed_s
         if rate * SLOW_FACTOR >= reference.prefill_tps:
             return None

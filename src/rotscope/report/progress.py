@@ -86,7 +86,7 @@ class ProgressBar:
     def _check(self) -> None:
         with self._lock:
             elapsed = time.perf_counter() - self._started
-            message = self._slow.check(elapsed, self._tokens_done, self._tokens_total)
+            message = self._slow.check(elapsed, self._tokens_done, self._tokens_total, self._items_total)
         if message is not None:
             self.notice(message)
 
@@ -168,7 +168,7 @@ class PlainProgress:
     def _check_pace(self) -> None:
         with self._lock:
             elapsed = self._clock() - self._started
-            message = self._slow.check(elapsed, self._tokens_done, self._tokens_total)
+            message = self._slow.check(elapsed, self._tokens_done, self._tokens_total, self._items_total)
         if message is not None:
             self.notice(message)
 

@@ -47,6 +47,11 @@ def kept_line(summary: Summary) -> str | None:
     kept is recorded) that is on accuracy."""
     kept = summary.kept
     on = f"verdicts on {score_label(summary.score)}"
+    if kept == "both" and summary.likelihood_unread:
+        return (
+            "score kept: accuracy only (a likelihood is read for a prompt of one question with a gold "
+            f"answer, and these prompts have none to read); {on}"
+        )
     if kept == "both":
         other = _other(summary.score)
         return f"scores kept: accuracy and the answer's likelihood; {on} (--score {other} for the other)"

@@ -51,9 +51,19 @@ def test_a_run_near_its_reference_is_not_called_slow_and_a_slow_one_is_called_on
 def test_no_reference_no_notice_and_a_stalled_first_call_is_named() -> None:
     assert SlowMachine(None).check(600.0, 0, 100) is None
     stalled = SlowMachine(REFERENCE)
-    notice = stalled.check(45.0, 0, 12000)
+    notice = stalled.check(45.0, 0, 12000, items_total=10)  # 1,200 tokens a call: 5 s at 240 tokens/s
     assert notice is not None and "no prompt evaluated in 45s, against 240" in notice
     assert notice.endswith("; no estimate of the run's time yet")
+
+
+def test_a_first_call_of_thousands_of_tokens_is_given_its_time_before_the_machine_is_called_slow() -> None:
+    # 48 calls of 2,560 tokens: the reference evaluates the first in about 10.7 s, so silence until
+    # FIRST_LOOK_S + SLOW_FACTOR x 10.7 s is the reference's own pace, not a slow machine
+    first_call_s = 2560 / 240
+    waiting = SlowMachine(REFERENCE)
+    assert waiting.check(FIRST_LOOK_S + 1.9 * first_call_s, 0, 48 * 2560, items_total=48) is None
+    notice = waiting.check(FIRST_LOOK_S + 2.1 * first_call_s, 0, 48 * 2560, items_total=48)
+    assert notice is not None and notice.startswith("slow machine: no prompt evaluated in")
 
 
 def test_the_notice_names_a_machine_that_other_work_holds() -> None:
