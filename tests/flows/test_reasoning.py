@@ -307,7 +307,14 @@ def test_summary_reports_layout_cells_drops_and_interference(tmp_path: Path) -> 
     print_summary(typed, console)
     shown = console.export_text()
     assert "with_solutions · middle_twice" in shown  # a heatmap row per filler type and layout
-    assert re.search(r"length +500 with_solutions +middle +end 1\.00 vs 0\.00: drop \+1\.00", shown), shown
+    assert re.search(r"length +500 with_solutions +middle +end 1\.00 vs 0\.00; drop \+1\.00", shown), shown
+    # at 80 and 100 columns a line breaks after its clause, never inside an interval or a word
+    for width in (80, 100):
+        narrow = Console(record=True, width=width)
+        print_summary(typed, narrow)
+        text = narrow.export_text()
+        assert max(len(line) for line in text.splitlines() if "drop" in line) <= width
+        assert re.search(r"vs 0\.00;\n +drop \+1\.00 on 4 pairs \(too few pairs for an interval\)", text), text
     assert re.search(
         r"with_solutions +middle +4 wrong: filler answer 4.*-> 4 of 4 wrong answers from the filler \(100%\)",
         shown,

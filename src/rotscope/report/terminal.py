@@ -347,7 +347,7 @@ def print_summary(summary: Summary, console: Console, folder: str | None = None)
         _say(console, line)
     print_cases(summary, console)
     for line in question_lines(summary):
-        console.print(line, markup=False, highlight=False)
+        _say(console, line)
     warning = error_cap_warning(summary)
     if warning is not None:
         _say(console, warning, style="bold white on red")

@@ -81,23 +81,26 @@ def filler_share(entry: Interference) -> str:
 
 def print_reasoning(reasoning: Reasoning, console: Console) -> None:
     """Reasoning's drop from the end layout per length, filler and layout, and where its wrong
-    answers came from."""
-    console.print(
-        "  drop from end (end accuracy minus the layout's, paired on the same items, 95% adjusted t):"
+    answers came from; each line broken after a clause at the console's width."""
+    _say(
+        console,
+        "  drop from end (end accuracy minus the layout's, paired on the same items, 95% adjusted t):",
     )
     for drop in reasoning.drops:
-        console.print(
+        _say(
+            console,
             f"    length {drop.length:>6,} {drop.filler:<15} {drop.layout:<13} "
-            f"end {_fmt(drop.end_accuracy)} vs {_fmt(drop.layout_accuracy)}: drop "
-            f"{gap_text(drop.drop, drop)}"
+            f"end {_fmt(drop.end_accuracy)} vs {_fmt(drop.layout_accuracy)}; drop "
+            f"{gap_text(drop.drop, drop)}",
         )
-    console.print("  wrong answers traced to the filler (share of wrong answers that gave a number):")
+    _say(console, "  wrong answers traced to the filler (share of wrong answers that gave a number):")
     for entry in reasoning.interference:
-        console.print(
+        _say(
+            console,
             f"    {entry.filler:<15} {entry.layout:<13} {entry.wrong:>3} wrong: "
             f"filler answer {entry.filler_answer}, other filler number {entry.filler_number}, "
             f"neither {entry.other}, no 'Answer: <number>' {entry.unparsed} "
-            f"-> {filler_share(entry)}"
+            f"-> {filler_share(entry)}",
         )
 
 
