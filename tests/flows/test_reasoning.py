@@ -314,7 +314,8 @@ def test_summary_reports_layout_cells_drops_and_interference(tmp_path: Path) -> 
         print_summary(typed, narrow)
         text = narrow.export_text()
         assert max(len(line) for line in text.splitlines() if "drop" in line) <= width
-        assert re.search(r"vs 0\.00;\n +drop \+1\.00 on 4 pairs \(too few pairs for an interval\)", text), text
+        wrapped = r"vs 0\.00;\n +drop \+1\.00 on 4 pairs \(too few pairs for an interval\)"
+        assert re.search(wrapped, text), text
     assert re.search(
         r"with_solutions +middle +4 wrong: filler answer 4.*-> 4 of 4 wrong answers from the filler \(100%\)",
         shown,
