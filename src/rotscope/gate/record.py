@@ -141,6 +141,9 @@ class SupportStep(Record):
     blocked_by: list[Blocked] = Field(default_factory=list)
     """The positions there that did not pass (a FAIL, or an INCONCLUSIVE: too few instances, below
     the floor's point estimate): any one blocks the claim at this length; absent in records before."""
+    unplaced: Count = 0
+    """How many layouts at this length the candidate could not place (each named in the record's
+    ``unplaced``): any one blocks the claim at this length; absent when none, and in records before."""
 
 
 class Support(Record):

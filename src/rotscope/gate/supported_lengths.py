@@ -6,7 +6,8 @@ A position passes when its slice is neither FAIL nor INCONCLUSIVE: a slice with 
 or below the floor on its point estimate, has not shown the candidate works there, so it blocks the
 claim at its length as a FAIL does (the gate study's rule: no length is claimed that has not passed
 at its worst position). Each blocking position is named in the step (``SupportStep.blocked_by``)
-and in the task's sentence, with its length, position and reason.
+and in the task's sentence, with its length, position and reason; the layouts the candidate could not
+place at a length are counted in its step (``SupportStep.unplaced``) and named in the sentence.
 """
 
 from __future__ import annotations
@@ -75,6 +76,7 @@ def supported_up_to(
                     holds=not why,
                     why=why,
                     blocked_by=[_blocked(s) for s in failing + undecided],
+                    **({"unplaced": len(missing)} if missing else {}),  # a key left out when none
                 )
             )
             if first is None:
@@ -100,14 +102,14 @@ def supported_up_to(
 
 
 def window_reasons(support: Mapping[str, Support]) -> list[str]:
-    """The verdict's lines for each task whose window an INCONCLUSIVE position cuts short: the
-    length, the position and why (a FAIL is named by the tests' own reasons)."""
+    """The verdict's lines for each task whose window an INCONCLUSIVE position or a layout the
+    candidate could not place cuts short: the length, the position and why (a FAIL is named by the
+    tests' own reasons)."""
     lines = []
     for task, entry in support.items():
         step = next((step for step in entry.lengths if not step.holds), None)
         if step is not None and (
-            any(blocked.verdict == "INCONCLUSIVE" for blocked in step.blocked_by)
-            or "could not place" in step.why
+            any(blocked.verdict == "INCONCLUSIVE" for blocked in step.blocked_by) or step.unplaced
         ):
             lines.append(f"supported window: {task}: {entry.sentence}")
     return lines

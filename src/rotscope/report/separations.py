@@ -1,8 +1,10 @@
-"""Accuracy by separation (``Summary.separations``, ``placement.separations``) in every view: the
-terminal's lines, the Markdown table, the HTML report's plot; each says nothing where the run has
-no such axis."""
+"""Accuracy by separation (``Summary.separations``, ``placement.separations``) in every view: one
+builder of the table's rows (``separation_rows``) that the terminal's lines and the Markdown table
+render, and the HTML report's plot; each says nothing where the run has no such axis."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import plotly.graph_objects as go
 
@@ -16,6 +18,22 @@ HEADING = "accuracy by separation (filler tokens between the facts to combine; 9
 def separation_text(separation: int | float) -> str:
     """A separation as the experiment gave it: ``512 tokens`` or ``0.25 filler`` (a share of it)."""
     return f"{separation:,} tokens" if isinstance(separation, int) else f"{separation:g} filler"
+
+
+@dataclass(frozen=True)
+class SeparationRow:
+    """One row of the accuracy-by-separation table, in words both views print as they are."""
+
+    task: str
+    separation: str
+    """``separation_text`` of the cell's separation."""
+    length: int | None
+    """The length; ``None``: every length pooled (each view words it its own way)."""
+    accuracy: str
+    """The instance accuracy and its interval: ``0.50 [0.10, 0.90]``, ``n/a``, ``no interval``."""
+    instances: int
+    between: str
+    """The filler tokens measured between the facts, and those asked: ``70 apart (asked 64)``."""
 
 
 def _interval(cell: SeparationCell) -> str:
@@ -39,23 +57,37 @@ def _method(cells: list[SeparationCell]) -> str:
     return methods.pop() if len(methods) == 1 else "adjusted t on instance means, clustered as each line says"
 
 
+def separation_rows(cells: list[SeparationCell]) -> list[SeparationRow]:
+    """A row per task, separation and length (every length first), in the summary's order."""
+    return [
+        SeparationRow(
+            task=cell.task,
+            separation=separation_text(cell.separation),
+            length=cell.length,
+            accuracy=f"{_accuracy(cell)} {_interval(cell)}",
+            instances=cell.instances,
+            between=_measured(cell),
+        )
+        for cell in cells
+    ]
+
+
 def separation_lines(cells: list[SeparationCell] | None) -> list[str]:
-    """A line per task, separation and length (every length first): accuracy, interval, the
-    filler tokens measured between the facts."""
+    """The terminal's lines: a heading, then a line per row; empty without the axis."""
     if not cells:
         return []
     lines = [HEADING.format(method=_method(cells))]
-    for cell in cells:
-        where = "all lengths" if cell.length is None else f"length {cell.length:,}"
+    for row in separation_rows(cells):
+        where = "all lengths" if row.length is None else f"length {row.length:,}"
         lines.append(
-            f"  {cell.task:<10} {separation_text(cell.separation):<13} {where:<12} "
-            f"{_accuracy(cell)} {_interval(cell)} n={cell.instances}; {_measured(cell)}"
+            f"  {row.task:<10} {row.separation:<13} {where:<12} {row.accuracy} "
+            f"n={row.instances}; {row.between}"
         )
     return lines
 
 
 def separation_markdown(cells: list[SeparationCell] | None) -> list[str]:
-    """The same as a Markdown table; empty without the axis."""
+    """The same rows as a Markdown table; empty without the axis."""
     if not cells:
         return []
     lines = [
@@ -65,11 +97,11 @@ def separation_markdown(cells: list[SeparationCell] | None) -> list[str]:
         "| task | separation | length | accuracy [95%] | instances | filler tokens between facts |",
         "|---|---|---|---|---|---|",
     ]
-    for cell in cells:
-        where = "all" if cell.length is None else f"{cell.length:,}"
+    for row in separation_rows(cells):
+        where = "all" if row.length is None else f"{row.length:,}"
         lines.append(
-            f"| {markdown_safe(cell.task)} | {separation_text(cell.separation)} | {where} | "
-            f"{_accuracy(cell)} {_interval(cell)} | {cell.instances} | {_measured(cell)} |"
+            f"| {markdown_safe(row.task)} | {row.separation} | {where} | {row.accuracy} | "
+            f"{row.instances} | {row.between} |"
         )
     return lines
 

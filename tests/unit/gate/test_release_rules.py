@@ -14,8 +14,10 @@ from rich.console import Console
 from rotscope.gate.junit import gate_junit
 from rotscope.gate.pairing import RunData
 from rotscope.gate.record import GateRecord
+from rotscope.gate.supported_lengths import window_reasons
 from rotscope.gate.verdict import compare
 from rotscope.gate.view import print_record
+from rotscope.plan.rejections import REJECTIONS_FILE
 
 Outcome = Callable[[str, str, int, str, int], bool]
 """Whether (role, task, length, position, case number) is answered correctly."""
@@ -203,3 +205,40 @@ def test_retrieval_is_not_advised_where_the_short_input_fails_too() -> None:
     assert niah.supported_up_to is None or niah.supported_up_to < 4096
     assert not niah.retrieval and not record.rollback.without_baseline.retrieval_advised
     assert "retrieval would not help: the evidence-only input scores 0.00" in niah.why
+
+
+def test_a_layout_the_candidate_could_not_place_is_counted_in_its_step(tmp_path: Path) -> None:
+    """The candidate's verifier rejected the 2,048 end of 5 cases (its rejections.jsonl): that step
+    counts them (``unplaced``), the window stops at 1,024 with a verdict line of its own, and the
+    steps without any leave the key out. The line follows the typed count, not the step's words."""
+    rows = {
+        role: [
+            _row("niah", case, length, position, True)
+            for length in (1024, 2048)
+            for position in POSITIONS
+            for case in range(60)
+            if role == "baseline" or (length, position, case >= 5) != (2048, "end", False)
+        ]
+        for role in ("baseline", "candidate")
+    }
+    (tmp_path / "candidate").mkdir()
+    rejected = {"task": "niah", "case_ids": [f"niah-{case}" for case in range(5)], "length": 2048}
+    (tmp_path / "candidate" / REJECTIONS_FILE).write_text(
+        json.dumps({**rejected, "position": "end", "depth": 1.0, "cause": "no room for the passage"}) + "\n",
+        encoding="utf-8",
+    )
+    meta = {"config": {"seed": 0, "generation": {"seed": 0}, "gate": {"margin": 0.1}}}
+    runs = {role: RunData(tmp_path / role, {**meta, "run_id": role}, rows[role]) for role in rows}
+    record = compare(runs["baseline"], runs["candidate"])
+    first, second = record.support["niah"].lengths
+    assert "unplaced" not in first.model_dump() and first.unplaced == 0
+    assert second.unplaced == 5 and not second.holds
+    assert record.supported_up_to == {"niah": 1024}
+    line = f"supported window: niah: {record.support['niah'].sentence}"
+    assert line in record.reasons
+    assert "2,048 has 5 layout(s) the candidate could not place: the end" in line
+    support = record.support["niah"]
+    reworded = second.model_copy(update={"why": "reworded"})
+    assert window_reasons({"niah": support.model_copy(update={"lengths": [first, reworded]})}) == [line]
+    uncounted = second.model_copy(update={"unplaced": 0})
+    assert window_reasons({"niah": support.model_copy(update={"lengths": [first, uncounted]})}) == []
