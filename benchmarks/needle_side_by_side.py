@@ -282,7 +282,8 @@ def work_line(run: Timed) -> str:
         prompt = sum(r["usage_prompt_tokens"] or r["prompt_tokens"] for r in run.rows)
         generated = sum(r["usage_completion_tokens"] or 0 for r in run.rows)
         controls = sum(bool(r["control"]) for r in run.rows)
-        return f"rotscope: {calls} calls ({controls} controls), {prompt:,} prompt tokens, {generated:,} new"
+        tokens = f"{prompt:,} prompt tokens, {generated:,} new"
+        return f"rotscope: {calls} calls ({controls} of them controls), {tokens}"
     prompt = sum(r["prompt_tokens"] or 0 for r in run.rows)
     generated = sum(r["completion_tokens"] or 0 for r in run.rows)
     return f"needlehaystack: {len(run.rows)} calls, {prompt:,} prompt tokens, {generated:,} new"
@@ -305,7 +306,7 @@ def mode_section(mode: str, timed: list[Timed], cases: dict[str, Case]) -> list[
     lines += [
         f"| all | {ours_s:.1f} | {theirs_s:.1f} | **{ratio:.2f}x** |",
         "",
-        f"rotscope's time over needlehaystack's, both rounds: **{ratio:.2f}x** (issue 53's target: "
+        f"rotscope's time over needlehaystack's, all rounds: **{ratio:.2f}x** (issue 53's target: "
         f"<= {TARGETS[mode]}x).",
         "",
         f"- work, round 1: {work_line(ours[0])}; {work_line(theirs[0])}",
@@ -416,9 +417,10 @@ def main() -> None:
         f"- machine: {facts['cpu']}, {facts['cores']} cores, {facts['features']}; llama.cpp build "
         f"(libllama.so) {ours_lib[:12]} in both environments; {settings.threads} threads, n_batch "
         f"{settings.n_batch}",
-        f"- grid: {data['tasks']}, {len(cases)} cases, lengths {lengths}, depths {depths} percent, "
+        f"- grid: {', '.join(data['tasks'])}, {len(cases)} case(s), lengths {lengths}, "
+        f"depths {depths} percent, "
         f"controls {data['controls']}, max_tokens {spec['max_tokens']}, "
-        f"{args.rounds} interleaved rounds per mode",
+        f"{args.rounds} interleaved round(s) per mode",
         f"- load average (1, 5, 15 min) before: {before}; after: {after}",
         "",
         *sections,
