@@ -4,6 +4,7 @@ its modules' fingerprints (``assembler_digest``), the case set, and the chat tem
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import importlib
 import importlib.util
@@ -37,9 +38,12 @@ def canonical_json(value: Any) -> str:
     return json.dumps(value, sort_keys=True, separators=(",", ":"), default=str)
 
 
+@functools.cache
 def code_fingerprint(source: str) -> str:
     """A module's code without its imports, docstrings, comments and layout: moving a module (which
-    rewrites the imports of others) leaves it unchanged, editing what the code does changes it."""
+    rewrites the imports of others) leaves it unchanged, editing what the code does changes it.
+    Kept per source text: every run's manifest digests the same modules, and parsing them is most of
+    a small run's planning; a module whose text changes is parsed again."""
     tree = ast.parse(source)
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
