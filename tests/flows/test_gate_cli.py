@@ -66,8 +66,10 @@ def _experiment(folder: Path, name: str, **fields: Any) -> Path:
 def runs(folder: Path) -> dict[str, Path]:
     """A plan, a baseline under it, a same-model candidate and a tail-only candidate."""
     experiment = _experiment(folder, "exp")
-    assert _invoke("plan", experiment, "-o", folder / "plan.json").exit_code == 0
-    made = {"plan": folder / "plan.json", "experiment": experiment}
+    planned = _invoke("plan", experiment, "-o", folder / "plan.json")
+    assert planned.exit_code == 0, planned.output
+    (folder / "plan.txt").write_text(planned.output, encoding="utf-8")  # what plan printed, read below
+    made = {"plan": folder / "plan.json", "experiment": experiment, "printed": folder / "plan.txt"}
     for name, extra in (
         ("baseline", ()),
         ("same", ()),
@@ -116,8 +118,7 @@ def test_plan_states_the_gates_power_at_its_counts(runs: dict[str, Path]) -> Non
     planned = manifest["planned"]
     assert (planned["slices"], planned["instances_per_slice"], planned["clusters"]) == (4, 16, 16)
     expected = gate_power(_design(16, 4), Rule(0.3, 0.05, 0.0, 5))
-    result = _invoke("plan", runs["experiment"], "-o", runs["plan"].with_name("power.json"))
-    shown = " ".join(result.output.split())
+    shown = " ".join(runs["printed"].read_text(encoding="utf-8").split())
     assert f"P(PASS | identical) = {expected.pass_identical:.2f}" in shown
     assert f"P(FAIL | a drop of the margin everywhere) = {expected.fail_margin_everywhere:.2f}" in shown
     assert "simulated through the gate's own tests, 2000 datasets per truth" in shown
@@ -133,10 +134,8 @@ def test_plan_says_the_accuracy_it_assumed_and_sizes_at_a_pilot_runs(runs: dict[
     that run's accuracy (the fake model finds every needle: 1.00 on items with evidence); a folder
     that is no run is one line of bad input, exit 2."""
     out = runs["plan"].with_name("pilot.json")
-    assumed = _invoke("plan", runs["experiment"], "-o", out)
-    assert "gate power assumes baseline accuracy 0.90 (no --pilot run given)" in " ".join(
-        assumed.output.split()
-    )
+    assumed = runs["printed"].read_text(encoding="utf-8")  # the plan without --pilot
+    assert "gate power assumes baseline accuracy 0.90 (no --pilot run given)" in " ".join(assumed.split())
     piloted = _invoke("plan", runs["experiment"], "-o", out, "--pilot", runs["baseline"])
     shown = " ".join(piloted.output.split())
     assert piloted.exit_code == 0, piloted.output

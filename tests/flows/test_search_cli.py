@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,23 @@ def experiment(tmp_path: Path, midpoint: int, **search: Any) -> Path:
     path = tmp_path / "experiment.yaml"
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
+
+
+@pytest.fixture(scope="module")
+def through(tmp_path_factory: pytest.TempPathFactory) -> Callable[[int], Path]:
+    """``through(MIDPOINT)``: the folder of a search of ``experiment(…, MIDPOINT)`` that ran
+    through, run once per midpoint in this module; the tests read it and never write into it."""
+    made: dict[int, Path] = {}
+
+    def run(midpoint: int) -> Path:
+        if midpoint not in made:
+            root = tmp_path_factory.mktemp(f"through-{midpoint}")
+            result = invoke("run", experiment(root, midpoint), "--search", "--out", root / "through")
+            assert result.exit_code == 0, result.output
+            made[midpoint] = root / "through"
+        return made[midpoint]
+
+    return run
 
 
 def record(folder: Path) -> dict[str, Any]:
@@ -75,9 +93,10 @@ def test_the_search_brackets_the_scripted_truth_and_show_prints_it(tmp_path: Pat
     assert str(tmp_path) not in html  # no absolute path of this machine
 
 
-def test_a_budget_stop_is_clean_and_a_larger_budget_continues_the_same_search(tmp_path: Path) -> None:
+def test_a_budget_stop_is_clean_and_a_larger_budget_continues_the_same_search(
+    tmp_path: Path, through: Callable[[int], Path]
+) -> None:
     config = experiment(tmp_path, 850)
-    assert invoke("run", config, "--search", "--out", tmp_path / "full").exit_code == 0
     stopped = invoke("run", config, "--search", "--out", tmp_path / "part", "--max-calls", "100")
     assert stopped.exit_code == 4, stopped.output
     assert "--max-calls LARGER" in stopped.stderr
@@ -85,17 +104,17 @@ def test_a_budget_stop_is_clean_and_a_larger_budget_continues_the_same_search(tm
     assert record(tmp_path / "part")["calls"] <= 100
     resumed = invoke("run", "--resume", tmp_path / "part", "--max-calls", "100000")
     assert resumed.exit_code == 0, resumed.output
-    part, full = record(tmp_path / "part"), record(tmp_path / "full")
+    part, full = record(tmp_path / "part"), record(through(850))
     assert part["decisions"] == full["decisions"] and part["bracket"] == full["bracket"]
     assert part["calls"] == full["calls"]
 
 
 @pytest.mark.parametrize("midpoint", [400, 520, 850, 1400, 2000])
 def test_a_search_interrupted_mid_step_resumes_to_the_same_decisions(
-    tmp_path: Path, midpoint: int, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, midpoint: int, monkeypatch: pytest.MonkeyPatch, through: Callable[[int], Path]
 ) -> None:
     config = experiment(tmp_path, midpoint)
-    assert invoke("run", config, "--search", "--out", tmp_path / "through").exit_code == 0
+    through_run = through(midpoint)
     original = FakeBackend.generate
     calls = {"n": 0}
 
@@ -112,9 +131,9 @@ def test_a_search_interrupted_mid_step_resumes_to_the_same_decisions(
     assert not (tmp_path / "killed" / "search.json").exists()
     monkeypatch.setattr(FakeBackend, "generate", original)
     assert invoke("run", "--resume", tmp_path / "killed").exit_code == 0
-    again, through = record(tmp_path / "killed"), record(tmp_path / "through")
-    assert again["decisions"] == through["decisions"] and again["verdict"] == through["verdict"]
-    assert again["steps"] == through["steps"]
+    again, ran = record(tmp_path / "killed"), record(through_run)
+    assert again["decisions"] == ran["decisions"] and again["verdict"] == ran["verdict"]
+    assert again["steps"] == ran["steps"]
 
 
 def test_search_without_a_section_or_with_too_large_a_cap_is_bad_input(tmp_path: Path) -> None:
@@ -242,12 +261,11 @@ def test_a_search_killed_with_sigkill_in_a_later_step_resumes_to_the_same_decisi
 
 
 def test_a_step_with_error_rows_stops_the_search_and_resume_retries_them(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, through: Callable[[int], Path]
 ) -> None:
     """A model failure is never a wrong answer: the search stops before deciding on a step with
     error rows, and the resume retries them and decides as a search without failures does."""
     config = experiment(tmp_path, 850)
-    assert invoke("run", config, "--search", "--out", tmp_path / "through").exit_code == 0
     original = FakeBackend.generate
     calls = {"n": 0}
 
@@ -264,8 +282,8 @@ def test_a_step_with_error_rows_stops_the_search_and_resume_retries_them(
     assert not (tmp_path / "failed" / "search.json").exists()
     monkeypatch.setattr(FakeBackend, "generate", original)
     assert invoke("run", "--resume", tmp_path / "failed").exit_code == 0
-    again, through = record(tmp_path / "failed"), record(tmp_path / "through")
-    assert again["decisions"] == through["decisions"] and again["bracket"] == through["bracket"]
+    again, ran = record(tmp_path / "failed"), record(through(850))
+    assert again["decisions"] == ran["decisions"] and again["bracket"] == ran["bracket"]
 
 
 def test_a_damaged_record_or_a_self_written_session_is_bad_input_a_smaller_budget_changes_nothing(

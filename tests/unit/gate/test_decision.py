@@ -22,6 +22,8 @@ from rotscope.stats.accuracy_floor import below_floor_p, floor_upper_bound
 from rotscope.stats.multiplicity import holm_array, step_levels_array
 
 CODES = {"PASS": PASS, "FAIL": FAIL, "INCONCLUSIVE": INCONCLUSIVE}
+DATASETS = 8
+"""Datasets per truth judged both ways (the gate's path on rows costs a tenth of a second each)."""
 
 
 def _row(task: str, case: str, length: int, position: str, correct: bool, **extra: Any) -> dict[str, Any]:
@@ -67,16 +69,18 @@ def test_the_floor_test_is_the_exact_binomial_tail_and_its_bound_inverts_it() ->
 
 def test_the_tests_on_arrays_give_the_verdicts_of_the_gate_on_rows() -> None:
     """Simulated datasets, each judged both ways: ``decide`` on the sums (what plan simulates) and
-    build_slices -> judge_slices -> overall_verdict on rows (what gate runs)."""
+    build_slices -> judge_slices -> overall_verdict on rows (what gate runs). A few datasets per
+    truth, every verdict among them; ``benchmarks/gate_rows.py`` judges many more
+    (``benchmarks/results/gate_rows.md``)."""
     keys = [("sim", length, position, ()) for length in (300, 600) for position in ("beginning", "end")]
     design = Design.from_slices({key: {f"c{case}": 1 for case in range(25)} for key in keys})
     settings = GateConfig(margin=0.1, floor=0.6, min_instances=10)
     rng = np.random.default_rng(5)
     seen = set()
     for candidate in ([0.9] * 4, [0.9, 0.9, 0.9, 0.5], [0.7] * 4, [0.55] * 4):
-        base, cand = simulate(rng, design, [0.9] * 4, candidate, 40, Truth())
+        base, cand = simulate(rng, design, [0.9] * 4, candidate, DATASETS, Truth())
         fast = decide(base, cand, design.count, rule_of(settings)).verdict
-        for number in range(40):
+        for number in range(DATASETS):
             rows = {
                 role: [
                     _row("sim", f"c{case}", key[1], key[2], bool(sums[number, case, column]))

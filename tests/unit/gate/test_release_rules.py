@@ -9,8 +9,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
 from rich.console import Console
 
+from rotscope.gate import verdict
 from rotscope.gate.junit import gate_junit
 from rotscope.gate.pairing import RunData
 from rotscope.gate.record import GateRecord
@@ -22,6 +24,14 @@ from rotscope.plan.rejections import REJECTIONS_FILE
 Outcome = Callable[[str, str, int, str, int], bool]
 """Whether (role, task, length, position, case number) is answered correctly."""
 POSITIONS = ("beginning", "midpoint", "end")
+
+
+@pytest.fixture(autouse=True)
+def _few_power_datasets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The record's power, simulated beside each verdict, is not what these rules read: a few
+    datasets of it instead of the record's 500 (seconds per ``compare``); the power a record
+    states is tested in ``tests/flows/test_gate_cli.py``."""
+    monkeypatch.setattr(verdict, "RECORD_DATASETS", 20)
 
 
 def _row(task: str, case: int, length: int, position: str, correct: bool, **extra: Any) -> dict[str, Any]:
