@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from rotscope.errors import BadInput
 from rotscope.registry import Registry
-from rotscope.types import AnswerStop, Case, Completion, Oracle, Score
+from rotscope.types import DEFAULT_MAX_TOKENS, AnswerStop, Case, Completion, Oracle, Score
 
 Scorer = Callable[[Case, Completion, "str | None"], Score]
 """Scores one question's reply; the third argument is the prompt's filler text alone
@@ -44,9 +44,6 @@ class AnswerKindInfo:
     """The reply budget sized for the kind, used where ``generation.max_tokens`` is unset
     (``None``: ``DEFAULT_MAX_TOKENS``)."""
 
-
-DEFAULT_MAX_TOKENS = 32
-"""The reply budget of a kind that sizes none, where ``generation.max_tokens`` is unset."""
 
 _KINDS: dict[str, AnswerKindInfo] = {}
 
@@ -125,8 +122,10 @@ def check_kind(kind: object) -> str:
 
 def reply_budget(case: Case, given: int | None) -> int:
     """The ``max_tokens`` of a call asking ``case``: ``given`` (``generation.max_tokens``) where the
-    user set it, else its kind's size (``AnswerKindInfo.max_tokens``), times its questions for a
-    prompt that asks several (each answered on a line of its own)."""
+    user set it, else its kind's size (``AnswerKindInfo.max_tokens``), summed over its questions for
+    a prompt that asks several (each answered on a line of its own). The one rule: a work item
+    carries it in its ``params``, and every reader of a call's budget (the backends, the limits, the
+    cost estimate, the context-window checks) reads it there or through this function."""
     if given is not None:
         return given
     sizes = (kind_info(part.oracle.kind).max_tokens for _, part in case.scored_parts())

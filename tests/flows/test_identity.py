@@ -73,7 +73,7 @@ def items(run_dir: Path) -> list[tuple[Any, ...]]:
         ({"model": "fake/lexical-recent"}, "model", '"fake/lexical"', '"fake/lexical-recent"'),
         ({"lengths": [200, 400]}, "lengths", "[200, 300]", "[200, 400]"),
         ({"seed": 7}, "seed", "0", "7"),
-        ({"generation__max_tokens": 64}, "generation.max_tokens", "32", "64"),
+        ({"generation__max_tokens": 64}, "generation.max_tokens", "null", "64"),  # unset: per kind
         ({"llamacpp__n_batch": 512}, "llamacpp.n_batch", "256", "512"),
     ],
 )

@@ -239,11 +239,8 @@ def test_error_rate_within_the_cap_is_not_flagged(
 def _expected_estimate(config: ExperimentConfig) -> float:
     plan = dry_run(config).plan
     price = price_table(config)[config.model]
-    max_tokens = config.generation.max_tokens
-    return (
-        sum(item.prompt.prompt_tokens * price.input + max_tokens * price.output for item in plan.items)
-        / MILLION
-    )
+    calls = ((item.prompt.prompt_tokens, item.params.max_tokens) for item in plan.items)
+    return sum(prompt * price.input + reply * price.output for prompt, reply in calls) / MILLION
 
 
 def test_dry_run_estimate_is_the_price_table_sum(make_config: Callable[..., ExperimentConfig]) -> None:
@@ -251,7 +248,7 @@ def test_dry_run_estimate_is_the_price_table_sum(make_config: Callable[..., Expe
     estimate = dry_run(config).estimate
     assert estimate.calls == TOTAL
     assert estimate.cached_calls == 0
-    assert estimate.max_output_tokens == TOTAL * config.generation.max_tokens
+    assert estimate.max_output_tokens == TOTAL * 32  # each item's reply budget: a needle's phrase
     assert estimate.cost == pytest.approx(_expected_estimate(config))
     assert estimate.cost > 0
 
@@ -351,7 +348,7 @@ def test_calls_in_flight_hold_their_estimate_against_the_budget(
     config = make_config(limits={PROVIDER: {"concurrency": 4}})
     plan = dry_run(config).plan
     largest = max(item.prompt.prompt_tokens for item in plan.items)
-    one_call = (largest * INPUT_USD + config.generation.max_tokens * OUTPUT_USD) / MILLION
+    one_call = (largest * INPUT_USD + plan.max_reply_tokens * OUTPUT_USD) / MILLION
     backend = remote(latency_s=0.05)
     with pytest.raises(BudgetReached):
         run_experiment(

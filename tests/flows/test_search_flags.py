@@ -12,7 +12,6 @@ from typing import Any
 import pytest
 import yaml
 
-from rotscope.config.experiment import ExperimentConfig
 from tests.support.cli_helpers import assert_bad_input, case_file, count_fake_calls, invoke, nonsense_corpus
 
 PRICE = {"input": 1000.0, "output": 2000.0}  # USD per million tokens: a dry run's cost is visible
@@ -58,7 +57,7 @@ def test_a_search_dry_run_calls_nothing_and_prints_the_worst_case_first(
     assert "at most 1,152 calls (5 grid lengths and the base × the cap of 64 instances × 3 calls" in first
     tokens = int(re.search(r"prompt tokens about ([\d,]+)", first).group(1).replace(",", ""))  # type: ignore[union-attr]
     assert tokens == 64 * 3 * (300 + 505 + 849 + 1427 + 2400 + 256)
-    output = 1152 * ExperimentConfig().generation.max_tokens
+    output = 1152 * 32  # the reply budget of a needle's phrase (generation.max_tokens unset)
     cost = (tokens * PRICE["input"] + output * PRICE["output"]) / 1e6
     assert f"estimated cost at most ${cost:,.4f}" in first
     assert "search.cap 64 is below 128" in result.stderr  # the user's cap, honoured with a warning

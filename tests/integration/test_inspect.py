@@ -21,7 +21,9 @@ import yaml
 from rotscope.backends.fake import FakeTokenizer
 from rotscope.config.experiment import build_config
 from rotscope.execution.workflows.runner import run_experiment
+from rotscope.integrations.inspect.verified import remember
 from rotscope.store import RunStore
+from rotscope.types import RenderedPrompt
 from tests.support.cli_helpers import assert_bad_input, invoke, valve_corpus
 
 inspect_ai = pytest.importorskip("inspect_ai")
@@ -102,6 +104,20 @@ def test_provider_counts_tokens_with_the_models_tokenizer() -> None:
     text = "The access code for the Vellmoor archive is 4817."
     counted = asyncio.run(model.api.count_text_tokens(text))
     assert counted == FakeTokenizer().count(text) > 0
+
+
+def test_a_verified_prompt_gets_its_work_items_budget_unless_inspect_gives_one() -> None:
+    _entry_point_module()
+    model = inspect_ai.model.get_model("rotscope/fake/lexical")
+    messages = [inspect_ai.model.ChatMessageUser(content="How many valves? Answer: <number>")]
+    tokenizer = model.api.tokenizer
+    text = tokenizer.render_chat([{"role": "user", "content": messages[0].text}])
+    ids = tuple(tokenizer.encode(text, special=True))
+    remember(RenderedPrompt((), text, ids, (), 0, "", tokenizer_digest=tokenizer.digest()), 256)
+    request, verified = model.api.request(messages, inspect_ai.model.GenerateConfig())
+    assert verified and request.params.max_tokens == 256  # its answer kind's, as a run sends it
+    given, _ = model.api.request(messages, inspect_ai.model.GenerateConfig(max_tokens=12))
+    assert given.params.max_tokens == 12
 
 
 @pytest.fixture(scope="module")

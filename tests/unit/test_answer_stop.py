@@ -7,6 +7,8 @@ import pytest
 
 from rotscope.answer_kinds import SCORERS, answer_stop, kind_info, reply_budget
 from rotscope.answer_stop import answer_end, answer_line_end
+from rotscope.config.experiment import build_config
+from rotscope.execution.state.identity import config_digest, config_fields, identity_fields
 from rotscope.types import AnswerStop, Case, Completion, Evidence, Oracle
 
 
@@ -121,3 +123,15 @@ def test_a_prompt_of_several_questions_has_no_rule_and_a_budget_per_question() -
     assert answer_stop(one) == AnswerStop(strings=(".\n",))
     assert answer_stop(several) is None
     assert reply_budget(several, None) == 32 + 256
+
+
+def test_an_unset_budget_keeps_the_config_digest_and_the_folder_identity_names_it() -> None:
+    """The digest and a frozen plan's config read an unset ``generation.max_tokens`` as the one
+    budget every reply had before; a run folder's identity tells the two apart."""
+    unset, old = build_config({"name": "x"}), build_config({"name": "x", "generation": {"max_tokens": 32}})
+    assert unset.generation.max_tokens is None
+    assert config_digest(unset) == config_digest(old)
+    assert config_fields(unset)["generation"]["max_tokens"] == 32
+    assert config_digest(build_config({"name": "x", "generation": {"max_tokens": 64}})) != config_digest(old)
+    assert identity_fields(unset)["generation"]["max_tokens"] is None
+    assert identity_fields(old)["generation"]["max_tokens"] == 32

@@ -108,6 +108,9 @@ class AnthropicBackend(RemoteBackend):
         }
         if system is not None:
             arguments["system"] = system
+        if request.stop is not None and request.stop.strings:
+            # the answer kind's stop sequences (``generation.stop: answer``), left out of the reply
+            arguments["stop_sequences"] = list(request.stop.strings)
         if self.options.params:
             arguments["extra_body"] = dict(self.options.params)
         message = await self._call(self._client(key).messages.create(**arguments))

@@ -79,6 +79,8 @@ class GeminiBackend(RemoteBackend):
             temperature=request.params.temperature,
             max_output_tokens=request.params.max_tokens,
             seed=request.params.seed,
+            # the answer kind's stop sequences (``generation.stop: answer``): ``stopSequences``
+            stop_sequences=list(request.stop.strings) if request.stop and request.stop.strings else None,
             **self.options.params,
         )
         response = await self._call(

@@ -25,6 +25,7 @@ from rotscope._util.decode import check_encoding
 from rotscope.config.options import PathOption, SectionOf
 from rotscope.config.spec import SectionSpec as SectionSpec
 from rotscope.config.spec import StrictOptions as StrictOptions
+from rotscope.types import DEFAULT_MAX_TOKENS
 
 
 def _not_a_boolean(value: object) -> object:
@@ -247,15 +248,22 @@ class PlacementConfig(StrictOptions):
         return dumped
 
 
-def without_default_stop(fields: dict[str, Any]) -> dict[str, Any]:
-    """A config dump's fields with ``generation.stop`` left out at today's default (``answer``):
-    the config digest and a frozen plan read as before the key (an early stop ends a reply only
-    after its answer, so it changes no outcome). A run folder's identity names it always
-    (``execution.state.identity.identity_fields``)."""
+def as_before_decoding_keys(fields: dict[str, Any]) -> dict[str, Any]:
+    """A config dump's fields as the config digest and a frozen plan's ``config`` group read them:
+    ``generation.stop`` left out at today's default (``answer``: an early stop ends a reply only
+    after its answer, so it changes no outcome), and an unset ``generation.max_tokens`` (each
+    reply's budget its answer kind's) written as the one budget every reply had before
+    (``DEFAULT_MAX_TOKENS``), so a config that leaves both unset keeps its digest. What a run sends
+    is pinned where it is sent: each work item's id hashes its budget, and the manifest's
+    ``decoding`` group names the budgets per answer kind where they differ from that one. A run
+    folder's identity names both as set (``execution.state.identity.identity_fields``)."""
     generation = fields.get("generation")
-    if isinstance(generation, dict) and generation.get("stop") == "answer":
-        return {**fields, "generation": {key: value for key, value in generation.items() if key != "stop"}}
-    return fields
+    if not isinstance(generation, dict):
+        return fields
+    written = {key: value for key, value in generation.items() if key != "stop" or value != "answer"}
+    if "max_tokens" in written and written["max_tokens"] is None:
+        written["max_tokens"] = DEFAULT_MAX_TOKENS
+    return {**fields, "generation": written}
 
 
 class GenerationConfig(StrictOptions):
@@ -263,14 +271,21 @@ class GenerationConfig(StrictOptions):
 
     temperature: Float = Field(default=0.0, ge=0.0)
     """Sampling temperature; 0 decodes greedily."""
-    max_tokens: Int = Field(default=32, gt=0)
-    """The most tokens a reply may have."""
+    max_tokens: OptionalInt = Field(default=None, gt=0)
+    """The most tokens a reply may have. Unset: each reply's budget is its answer kind's, room for
+    the answer the kind asks and no more: 32 for a ``phrase``, 96 for a ``set``, 256 for a
+    ``number`` or ``choice`` (a worked solution before its ``Answer:`` line), 32 for a kind that
+    sizes none (``reply``, ``instruction``), summed over the questions of a prompt that asks several;
+    the dry run's cost and time estimates use the same budgets. Set, every reply has this budget. A
+    run under a plan frozen when every reply had 32 (its ``decoding`` names no ``reply_budgets``)
+    keeps 32 where this is unset."""
     seed: Int = 0
     """The decoding seed of trial 0 (trial ``t`` uses ``seed + t``), for engines that take one."""
     stop: Literal["answer", "end"] = "answer"
     """``answer``: decoding stops as soon as the reply's answer is complete, as its answer kind
     says: a ``phrase`` or ``set`` reply at its first sentence that ends a line (``.`` then a line
-    break, left out of the reply as a server's ``stop`` leaves it out), a ``number`` or ``choice``
+    break, left out of the reply as a server's ``stop`` leaves it out; sent as the API's stop
+    sequences to OpenAI-compatible servers, vLLM, Anthropic and Gemini), a ``number`` or ``choice``
     reply after its first ``Answer:`` line that holds a value (engines that read the text as they
     decode: llama.cpp in process, transformers; a served model decodes on); ``reply`` and
     ``instruction`` replies, and a prompt of several questions, run to their end. ``end``: every

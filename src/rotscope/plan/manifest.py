@@ -24,7 +24,7 @@ from pydantic import ValidationError
 from rotscope._version import __version__
 from rotscope.config.experiment import ExperimentConfig, GateConfig
 from rotscope.config.options import content_keys, without_unset_later_sections
-from rotscope.config.sections import without_default_stop
+from rotscope.config.sections import as_before_decoding_keys
 from rotscope.errors import BadInput, write_output
 from rotscope.plan.digests import (
     assembler_digest,
@@ -36,8 +36,8 @@ from rotscope.plan.digests import (
 from rotscope.plan.slices import SliceKey as SliceKey  # gate.verdict's import of it
 from rotscope.plan.slices import slice_shape
 from rotscope.plan.workitems import Plan, select_cases
-from rotscope.types import Backend
-from rotscope.types.manifest import Manifest
+from rotscope.types import DEFAULT_MAX_TOKENS, Backend
+from rotscope.types.manifest import Manifest, ManifestDecoding
 
 MANIFEST_VERSION = 2
 """2: the assembler digest covers every prompt-shaping module by its code, not listed files."""
@@ -97,7 +97,7 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> Ma
     for key in UNSET_LEFT_OUT:  # unset, as absent as in a plan frozen before the key existed
         if not fields.get(key):
             fields.pop(key, None)
-    fields = without_default_stop(fields)
+    fields = as_before_decoding_keys(fields)
     return {
         "manifest_version": MANIFEST_VERSION,
         "grid": {
@@ -111,10 +111,7 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> Ma
             "placement": fields["placement"],
         },
         "seeds": {"layout": config.seed, "generation": config.generation.seed},
-        "decoding": {
-            "temperature": config.generation.temperature,
-            "max_tokens": config.generation.max_tokens,
-        },
+        "decoding": decoding_group(config, plan),
         "analysis": fields["gate"],
         "cases": {"digest": cases_digest(cases), "count": len(cases)},
         "filler": {"source": plan.corpus.get("source"), "digest": plan.corpus.get("digest")},
@@ -139,6 +136,27 @@ def build_manifest(config: ExperimentConfig, plan: Plan, backend: Backend) -> Ma
         },
         "config": fields,
     }
+
+
+def decoding_group(config: ExperimentConfig, plan: Plan) -> ManifestDecoding:
+    """The plan's decoding: its temperature and the reply budget its items are sent, one
+    (``max_tokens``: ``generation.max_tokens`` where set, else the largest of the items' budgets) and,
+    where the budgets per answer kind give some item another than ``DEFAULT_MAX_TOKENS``, those per
+    kind (``reply_budgets``: the largest budget of each kind's items). A plan whose items all have
+    the one budget reads as a plan frozen before budgets per kind did."""
+    budgets = [item.params.max_tokens for item in plan.items]
+    given = config.generation.max_tokens
+    decoding: ManifestDecoding = {
+        "temperature": config.generation.temperature,
+        "max_tokens": given if given is not None else max(budgets, default=DEFAULT_MAX_TOKENS),
+    }
+    if given is None and any(budget != DEFAULT_MAX_TOKENS for budget in budgets):
+        per_kind: dict[str, int] = {}
+        for item in plan.items:
+            kind = item.case.oracle.kind
+            per_kind[kind] = max(per_kind.get(kind, 0), item.params.max_tokens)
+        decoding["reply_budgets"] = dict(sorted(per_kind.items()))
+    return decoding
 
 
 def manifest_digest(manifest: Mapping[str, Any]) -> str:
@@ -321,9 +339,14 @@ def deviations(
 def with_frozen_defaults(config: ExperimentConfig, frozen: Mapping[str, Any] | None) -> ExperimentConfig:
     """``config`` as the plan ``frozen`` resolved what it leaves unset where the default changed
     since: ``filler.variants`` (3 until one haystack per case became the default, issue 48; a plan
-    frozen before variants had one haystack). A config that sets the field keeps its value (and
+    frozen before variants had one haystack) and ``generation.max_tokens`` (one budget for every
+    reply until budgets per answer kind, issue 53: a plan whose decoding names no ``reply_budgets``
+    sent every item its ``max_tokens``). A config that sets the field keeps its value (and
     deviates where it differs)."""
-    if frozen is None or "variants" in config.filler.model_fields_set:
+    if frozen is None:
+        return config
+    config = _frozen_budget(config, frozen)
+    if "variants" in config.filler.model_fields_set:
         return config
     filler = (frozen.get("config") or {}).get("filler")
     if not isinstance(filler, Mapping):
@@ -332,3 +355,17 @@ def with_frozen_defaults(config: ExperimentConfig, frozen: Mapping[str, Any] | N
     if variants == config.filler.variants:
         return config
     return config.model_copy(update={"filler": config.filler.model_copy(update={"variants": variants})})
+
+
+def _frozen_budget(config: ExperimentConfig, frozen: Mapping[str, Any]) -> ExperimentConfig:
+    """``config`` with the reply budget every item had before budgets per answer kind
+    (``DEFAULT_MAX_TOKENS``, the default then) where the config leaves it unset and ``frozen``
+    sent every item that one (its decoding names no ``reply_budgets``). A plan frozen with another
+    budget was given it, so a config that leaves it unset deviates, as it did before."""
+    decoding = frozen.get("decoding")
+    if config.generation.max_tokens is not None or not isinstance(decoding, Mapping):
+        return config
+    if "reply_budgets" in decoding or decoding.get("max_tokens") != DEFAULT_MAX_TOKENS:
+        return config
+    generation = config.generation.model_copy(update={"max_tokens": DEFAULT_MAX_TOKENS})
+    return config.model_copy(update={"generation": generation})

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
 
-from rotscope.answer_kinds import answer_readings, answer_stop
+from rotscope.answer_kinds import answer_readings, answer_stop, reply_budget
 from rotscope.config.experiment import ExperimentConfig
 from rotscope.errors import BadInput
 from rotscope.filler import Document, describe_filler, documents
@@ -35,6 +35,7 @@ from rotscope.tasks.cases import TASK as CASES_TASK
 from rotscope.tasks.overlap import overlap_notice
 from rotscope.types import (
     ABSENT_SUFFIX,
+    DEFAULT_MAX_TOKENS,
     EVIDENCE_ONLY_POSITION,
     Backend,
     BackendDescription,
@@ -77,6 +78,25 @@ class Plan:
     @property
     def max_prompt_tokens(self) -> int:
         return max((item.prompt.prompt_tokens for item in self.items), default=0)
+
+    @property
+    def max_reply_tokens(self) -> int:
+        """The largest reply budget of the items (``answer_kinds.reply_budget``): what an engine
+        reserves room for beside the longest prompt."""
+        return max((item.params.max_tokens for item in self.items), default=DEFAULT_MAX_TOKENS)
+
+
+def longest_reply(cases: Iterable[Case], given: int | None) -> int:
+    """The largest reply budget of calls asking ``cases`` (``given``: ``generation.max_tokens``)."""
+    return max((reply_budget(case, given) for case in cases), default=given or DEFAULT_MAX_TOKENS)
+
+
+def config_reply_budget(config: ExperimentConfig) -> int:
+    """The largest reply budget of the experiment's calls before it is planned: ``longest_reply``
+    of its cases (the cases of a family that plans its own prompts aside)."""
+    if config.generation.max_tokens is not None:
+        return config.generation.max_tokens
+    return longest_reply(select_cases(config), None)
 
 
 def numbered_cases(config: ExperimentConfig) -> list[tuple[Case, int]]:
@@ -310,10 +330,10 @@ def _build_plan(
         numbered = [(case, i) for case, i in numbered if (case.task, case.case_id) not in own_controls]
     cases = [case for case, _ in numbered]
     longest = max([*config.lengths, *(length for case in cases for length, _ in case.pins)])
-    needed = longest + config.generation.max_tokens
-    if needed > backend.context_window:
+    reply = longest_reply(cases, config.generation.max_tokens)
+    if longest + reply > backend.context_window:
         raise BadInput(
-            f"lengths: {longest} tokens plus max_tokens {config.generation.max_tokens} exceed the context "
+            f"lengths: {longest} tokens plus max_tokens {reply} exceed the context "
             f"window of {backend.model_id} ({backend.context_window} tokens)"
         )
     tokenizer = backend.tokenizer()
@@ -437,7 +457,7 @@ def _build_plan(
         for trial in range(config.trials):
             params = GenerationParams(
                 temperature=config.generation.temperature,
-                max_tokens=config.generation.max_tokens,
+                max_tokens=reply_budget(case, config.generation.max_tokens),
                 seed=config.generation.seed + trial,
             )
             items.append(

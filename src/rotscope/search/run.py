@@ -55,7 +55,13 @@ from rotscope.search.record import (
     SearchDefinition,
     SearchRecord,
 )
-from rotscope.search.setup import case_ids, prepare_search, search_settings, settings_of
+from rotscope.search.setup import (
+    case_ids,
+    prepare_search,
+    search_reply_budget,
+    search_settings,
+    settings_of,
+)
 from rotscope.store import RunStore
 
 SEARCH_FILE = "search.json"
@@ -322,7 +328,7 @@ def measured_settings(config: ExperimentConfig, settings: SearchSettings) -> Sea
     try:
         window, model = backend.context_window, backend.model_id
         longest = max(settings.lengths[-1], settings.base_length)
-        max_tokens = config.generation.max_tokens
+        max_tokens = search_reply_budget(config)
         if longest + max_tokens > window:
             raise BadInput(
                 f"search.range: {longest} tokens plus max_tokens {max_tokens} exceed the context window of "

@@ -27,9 +27,10 @@ from rotscope.execution.calls.cost import call_cost, find_price, price_table
 from rotscope.execution.workflows.dry_run import DryRun
 from rotscope.execution.workflows.dry_run import dry_run as plan_dry_run
 from rotscope.execution.workflows.self_session import self_written
-from rotscope.plan import select_cases
+from rotscope.plan import longest_reply, select_cases
 from rotscope.search.decisions import BASE, SearchSettings, Threshold, log_grid
 from rotscope.tasks import TASKS
+from rotscope.types import Case
 
 DEFAULT_CAP = 512
 """Instances a length may get when ``search.cap`` is unset (fewer when the task has fewer cases)."""
@@ -45,12 +46,24 @@ class PreparedSearch:
     warnings: tuple[str, ...] = ()
 
 
+def _search_cases(config: ExperimentConfig) -> list[Case]:
+    """The search's cases from the first, without controls."""
+    data = config.model_dump(mode="json")
+    data.update(case_offset=0, search=None, controls=False, evidence_only=False)
+    return [case for case in select_cases(build_config(data, "search")) if not case.control]
+
+
+def search_reply_budget(config: ExperimentConfig) -> int:
+    """The largest reply budget of the search's calls (``plan.longest_reply``)."""
+    if config.generation.max_tokens is not None:
+        return config.generation.max_tokens
+    return longest_reply(_search_cases(config), None)
+
+
 def case_ids(config: ExperimentConfig, cap: int | None) -> list[str]:
     """The ids of the first ``cap`` cases (within the experiment's ``limit``; every one when
     ``cap`` is ``None``), or bad input when the task has fewer."""
-    data = config.model_dump(mode="json")
-    data.update(case_offset=0, search=None, controls=False, evidence_only=False)
-    cases = [case for case in select_cases(build_config(data, "search")) if not case.control]
+    cases = _search_cases(config)
     if cap is None:
         return [case.case_id for case in cases]
     if len(cases) < cap:
@@ -169,7 +182,7 @@ def worst_case(config: ExperimentConfig, settings: SearchSettings, *, priced: bo
     for index in indices:
         more_calls, more_tokens = settings.cost(index, settings.cap)
         calls, tokens = calls + more_calls, tokens + more_tokens
-    output = calls * config.generation.max_tokens
+    output = calls * search_reply_budget(config)
     price = find_price(config.model, price_table(config), local=priced)
     cost = None if price is None else call_cost(price, tokens, output, 0)
     relative = settings.threshold.relative

@@ -16,6 +16,7 @@ outside) needs: ``from rotscope.types import Case, Evidence, Oracle``.
 from __future__ import annotations
 
 from rotscope.types.call import (
+    DEFAULT_MAX_TOKENS,
     AnswerStop,
     Completion,
     GenerateRequest,
@@ -56,6 +57,7 @@ from rotscope.types.score import ClaimReport, Outcome, Score
 
 __all__ = [
     "ABSENT_SUFFIX",
+    "DEFAULT_MAX_TOKENS",
     "EVIDENCE_ONLY_POSITION",
     "EVIDENCE_ONLY_SUFFIX",
     "AnswerKind",

@@ -9,11 +9,16 @@ from dataclasses import dataclass, field
 from rotscope.types.case import Case
 from rotscope.types.rendering import Layout, RenderedPrompt
 
+DEFAULT_MAX_TOKENS = 32
+"""The reply budget of an answer kind that sizes none, and of every reply before budgets were sized
+per answer kind (``generation.max_tokens`` unset: ``answer_kinds.reply_budget``)."""
+
 
 @dataclass(frozen=True)
 class GenerationParams:
     temperature: float = 0.0
-    max_tokens: int = 32
+    max_tokens: int = DEFAULT_MAX_TOKENS
+    """The reply budget of this call: ``generation.max_tokens``, else its answer kind's."""
     seed: int = 0
 
 

@@ -5,7 +5,7 @@ version (``read_manifest``, ``read_as_today``) reads it as a plain mapping."""
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 
 class ManifestGrid(TypedDict):
@@ -30,6 +30,11 @@ class ManifestSeeds(TypedDict):
 class ManifestDecoding(TypedDict):
     temperature: float
     max_tokens: int
+    """``generation.max_tokens`` where set, else the largest reply budget of the planned items."""
+    reply_budgets: NotRequired[dict[str, int]]
+    """Where ``generation.max_tokens`` is unset and some item's budget is not
+    ``DEFAULT_MAX_TOKENS``: the largest budget of each answer kind's items (a plan of one budget
+    leaves it out, as plans frozen before budgets per kind)."""
 
 
 class ManifestCases(TypedDict):

@@ -21,7 +21,7 @@ from rotscope.backends.gemini import GeminiBackend
 from rotscope.backends.openai_compat import OpenAICompatBackend
 from rotscope.backends.remote_options import RemoteOptions
 from rotscope.errors import BackendRefused
-from rotscope.types import Completion, GenerateRequest, GenerationParams, PrefixGroup
+from rotscope.types import AnswerStop, Completion, GenerateRequest, GenerationParams, PrefixGroup
 
 FIXTURES = Path(__file__).parents[2] / "fixtures" / "providers"
 PLANTED_KEY = "sk-planted-SECRET-123"
@@ -370,3 +370,27 @@ def test_gemini_implicit_cache_reads_are_the_rows_cached_tokens() -> None:
     completion = asyncio.run(gemini(recorder).generate(grouped(GROUP)))
     assert completion.cached_tokens == 512 and completion.prompt_tokens == 1193
     assert "cache" not in json.dumps(recorder.body()).lower()  # nothing extra is sent
+
+
+STOPPED = replace(REQUEST, stop=AnswerStop(strings=(".\n",)))
+"""A phrase question's request under ``generation.stop: answer``: its kind's stop sequence."""
+
+
+def test_anthropic_sends_the_answer_kinds_stop_sequences() -> None:
+    recorder = Recorder((200, fixture("anthropic_message.json"), {}))
+    completion = asyncio.run(anthropic(recorder).generate(STOPPED))
+    assert completion.error is None
+    assert recorder.body()["stop_sequences"] == [".\n"]
+    line_only = replace(REQUEST, stop=AnswerStop(answer_line="digits"))  # no sequence says it
+    asyncio.run(anthropic(recorder).generate(line_only))
+    assert "stop_sequences" not in recorder.body(1)
+
+
+def test_gemini_sends_the_answer_kinds_stop_sequences() -> None:
+    recorder = Recorder((200, fixture("gemini_generate_content.json"), {}))
+    completion = asyncio.run(gemini(recorder).generate(STOPPED))
+    assert completion.error is None
+    assert recorder.body()["generationConfig"]["stopSequences"] == [".\n"]
+    line_only = replace(REQUEST, stop=AnswerStop(answer_line="label"))
+    asyncio.run(gemini(recorder).generate(line_only))
+    assert "stopSequences" not in recorder.body(1)["generationConfig"]

@@ -1,11 +1,13 @@
 """The frozen plan's comparison (``rotscope.plan.manifest``): paths read by the digest that covers
 their file's content whatever component's prefix stands before them, and a plan frozen before the
-slice counts compared without them."""
+slice counts compared without them; the reply budgets a plan was frozen with."""
 
 from __future__ import annotations
 
+from rotscope.backends import create_backend
 from rotscope.config.experiment import build_config
-from rotscope.plan.manifest import by_content, deviations, with_frozen_defaults
+from rotscope.plan.manifest import build_manifest, by_content, deviations, with_frozen_defaults
+from rotscope.plan.workitems import build_plan
 
 
 def test_an_absolute_path_after_any_component_prefix_reads_as_its_digest() -> None:
@@ -51,3 +53,36 @@ def test_a_config_without_variants_takes_the_frozen_plans_and_one_that_sets_them
     assert with_frozen_defaults(unset, None) is unset
     chosen = build_config({"model": "fake/lexical", "filler": {"variants": 5}})
     assert with_frozen_defaults(chosen, old).filler.variants == 5
+
+
+def test_a_config_without_a_budget_under_a_plan_of_one_budget_takes_it() -> None:
+    """Issue 53: budgets per answer kind; a plan whose decoding names no ``reply_budgets`` sent
+    every item the old default, so a run under it sends that too."""
+    unset = build_config({"model": "fake/lexical"})
+    assert unset.generation.max_tokens is None
+    old = {"decoding": {"temperature": 0.0, "max_tokens": 32}}
+    assert with_frozen_defaults(unset, old).generation.max_tokens == 32
+    sized = {"decoding": {"temperature": 0.0, "max_tokens": 256, "reply_budgets": {"number": 256}}}
+    assert with_frozen_defaults(unset, sized).generation.max_tokens is None  # frozen per kind
+    other = {"decoding": {"temperature": 0.0, "max_tokens": 64}}  # a budget the plan was given
+    assert with_frozen_defaults(unset, other).generation.max_tokens is None  # so it deviates
+    chosen = build_config({"model": "fake/lexical", "generation": {"max_tokens": 24}})
+    assert with_frozen_defaults(chosen, old).generation.max_tokens == 24
+
+
+def test_the_manifest_names_budgets_per_kind_only_where_they_differ_from_the_one_budget() -> None:
+    def decoding(**fields: object) -> object:
+        config = build_config(
+            {"model": "fake/lexical", "lengths": [400], "depths": [0.5], "limit": 1, **fields}
+        )
+        backend = create_backend(config)
+        return build_manifest(config, build_plan(config, backend), backend)["decoding"]
+
+    assert decoding(tasks=["niah"]) == {"temperature": 0.0, "max_tokens": 32}  # as plans frozen before
+    assert decoding(tasks=["niah", "variable_tracking"]) == {
+        "temperature": 0.0,
+        "max_tokens": 96,
+        "reply_budgets": {"phrase": 32, "set": 96},
+    }
+    given = decoding(tasks=["niah", "variable_tracking"], generation={"max_tokens": 24})
+    assert given == {"temperature": 0.0, "max_tokens": 24}

@@ -16,6 +16,7 @@ from rotscope.search.setup import (
     MIN_DEFAULT_CAP,
     case_ids,
     prepare_search,
+    search_reply_budget,
     settings_of,
     worst_case,
 )
@@ -93,7 +94,10 @@ def test_the_worst_case_is_every_grid_length_and_the_base_at_the_cap() -> None:
     assert worst.calls == (len(settings.lengths) + 1) * 200 * per_instance
     tokens = sum(settings.lengths) * 200 * per_instance + 500 * 200 * per_instance
     assert worst.prompt_tokens == tokens
-    assert worst.max_output_tokens == worst.calls * config.generation.max_tokens
+    assert search_reply_budget(config) == 32  # unset: a niah phrase's budget
+    assert worst.max_output_tokens == worst.calls * 32
+    with_budget = experiment(search={"cap": 200}, controls=False, generation={"max_tokens": 7})
+    assert worst_case(with_budget, settings, priced=True).max_output_tokens == worst.calls * 7
     price = config.prices["fake/curve-4000"]
     assert worst.cost == pytest.approx(call_cost(price, tokens, worst.max_output_tokens, 0))
     absolute = experiment(search={"cap": 200, "definition": "absolute-0.5"}, controls=False)

@@ -81,10 +81,11 @@ def estimate_cost(price: Price | None, prompt_tokens: int, max_tokens: int) -> f
     return None if price is None else call_cost(price, prompt_tokens, max_tokens, 0)
 
 
-def total_estimate(price: Price | None, prompt_tokens: Iterable[int], max_tokens: int) -> float | None:
+def total_estimate(price: Price | None, calls: Iterable[tuple[int, int]]) -> float | None:
+    """``estimate_cost`` summed over ``calls``: each call's (prompt tokens, ``max_tokens``)."""
     if price is None:
         return None
-    return sum(call_cost(price, tokens, max_tokens, 0) for tokens in prompt_tokens)
+    return sum(call_cost(price, tokens, max_tokens, 0) for tokens, max_tokens in calls)
 
 
 @dataclass
@@ -139,6 +140,8 @@ class CostEstimate:
     cache_write_tokens: int = 0
     prompt_tokens_to_call: int = 0
     """Prompt tokens of the calls the response cache cannot answer (what the provider is sent)."""
+    max_output_tokens_to_call: int = 0
+    """The reply budgets (``max_tokens``) of those calls, summed."""
     price_origin: str | None = None
     """Where the price came from: ``prices: of the experiment file``, or the listed price's date and
     pricing page (``prices as of DATE, from URL``); ``None`` when unpriced or a free local engine."""
@@ -161,22 +164,23 @@ def price_origin(config: ExperimentConfig, model: str) -> tuple[str | None, str 
 def estimate_plan(
     config: ExperimentConfig, plan: Plan, *, local: bool, cache: ResponseCache | None
 ) -> CostEstimate:
-    """The dry run's numbers: each call's prompt tokens at the input price and ``max_tokens`` at
-    the output price, summed over the calls not already in the response cache."""
+    """The dry run's numbers: each call's prompt tokens at the input price and its ``max_tokens``
+    (its work item's reply budget, as the call is sent) at the output price, summed over the calls
+    not already in the response cache."""
     price = find_price(config.model, price_table(config), local=local)
     to_call = [
         index
         for index, item in enumerate(plan.items)
         if cache is None or cache.get(cache_key(plan.backend, item.request(), item.trial)) is None
     ]
-    max_tokens = config.generation.max_tokens
     lengths = [plan.items[index].prompt.prompt_tokens for index in to_call]
+    budgets = [plan.items[index].params.max_tokens for index in to_call]
     reads, writes = (
         (0, 0)
         if local
         else prompt_cache_estimate([plan.items[i].prompt.token_ids for i in to_call], config.model)
     )
-    without = total_estimate(price, lengths, max_tokens)
+    without = total_estimate(price, zip(lengths, budgets, strict=True))
     with_caching = None
     if (
         not local and price is not None and without is not None
@@ -189,12 +193,13 @@ def estimate_plan(
         calls=len(plan.items),
         cached_calls=len(plan.items) - len(to_call),
         prompt_tokens=sum(item.prompt.prompt_tokens for item in plan.items),
-        max_output_tokens=max_tokens * len(plan.items),
+        max_output_tokens=sum(item.params.max_tokens for item in plan.items),
         cost=without,
         cost_with_caching=with_caching,
         cache_read_tokens=reads,
         cache_write_tokens=writes,
         prompt_tokens_to_call=sum(lengths),
+        max_output_tokens_to_call=sum(budgets),
         price_origin=origin,
         price_note=note,
     )

@@ -171,7 +171,7 @@ class Caller:
         """The readings of ``requests`` sent together to a batching local engine, each with its
         cost (``[]`` when the budget does not allow the chunk). An exception from the engine makes
         each reading an error; a refusal or a crashed engine still stops the run."""
-        estimate = total_estimate(self.price, [len(r.token_ids) for r in requests], 0)
+        estimate = total_estimate(self.price, [(len(r.token_ids), 0) for r in requests])
         if not self.budget.reserve(estimate):
             return []
         costs: list[float | None] = []
@@ -203,9 +203,7 @@ class Caller:
         the budget is reserved for the whole chunk before it goes; ``[]`` when it does not allow
         it). An exception from the engine makes every request of the chunk an error row, retried on
         ``--resume``; a refusal of the run (bad input) or a crashed engine still stops the run."""
-        estimate = total_estimate(
-            self.price, [len(r.token_ids) for r in requests], max(r.params.max_tokens for r in requests)
-        )
+        estimate = total_estimate(self.price, [(len(r.token_ids), r.params.max_tokens) for r in requests])
         if not self.budget.reserve(estimate):
             return []
         costs: list[float | None] = []
@@ -550,9 +548,7 @@ async def execute_items(
     limiters = limiters or Limiters(config.limits)
     caller, workers = _caller(backend, config.model, config, budget, limiters)
     if caller.limiter is not None:
-        caller.limiter.check(
-            max((len(i.prompt.token_ids) for i in items), default=0) + config.generation.max_tokens
-        )
+        caller.limiter.check(max((len(i.prompt.token_ids) + i.params.max_tokens for i in items), default=0))
     judge = make_judge(config, judge_backend, budget, limiters)
     execution = Execution(
         caller, store, judge=judge, reporter=reporter, score=run_score(config.score, backend)

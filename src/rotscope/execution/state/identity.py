@@ -34,7 +34,7 @@ from typing import Any
 
 from rotscope.config.experiment import ExperimentConfig, build_config
 from rotscope.config.options import runtime_keys, without_unset_later_sections
-from rotscope.config.sections import without_default_stop
+from rotscope.config.sections import as_before_decoding_keys
 from rotscope.errors import BadInput
 
 _TOP_RUNTIME, SECTION_RUNTIME_FIELDS = runtime_keys(ExperimentConfig)
@@ -62,7 +62,7 @@ def config_fields(config: ExperimentConfig) -> dict[str, Any]:
         fields.pop("score", None)  # unset keeps the digest and plans of runs from before scores
     if not fields.get("inject"):
         fields.pop("inject", None)  # no fault keeps the digest of runs from before faults
-    return without_default_stop(fields)
+    return as_before_decoding_keys(fields)
 
 
 def config_digest(config: ExperimentConfig) -> str:
@@ -71,13 +71,18 @@ def config_digest(config: ExperimentConfig) -> str:
 
 
 def identity_fields(config: ExperimentConfig) -> dict[str, Any]:
-    """The config part of a run folder's identity: ``config_fields`` with ``generation.stop``
-    always named (the digest leaves today's default out, but a folder begun with replies decoded
-    to their end must not be resumed with early stops, nor the reverse)."""
+    """The config part of a run folder's identity: ``config_fields`` with ``generation.stop`` and
+    ``generation.max_tokens`` always named as set (the digest reads today's defaults as before the
+    keys, but a folder begun with replies decoded to their end must not be resumed with early
+    stops, nor one begun with budgets per answer kind with one budget, nor the reverse)."""
     fields = config_fields(config)
     generation = fields.get("generation")
     if isinstance(generation, dict):
-        fields["generation"] = {**generation, "stop": config.generation.stop}
+        fields["generation"] = {
+            **generation,
+            "max_tokens": config.generation.max_tokens,
+            "stop": config.generation.stop,
+        }
     return fields
 
 

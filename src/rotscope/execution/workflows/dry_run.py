@@ -53,7 +53,7 @@ class LocalEstimate:
     prefill_tps: float | None = None
     """Measured by ``rotscope doctor`` for this model file on this machine; ``None`` if not."""
     seconds: float | None = None
-    """Prefill of the distinct prefixes plus at most ``max_tokens`` per call, at measured speeds."""
+    """Prefill of the distinct prefixes plus at most each call's ``max_tokens``, at measured speeds."""
     threads: int | None = None
     """The engine threads the run will use (``llamacpp.n_threads``, else doctor's tuned count)."""
 
@@ -68,7 +68,8 @@ class OverheadCheck:
     window: int | None
     """``None``: the window is unknown (``cmd.context_window`` unset)."""
     too_long: tuple[tuple[int, int], ...] = ()
-    """(planned length, prompt tokens plus overhead plus ``max_tokens``) of lengths that exceed it."""
+    """(planned length, prompt tokens plus overhead plus the item's ``max_tokens``) of lengths whose
+    longest call exceeds it."""
 
 
 @dataclass(frozen=True)
@@ -123,9 +124,9 @@ class DryRun:
     """A remote run's time from its provider's ``limits:``; ``None`` for a local engine."""
 
 
-def overhead_check(backend: Backend, plan: Plan, max_tokens: int) -> OverheadCheck | None:
+def overhead_check(backend: Backend, plan: Plan) -> OverheadCheck | None:
     """For a backend behind a harness that remembers its overhead (``cmd/PATH``): the planned
-    lengths whose longest prompt, with that overhead and ``max_tokens``, would not fit the window."""
+    lengths with a prompt that, with that overhead and its reply budget, would not fit the window."""
     measured = getattr(backend, "measured_overhead", None)
     if measured is None:
         return None
@@ -134,24 +135,25 @@ def overhead_check(backend: Backend, plan: Plan, max_tokens: int) -> OverheadChe
     longest: dict[int, int] = {}
     for item in plan.items:
         length = item.layout.length_tokens
-        longest[length] = max(longest.get(length, 0), item.prompt.prompt_tokens)
+        longest[length] = max(longest.get(length, 0), item.prompt.prompt_tokens + item.params.max_tokens)
     too_long: tuple[tuple[int, int], ...] = ()
     if tokens is not None and window is not None:
-        needed = ((length, prompt + tokens + max_tokens) for length, prompt in sorted(longest.items()))
+        needed = ((length, call + tokens) for length, call in sorted(longest.items()))
         too_long = tuple((length, total) for length, total in needed if total > window)
     return OverheadCheck(backend.model_id, tokens, window, too_long)
 
 
-def local_estimate(backend: Backend, plan: Plan, max_tokens: int) -> LocalEstimate | None:
+def local_estimate(backend: Backend, plan: Plan) -> LocalEstimate | None:
     """Time and memory of a local engine's run, from the speed ``rotscope doctor`` measured."""
     memory = getattr(backend, "peak_memory_bytes", None)
     if memory is None:
         return None
-    backend.reserve(plan.max_prompt_tokens, max_tokens)
+    backend.reserve(plan.max_prompt_tokens, plan.max_reply_tokens)
     speed = backend.measured_speed()  # type: ignore[attr-defined]
     if speed is None:
         return LocalEstimate(memory())
-    seconds = plan.lower_bound / speed.prefill_tps + len(plan.items) * max_tokens / speed.decode_tps
+    replies = sum(item.params.max_tokens for item in plan.items)
+    seconds = plan.lower_bound / speed.prefill_tps + replies / speed.decode_tps
     return LocalEstimate(memory(), speed.prefill_tps, seconds, speed.threads)
 
 
@@ -185,8 +187,8 @@ def dry_run(
         refuse_no_case(plan, config)
         if frozen_plan is not None:
             check_plan(frozen_plan, build_manifest(config, plan, backend), allow_deviation, intended)
-        resources = local_estimate(backend, plan, config.generation.max_tokens)
-        overhead = overhead_check(backend, plan, config.generation.max_tokens)
+        resources = local_estimate(backend, plan)
+        overhead = overhead_check(backend, plan)
         description = backend.describe()
         option = tokenizer_option(backend)
     finally:
@@ -208,7 +210,7 @@ def dry_run(
         timing = None
         if not local:
             calls = estimate.calls - estimate.cached_calls
-            charged = estimate.prompt_tokens_to_call + calls * config.generation.max_tokens
+            charged = estimate.prompt_tokens_to_call + estimate.max_output_tokens_to_call
             timing = wall_time(provider, config.limits.get(provider, ProviderLimits()), calls, charged)
         return DryRun(plan, estimate, judge, resources, overhead, writer is not None, counts, timing)
     finally:

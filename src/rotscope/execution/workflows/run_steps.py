@@ -171,7 +171,7 @@ class RunSteps:
             self.store = store = create_store(run_dir, fill, dump_config(config))
         if self.executor.starting is not None:
             _notice(self.reporter, self.executor.starting)
-        self.backend.reserve(self.plan.max_prompt_tokens, config.generation.max_tokens)
+        self.backend.reserve(self.plan.max_prompt_tokens, self.plan.max_reply_tokens)
         store.set_meta({"engine": engine_meta(self.backend, self.executor), "score": self.score})
         return store
 

@@ -43,6 +43,7 @@ from rotscope.execution.calls.execute import Reporter
 from rotscope.execution.state.identity import DIGESTS, config_digest
 from rotscope.execution.state.run_folder import SESSION_DIR, has_store
 from rotscope.filler.session import Turn, generated_session, is_note, load_transcript
+from rotscope.plan.workitems import config_reply_budget
 from rotscope.prompt.session_render import SESSION_FILLER, holds_marker, render, supports_tools, to_message
 from rotscope.run_meta import SessionGeneration
 from rotscope.store import RunStore
@@ -246,7 +247,7 @@ class SessionWriter:
         if not self._reserved:
             # sized for the run's prompts too: a loaded in-process engine keeps its first context
             longest = math.ceil(target * (1 + self.config.length_tolerance)) + 1
-            self.backend.reserve(longest, max(self.params.max_tokens, self.config.generation.max_tokens))
+            self.backend.reserve(longest, max(self.params.max_tokens, config_reply_budget(self.config)))
             self._reserved = True
         kept = f"the {len(turns)} turns written so far are kept in {partial}"
         max_cost = self.config.max_cost

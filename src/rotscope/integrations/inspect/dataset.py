@@ -107,7 +107,7 @@ def samples(items: Sequence[WorkItem], tokenizer: Mapping[str, str]) -> MemoryDa
     """One sample per work item; the verified ids are remembered for the rotscope provider."""
     built = []
     for item in items:
-        remember(item.prompt)
+        remember(item.prompt, item.params.max_tokens)
         built.append(
             Sample(
                 id=item.item_id,

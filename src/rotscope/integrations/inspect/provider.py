@@ -22,11 +22,9 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 
 from rotscope.backends import create_backend
 from rotscope.config.experiment import build_config, read_config_file
-from rotscope.integrations.inspect.verified import verified_ids
-from rotscope.types import Backend, GenerateRequest, GenerationParams, Tokenizer
+from rotscope.integrations.inspect.verified import verified_budget, verified_ids
+from rotscope.types import DEFAULT_MAX_TOKENS, Backend, GenerateRequest, GenerationParams, Tokenizer
 
-DEFAULT_MAX_TOKENS = 32
-"""rotscope's own default reply budget (``generation.max_tokens``)."""
 DEFAULT_CONTEXT = 8192
 """The context a local engine is sized for when ``-M context=`` does not say (never above the
 model's own window)."""
@@ -84,9 +82,11 @@ class RotscopeModelAPI(ModelAPI):
         text = self.tokenizer.render_chat(messages)
         known = verified_ids(self.tokenizer.digest(), text)
         ids = known if known is not None else tuple(self.tokenizer.encode(text, special=True))
+        # the config's budget where Inspect is given one, else the work item's (its answer kind's)
+        budget = config.max_tokens or verified_budget(self.tokenizer.digest(), text)
         params = GenerationParams(
             temperature=config.temperature if config.temperature is not None else 0.0,
-            max_tokens=config.max_tokens or DEFAULT_MAX_TOKENS,
+            max_tokens=budget or DEFAULT_MAX_TOKENS,
             seed=config.seed if config.seed is not None else 0,
         )
         return GenerateRequest(messages, ids, params), known is not None

@@ -66,7 +66,7 @@ def rotscope_task(family: str | None, tokenizer: str | None, fields: dict[str, A
         scorer=deterministic({item.item_id: item for item in items}),
         config=GenerateConfig(
             temperature=config.generation.temperature,
-            max_tokens=config.generation.max_tokens,
+            max_tokens=config.generation.max_tokens,  # unset: each item's own (``verified_budget``)
             seed=config.generation.seed,
         ),
         name=name,
