@@ -9,7 +9,6 @@ kept from the previous one)."""
 
 from __future__ import annotations
 
-import os
 import re
 import socket
 import subprocess
@@ -20,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
+
+from rotscope._util.cpus import usable_cpus
 
 ROTSCOPE = Path(sys.executable).with_name("rotscope")
 SERVED_NAME = "smollm2"
@@ -38,12 +39,13 @@ def served(
     model: Path, log_path: Path, n_ctx: int = 512, threads: int | None = None, state_cache_mb: int = 0
 ) -> Iterator[str]:
     """The server on 127.0.0.1 with ``model``, extra buffers as ``rotscope serve-llama`` decides, its
-    log in ``log_path``, ``threads`` threads (one per core by default), and with ``state_cache_mb``
-    its ``--cache`` RAM state cache of that size (a saved state is restored when it shares more of
-    the prompt than the live KV cache; the log's prefix hits then count from the restored state);
-    yields its base URL."""
+    log in ``log_path``, ``threads`` threads (by default one per CPU this process may use: an xdist
+    worker pinned to one CPU gets one busy-waiting thread, not one per CPU of the machine), and
+    with ``state_cache_mb`` its ``--cache`` RAM state cache of that size (a saved state is restored
+    when it shares more of the prompt than the live KV cache; the log's prefix hits then count from
+    the restored state); yields its base URL."""
     port = free_port()
-    threads_arg = str(threads or os.cpu_count() or 1)
+    threads_arg = str(threads or len(usable_cpus()))
     log = log_path.open("w")
     process = subprocess.Popen(
         [str(ROTSCOPE), "serve-llama", str(model),

@@ -1,5 +1,6 @@
-"""One small run per new task family on the real bundled model: every item scored, prompts of
-the asked length, every evidence piece's span recorded with its role, failure categories counted."""
+"""One small run of the new task families on the real bundled model (one run for the module, each
+family's test reading its own rows): every item scored, prompts of the asked length, every evidence
+piece's span recorded with its role, failure categories counted."""
 
 from __future__ import annotations
 
@@ -34,13 +35,14 @@ def _rows(run_dir: Path) -> list[dict[str, Any]]:
         return [dict(row) for row in db.execute("SELECT * FROM items ORDER BY item_id")]
 
 
-@pytest.mark.parametrize("family", sorted(CATEGORIES))
-def test_family_runs_on_the_bundled_model(family: str, bundled_path: Path, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def families_run(bundled_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Every family in one run: one engine start for the module instead of one per family."""
     config = build_config(
         {
-            "name": f"family-{family}",
+            "name": "families",
             "model": "bundled",
-            "tasks": [family],
+            "tasks": sorted(CATEGORIES),
             "limit": 1,
             "lengths": [LENGTH],
             "depths": [DEPTH],
@@ -51,9 +53,14 @@ def test_family_runs_on_the_bundled_model(family: str, bundled_path: Path, tmp_p
             "llamacpp": {"n_threads": 1},
         }
     )
-    run_dir = run_experiment(config, run_dir=tmp_path / "run")
+    return run_experiment(config, run_dir=tmp_path_factory.mktemp("families") / "run")
+
+
+@pytest.mark.parametrize("family", sorted(CATEGORIES))
+def test_family_runs_on_the_bundled_model(family: str, families_run: Path) -> None:
+    run_dir = families_run
     case = next(iter(get_task(family).cases()))
-    rows = _rows(run_dir)
+    rows = [row for row in _rows(run_dir) if row["task"] == family]
 
     # one probe and its evidence-absent control, nothing rejected by the verifier
     assert sorted(row["control"] for row in rows) == [0, 1]
@@ -90,7 +97,7 @@ def test_family_runs_on_the_bundled_model(family: str, bundled_path: Path, tmp_p
         assert probe["category"] in CATEGORIES[family] | GENERIC
 
     summary = load_summary(run_dir).model_dump()
-    assert summary["items"]["total"] == 2
+    assert summary["items"]["total"] == 2 * len(CATEGORIES)  # this family's two rows above, and each other's
     assert summary["items"]["errors"] == 0
     assert summary["items"]["rejected_prompts"] == 0
     [cell] = [cell for cell in summary["cells"] if cell["task"] == family]

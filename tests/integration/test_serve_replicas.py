@@ -42,8 +42,15 @@ def experiment(model: str, out: Path, **changes: Any) -> dict[str, Any]:
     }
 
 
-def served(bundled: Path, out: Path, urls: str) -> dict[str, Any]:
-    return experiment(f"serve/{SERVED_NAME}", out, serve={"tokenizer": str(bundled), "base_url": urls})
+def served(bundled: Path, out: Path, urls: str, **changes: Any) -> dict[str, Any]:
+    return experiment(
+        f"serve/{SERVED_NAME}", out, serve={"tokenizer": str(bundled), "base_url": urls}, **changes
+    )
+
+
+SHARED = {"lengths": [300]}
+"""The module's shared runs: six calls (two cases, each a prefix group, at two depths, and two
+controls), enough for the two replicas to each take a group and reuse its prefix."""
 
 
 def by_cell(run_dir: Path) -> dict[Cell, dict[str, Any]]:
@@ -74,12 +81,15 @@ def runs(
 ) -> dict[str, Path]:
     root = tmp_path_factory.mktemp("runs")
     local = experiment(
-        "bundled", root / "local", llamacpp={"n_batch": BATCH, "n_threads": 1, "extra_buffers": "off"}
+        "bundled",
+        root / "local",
+        llamacpp={"n_batch": BATCH, "n_threads": 1, "extra_buffers": "off"},
+        **SHARED,
     )
     urls = f"{replicas[0].url},{replicas[1].url}"
     return {
         "local": run_experiment(build_config(local)),
-        "served": run_experiment(build_config(served(bundled_path, root / "served", urls))),
+        "served": run_experiment(build_config(served(bundled_path, root / "served", urls, **SHARED))),
     }
 
 
@@ -104,7 +114,9 @@ def test_two_replicas_give_the_in_process_outcomes(runs: dict[str, Path]) -> Non
 def test_the_replicas_evaluate_near_the_trie_lower_bound(runs: dict[str, Path], bundled_path: Path) -> None:
     rows = list(by_cell(runs["served"]).values())
     evaluated = sum(row["usage_prompt_tokens"] - row["cached_tokens"] for row in rows)
-    ids = list(plan_ids(served(bundled_path, runs["served"].parent / "plan", "http://127.0.0.1:9")).values())
+    plan = served(bundled_path, runs["served"].parent / "plan", "http://127.0.0.1:9", **SHARED)
+    ids = list(plan_ids(plan).values())
+    assert len(ids) == len(rows) == 6
     naive, lower = prefill_bounds(ids)
     assert any(row["cached_tokens"] > 0 for row in rows)
     assert lower <= evaluated <= 1.1 * lower < naive
