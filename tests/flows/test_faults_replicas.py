@@ -8,6 +8,7 @@ healthy replica is left every row answered on the first pass."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import sqlite3
 from collections.abc import Iterator
@@ -174,14 +175,30 @@ def test_both_replicas_failing_gives_error_rows_that_resume_completes_on_moved_r
     assert len(sessions) == 2 and sessions[0]["replicas"] == [s.base_url for s in failing]
 
 
-@pytest.fixture
-def cut_short(tmp_path: Path, bundled: Path, started: list[CompletionsServer]) -> Path:
-    """A run whose two replicas both stopped answering after their 3rd call: pending rows left."""
-    servers = [serve(started, fault="refuse", fault_after=3) for _ in range(2)]
-    result, out = run_case(tmp_path, bundled, ",".join(server.base_url for server in servers))
+@pytest.fixture(scope="module")
+def cut_short_once(tmp_path_factory: pytest.TempPathFactory, bundled: Path) -> Path:
+    """A run whose two replicas both stopped answering after their 3rd call: pending rows left.
+    Made once in this module; its replicas are stopped before any test reads it (their ports free)."""
+    root = tmp_path_factory.mktemp("cut-short")
+    servers: list[CompletionsServer] = []
+    try:
+        for _ in range(2):
+            serve(servers, fault="refuse", fault_after=3)
+        result, out = run_case(root, bundled, ",".join(server.base_url for server in servers))
+    finally:
+        for server in servers:
+            server.stop()
     assert_bad_input(result, "no server answers")
     assert statuses(out).count("ok") == 6
-    return out
+    # Kept as it is now, its SQLite -wal/-shm files with it: a read-only open (a refused resume's)
+    # makes them where they are missing and cannot remove them, so a later copy must not lack them.
+    return Path(shutil.copytree(out, root / "kept"))
+
+
+@pytest.fixture
+def cut_short(tmp_path: Path, cut_short_once: Path) -> Path:
+    """A copy of the cut-short run of this module, for a test to resume or leave alone."""
+    return Path(shutil.copytree(cut_short_once, tmp_path / "run"))
 
 
 @pytest.mark.parametrize(
