@@ -88,8 +88,9 @@ def test_a_call_cancelled_while_its_command_starts_ends_it_and_what_it_started(t
 
     ended, took = asyncio.run(cancelled_while_starting())
     recorded = [int(pid) for pid in pids.read_text().split()]
-    time.sleep(0.5)
-    left = [pid for pid in recorded if alive(pid)]
+    settled = time.monotonic() + 0.5  # what a kill sent has ended by then
+    while (left := [pid for pid in recorded if alive(pid)]) and time.monotonic() < settled:
+        time.sleep(0.02)
     clean_up(left)
     assert len(recorded) == 2
     assert ended, f"the cancelled call had not ended {took:.1f} s later"

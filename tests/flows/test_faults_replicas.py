@@ -8,6 +8,7 @@ healthy replica is left every row answered on the first pass."""
 from __future__ import annotations
 
 import json
+import shutil
 import socket
 import sqlite3
 from collections.abc import Iterator
@@ -58,14 +59,17 @@ def closed_port() -> str:
     return f"http://127.0.0.1:{port}"
 
 
-def write_config(folder: Path, bundled: Path, urls: str, out: Path, **extra: Any) -> Path:
-    """A 24-call grid on ``serve/smollm2`` (JSON is YAML), failing calls given up fast."""
+def write_config(
+    folder: Path, bundled: Path, urls: str, out: Path, lengths: tuple[int, ...] = (200, 300), **extra: Any
+) -> Path:
+    """A grid of 12 calls per length (24 by default) on ``serve/smollm2`` (JSON is YAML), failing
+    calls given up fast."""
     config = {
         "name": "replicas",
         "model": "serve/smollm2",
         "tasks": ["niah"],
         "limit": 3,
-        "lengths": [200, 300],
+        "lengths": list(lengths),
         "depths": [0.0, 0.5, 1.0],
         "filler": {"kind": "code", "package": "json"},
         "generation": {"temperature": 0.0, "max_tokens": 8, "seed": 7},
@@ -96,12 +100,14 @@ def executor(out: Path) -> dict[str, Any]:
     return found
 
 
-def run_case(tmp_path: Path, bundled: Path, urls: str, *args: str) -> tuple[Result, Path]:
+def run_case(
+    tmp_path: Path, bundled: Path, urls: str, *args: str, lengths: tuple[int, ...] = (200, 300)
+) -> tuple[Result, Path]:
     """``rotscope run`` of the grid on ``urls``, a bystander folder beside it left as it was."""
     out = tmp_path / "run"
     outside = bystander(tmp_path / "outside")
     before = tree_digest(outside)
-    result = invoke("run", write_config(tmp_path, bundled, urls, out), *args)
+    result = invoke("run", write_config(tmp_path, bundled, urls, out, lengths), *args)
     assert_no_traceback(result)
     assert tree_digest(outside) == before
     return result, out
@@ -153,7 +159,9 @@ def test_both_replicas_failing_gives_error_rows_that_resume_completes_on_moved_r
     tmp_path: Path, bundled: Path, started: list[CompletionsServer], fault: Fault
 ) -> None:
     failing = [serve(started, fault=fault, fault_after=2) for _ in range(2)]
-    result, out = run_case(tmp_path, bundled, ",".join(server.base_url for server in failing))
+    # one length, 12 calls: each replica answers 2, then fails (a hanging one costs TIMEOUT_S a call)
+    urls = ",".join(server.base_url for server in failing)
+    result, out = run_case(tmp_path, bundled, urls, lengths=(200,))
     rows = statuses(out)
     if fault == "refuse":  # no server answers at all in the end: the run stops, its calls pending
         assert_bad_input(result, "no server answers")
@@ -166,22 +174,38 @@ def test_both_replicas_failing_gives_error_rows_that_resume_completes_on_moved_r
     resumed = invoke("run", "--resume", out, "--base-url", urls)
     assert_no_traceback(resumed)
     assert resumed.exit_code == 0, resumed.output
-    assert statuses(out).count("ok") == 24
+    assert statuses(out).count("ok") == 12
     answered = sum(len(server.requests) for server in moved)
-    assert answered == 24 - rows.count("ok")  # only what was left
+    assert answered == 12 - rows.count("ok")  # only what was left
     sessions = executor(out)["sessions"]
     assert [session["replicas"] for session in sessions][-1] == [s.base_url for s in moved]
     assert len(sessions) == 2 and sessions[0]["replicas"] == [s.base_url for s in failing]
 
 
-@pytest.fixture
-def cut_short(tmp_path: Path, bundled: Path, started: list[CompletionsServer]) -> Path:
-    """A run whose two replicas both stopped answering after their 3rd call: pending rows left."""
-    servers = [serve(started, fault="refuse", fault_after=3) for _ in range(2)]
-    result, out = run_case(tmp_path, bundled, ",".join(server.base_url for server in servers))
+@pytest.fixture(scope="module")
+def cut_short_once(tmp_path_factory: pytest.TempPathFactory, bundled: Path) -> Path:
+    """A run whose two replicas both stopped answering after their 3rd call: pending rows left.
+    Made once in this module; its replicas are stopped before any test reads it (their ports free)."""
+    root = tmp_path_factory.mktemp("cut-short")
+    servers: list[CompletionsServer] = []
+    try:
+        for _ in range(2):
+            serve(servers, fault="refuse", fault_after=3)
+        result, out = run_case(root, bundled, ",".join(server.base_url for server in servers))
+    finally:
+        for server in servers:
+            server.stop()
     assert_bad_input(result, "no server answers")
     assert statuses(out).count("ok") == 6
-    return out
+    # Kept as it is now, its SQLite -wal/-shm files with it: a read-only open (a refused resume's)
+    # makes them where they are missing and cannot remove them, so a later copy must not lack them.
+    return Path(shutil.copytree(out, root / "kept"))
+
+
+@pytest.fixture
+def cut_short(tmp_path: Path, cut_short_once: Path) -> Path:
+    """A copy of the cut-short run of this module, for a test to resume or leave alone."""
+    return Path(shutil.copytree(cut_short_once, tmp_path / "run"))
 
 
 @pytest.mark.parametrize(

@@ -219,19 +219,20 @@ def _experiment(tmp_path: Path, **changes: Any) -> Path:
     return path
 
 
-def _today(tmp_path: Path) -> dict[str, Any]:
-    assert invoke("plan", OLD / "experiment.yaml", "-o", tmp_path / "today.json").exit_code == 0
-    return read_manifest(tmp_path / "today.json")
-
-
-def _old_plan_under_todays_code(tmp_path: Path) -> Path:
-    """The old plan with today's ``subject`` group: the assembler digest fingerprints the code that
-    renders prompts, which has changed since (every commit to a prompt-shaping module changes it),
-    so only the protocol, analysis, planned and config groups are the old version's own."""
+@pytest.fixture(scope="module")
+def old_plan_today(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]:
+    """Today's manifest of the old experiment (planned once in this module) and the old plan with
+    today's ``subject`` group: the assembler digest fingerprints the code that renders prompts,
+    which has changed since (every commit to a prompt-shaping module changes it), so only the
+    protocol, analysis, planned and config groups are the old version's own. The tests read both and
+    never write them."""
+    folder = tmp_path_factory.mktemp("old-plan")
+    assert invoke("plan", OLD / "experiment.yaml", "-o", folder / "today.json").exit_code == 0
+    today = read_manifest(folder / "today.json")
     old = read_manifest(OLD / "plan.json")
-    path = tmp_path / "old-plan.json"
-    path.write_text(json.dumps({**old, "subject": _today(tmp_path)["subject"]}, indent=2), encoding="utf-8")
-    return path
+    path = folder / "old-plan.json"
+    path.write_text(json.dumps({**old, "subject": today["subject"]}, indent=2), encoding="utf-8")
+    return today, path
 
 
 def test_the_old_plan_has_the_shape_an_earlier_version_wrote() -> None:
@@ -255,13 +256,14 @@ def test_an_old_plan_deviates_only_in_the_code_under_test(tmp_path: Path) -> Non
     assert "clusters" in today["planned"] and "clusters" not in old["planned"]
 
 
-def test_the_variants_default_is_part_of_a_plan_so_an_old_plan_keeps_its_three(tmp_path: Path) -> None:
+def test_the_variants_default_is_part_of_a_plan_so_an_old_plan_keeps_its_three(
+    tmp_path: Path, old_plan_today: tuple[dict[str, Any], Path]
+) -> None:
     """Planned today without a plan, the old experiment reads one haystack per case (issue 48), and
     its manifest says so; under the old plan the same file keeps the 3 variants it was frozen with."""
-    old, today = read_manifest(OLD / "plan.json"), _today(tmp_path)
+    (today, plan), old = old_plan_today, read_manifest(OLD / "plan.json")
     assert old["config"]["filler"]["variants"] == 3 and today["config"]["filler"]["variants"] is None
     assert "config.filler.variants" in [found.field for found in deviations(old, today)]
-    plan = _old_plan_under_todays_code(tmp_path)
     result = invoke("run", OLD / "experiment.yaml", "--plan", plan, "--out", tmp_path / "run")
     assert result.exit_code == 0, result.output
     with RunStore.read(tmp_path / "run") as store:
@@ -269,12 +271,12 @@ def test_the_variants_default_is_part_of_a_plan_so_an_old_plan_keeps_its_three(t
 
 
 def test_runs_under_an_old_plan_need_no_allow_deviation_and_an_identical_pair_gates(
-    tmp_path: Path,
+    tmp_path: Path, old_plan_today: tuple[dict[str, Any], Path]
 ) -> None:
     """The old plan's cases share 3 haystack variants: version 3 of the gate's tests clusters on
     them (issue 48), where three clusters cannot show non-inferiority, so the identical pair is
     INCONCLUSIVE where it PASSed, and the record says so once."""
-    plan = _old_plan_under_todays_code(tmp_path)
+    _, plan = old_plan_today
     alone = invoke("run", OLD / "experiment.yaml", "--plan", plan, "--out", tmp_path / "alone")
     assert alone.exit_code == 0, alone.output
     paired = invoke(
@@ -310,9 +312,9 @@ def test_runs_under_an_old_plan_need_no_allow_deviation_and_an_identical_pair_ga
     ],
 )
 def test_a_genuine_change_under_an_old_plan_still_exits_2_naming_the_field(
-    tmp_path: Path, change: dict[str, Any], field: str
+    tmp_path: Path, old_plan_today: tuple[dict[str, Any], Path], change: dict[str, Any], field: str
 ) -> None:
-    plan = _old_plan_under_todays_code(tmp_path)
+    _, plan = old_plan_today
     result = invoke("run", _experiment(tmp_path, **change), "--plan", plan, "--out", tmp_path / "run")
     assert_bad_input(result, f"at {field}: plan ")
     assert not (tmp_path / "run").exists()
@@ -326,9 +328,11 @@ def test_the_gate_refuses_a_run_that_deviates_from_an_old_plan(tmp_path: Path) -
     assert_bad_input(gate, "deviates from the plan at seeds.layout")
 
 
-def test_a_dry_run_under_a_plan_calls_no_model(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_dry_run_under_a_plan_calls_no_model(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old_plan_today: tuple[dict[str, Any], Path]
+) -> None:
     calls = count_fake_calls(monkeypatch)
-    plan = _old_plan_under_todays_code(tmp_path)
+    _, plan = old_plan_today
     result = invoke("run", OLD / "experiment.yaml", "--plan", plan, "--dry-run", "--out", tmp_path / "dry")
     assert result.exit_code == 0, result.output
     assert "36 work items" in " ".join(result.output.split())  # it planned 12 cases x 3 positions

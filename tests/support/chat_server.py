@@ -197,7 +197,8 @@ class ChatServer:
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self._server.daemon_threads = True
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # A short poll: ``stop`` (``shutdown``) waits up to one poll for the loop to notice.
+        threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
         return self
 
     def stop(self) -> None:

@@ -237,7 +237,8 @@ class CompletionsServer:
         self._server.daemon_threads = True
         self.port = int(self._server.server_address[1])
         self.base_url = f"http://127.0.0.1:{self.port}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # A short poll: ``stop`` (``shutdown``) waits up to one poll for the loop to notice.
+        threading.Thread(target=self._server.serve_forever, args=(0.02,), daemon=True).start()
         return self
 
     @property

@@ -122,7 +122,8 @@ def _read(folder: Path) -> str:
 
 def interrupt(folder: Path, signum: signal.Signals) -> Outcome:
     """Run rotscope on the hostile command in ``folder``, send ``signum`` once ``CALLS_IN_FLIGHT``
-    calls have started all three of their processes, and look ``SETTLE_S`` after it exited."""
+    calls have started all three of their processes, and look once nothing it started lives, or
+    ``SETTLE_S`` after it exited."""
     folder.mkdir(parents=True, exist_ok=True)
     tmpdir = folder / "tmp"
     tmpdir.mkdir(exist_ok=True)
@@ -167,13 +168,21 @@ def interrupt(folder: Path, signum: signal.Signals) -> Outcome:
             process.wait()
         errors.close()
     stderr = _read(folder)
-    time.sleep(SETTLE_S)
-    recorded = [int(pid) for pid in pids.read_text().split()]
+    # Looked at until nothing it started lives (nothing marked lives that could start another), at
+    # most SETTLE_S: what is left then is what the run left.
+    settled = time.monotonic() + SETTLE_S
+    while True:
+        recorded = [int(pid) for pid in pids.read_text().split()]
+        left_recorded = [pid for pid in recorded if alive(pid)]
+        left_marked = marked_processes(mark)
+        if (not left_recorded and not left_marked) or time.monotonic() >= settled:
+            break
+        time.sleep(0.05)
     return Outcome(
         returncode=process.returncode,
         recorded_pids=recorded,
-        left_recorded=[pid for pid in recorded if alive(pid)],
-        left_marked=marked_processes(mark),
+        left_recorded=left_recorded,
+        left_marked=left_marked,
         temp_left=temp_folders(tmpdir),
         stderr=stderr,
         exit_s=exit_s,
