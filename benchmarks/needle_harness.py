@@ -83,11 +83,10 @@ class LlamaModel(ModelProvider):
             vocab_only=not inprocess,
             verbose=False,
         )
-        self.client: Any = None
-        if not inprocess:
-            from openai import AsyncOpenAI
-
-            self.client = AsyncOpenAI(base_url=spec["base_url"], api_key="none", timeout=600, max_retries=0)
+        # needlehaystack runs each tester in an event loop of its own (asyncio.run per case): an async
+        # client is bound to the loop it first ran in, so each loop gets its own
+        self.base_url: str | None = None if inprocess else str(spec["base_url"])
+        self.clients: dict[int, Any] = {}
         metadata = self.llama.metadata
         model = self.llama._model
         self.formatter = Jinja2ChatFormatter(
@@ -95,6 +94,19 @@ class LlamaModel(ModelProvider):
             eos_token=model.token_get_text(self.llama.token_eos()),
             bos_token=model.token_get_text(self.llama.token_bos()),
         )
+
+    def client(self) -> Any:
+        """The async client of the running event loop."""
+        import asyncio
+
+        from openai import AsyncOpenAI
+
+        loop = id(asyncio.get_running_loop())
+        if loop not in self.clients:
+            self.clients[loop] = AsyncOpenAI(
+                base_url=self.base_url, api_key="none", timeout=600, max_retries=0
+            )
+        return self.clients[loop]
 
     def generate_prompt(self, context: str, retrieval_question: str) -> list[dict[str, str]]:
         # The messages of needlehaystack's own OpenAI provider.
@@ -113,12 +125,12 @@ class LlamaModel(ModelProvider):
         return len(self.llama.tokenize(prompt.encode("utf-8"), add_bos=False, special=True))
 
     async def evaluate_model(self, prompt: Any) -> str:
-        if self.client is None:
+        if self.base_url is None:
             result: Any = self.llama.create_chat_completion(
                 messages=prompt, max_tokens=self.max_tokens, temperature=0.0, seed=0, repeat_penalty=1.0
             )
         else:
-            reply = await self.client.chat.completions.create(
+            reply = await self.client().chat.completions.create(
                 model=self.model_name,
                 messages=prompt,
                 max_tokens=self.max_tokens,

@@ -50,6 +50,7 @@ outcome tables.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -191,7 +192,10 @@ def run_needle(python: str, spec: dict[str, Any], folder: Path, round_number: in
         )
     wall = time.perf_counter() - started
     if process.returncode != 0:
-        raise SystemExit(f"needlehaystack exited {process.returncode}: see {folder / 'needle.log'}")
+        # the folder is a temporary one, gone when this exits: the log's end goes with the message
+        tail = (folder / "needle.log").read_text(encoding="utf-8", errors="replace").splitlines()[-15:]
+        ending = "\n".join(tail)
+        raise SystemExit(f"needlehaystack exited {process.returncode}; the end of its log:\n{ending}")
     result = json.loads(result_path.read_text(encoding="utf-8"))
     detail = {key: float(result[key]) for key in ("import_s", "load_s", "calls_s")}
     return Timed("needlehaystack", round_number, wall, result["rows"], detail)
@@ -343,6 +347,7 @@ def main() -> None:
     parser.add_argument("--limit", type=int, help="cases per task, instead of quick-v1's 3")
     parser.add_argument("--tasks", help="comma-separated, instead of quick-v1's niah,nolima")
     parser.add_argument("--needle-python", default="/tmp/needle-venv/bin/python")
+    parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, run folders)")
     parser.add_argument("--label", default="", help="a line under the results' heading")
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -377,7 +382,9 @@ def main() -> None:
     before = load_average()
     sections: list[str] = []
     modes = ["inprocess", "server"] if args.mode == "both" else [args.mode]
-    with tempfile.TemporaryDirectory(prefix="needle-side-by-side-") as temporary:
+    # the work folder is removed at the end unless --keep names it for a look at the logs
+    kept = contextlib.nullcontext(tempfile.mkdtemp(prefix="needle-side-by-side-")) if args.keep else None
+    with kept or tempfile.TemporaryDirectory(prefix="needle-side-by-side-") as temporary:
         folder = Path(temporary)
         for mode in modes:
             print(f"{mode}:", flush=True)
