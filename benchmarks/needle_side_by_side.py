@@ -78,6 +78,7 @@ from rotscope.backends import create_backend  # noqa: E402
 from rotscope.backends.llamacpp.backend import LlamaCppBackend, bundled_model_path  # noqa: E402
 from rotscope.backends.llamacpp.options import LlamaCppOptions  # noqa: E402
 from rotscope.config.experiment import build_config, read_config_file  # noqa: E402
+from rotscope.errors import BadInput  # noqa: E402
 from rotscope.plan.workitems import build_plan  # noqa: E402
 from rotscope.scoring.deterministic import score  # noqa: E402
 from rotscope.types import Case, Completion  # noqa: E402
@@ -133,7 +134,8 @@ def grid_config(args: argparse.Namespace) -> dict[str, Any]:
     if args.lengths:
         data["lengths"] = [int(value) for value in args.lengths.split(",")]
     if args.depths:
-        data["depths"] = args.depths.split(",")
+        # a fraction as a number (the config reads a string as a named position or @N)
+        data["depths"] = [_depth(value) for value in args.depths.split(",")]
     if args.limit:
         data["limit"] = args.limit
     if args.tasks:
@@ -338,6 +340,13 @@ def mode_section(mode: str, timed: list[Timed], cases: dict[str, Case]) -> list[
     return lines
 
 
+def _depth(value: str) -> float | str:
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--mode", choices=["both", "inprocess", "server"], default="both")
@@ -437,4 +446,8 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BadInput as error:  # a bad argument is one line and exit 2, as in rotscope's commands
+        print(f"needle_side_by_side: {error}", file=sys.stderr)
+        sys.exit(2)
