@@ -1,7 +1,7 @@
 """The quick run against its physical limit, and how honest its time left is. Run by hand, on an
 idle machine (nothing else running; the load average is printed beside every number):
 
-    python benchmarks/quick_physical.py [--config examples/quick.yaml] [--out DIR] [--score accuracy]
+    python benchmarks/quick_physical.py [--config examples/quick.yaml] [--out DIR] [--score S] [--lines]
 
 1. Times the engine the way ``rotscope doctor`` does (``backends.llamacpp.doctor.measure_setting``:
    each repeat a cold prefill of 400 tokens, then 32 generated tokens) at the thread count and
@@ -72,6 +72,7 @@ def main() -> None:
     parser.add_argument("--config", type=Path, default=Path("examples/quick.yaml"))
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--score", default="accuracy")
+    parser.add_argument("--lines", action="store_true", help="print every line of the run, stamped")
     args = parser.parse_args()
     folder = args.out or Path(tempfile.mkdtemp(prefix="quick-physical-")) / "run"
     load = os.getloadavg()[0]
@@ -109,6 +110,8 @@ def main() -> None:
         f"ETA from the first quarter on: the predicted end within {max(errors, default=0.0):.0%} of the "
         "real one"
     )
+    for at, line in lines if args.lines else ():
+        print(f"  {at:6.1f} s | {line}")
     for _, line in lines:
         if line.startswith("slow machine:"):
             print(f"notice: {line}")

@@ -75,7 +75,7 @@ class KillAfter:
         self.done = 0
         self.killed: int | None = None
 
-    def start(self, items: int, prompt_tokens: int) -> None: ...
+    def start(self, items: int, prompt_tokens: int, prefill: Any = None) -> None: ...
 
     def advance(self, item: Any, completion: Any) -> None:
         self.done += 1

@@ -209,7 +209,12 @@ def _execute(
     batches = [(name, batch) for name, batch in batches if batch]
     if reporter is not None:
         calls = [item for _, batch in batches for item in batch]
-        reporter.start(len(calls), sum(item.prompt.prompt_tokens for item in calls))
+        prefill: dict[str, int] = {}
+        for name, steps in subjects_steps.items():  # each subject's engine keeps its own prefixes
+            prefill.update(
+                steps.prefill([item for owner, batch in batches if owner == name for item in batch])
+            )
+        reporter.start(len(calls), sum(item.prompt.prompt_tokens for item in calls), prefill)
     first = next(iter(subjects_steps.values()))
 
     async def run() -> str | None:

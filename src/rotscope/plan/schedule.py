@@ -96,6 +96,20 @@ def cache_evaluated(token_ids: Sequence[Sequence[int]], order: Sequence[int]) ->
     return total
 
 
+def expected_prefill(token_ids: Sequence[Sequence[int]], *, reuse: bool) -> list[int]:
+    """Prompt tokens each prompt should need evaluated when they run in the given order, one at a
+    time, on an engine that keeps the previous prompt's KV cache (``reuse``; else all of them): what
+    it does not share with the previous prompt, and at least its last token, which the engine
+    evaluates again to read the next one."""
+    evaluated: list[int] = []
+    previous: Sequence[int] = ()
+    for ids in token_ids:
+        shared = common_prefix(previous, ids[:-1]) if reuse else 0
+        evaluated.append(len(ids) - shared)
+        previous = ids
+    return evaluated
+
+
 def prefill_bounds(token_ids: Sequence[Sequence[int]]) -> tuple[int, int]:
     """(naive, lower bound): the sum of prompt tokens, and the number of distinct prefixes
     (nodes of the token trie), which is the least any cache can evaluate."""

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import IO
 
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TextColumn
 
 from rotscope._util.safe_text import terminal_safe
-from rotscope.report.pace import SlowMachine, duration, time_left
+from rotscope.report.pace import SlowMachine, WorkTally, duration
 from rotscope.types import Completion, SpeedReference, WorkItem
 
 PLAIN_INTERVAL_S = 30.0
@@ -27,8 +27,9 @@ def progress_reporter(console: Console) -> ProgressBar | PlainProgress:
 
 
 class ProgressBar:
-    """A ``runner.Reporter``; time left is estimated on prompt tokens, which dominate local cost, at the
-    run's cumulative rate (``pace.time_left``); a slow machine is named once (``pace.SlowMachine``)."""
+    """A ``runner.Reporter``; time left is estimated on the prompt tokens the engine evaluates, which
+    dominate local cost, at the run's cumulative rate (``pace.WorkTally``); a slow machine is named
+    once (``pace.SlowMachine``)."""
 
     def __init__(self, console: Console) -> None:
         self._progress = Progress(
@@ -41,11 +42,7 @@ class ProgressBar:
             transient=False,
         )
         self._task = self._progress.add_task("run", total=1, rate="-", errors=0, items="0/0", left="")
-        self._items_total = 0
-        self._tokens_total = 0
-        self._tokens_done = 0
-        self._items_done = 0
-        self._errors = 0
+        self._tally = WorkTally(0, 0)
         self._started = time.perf_counter()
         self._slow = SlowMachine(None)
         self._lock = threading.Lock()
@@ -55,30 +52,30 @@ class ProgressBar:
         """The speed this run's engine should reach (before ``start``)."""
         self._slow = SlowMachine(reference)
 
-    def start(self, items: int, prompt_tokens: int) -> None:
-        self._items_total = items
-        self._tokens_total = max(prompt_tokens, 1)
-        self._items_done = self._tokens_done = self._errors = 0
+    def start(self, items: int, prompt_tokens: int, prefill: Mapping[str, int] | None = None) -> None:
+        self._tally = tally = WorkTally(items, prompt_tokens, prefill)
         self._started = time.perf_counter()
-        self._progress.update(self._task, total=self._tokens_total, completed=0, items=f"0/{items}", left="")
+        total = max(tally.work_total, 1)
+        self._progress.update(self._task, total=total, completed=0, items=f"0/{items}", left="")
         self._progress.start()
         self._stop = stop = threading.Event()
         threading.Thread(target=self._tick, args=(stop,), daemon=True, name="pace").start()
 
     def advance(self, item: WorkItem, completion: Completion) -> None:
         with self._lock:
-            self._items_done += 1
-            self._tokens_done += item.prompt.prompt_tokens
-            self._errors += completion.error is not None
-            self._slow.record(completion)
+            tally = self._tally
+            tally.add(item, completion)
             elapsed = max(time.perf_counter() - self._started, 1e-9)
-            left = time_left(self._tokens_done, self._tokens_total, elapsed)
+            self._slow.record(completion, elapsed)
+            left = tally.left_s(elapsed)
+            done, items = tally.work_done, f"{tally.items_done}/{tally.items_total}"
+            rate, errors = f"{tally.rate(elapsed):,.0f}", tally.errors
         self._progress.update(
             self._task,
-            completed=self._tokens_done,
-            items=f"{self._items_done}/{self._items_total}",
-            rate=f"{self._tokens_done / elapsed:,.0f}",
-            errors=self._errors,
+            completed=done,
+            items=items,
+            rate=rate,
+            errors=errors,
             left="" if left is None else f"{duration(left)} left",
         )
         self._check()
@@ -86,7 +83,8 @@ class ProgressBar:
     def _check(self) -> None:
         with self._lock:
             elapsed = time.perf_counter() - self._started
-            message = self._slow.check(elapsed, self._tokens_done, self._tokens_total, self._items_total)
+            tally = self._tally
+            message = self._slow.check(elapsed, tally.left_s(elapsed), tally.first_call_tokens())
         if message is not None:
             self.notice(message)
 
@@ -121,11 +119,7 @@ class PlainProgress:
         self._interval_s = interval_s
         self._clock = clock
         self._lock = threading.Lock()
-        self._items_total = 0
-        self._tokens_total = 0
-        self._items_done = 0
-        self._tokens_done = 0
-        self._errors = 0
+        self._tally = WorkTally(0, 0)
         self._started = clock()
         self._last_line = self._started
         self._next_tenth = 1
@@ -137,14 +131,12 @@ class PlainProgress:
         """The speed this run's engine should reach (before ``start``)."""
         self._slow = SlowMachine(reference)
 
-    def start(self, items: int, prompt_tokens: int) -> None:
+    def start(self, items: int, prompt_tokens: int, prefill: Mapping[str, int] | None = None) -> None:
         with self._lock:
-            self._items_total = items
-            self._tokens_total = prompt_tokens
-            self._items_done = self._tokens_done = self._errors = 0
+            self._tally = tally = WorkTally(items, prompt_tokens, prefill)
             self._next_tenth = 1
             self._started = self._last_line = self._clock()
-        self._emit(f"{items} items to run, {prompt_tokens:,} prompt tokens")
+        self._emit(f"{items} items to run, {prompt_tokens:,} prompt tokens{tally.cached_note()}")
         stop = threading.Event()
         self._stop = stop
         self._thread = threading.Thread(target=self._tick, args=(stop,), daemon=True, name="progress")
@@ -152,13 +144,12 @@ class PlainProgress:
 
     def advance(self, item: WorkItem, completion: Completion) -> None:
         with self._lock:
-            self._items_done += 1
-            self._tokens_done += item.prompt.prompt_tokens
-            self._errors += completion.error is not None
-            self._slow.record(completion)
-            total = max(self._items_total, 1)
-            due = self._items_done * 10 >= self._next_tenth * total
-            while self._next_tenth * total <= self._items_done * 10:
+            tally = self._tally
+            tally.add(item, completion)
+            self._slow.record(completion, self._clock() - self._started)
+            total = max(tally.items_total, 1)
+            due = tally.items_done * 10 >= self._next_tenth * total
+            while self._next_tenth * total <= tally.items_done * 10:
                 self._next_tenth += 1
             line = self._line() if due or self._clock() - self._last_line >= self._interval_s else None
         if line is not None:
@@ -168,7 +159,8 @@ class PlainProgress:
     def _check_pace(self) -> None:
         with self._lock:
             elapsed = self._clock() - self._started
-            message = self._slow.check(elapsed, self._tokens_done, self._tokens_total, self._items_total)
+            tally = self._tally
+            message = self._slow.check(elapsed, tally.left_s(elapsed), tally.first_call_tokens())
         if message is not None:
             self.notice(message)
 
@@ -187,7 +179,7 @@ class PlainProgress:
         while not stop.wait(min(self._interval_s, 1.0)):
             with self._lock:
                 quiet = self._clock() - self._last_line >= self._interval_s
-                line = self._line() if quiet and self._items_done < self._items_total else None
+                line = self._line() if quiet and self._tally.items_done < self._tally.items_total else None
             if line is not None:
                 self._emit(line)
             self._check_pace()
@@ -197,19 +189,19 @@ class PlainProgress:
         now = self._clock()
         self._last_line = now
         elapsed = max(now - self._started, 1e-9)
-        total = self._items_total
-        percent = 100 * self._items_done // total if total else 100
-        rate = self._tokens_done / elapsed
-        if self._items_done >= total:
+        tally = self._tally
+        total = tally.items_total
+        percent = 100 * tally.items_done // total if total else 100
+        if tally.items_done >= total:
             eta = "done"
-        elif (left := time_left(self._tokens_done, self._tokens_total, elapsed)) is not None:
+        elif (left := tally.left_s(elapsed)) is not None:
             eta = "ETA " + duration(left)
         else:
             eta = "ETA unknown"
-        errors = "1 error" if self._errors == 1 else f"{self._errors} errors"
+        errors = "1 error" if tally.errors == 1 else f"{tally.errors} errors"
         return (
-            f"{self._items_done}/{total} items ({percent}%), {errors}, {rate:,.0f} prompt tok/s, "
-            f"{duration(elapsed)} elapsed, {eta}"
+            f"{tally.items_done}/{total} items ({percent}%), {errors}, {tally.rate(elapsed):,.0f} prompt "
+            f"tok/s, {duration(elapsed)} elapsed, {eta}"
         )
 
     def _emit(self, line: str) -> None:

@@ -9,7 +9,9 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class SpeedReference:
     """Prompt tokens per second the engine prefills at on ``source`` (the bundled model on the
-    reference machine, or what ``rotscope doctor`` measured here)."""
+    reference machine, or what ``rotscope doctor`` measured here), and the tokens per second it
+    generates there where that is known."""
 
     prefill_tps: float
     source: str
+    decode_tps: float | None = None

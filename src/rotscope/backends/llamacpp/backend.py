@@ -50,6 +50,9 @@ BUNDLED_REFERENCE_PREFILL_TPS = 200.0
 """Prompt tokens/s of the bundled model's prefill on the reference machine (an idle 2-core AMD EPYC,
 ``rotscope doctor``'s benchmark at the default batch; ``benchmarks/results/quick_run.md``): a run on
 the bundled model far below it says so (``report.pace``)."""
+BUNDLED_REFERENCE_DECODE_TPS = 90.0
+"""Generated tokens/s of the bundled model on the same machine and benchmark (88-104 measured,
+``benchmarks/results/quick_physical.md``)."""
 _CONTEXT_STEP = 256
 _RUNTIME_BYTES = 50 << 20
 """The worker's interpreter and llama.cpp's own buffers beside weights, KV cache and batch."""
@@ -201,11 +204,15 @@ class LlamaCppBackend:
             bundled = False
         if bundled:
             return SpeedReference(
-                BUNDLED_REFERENCE_PREFILL_TPS, "the bundled model on an idle 2-core AMD EPYC"
+                BUNDLED_REFERENCE_PREFILL_TPS,
+                "the bundled model on an idle 2-core AMD EPYC",
+                BUNDLED_REFERENCE_DECODE_TPS,
             )
         speed = self.measured_speed()
         return (
-            None if speed is None else SpeedReference(speed.prefill_tps, "measured here by rotscope doctor")
+            None
+            if speed is None
+            else SpeedReference(speed.prefill_tps, "measured here by rotscope doctor", speed.decode_tps)
         )
 
     def peak_memory_bytes(self) -> int:

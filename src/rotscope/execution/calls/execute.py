@@ -21,7 +21,7 @@ import asyncio
 import itertools
 import json
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Protocol
 
@@ -74,7 +74,10 @@ from rotscope.types import (
 class Reporter(Protocol):
     """Receives progress; the CLI draws a bar with it, the library passes none."""
 
-    def start(self, items: int, prompt_tokens: int) -> None: ...
+    def start(self, items: int, prompt_tokens: int, prefill: Mapping[str, int] | None = None) -> None:
+        """A batch of ``items`` calls and their prompt tokens; ``prefill``: the prompt tokens each
+        call (by item id) should need evaluated, where an engine keeps shared prefixes."""
+        ...
 
     def advance(self, item: WorkItem, completion: Completion) -> None: ...
 

@@ -44,6 +44,7 @@ from rotscope.execution.workflows.planned import (
 from rotscope.execution.workflows.self_session import SessionWriter, self_written, written_notice
 from rotscope.plan.manifest import Deviation, build_manifest, manifest_digest
 from rotscope.plan.rejections import REJECTIONS_FILE
+from rotscope.plan.schedule import expected_prefill
 from rotscope.plan.workitems import Plan, build_plan, without_evidence
 from rotscope.run_meta import EngineMeta, EngineVerdict, PlanRecord, SessionGeneration
 from rotscope.store import RunStore
@@ -214,6 +215,15 @@ class RunSteps:
         provider = str(self.backend.describe().get("backend", ""))
         return self.config.limits.get(provider, ProviderLimits()).concurrency
 
+    def prefill(self, batch: Sequence[WorkItem]) -> dict[str, int]:
+        """The prompt tokens each call of ``batch`` should need evaluated in its order: a local engine
+        keeps the previous prompt's prefix unless told not to (``prefix_cache: false``); an API is
+        counted whole (its cache, if any, is the provider's)."""
+        options = self.backend.describe().get("options") or {}
+        reuse = self.local and options.get("prefix_cache", True) is not False
+        tokens = expected_prefill([item.prompt.token_ids for item in batch], reuse=reuse)
+        return {item.item_id: count for item, count in zip(batch, tokens, strict=True)}
+
     def rerun_other_mode(self) -> bool:
         """Run again any call answered in another engine mode than the engine's now (a crash switched
         it to safe mode mid-run): a run's rows come from one mode. True when the budget stopped it."""
@@ -233,7 +243,9 @@ class RunSteps:
         if callable(expect):
             expect(speed_reference(self.backend))
         if self.reporter is not None:
-            self.reporter.start(len(batch), sum(item.prompt.prompt_tokens for item in batch))
+            self.reporter.start(
+                len(batch), sum(item.prompt.prompt_tokens for item in batch), self.prefill(batch)
+            )
         try:
             return self.execute(batch)
         finally:
