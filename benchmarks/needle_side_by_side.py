@@ -140,6 +140,8 @@ def grid_config(args: argparse.Namespace) -> dict[str, Any]:
         data["limit"] = args.limit
     if args.tasks:
         data["tasks"] = args.tasks.split(",")
+    if args.score:
+        data["score"] = args.score
     data["cache"] = {"enabled": False}
     return data
 
@@ -355,6 +357,11 @@ def main() -> None:
     parser.add_argument("--depths", help="comma-separated positions, instead of quick-v1's")
     parser.add_argument("--limit", type=int, help="cases per task, instead of quick-v1's 3")
     parser.add_argument("--tasks", help="comma-separated, instead of quick-v1's niah,nolima")
+    parser.add_argument(
+        "--score",
+        choices=["accuracy", "likelihood", "both"],
+        help="what rotscope keeps (its default: both, each gold answer's likelihood read as well)",
+    )
     parser.add_argument("--needle-python", default="/tmp/needle-venv/bin/python")
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs, run folders)")
     parser.add_argument("--label", default="", help="a line under the results' heading")
@@ -435,7 +442,7 @@ def main() -> None:
         f"{settings.n_batch}",
         f"- grid: {', '.join(data['tasks'])}, {len(cases)} case(s), lengths {lengths}, "
         f"depths {depths} percent, "
-        f"controls {data['controls']}, max_tokens {spec['max_tokens']}, "
+        f"controls {data['controls']}, score {data.get('score') or 'both'}, max_tokens {spec['max_tokens']}, "
         f"{args.rounds} interleaved round(s) per mode",
         f"- load average (1, 5, 15 min) before: {before}; after: {after}",
         "",

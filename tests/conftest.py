@@ -3,6 +3,7 @@ tiers: every test is marked with the folder it lives in (``unit``, ``flows``, ``
 
 from __future__ import annotations
 
+import functools
 import os
 import random
 import shutil
@@ -45,6 +46,20 @@ def pytest_configure(config: pytest.Config) -> None:
             filter(None, [str(_METADATA), os.environ.get("PYTHONPATH")])
         )
     _pin_worker()
+
+
+def _build_cli_once() -> None:
+    """typer's test runner builds the whole command tree from the functions' signatures on every
+    ``invoke`` (about 40 ms, thousands of times in the suite); the app is the same object each time,
+    so its command is built once per process, as the ``rotscope`` executable does."""
+    import typer.testing
+
+    build = typer.testing._get_command
+    if not isinstance(build, functools._lru_cache_wrapper):
+        typer.testing._get_command = functools.lru_cache(maxsize=8)(build)  # type: ignore[assignment]
+
+
+_build_cli_once()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -28,6 +28,7 @@ def tiny_config(**changes: Any) -> ExperimentConfig:
     data: dict[str, Any] = {
         "name": "tiny",
         "model": "bundled",
+        "score": "accuracy",  # the replies only (test_likelihood_bundled reads likelihoods)
         "tasks": ["niah"],
         "limit": 2,
         "lengths": LENGTHS,

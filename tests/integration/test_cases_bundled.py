@@ -29,6 +29,7 @@ def test_example_cases_on_the_bundled_model(bundled_path: Path, tmp_path: Path) 
         experiment,
         {
             "model": "bundled",
+            "score": "accuracy",  # the replies only (test_likelihood_bundled reads likelihoods)
             "limit": 3,
             "lengths": [300],
             "depths": ["beginning", "@40", "end"],

@@ -55,6 +55,7 @@ def test_perturbed_code_question_on_the_bundled_model(bundled_path: Path, tmp_pa
     config = build_config(
         {
             "name": "codebase-bundled",
+            "score": "accuracy",  # the replies only (test_likelihood_bundled reads likelihoods)
             "tasks": ["codebase"],
             "lengths": [300],
             "depths": [0.0, 1.0],

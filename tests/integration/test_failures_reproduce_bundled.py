@@ -27,6 +27,7 @@ def _run(tmp_path: Path, name: str, **fields: Any) -> list[dict[str, Any]]:
     experiment.write_text("name: saved\n", encoding="utf-8")
     settings = {
         "model": "bundled",
+        "score": "accuracy",  # the replies only (test_likelihood_bundled reads likelihoods)
         "lengths": [300],
         "depths": [0.2, 0.8],
         "controls": False,

@@ -42,6 +42,7 @@ def families_run(bundled_path: Path, tmp_path_factory: pytest.TempPathFactory) -
         {
             "name": "families",
             "model": "bundled",
+            "score": "accuracy",  # the replies only (test_likelihood_bundled reads likelihoods)
             "tasks": sorted(CATEGORIES),
             "limit": 1,
             "lengths": [LENGTH],

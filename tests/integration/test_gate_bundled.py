@@ -65,6 +65,7 @@ def _config(**fields: Any) -> dict[str, Any]:
     data: dict[str, Any] = {
         "name": "gate-bundled",
         "model": "bundled",
+        "score": "accuracy",  # the gate reads the replies (test_likelihood_bundled reads likelihoods)
         "tasks": ["niah"],
         "lengths": [256],
         "depths": ["beginning"],  # the trim removes the head: one position shows what the gate must

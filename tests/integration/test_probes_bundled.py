@@ -21,6 +21,7 @@ from rotscope.types import Completion
 EXAMPLES = Path(__file__).parents[2] / "examples"
 SETTINGS = {
     "model": "bundled",
+    "score": "accuracy",  # the replies only (test_likelihood_bundled reads likelihoods)
     "lengths": [400],
     "depths": [0.0, 0.5, 1.0],
     "controls": True,

@@ -84,7 +84,8 @@ def test_running_quick_v1_on_the_bundled_model_gives_the_recorded_outcomes(
 
     from rotscope.execution.workflows.runner import run_experiment
 
-    config = load_config(CONFIG, {"out": str(tmp_path / "quick-v1")})
+    # the recorded outcomes are the replies': no likelihood is read (test_likelihood_bundled does)
+    config = load_config(CONFIG, {"out": str(tmp_path / "quick-v1"), "score": "accuracy"})
     run_dir = run_experiment(config)
     with closing(sqlite3.connect(run_dir / "run.db")) as db:
         got = dict(db.execute("SELECT item_id, outcome FROM items").fetchall())

@@ -19,6 +19,7 @@ def test_reasoning_runs_on_the_bundled_model(bundled_path: Path, tmp_path: Path)
         {
             "name": "reasoning-bundled",
             "model": "bundled",
+            "score": "accuracy",  # the replies only (test_likelihood_bundled reads likelihoods)
             "tasks": ["reasoning"],
             "lengths": [LENGTH],
             "reasoning": {"items": 2, "fillers": ["with_solutions"], "layouts": ["end", "middle_dup"]},

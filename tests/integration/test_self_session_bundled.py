@@ -26,6 +26,7 @@ def test_the_bundled_model_writes_its_session_and_a_resume_replays_it(
 ) -> None:
     settings = {
         "model": "bundled",
+        "score": "accuracy",  # the replies only (test_likelihood_bundled reads likelihoods)
         "tasks": ["niah"],
         "lengths": [768],
         "depths": [0.5],

@@ -18,6 +18,7 @@ EXAMPLE = Path(__file__).parents[2] / "examples" / "session.yaml"
 def test_session_example_on_the_bundled_model(bundled_path: Path, tmp_path: Path) -> None:
     settings = {
         "model": "bundled",
+        "score": "accuracy",  # the replies only (test_likelihood_bundled reads likelihoods)
         "lengths": [512],
         "depths": [0.9],
         "limit": 2,

@@ -28,6 +28,7 @@ limits and caching can be tried without a network.
 from __future__ import annotations
 
 import asyncio
+import functools
 import math
 import re
 from collections.abc import Callable
@@ -68,13 +69,19 @@ def _context_and_question(request: GenerateRequest) -> tuple[list[str], str]:
     return [line for line in context.splitlines() if line.strip()], question.group(1) if question else ""
 
 
+@functools.lru_cache(maxsize=1 << 16)
+def _line_stems(line: str) -> frozenset[str]:
+    """A context line's content stems: the same filler lines come back in every prompt of a run."""
+    return frozenset(content_stems(line))
+
+
 def lexical_responder(recent_fraction: float = 1.0) -> Responder:
     def respond(request: GenerateRequest) -> str:
         lines, question = _context_and_question(request)
         visible = lines[int(len(lines) * (1 - recent_fraction)) :]
         wanted = content_stems(question)
-        best = max(visible, key=lambda line: len(wanted & content_stems(line)), default="")
-        if len(wanted & content_stems(best)) < 2:
+        best = max(visible, key=lambda line: len(wanted & _line_stems(line)), default="")
+        if len(wanted & _line_stems(best)) < 2:
             return ABSTAIN
         return best.strip()
 
@@ -111,8 +118,8 @@ def blind_responder(blind: float) -> Responder:
 
     def answer(lines: list[str], question: str) -> str:
         wanted = content_stems(question)
-        best = max(range(len(lines)), key=lambda i: len(wanted & content_stems(lines[i])), default=None)
-        if best is None or len(wanted & content_stems(lines[best])) < 2:
+        best = max(range(len(lines)), key=lambda i: len(wanted & _line_stems(lines[i])), default=None)
+        if best is None or len(wanted & _line_stems(lines[best])) < 2:
             return ABSTAIN
         total = sum(len(line) for line in lines)
         depth = sum(len(line) for line in lines[:best]) / max(total - len(lines[best]), 1)

@@ -119,6 +119,7 @@ class LlamaCppTokenizer:
 # ids, so the digest stays.
 _FAKE_PIECES = re.compile(r"<\|[a-z_]+\|>|\n+|[^\S\n]+|\w+|[^\w\s]")
 _FAKE_SPECIAL = re.compile(r"<\|[a-z_]+\|>")
+_FAKE_SPECIAL_PARTS = re.compile(r"\w+|[^\w\s]")
 FAKE_TEMPLATE = (
     "{% for m in messages %}<|{{ m['role'] }}|>\n{{ m['content'] }}\n{% endfor %}"
     "{% if add_generation_prompt %}<|assistant|>\n{% endif %}"
@@ -174,13 +175,18 @@ class FakeTokenizer(PieceVocabulary):
         self.name = "fake:regex"
 
     def encode(self, text: str, *, special: bool = False) -> list[int]:
+        # The hot path of every fake run (planning encodes each prompt again to verify it): a piece
+        # already met is one dict lookup, and only a piece starting "<|" can be a special token.
         ids: list[int] = []
-        for match in _FAKE_PIECES.finditer(text):
-            piece = match.group()
-            if _FAKE_SPECIAL.fullmatch(piece) and not special:
-                ids.extend(self._id(part) for part in re.findall(r"\w+|[^\w\s]", piece))
+        known, append = self._ids.get, ids.append
+        for piece in _FAKE_PIECES.findall(text):
+            token_id = known(piece)
+            if token_id is not None and (special or not piece.startswith("<|")):
+                append(token_id)
+            elif not special and _FAKE_SPECIAL.fullmatch(piece):
+                ids.extend(self._id(part) for part in _FAKE_SPECIAL_PARTS.findall(piece))
             else:
-                ids.append(self._id(piece))
+                append(self._id(piece))
         return ids
 
     def render_chat(self, messages: Sequence[dict[str, str]]) -> str:
