@@ -25,8 +25,10 @@ from tests.support.fault_battery import assert_no_traceback, bystander, tree_dig
 
 pytestmark = pytest.mark.fault_battery
 
-TIMEOUT_S = 0.3
-"""The client's timeout: a hanging replica costs this much per call it is sent."""
+TIMEOUT_S = 1.0
+"""The client's timeout: a hanging replica costs this much per call it is sent, and a healthy replica's
+reply on a busy machine must come within it (0.3 s once turned a healthy call into an error row while
+the rest of the suite ran)."""
 
 
 @pytest.fixture(scope="module")
