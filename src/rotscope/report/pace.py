@@ -6,9 +6,9 @@ what ``rotscope doctor`` measured here), with the load average and the run's tim
 
 Work is counted in the prompt tokens the engine is expected to evaluate (a local engine keeps the
 prefix the previous prompt shares: ``plan.schedule.expected_prefill``) plus ``CALL_TOKENS`` for
-each call's decoding: counting every prompt token instead made the time left of a run in prefix
-order run 54-57% long at its first quarter (``benchmarks/results/quick_physical.md``), because its
-later calls find most of their prompt cached.
+each call's decoding: counted on every prompt token, the time left of a run in prefix order runs
+long until its end, because its later calls find most of their prompt cached
+(``benchmarks/results/quick_physical.md``).
 
 The notice compares the time the calls took, to the end of the last one finished, with the time the
 reference needs for the same prompt tokens evaluated and tokens generated: judged at a call's end,

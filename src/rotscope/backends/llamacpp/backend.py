@@ -51,8 +51,8 @@ BUNDLED_REFERENCE_PREFILL_TPS = 200.0
 ``rotscope doctor``'s benchmark at the default batch; ``benchmarks/results/quick_run.md``): a run on
 the bundled model far below it says so (``report.pace``)."""
 BUNDLED_REFERENCE_DECODE_TPS = 90.0
-"""Generated tokens/s of the bundled model on the same machine and benchmark (88-104 measured,
-``benchmarks/results/quick_physical.md``)."""
+"""Generated tokens/s of the bundled model on the same machine and benchmark
+(``benchmarks/results/quick_physical.md``)."""
 _CONTEXT_STEP = 256
 _RUNTIME_BYTES = 50 << 20
 """The worker's interpreter and llama.cpp's own buffers beside weights, KV cache and batch."""
